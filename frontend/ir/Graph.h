@@ -1,0 +1,157 @@
+// Graph.h - the frontend IR: values, nodes and the owning graph.
+//
+// One node kind per operator (OpKind, expanded from Ops.def): the ONNX kinds
+// (OnnxConv, OnnxGemm, ...) exist between loading and lowering; after
+// lowering only the HPVM kinds (Conv, Add, MaxPool, ...) remain, each with its
+// intrinsic operands in order. Nodes and values are owned by the Graph;
+// everything else refers to them by pointer.
+#ifndef TORCH2HPVM_FRONTEND_IR_GRAPH_H
+#define TORCH2HPVM_FRONTEND_IR_GRAPH_H
+
+#include "ir/OpKind.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace hpvm::fe {
+
+/// Element types the frontend understands (ONNX TensorProto codes).
+enum class DataType : int32_t {
+  Undefined = 0,
+  Float = 1,
+  Uint8 = 2,
+  Int8 = 3,
+  Int32 = 6,
+  Int64 = 7,
+  Bool = 9,
+  Double = 11,
+};
+
+/// Host data of a constant tensor, always little-endian, C order.
+struct TensorData {
+  DataType dtype = DataType::Float;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;
+
+  /// Number of elements (product of dims; 1 for a scalar).
+  int64_t numElements() const;
+  /// Reads element \p i converted to double / int64 (any numeric dtype).
+  double asDouble(int64_t i) const;
+  int64_t asInt(int64_t i) const;
+  /// The data as float32 / int64 vectors (converting from any numeric dtype).
+  std::vector<float> toFloats() const;
+  std::vector<int64_t> toInts() const;
+};
+
+struct Node;
+
+/// A tensor value: the graph input, a constant (initializer or folded), or a
+/// node's output.
+struct Value {
+  /// ONNX tensor name; used in comments and diagnostics only, and always
+  /// through the sanitizer/escaper before it reaches generated source.
+  std::string name;
+  DataType dtype = DataType::Float;
+  /// Static shape; the batch dimension of the graph input is kept as in ONNX
+  /// (usually 1 or symbolic, recorded as -1).
+  std::vector<int64_t> shape;
+  /// Set for constants (initializers, Constant nodes, folded shapes).
+  std::shared_ptr<const TensorData> constant;
+  /// Index of the ONNX initializer this constant came from, -1 otherwise.
+  int initializerIndex = -1;
+  /// Producing node, nullptr for the graph input and constants.
+  Node* producer = nullptr;
+  /// Nodes reading this value (kept up to date by Graph helpers).
+  std::vector<Node*> users;
+
+  bool isConstant() const { return constant != nullptr; }
+};
+
+/// An attribute value of an ONNX-level node.
+using AttrValue = std::variant<int64_t, double, std::string,
+                               std::vector<int64_t>, std::vector<double>,
+                               std::shared_ptr<const TensorData>>;
+
+/// A scalar operand of an HPVM intrinsic, printed in the generated call.
+struct Scalar {
+  bool isInteger = true;
+  int64_t i = 0;
+  double d = 0.0;
+  static Scalar integer(int64_t v) { return Scalar{true, v, 0.0}; }
+  static Scalar real(double v) { return Scalar{false, 0, v}; }
+};
+
+/// Where a node came from in the ONNX model, for comments and messages.
+struct Origin {
+  std::string name;   ///< ONNX node name, or "#<index>" when it had none.
+  std::string opType; ///< ONNX op_type.
+  int index = -1;     ///< Position in the ONNX graph's node list.
+};
+
+/// One operation. ONNX-level kinds use `attrs`; HPVM kinds use `scalars`
+/// (the intrinsic's non-tensor operands, in intrinsic order) and have exactly
+/// TensorArgs inputs (Ops.def).
+struct Node {
+  OpKind kind;
+  std::vector<Value*> inputs;
+  Value* output = nullptr;
+  std::map<std::string, AttrValue> attrs;
+  std::vector<Scalar> scalars;
+  /// ONNX node(s) this node was made from (a Conv's bias add names the Conv).
+  std::vector<Origin> origins;
+};
+
+/// Facts about the source model, for banners, manifests and messages.
+struct ModelSource {
+  std::string path;       ///< As given on the command line.
+  std::string sha256;     ///< Of the model file's bytes.
+  std::string producer;   ///< producer_name + " " + producer_version.
+  int64_t opset = 0;      ///< Default-domain opset (after conversion).
+  std::string graphName;
+};
+
+/// The owning graph. `nodes()` is kept in topological order (ONNX node order
+/// for nodes that came from ONNX; new nodes are inserted next to their
+/// origin), which is also HPVM op numbering order after lowering.
+class Graph {
+public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Creates a value owned by the graph.
+  Value* addValue(std::string name, DataType dtype,
+                  std::vector<int64_t> shape);
+  /// Creates a constant value owned by the graph.
+  Value* addConstant(std::string name, std::shared_ptr<const TensorData> data,
+                     int initializerIndex = -1);
+  /// Creates a node at position \p pos of the node list (end when -1),
+  /// producing a new value \p output, and links users/producer.
+  Node* addNode(OpKind kind, std::vector<Value*> inputs, Value* output,
+                std::vector<Origin> origins, int pos = -1);
+  /// Replaces every use of \p from by \p to (including the graph output).
+  void replaceAllUses(Value* from, Value* to);
+  /// Removes \p node (its output must have no users left).
+  void eraseNode(Node* node);
+  /// Removes values that are neither used nor produced nor graph I/O.
+  void pruneValues();
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+
+  Value* input = nullptr;  ///< The single graph input (image batch).
+  Value* output = nullptr; ///< The single graph output.
+  ModelSource source;
+
+private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Value>> values_;
+};
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_IR_GRAPH_H

@@ -1,0 +1,54 @@
+// RunModel.h - the support routine behind every generated program's main():
+// command line, datasets, batching, accuracy, timing, configurations.
+//
+// The generated HPVM-C keeps only what is specific to the model: node
+// functions, the root graph, the launch struct, weight loading and one
+// launch per batch. Everything else is here, compiled and tested once.
+#ifndef HPVM_RT_RUNMODEL_H
+#define HPVM_RT_RUNMODEL_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace hpvm_rt {
+
+/// What the generated program tells the runtime about its model.
+struct ModelInfo {
+  /// Model name (file stem), for messages and JSON reports.
+  const char* name;
+  /// Directory holding weights/ and the dataset files; absolute, baked in at
+  /// export time; overridden at run time by --model-dir.
+  const char* modelDir;
+  /// Input image shape (per image).
+  int64_t channels, height, width;
+  /// Number of classes (columns of the output).
+  int64_t numClasses;
+  /// Images in the tune and test sets (checked against the files).
+  int64_t tuneCount, testCount;
+  /// Default batch size; 0 means the whole set in one batch (HPVM).
+  int64_t defaultBatch;
+  /// Baked-in default configuration file, relative to modelDir, or "" for
+  /// exact FP32 everywhere.
+  const char* defaultConfig;
+  /// Number of HPVM tensor ops in the program (config lines are checked
+  /// against the recorded graph).
+  int64_t numOps;
+  /// Program kind: 0 = normal run, 1 = HPVM tuner inspect protocol (FIFOs).
+  int inspect;
+};
+
+/// Loads every weight; called once, with modelDir (ending in '/').
+using LoadWeightsFn = std::function<void(const std::string& modelDir)>;
+/// Runs the DFG on one input batch tensor and returns the output tensor.
+using RunBatchFn = std::function<void*(void* input)>;
+
+/// Parses argv (see --help), loads weights, runs the chosen dataset in
+/// batches (a final partial batch included), reports accuracy and timing,
+/// writes final_accuracy and profile files. Returns the process exit code.
+int runModel(int argc, char** argv, const ModelInfo& info,
+             const LoadWeightsFn& loadWeights, const RunBatchFn& runBatch);
+
+} // namespace hpvm_rt
+
+#endif // HPVM_RT_RUNMODEL_H

@@ -1,0 +1,143 @@
+// Runtime.h - the contract inside hpvm_rt between the executor (graph
+// capture, tracing, fusion, execution; src/graph/) and the driver side
+// (configurations, run loop, profiling; src/config/, src/RunModel.cpp).
+#ifndef HPVM_RT_RUNTIME_H
+#define HPVM_RT_RUNTIME_H
+
+#include "kernels/Kernels.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpvm::rt {
+
+// --- The operator/knob table, expanded from Ops.def ------------------------
+
+/// HPVM tensor op kinds, one per HPVM_OP row, in table order.
+enum class HpvmOp : uint8_t {
+#define HPVM_OP(Kind, ...) Kind,
+#include "hpvm_rt/Ops.def"
+};
+constexpr int kNumHpvmOps = 0
+#define HPVM_OP(...) +1
+#include "hpvm_rt/Ops.def"
+    ;
+
+/// Which knobs apply to an op (Ops.def Applies / Knobs columns).
+enum class KnobApplies : uint8_t { KnobAll, KnobConv, KnobDense };
+
+/// Facts of one HPVM_OP row.
+struct OpInfo {
+  HpvmOp op;
+  const char* kindName; ///< "Conv"
+  const char* confName; ///< "conv"
+  const char* jsonType; ///< "convolution"
+  const char* intrinsic;
+  const char* rtFunction;
+  int tensorArgs, scalarArgs;
+  KnobApplies knobs;
+  double flopsPerElem, flopsPerReduce;
+};
+const OpInfo& opInfo(HpvmOp op);
+/// Looks an op up by its configuration-file token; nullptr if unknown.
+const OpInfo* opByConfName(std::string_view name);
+
+/// Facts of one HPVM_KNOB row.
+struct KnobInfo {
+  int id;
+  const char* confName;
+  KnobSpec spec;
+  double speedup;
+  KnobApplies applies;
+};
+/// Every knob row, in table order.
+const std::vector<KnobInfo>& allKnobs();
+/// Looks a knob up by id; nullptr if unknown.
+const KnobInfo* knobById(int id);
+/// True if \p knob may be applied to \p op.
+bool knobAppliesTo(const KnobInfo& knob, HpvmOp op);
+
+// --- Configurations (grammar and errors: config/Config.h) ------------------
+
+/// One op of a configuration line with its knob.
+struct OpChoice {
+  HpvmOp op;
+  int knobId = 11;
+  int line = 0, column = 0; ///< Of the op token, for messages.
+};
+
+/// One configuration line: a fused HPVM node.
+struct NodeConfig {
+  std::string name;      ///< First token (string key, HPVM's ordinal).
+  int key = 0;           ///< 1 + ops on earlier lines (integer key).
+  bool gpu = true;       ///< Device token: gpu (run on CPU, same knobs) / cpu.
+  std::vector<OpChoice> ops;
+  int line = 0;
+};
+
+/// One +++++ ... ----- block.
+struct Configuration {
+  std::string name;
+  double speedup = 1, energy = 1, accuracy = 0, accuracyLoss = 0;
+  std::vector<NodeConfig> nodes;
+  int line = 0; ///< Line of the header.
+};
+
+/// A whole configuration file.
+struct ConfigFile {
+  std::string path;
+  double baselineTime = 0;
+  std::vector<Configuration> configs;
+};
+
+/// A configuration error; what() is "path:line:col: message".
+class ConfigError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// --- What the executor knows about the program -----------------------------
+
+/// One HPVM fused node of the launched program (HPVM's FuseHPVMTensorNodes
+/// rules, reference section 7.1), in execution order.
+struct FusedNodeInfo {
+  int ordinal = 0;        ///< 1-based position (HPVM's string id).
+  int firstOpId = 0;      ///< Node id of the first op (integer key); 0 if
+                          ///< the program sets no node ids.
+  std::vector<HpvmOp> ops;
+  std::vector<std::string> leafNames; ///< Node functions, for messages.
+};
+
+/// One executed tensor op of the last launch, for profiles and call logs.
+struct OpRecord {
+  int opId = 0;           ///< __hpvm__node_id of the op's leaf (0 if none).
+  int fusedOrdinal = 0;   ///< FusedNodeInfo::ordinal it belongs to.
+  HpvmOp op;
+  KnobSpec knob;
+  std::vector<std::vector<int64_t>> inputShapes;
+  std::vector<int64_t> outputShape;
+  double flops = 0;
+  double startSeconds = 0; ///< Since the launch started.
+  double seconds = 0;      ///< Wall time; fused ops share their group's time,
+                           ///< split in proportion to FLOPs.
+};
+
+/// Applies \p config (nullptr: exact FP32 everywhere) to the following
+/// launches. The executor checks it against the program at the next launch
+/// and throws ConfigError naming the line and the fused node on mismatch.
+void setActiveConfiguration(const Configuration* config,
+                            const std::string& path);
+/// The fused nodes of the most recently launched program (empty before the
+/// first launch).
+const std::vector<FusedNodeInfo>& programNodes();
+/// Turns per-op timing records on or off (off: no timing overhead).
+void setRecording(bool on);
+/// Records of the most recent launch (when recording is on).
+const std::vector<OpRecord>& lastLaunchRecords();
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_RUNTIME_H

@@ -1,0 +1,157 @@
+// Kernels.h - the contract between hpvm_rt's executor and its kernels.
+//
+// The executor (graph capture, tracing, HPVM fusion grouping, configuration
+// lookup) decides *what* runs: one call below per execution group, with the
+// knob chosen for it. The kernels decide *how*: oneDNN primitives with fused
+// post-ops, blocked activation layouts kept between layers, cached weight
+// reorders, and the plain reference loops that serve as the test oracle.
+//
+// Storage: every Tensor's memory is managed here (TensorImpl is private to
+// the kernels). A kernel may leave its output in a blocked layout; anything
+// that needs NCHW host data calls ensureHost() first.
+#ifndef HPVM_RT_KERNELS_KERNELS_H
+#define HPVM_RT_KERNELS_KERNELS_H
+
+#include "tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace hpvm::rt {
+
+/// Numerics of a knob (Ops.def Precision column).
+enum class Precision : uint8_t { FP32, FP16, BF16 };
+/// Algorithm of a knob (Ops.def Variant column).
+enum class Variant : uint8_t { Exact, PerfRow, PerfCol, Samp };
+
+/// One knob as the kernels need it (resolved from an Ops.def HPVM_KNOB row).
+struct KnobSpec {
+  int id = 11;
+  Variant variant = Variant::Exact;
+  Precision precision = Precision::FP32;
+  int rate = 1;   ///< Perforation/sampling rate r; 1 means exact.
+  int offset = 0; ///< Offset 0..r-1.
+};
+
+/// Elementwise activation applied after an op.
+enum class Act : uint8_t { None, Relu, Clip, Tanh };
+
+/// Post-operations fused into a convolution or dense layer, applied in this
+/// order: bias (per channel), batch norm (inference), activation, residual
+/// add (elementwise, same shape as the output), second activation. Tensors
+/// here are never written.
+struct PostOps {
+  const Tensor* bias = nullptr;       ///< 1xKx1x1 (conv) or 1xNx1x1 (dense).
+  const Tensor* bnGamma = nullptr;    ///< All four set or all null.
+  const Tensor* bnBeta = nullptr;
+  const Tensor* bnMean = nullptr;
+  const Tensor* bnVar = nullptr;
+  double bnEps = 0.0;
+  Act act = Act::None;
+  float actLo = 0.f, actHi = 0.f;     ///< Clip bounds for Act::Clip.
+  const Tensor* residual = nullptr;   ///< Elementwise add, output shape.
+  Act act2 = Act::None;
+  float act2Lo = 0.f, act2Hi = 0.f;
+};
+
+/// Convolution geometry (NCHW input, OIHW filter, zero padding, no
+/// dilation). groups == C == K is depthwise.
+struct ConvArgs {
+  int padH = 0, padW = 0, strideH = 1, strideW = 1, groups = 1;
+};
+
+/// Pooling geometry. Max ignores out-of-range positions; Avg divides by the
+/// full window area (count_include_pad, PyTorch's default).
+struct PoolArgs {
+  enum Kind : uint8_t { Max, Avg } kind = Max;
+  int kh = 1, kw = 1, padH = 0, padW = 0, strideH = 1, strideW = 1;
+};
+
+// --- Storage ----------------------------------------------------------------
+
+/// Allocates NCHW host storage for a tensor whose dims are set (contents
+/// undefined). Idempotent.
+void allocHost(Tensor* t);
+/// Makes t->host_data hold valid NCHW data (reorders from a blocked layout,
+/// allocating host memory if needed).
+void ensureHost(Tensor* t);
+/// Tells the kernels the host data was written by someone else (drops any
+/// cached blocked copy or reordered weights derived from it).
+void hostModified(Tensor* t);
+/// Frees every buffer of t (host and layout copies); dims stay.
+void releaseStorage(Tensor* t);
+
+// --- Layers (outputs have dims set by the caller; storage is the kernel's) -
+
+/// y = post(conv(x, w)) with the given knob (exact, perforated, sampled,
+/// fp16/bf16 numerics). x: NxCxHxW, w: Kx(C/g)xKHxKW, y: NxKxHoxWo.
+void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
+             const PostOps& post, const KnobSpec& knob, Tensor* y);
+/// y = post(x * w): x viewed as MxK (flatten C,H,W), w is 1x1xKxN, y MxNx1x1.
+void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
+              const KnobSpec& knob, Tensor* y);
+/// y = pool(x).
+void runPool(const Tensor* x, const PoolArgs& args, const KnobSpec& knob,
+             Tensor* y);
+/// y = batchnorm(x) (y may be x), with an optional fused activation.
+void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
+                  const Tensor* mean, const Tensor* var, double eps, Act act,
+                  float lo, float hi, const KnobSpec& knob, Tensor* y);
+/// y = a + b (y may be a). b has a's element count (elementwise) or is
+/// 1xCx1x1 (per-channel broadcast); optional fused activation.
+void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
+            const KnobSpec& knob, Tensor* y);
+/// y = act(x) (y may be x).
+void runAct(const Tensor* x, Act act, float lo, float hi,
+            const KnobSpec& knob, Tensor* y);
+/// y = softmax over dim 1 of x viewed as N x (C*H*W) (y may be x).
+void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
+
+// --- Threads ----------------------------------------------------------------
+
+/// Sets the number of threads every kernel uses (0 = all cores).
+void setNumThreads(int n);
+int numThreads();
+
+// --- Reference kernels (plain loops, NCHW float32; the test oracle) --------
+
+namespace ref {
+void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+            const float* w, int64_t K, int64_t KH, int64_t KW,
+            const ConvArgs& a, float* y);
+void dense(const float* x, int64_t M, int64_t K, const float* w, int64_t N,
+           float* y);
+void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+            const PoolArgs& a, float* y);
+void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
+               const float* gamma, const float* beta, const float* mean,
+               const float* var, double eps, float* y);
+void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
+         bool perChannel, float* y);
+void act(const float* x, int64_t n, Act act, float lo, float hi, float* y);
+void softmax(const float* x, int64_t N, int64_t D, float* y);
+} // namespace ref
+
+// --- Approximate convolution (issue #4), NCHW float32 -----------------------
+
+namespace approx {
+/// Row or column perforation (KnobSpec.variant PerfRow/PerfCol): computes
+/// only the kept output rows/columns, at proportionally lower cost, and
+/// interpolates the skipped ones as HPVM does (reference section 6.2).
+void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
+                    int64_t W, const float* w, int64_t K, int64_t KH,
+                    int64_t KW, const ConvArgs& a, const KnobSpec& knob,
+                    float* y);
+/// Filter sampling (reference section 6.3), regular and irregular variants.
+void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                 const float* w, int64_t K, int64_t KH, int64_t KW,
+                 const ConvArgs& a, const KnobSpec& knob, float* y);
+/// Rounds every element to IEEE binary16 and back (round to nearest even).
+void roundToHalf(float* data, int64_t n);
+/// Rounds every element to bfloat16 and back (round to nearest even).
+void roundToBf16(float* data, int64_t n);
+} // namespace approx
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_KERNELS_KERNELS_H

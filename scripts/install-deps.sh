@@ -1,0 +1,38 @@
+#!/bin/sh
+# install-deps.sh - install every Debian package torch2hpvm needs to build, test
+# and run its examples. Idempotent and non-interactive; run as root.
+set -eu
+
+# oneDNN's CMake package (Debian builds it with the OpenCL GPU runtime)
+# looks for OpenCL, hence ocl-icd-opencl-dev and opencl-headers.
+PACKAGES="
+  build-essential cmake ninja-build clang
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libfmt-dev libcli11-dev nlohmann-json3-dev libkainjow-mustache-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev doctest-dev
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  dataset-fashion-mnist
+"
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+
+missing=""
+for p in $PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+
+if [ -z "$missing" ]; then
+  echo "install-deps: all packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing
