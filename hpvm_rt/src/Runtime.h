@@ -36,7 +36,7 @@ struct OpInfo {
   const char* confName; ///< "conv"
   const char* jsonType; ///< "convolution"
   const char* intrinsic;
-  const char* rtFunction;
+  const char* rtCall; ///< Direct-call format string (Ops.def RtCall).
   int tensorArgs, scalarArgs;
   KnobApplies knobs;
   double flopsPerElem, flopsPerReduce;

@@ -1,0 +1,48 @@
+// Diagnostics.h - the frontend's two kinds of error: UserError (bad model,
+// options, datasets, templates or a failed toolchain; reported cleanly) and
+// HPVM_ASSERT / HPVM_UNREACHABLE (a bug: file, line, abort).
+#ifndef TORCH2HPVM_FRONTEND_DIAGNOSTICS_H
+#define TORCH2HPVM_FRONTEND_DIAGNOSTICS_H
+
+#include "ir/Graph.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace hpvm::fe {
+
+/// Exit codes of the command-line tools.
+enum ExitCode : int { ExitOk = 0, ExitUserError = 1, ExitToolchainError = 2 };
+
+/// An error the user can fix. what() is the complete message without the
+/// "torch2hpvm-export: error: " prefix, e.g.
+/// "model.onnx: node 'conv1' (Conv, #3): dilations [2, 2] are not supported".
+class UserError : public std::runtime_error {
+public:
+  explicit UserError(const std::string& message, int exitCode = ExitUserError)
+      : std::runtime_error(message), exitCode_(exitCode) {}
+  int exitCode() const { return exitCode_; }
+
+private:
+  int exitCode_;
+};
+
+/// "model.onnx: node 'conv1' (Conv, #3)" - the one way to name a node in a
+/// message. An empty node name is shown as '#<index>'.
+std::string nodeContext(const std::string& modelPath, const Origin& origin);
+
+/// Aborts with file and line: for broken invariants, never for user input.
+[[noreturn]] void reportBug(const char* file, int line, const std::string& msg);
+
+} // namespace hpvm::fe
+
+#define HPVM_ASSERT(cond, msg)                                                 \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      ::hpvm::fe::reportBug(__FILE__, __LINE__,                                \
+                            std::string("assertion '" #cond "' failed: ") +   \
+                                (msg));                                        \
+  } while (0)
+#define HPVM_UNREACHABLE(msg) ::hpvm::fe::reportBug(__FILE__, __LINE__, (msg))
+
+#endif // TORCH2HPVM_FRONTEND_DIAGNOSTICS_H
