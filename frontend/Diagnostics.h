@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace hpvm::fe {
 
@@ -30,6 +31,30 @@ private:
 /// "model.onnx: node 'conv1' (Conv, #3)" - the one way to name a node in a
 /// message. An empty node name is shown as '#<index>'.
 std::string nodeContext(const std::string& modelPath, const Origin& origin);
+
+/// \p name with control characters, quotes and backslashes escaped C-style
+/// ("\n", "\x01", "\'"), so a name from a model prints on one line.
+std::string escapeName(const std::string& name);
+
+/// Collects per-node errors so that one UserError can list them all:
+/// "<path>: node 'b' (Conv, #7): <reason>" for one error, or
+/// "<path>: 2 unsupported nodes:\n  node 'a' (...): <reason>\n  ..." for more.
+class ErrorList {
+public:
+  explicit ErrorList(std::string modelPath) : path_(std::move(modelPath)) {}
+  /// Records that \p origin cannot be handled, because of \p reason.
+  void add(const Origin& origin, const std::string& reason);
+  bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
+  /// The complete message (empty when there are no errors).
+  std::string message() const;
+  /// Throws UserError(message()) when any error was recorded.
+  void throwIfAny() const;
+
+private:
+  std::string path_;
+  std::vector<std::string> entries_; ///< "node 'a' (Conv, #3): reason".
+};
 
 /// Aborts with file and line: for broken invariants, never for user input.
 [[noreturn]] void reportBug(const char* file, int line, const std::string& msg);

@@ -1,1 +1,41 @@
-int main() { return 0; }
+// Main.cpp - torch2hpvm-export: parse the options, run the export, map the
+// outcome to exit codes (0 ok, 1 user error, 2 toolchain failure).
+#include "Diagnostics.h"
+#include "Options.h"
+#include "Pipeline.h"
+
+#include <exception>
+#include <iostream>
+#include <unistd.h>
+
+int main(int argc, char** argv) {
+  using namespace hpvm::fe;
+  try {
+    Options opts = parseOptions(std::vector<std::string>(argv, argv + argc));
+    if (!opts.exitText.empty()) {
+      std::cout << opts.exitText;
+      return ExitOk;
+    }
+    if (!opts.listOps.empty()) {
+      listOps(opts.listOps, std::cout);
+      return ExitOk;
+    }
+    PipelineStreams streams;
+    if (::isatty(STDERR_FILENO))
+      streams.progress = &std::cerr;
+    streams.ir = &std::cout;
+    streams.commands = &std::cerr;
+    runExport(opts, streams);
+    return ExitOk;
+  } catch (const UserError& e) {
+    std::cout.flush();
+    std::cerr << "torch2hpvm-export: error: " << e.what() << "\n";
+    return e.exitCode();
+  } catch (const std::exception& e) {
+    // File system and allocation failures: the user's environment, not a
+    // bug in the model or in us.
+    std::cout.flush();
+    std::cerr << "torch2hpvm-export: error: " << e.what() << "\n";
+    return ExitUserError;
+  }
+}

@@ -6,7 +6,7 @@ set -eu
 # oneDNN's CMake package (Debian builds it with the OpenCL GPU runtime)
 # looks for OpenCL, hence ocl-icd-opencl-dev and opencl-headers.
 PACKAGES="
-  build-essential cmake ninja-build clang
+  build-essential cmake ninja-build clang clang-format git
   libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev nlohmann-json3-dev libkainjow-mustache-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev doctest-dev

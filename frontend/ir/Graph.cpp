@@ -1,3 +1,214 @@
-// Graph.cpp - placeholder so the frontend library has a source (frontend work
-// replaces it).
+// Graph.cpp - constant tensor access and the Graph's ownership helpers.
 #include "ir/Graph.h"
+
+#include "Diagnostics.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// Bytes of one element of \p dtype; 0 for Undefined.
+size_t elementSize(DataType dtype) {
+  switch (dtype) {
+  case DataType::Float:
+  case DataType::Int32:
+    return 4;
+  case DataType::Uint8:
+  case DataType::Int8:
+  case DataType::Bool:
+    return 1;
+  case DataType::Int64:
+  case DataType::Double:
+    return 8;
+  case DataType::Undefined:
+    return 0;
+  }
+  return 0;
+}
+
+/// Reads element \p i of \p t as type T from its little-endian bytes.
+template <typename T> T load(const TensorData& t, int64_t i) {
+  T v;
+  std::memcpy(&v, t.bytes.data() + static_cast<size_t>(i) * sizeof(T),
+              sizeof(T));
+  return v;
+}
+
+void checkIndex(const TensorData& t, int64_t i) {
+  size_t size = elementSize(t.dtype);
+  HPVM_ASSERT(size != 0, "constant tensor has an undefined element type");
+  HPVM_ASSERT(i >= 0 && static_cast<size_t>(i + 1) * size <= t.bytes.size(),
+              "constant element " + std::to_string(i) + " out of range (" +
+                  std::to_string(t.bytes.size()) + " bytes)");
+}
+
+} // namespace
+
+int64_t TensorData::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+double TensorData::asDouble(int64_t i) const {
+  checkIndex(*this, i);
+  switch (dtype) {
+  case DataType::Float:
+    return load<float>(*this, i);
+  case DataType::Double:
+    return load<double>(*this, i);
+  case DataType::Int32:
+    return load<int32_t>(*this, i);
+  case DataType::Int64:
+    return static_cast<double>(load<int64_t>(*this, i));
+  case DataType::Uint8:
+  case DataType::Bool:
+    return load<uint8_t>(*this, i);
+  case DataType::Int8:
+    return load<int8_t>(*this, i);
+  case DataType::Undefined:
+    break;
+  }
+  HPVM_UNREACHABLE("asDouble on an undefined element type");
+}
+
+int64_t TensorData::asInt(int64_t i) const {
+  checkIndex(*this, i);
+  switch (dtype) {
+  case DataType::Float:
+    return static_cast<int64_t>(load<float>(*this, i));
+  case DataType::Double:
+    return static_cast<int64_t>(load<double>(*this, i));
+  case DataType::Int32:
+    return load<int32_t>(*this, i);
+  case DataType::Int64:
+    return load<int64_t>(*this, i);
+  case DataType::Uint8:
+  case DataType::Bool:
+    return load<uint8_t>(*this, i);
+  case DataType::Int8:
+    return load<int8_t>(*this, i);
+  case DataType::Undefined:
+    break;
+  }
+  HPVM_UNREACHABLE("asInt on an undefined element type");
+}
+
+std::vector<float> TensorData::toFloats() const {
+  int64_t n = numElements();
+  std::vector<float> out(static_cast<size_t>(n));
+  if (dtype == DataType::Float) {
+    HPVM_ASSERT(bytes.size() == static_cast<size_t>(n) * sizeof(float),
+                "float constant has " + std::to_string(bytes.size()) +
+                    " bytes for " + std::to_string(n) + " elements");
+    if (n > 0)
+      std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = static_cast<float>(asDouble(i));
+  return out;
+}
+
+std::vector<int64_t> TensorData::toInts() const {
+  int64_t n = numElements();
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = asInt(i);
+  return out;
+}
+
+Value* Graph::addValue(std::string name, DataType dtype,
+                       std::vector<int64_t> shape) {
+  auto value = std::make_unique<Value>();
+  value->name = std::move(name);
+  value->dtype = dtype;
+  value->shape = std::move(shape);
+  values_.push_back(std::move(value));
+  return values_.back().get();
+}
+
+Value* Graph::addConstant(std::string name,
+                          std::shared_ptr<const TensorData> data,
+                          int initializerIndex) {
+  HPVM_ASSERT(data != nullptr, "constant '" + name + "' has no data");
+  Value* value = addValue(std::move(name), data->dtype, data->dims);
+  value->constant = std::move(data);
+  value->initializerIndex = initializerIndex;
+  return value;
+}
+
+Node* Graph::addNode(OpKind kind, std::vector<Value*> inputs, Value* output,
+                     std::vector<Origin> origins, int pos) {
+  HPVM_ASSERT(output != nullptr, "node without an output value");
+  HPVM_ASSERT(output->producer == nullptr && !output->isConstant(),
+              "value '" + output->name + "' already has a producer");
+  auto node = std::make_unique<Node>();
+  node->kind = kind;
+  node->inputs = std::move(inputs);
+  node->output = output;
+  node->origins = std::move(origins);
+  Node* raw = node.get();
+  for (Value* in : raw->inputs) {
+    HPVM_ASSERT(in != nullptr, "null input of a new node");
+    if (std::find(in->users.begin(), in->users.end(), raw) == in->users.end())
+      in->users.push_back(raw);
+  }
+  output->producer = raw;
+  if (pos < 0 || static_cast<size_t>(pos) >= nodes_.size())
+    nodes_.push_back(std::move(node));
+  else
+    nodes_.insert(nodes_.begin() + pos, std::move(node));
+  return raw;
+}
+
+void Graph::replaceAllUses(Value* from, Value* to) {
+  HPVM_ASSERT(from != nullptr && to != nullptr, "replaceAllUses with null");
+  if (from == to)
+    return;
+  for (Node* user : from->users) {
+    for (Value*& in : user->inputs)
+      if (in == from)
+        in = to;
+    if (std::find(to->users.begin(), to->users.end(), user) == to->users.end())
+      to->users.push_back(user);
+  }
+  from->users.clear();
+  if (output == from)
+    output = to;
+}
+
+void Graph::eraseNode(Node* node) {
+  HPVM_ASSERT(node != nullptr, "eraseNode(nullptr)");
+  HPVM_ASSERT(node->output == nullptr || node->output->users.empty(),
+              "erasing a node whose output '" + node->output->name +
+                  "' is still used");
+  HPVM_ASSERT(node->output != output, "erasing the graph output's producer");
+  for (Value* in : node->inputs) {
+    auto& users = in->users;
+    users.erase(std::remove(users.begin(), users.end(), node), users.end());
+  }
+  if (node->output != nullptr)
+    node->output->producer = nullptr;
+  auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                         [node](const auto& n) { return n.get() == node; });
+  HPVM_ASSERT(it != nodes_.end(), "eraseNode of a node not in the graph");
+  nodes_.erase(it);
+}
+
+void Graph::pruneValues() {
+  values_.erase(std::remove_if(values_.begin(), values_.end(),
+                               [this](const std::unique_ptr<Value>& v) {
+                                 return v->users.empty() &&
+                                        v->producer == nullptr &&
+                                        v.get() != input && v.get() != output;
+                               }),
+                values_.end());
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,153 @@
+// Options.cpp - the CLI11 option table of torch2hpvm-export and checks.
+#include "Options.h"
+
+#include "Diagnostics.h"
+#include "Version.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+
+namespace hpvm::fe {
+
+std::string defaultOutDir(const std::string& modelPath) {
+  std::string stem = std::filesystem::path(modelPath).stem().string();
+  return (stem.empty() ? std::string("model") : stem) + "_hpvm";
+}
+
+Options parseOptions(const std::vector<std::string>& args) {
+  Options o;
+  o.commandLine = args;
+  CLI::App app{"torch2hpvm-export " TORCH2HPVM_VERSION
+               " - turn an ONNX model into an HPVM-C program, with its "
+               "weights, datasets, tuner metadata and a build of it against "
+               "hpvm_rt.",
+               "torch2hpvm-export"};
+  app.set_version_flag("--version", "torch2hpvm-export " TORCH2HPVM_VERSION);
+  app.get_formatter()->column_width(28);
+
+  std::string target = "hpvm_tensor", toolchain = "clang";
+  std::string batch;
+  std::string opset;
+  app.add_option("MODEL", o.model, "Model to export (.onnx, or .onnxtxt)");
+  app.add_option("--tune", o.tuneInput,
+                 "Tune set input (HPVM bin: float32 NCHW)")
+      ->type_name("FILE");
+  app.add_option("--test", o.testInput, "Test set input (HPVM bin)")
+      ->type_name("FILE");
+  app.add_option("-o,--output", o.outDir,
+                 "Output directory [default: ./<model stem>_hpvm]")
+      ->type_name("DIR");
+  app.add_option("--tune-labels", o.tuneLabels,
+                 "Tune labels (int32) [default: input name with 'input' -> "
+                 "'labels']")
+      ->type_name("FILE");
+  app.add_option("--test-labels", o.testLabels,
+                 "Test labels (int32) [default: as for --tune-labels]")
+      ->type_name("FILE");
+  app.add_option("--batch-size", batch,
+                 "Default batch size of the program [default: whole set]")
+      ->type_name("N");
+  app.add_option("--config", o.configFile,
+                 "Approximation configuration baked in as the default "
+                 "(copied to tuner_confs.txt)")
+      ->type_name("FILE");
+  app.add_option("--target", target,
+                 "hpvm_tensor, hpvm_tensor_inspect or tensor "
+                 "[default: hpvm_tensor]")
+      ->type_name("T");
+  app.add_option("--opset", opset,
+                 "Convert the model to this ONNX opset first")
+      ->type_name("N");
+  app.add_flag("--no-build", o.noBuild, "Generate only; do not build");
+  app.add_flag("--force", o.force,
+               "Replace an existing output directory (once the new one is "
+               "complete)");
+  app.add_option("--template-dir", o.templateDir,
+                 "Use the templates in DIR [default: the installed ones]")
+      ->type_name("DIR");
+  app.add_flag("--dump-ir", o.dumpIr, "Print the IR after every pass");
+  app.add_option("--toolchain", toolchain,
+                 "clang (CMake + clang++ against hpvm_rt) or hpvm "
+                 "(hpvm-clang) [default: clang]")
+      ->type_name("T");
+  app.add_option("--cxx", o.cxx, "C++ compiler [default: clang++ on PATH]")
+      ->type_name("PATH");
+  app.add_option("--cmake", o.cmake, "CMake [default: cmake on PATH]")
+      ->type_name("PATH");
+  app.add_flag("-v,--verbose", o.verbose,
+               "Echo every external command before running it");
+  app.add_option("--list-ops", o.listOps,
+                 "Print the supported operator table (rst or json) and exit")
+      ->type_name("FMT");
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    o.exitText = app.help();
+    return o;
+  } catch (const CLI::CallForVersion& e) {
+    o.exitText = std::string(e.what()) + "\n";
+    return o;
+  } catch (const CLI::ParseError& e) {
+    throw UserError(std::string(e.what()) + " (see --help)");
+  }
+
+  auto parseCount = [](const std::string& text, const std::string& option,
+                       const std::string& what) {
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || text.empty() || v <= 0)
+      throw UserError(option + " must be " + what + ", got '" + text + "'");
+    return static_cast<int64_t>(v);
+  };
+  if (!batch.empty())
+    o.batchSize = parseCount(batch, "--batch-size",
+                             "a positive number of images");
+  if (!opset.empty())
+    o.opset = parseCount(opset, "--opset", "a positive ONNX opset version");
+  if (auto t = parseTarget(target))
+    o.target = *t;
+  else
+    throw UserError("--target must be hpvm_tensor, hpvm_tensor_inspect or "
+                    "tensor, got '" +
+                    target + "'");
+  if (toolchain == "clang")
+    o.toolchain = Toolchain::Clang;
+  else if (toolchain == "hpvm")
+    o.toolchain = Toolchain::Hpvm;
+  else
+    throw UserError("--toolchain must be clang or hpvm, got '" + toolchain +
+                    "'");
+  if (!o.listOps.empty()) {
+    if (o.listOps != "rst" && o.listOps != "json")
+      throw UserError("--list-ops must be rst or json, got '" + o.listOps +
+                      "'");
+    return o;
+  }
+  if (o.model.empty())
+    throw UserError("no MODEL given (the .onnx or .onnxtxt file to export; "
+                    "see --help)");
+  if (o.tuneInput.empty())
+    throw UserError("--tune FILE is required (the tune set's input, e.g. "
+                    "tune_input.bin)");
+  if (o.testInput.empty())
+    throw UserError("--test FILE is required (the test set's input, e.g. "
+                    "test_input.bin)");
+  if (o.toolchain == Toolchain::Hpvm && o.configFile.empty() && !o.noBuild)
+    throw UserError("--toolchain hpvm needs --config FILE (hpvm-clang bakes "
+                    "a configuration file into the program)");
+  if (o.toolchain == Toolchain::Hpvm && o.target == Target::Tensor &&
+      !o.noBuild)
+    throw UserError("--toolchain hpvm builds HPVM-C programs; the tensor "
+                    "target has no dataflow graph (use --toolchain clang)");
+  return o;
+}
+
+} // namespace hpvm::fe

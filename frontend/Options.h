@@ -1,0 +1,65 @@
+// Options.h - torch2hpvm-export's command line: one Options struct with
+// documented defaults, parsed by CLI11 (which also generates --help).
+#ifndef TORCH2HPVM_FRONTEND_OPTIONS_H
+#define TORCH2HPVM_FRONTEND_OPTIONS_H
+
+#include "build/Toolchain.h"
+#include "codegen/HpvmCodegen.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpvm::fe {
+
+/// Everything torch2hpvm-export can be told.
+struct Options {
+  /// MODEL: the .onnx (binary) or .onnxtxt (text) model to export.
+  std::string model;
+  /// --tune / --test: HPVM bin inputs (float32 N x C x H x W).
+  std::string tuneInput, testInput;
+  /// --tune-labels / --test-labels: int32 labels; default: the input's name
+  /// with "input" replaced by "labels" (HPVM's naming).
+  std::string tuneLabels, testLabels;
+  /// -o: output directory; default ./<model stem>_hpvm.
+  std::string outDir;
+  /// --batch-size: default batch of the program; 0 = the whole set (HPVM).
+  int64_t batchSize = 0;
+  /// --config: approximation configuration baked in as the default.
+  std::string configFile;
+  /// --target: hpvm_tensor (default), hpvm_tensor_inspect or tensor.
+  Target target = Target::HpvmTensor;
+  /// --opset: convert the model to this opset first; 0 keeps its own.
+  int64_t opset = 0;
+  /// --no-build: generate only.
+  bool noBuild = false;
+  /// --force: replace an existing output directory.
+  bool force = false;
+  /// --template-dir: templates to use; default: the installed ones.
+  std::string templateDir;
+  /// --dump-ir: print the IR after every pass to stdout.
+  bool dumpIr = false;
+  /// --toolchain: clang (CMake + clang++, default) or hpvm (hpvm-clang).
+  Toolchain toolchain = Toolchain::Clang;
+  /// --cxx / --cmake: tools to build with; default: found on PATH.
+  std::string cxx, cmake;
+  /// -v: echo every external command before running it.
+  bool verbose = false;
+  /// --list-ops: print the operator table ("rst" or "json") and exit.
+  std::string listOps;
+  /// Set when --help or --version was asked: print this and exit 0.
+  std::string exitText;
+  /// The command line as given (for banners and the manifest).
+  std::vector<std::string> commandLine;
+};
+
+/// Parses \p args (args[0] is the program name). Throws UserError (exit 1)
+/// with a one-line reason for any invalid or missing option.
+Options parseOptions(const std::vector<std::string>& args);
+
+/// The default output directory for \p modelPath: "<stem>_hpvm".
+std::string defaultOutDir(const std::string& modelPath);
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_OPTIONS_H

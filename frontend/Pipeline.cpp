@@ -1,0 +1,298 @@
+// Pipeline.cpp - torch2hpvm-export's stages and the output directory's
+// transactional creation.
+#include "Pipeline.h"
+
+#include "Diagnostics.h"
+#include "Version.h"
+#include "codegen/Datasets.h"
+#include "codegen/HpvmCodegen.h"
+#include "codegen/OpsJson.h"
+#include "codegen/OutputFiles.h"
+#include "codegen/ProgramLayout.h"
+#include "codegen/Sanitizer.h"
+#include "ir/Passes.h"
+#include "lower/OpTable.h"
+#include "onnx/ModelLoader.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fcntl.h>
+#include <ostream>
+#include <unistd.h>
+
+namespace hpvm::fe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Removes a directory tree on destruction unless released.
+class TempDirGuard {
+public:
+  explicit TempDirGuard(std::string dir) : dir_(std::move(dir)) {}
+  TempDirGuard(const TempDirGuard&) = delete;
+  TempDirGuard& operator=(const TempDirGuard&) = delete;
+  ~TempDirGuard() {
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+  void release() { dir_.clear(); }
+
+private:
+  std::string dir_;
+};
+
+void progress(const PipelineStreams& s, const std::string& line) {
+  if (s.progress)
+    *s.progress << "torch2hpvm-export: " << line << std::endl;
+}
+
+/// Moves \p tmp to \p out. With an existing \p out (--force) the two are
+/// exchanged atomically where the kernel can (renameat2 RENAME_EXCHANGE),
+/// and the old tree is removed afterwards.
+void moveIntoPlace(const std::string& tmp, const std::string& out,
+                   bool replace) {
+  std::error_code ec;
+  if (replace && fs::exists(fs::symlink_status(out, ec))) {
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(),
+                    RENAME_EXCHANGE) == 0) {
+      fs::remove_all(tmp, ec);
+      return;
+    }
+    // Fallback: move the old tree aside, then the new one in.
+    std::string old = tmp + ".old";
+    if (std::rename(out.c_str(), old.c_str()) != 0)
+      throw UserError("cannot replace '" + out + "': " + std::strerror(errno));
+    if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      std::rename(old.c_str(), out.c_str());
+      throw UserError("cannot replace '" + out + "': " + why);
+    }
+    fs::remove_all(old, ec);
+    return;
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0)
+    throw UserError("cannot create '" + out + "': " + std::strerror(errno));
+}
+
+nlohmann::ordered_json fileEntry(const std::string& root,
+                                 const std::string& rel, bool hash) {
+  nlohmann::ordered_json e;
+  e["path"] = rel;
+  std::error_code ec;
+  e["size"] = static_cast<int64_t>(fs::file_size(root + "/" + rel, ec));
+  if (hash)
+    e["sha256"] = sha256File(root + "/" + rel);
+  return e;
+}
+
+} // namespace
+
+void listOps(const std::string& format, std::ostream& out) {
+  if (format == "json")
+    out << opsTableJson().dump(2) << "\n";
+  else
+    out << opsTableRst();
+}
+
+ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
+  // Output directory: refuse an existing one before any work.
+  std::string outArg =
+      opts.outDir.empty() ? defaultOutDir(opts.model) : opts.outDir;
+  std::error_code ec;
+  fs::path outPath = fs::absolute(outArg, ec).lexically_normal();
+  if (outPath.has_filename() == false)
+    outPath = outPath.parent_path();
+  std::string out = outPath.string();
+  fs::file_status st = fs::symlink_status(out, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st))
+      throw UserError("output path '" + out + "' exists and is not a "
+                                              "directory");
+    if (!opts.force)
+      throw UserError("output directory '" + out +
+                      "' already exists (use --force to replace it)");
+  }
+  if (!opts.configFile.empty() &&
+      (!fs::is_regular_file(opts.configFile, ec) ||
+       ::access(opts.configFile.c_str(), R_OK) != 0))
+    throw UserError("cannot read --config '" + opts.configFile + "'");
+  std::string templateDir =
+      opts.templateDir.empty() ? defaultTemplateDir() : opts.templateDir;
+  if (!fs::is_directory(templateDir, ec))
+    throw UserError("template directory '" + templateDir +
+                    "' does not exist");
+
+  // Load and lower.
+  progress(streams, "loading " + opts.model);
+  LoadOptions load;
+  load.targetOpset = opts.opset;
+  std::unique_ptr<Graph> g = loadModel(opts.model, load);
+  progress(streams, "lowering to HPVM tensor ops");
+  PipelineOptions passes;
+  if (opts.dumpIr && streams.ir)
+    passes.afterPass = [&](const std::string& pass, const Graph& graph) {
+      *streams.ir << "; IR after " << pass << "\n" << dumpIr(graph) << "\n";
+    };
+  if (opts.dumpIr && streams.ir)
+    *streams.ir << "; IR as loaded\n" << dumpIr(*g) << "\n";
+  lowerToHpvm(*g, passes);
+  ProgramLayout layout = layoutProgram(*g, opts.model);
+  std::string modelSha =
+      g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
+
+  // Datasets, checked before anything is written.
+  Dataset tune = checkDataset("tune", opts.tuneInput, opts.tuneLabels,
+                              layout.channels, layout.height, layout.width,
+                              layout.numClasses);
+  Dataset test = checkDataset("test", opts.testInput, opts.testLabels,
+                              layout.channels, layout.height, layout.width,
+                              layout.numClasses);
+
+  // Render everything in memory first.
+  std::string stem = fs::path(opts.model).stem().string();
+  CodegenOptions cg;
+  cg.target = opts.target;
+  cg.toolVersion = TORCH2HPVM_VERSION;
+  cg.modelPath = opts.model;
+  cg.modelSha256 = modelSha;
+  cg.producer = g->source.producer;
+  cg.opset = g->source.opset;
+  std::string command;
+  for (const std::string& a : opts.commandLine)
+    command += (command.empty() ? "" : " ") + shellQuote(a);
+  cg.commandLine = command;
+  cg.modelName = stem;
+  cg.binaryName = sanitizeIdentifier(stem);
+  cg.modelDir = out + "/";
+  cg.tuneCount = tune.count;
+  cg.testCount = test.count;
+  cg.batchSize = opts.batchSize;
+  bool inspect = opts.target == Target::HpvmTensorInspect;
+  bool hasConfig = !opts.configFile.empty();
+  cg.defaultConfig = hasConfig || inspect ? "tuner_confs.txt" : "";
+  cg.templateDir = templateDir;
+  std::string source = renderProgram(layout, cg);
+  std::string cmakeLists = renderCMakeLists(cg);
+  OpsJsonPaths paths;
+  if (inspect) {
+    paths.tuneLabelsPath = out + "/tune_labels.bin";
+    paths.confPath = out + "/tuner_confs.txt";
+    paths.fifoPathR = out + "/hpvm_fifo_r";
+    paths.fifoPathW = out + "/hpvm_fifo_w";
+  } else if (hasConfig) {
+    paths.configFile = out + "/tuner_confs.txt";
+  }
+  std::string opsJson = makeOpsJson(layout, paths).dump(2) + "\n";
+
+  // Write into a temporary sibling directory.
+  fs::create_directories(outPath.parent_path(), ec);
+  if (ec)
+    throw UserError("cannot create '" + outPath.parent_path().string() +
+                    "': " + ec.message());
+  std::string tmp = (outPath.parent_path() /
+                     ("." + outPath.filename().string() + ".tmp-" +
+                      std::to_string(::getpid())))
+                        .string();
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw UserError("cannot create '" + tmp + "': " + ec.message());
+  TempDirGuard guard(tmp);
+  fs::create_directory(tmp + "/weights", ec);
+  if (ec)
+    throw UserError("cannot create '" + tmp + "/weights': " + ec.message());
+
+  progress(streams, "writing " + std::to_string(layout.weights.size()) +
+                        " weight files");
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const WeightLayout& w : layout.weights) {
+    writeWeightFile(tmp + "/weights/" + w.fileName, *w.value->constant);
+    nlohmann::ordered_json e =
+        fileEntry(tmp, "weights/" + w.fileName, /*hash=*/true);
+    e["tensor"] = w.value->name;
+    e["shape"] = std::vector<int64_t>(w.dims.begin(), w.dims.end());
+    files.push_back(e);
+  }
+  progress(streams, "copying the tune and test sets");
+  copyFileAtomic(tune.inputPath, tmp + "/tune_input.bin");
+  copyFileAtomic(tune.labelsPath, tmp + "/tune_labels.bin");
+  copyFileAtomic(test.inputPath, tmp + "/test_input.bin");
+  copyFileAtomic(test.labelsPath, tmp + "/test_labels.bin");
+  if (hasConfig)
+    copyFileAtomic(opts.configFile, tmp + "/tuner_confs.txt");
+  writeFileAtomic(tmp + "/hpvm_c.cpp", source);
+  writeFileAtomic(tmp + "/CMakeLists.txt", cmakeLists);
+  writeFileAtomic(tmp + "/ops.json", opsJson);
+  for (const char* f : {"hpvm_c.cpp", "CMakeLists.txt", "ops.json"})
+    files.push_back(fileEntry(tmp, f, true));
+  for (const char* f : {"tune_input.bin", "tune_labels.bin", "test_input.bin",
+                        "test_labels.bin"})
+    files.push_back(fileEntry(tmp, f, false));
+  if (hasConfig)
+    files.push_back(fileEntry(tmp, "tuner_confs.txt", true));
+
+  nlohmann::ordered_json m;
+  m["tool"] = {{"name", "torch2hpvm-export"}, {"version", TORCH2HPVM_VERSION}};
+  m["command_line"] = opts.commandLine;
+  m["model"] = {{"path", opts.model},
+                {"sha256", modelSha},
+                {"producer", g->source.producer},
+                {"opset", g->source.opset},
+                {"graph_name", g->source.graphName}};
+  m["target"] = targetName(opts.target);
+  m["toolchain"] = opts.toolchain == Toolchain::Hpvm ? "hpvm" : "clang";
+  m["binary"] = opts.noBuild ? "" : "build/" + cg.binaryName;
+  m["batch_size"] = opts.batchSize;
+  m["input_shape"] = {layout.channels, layout.height, layout.width};
+  m["classes"] = layout.numClasses;
+  m["ops"] = layout.nodes.size();
+  m["datasets"] = {
+      {"tune",
+       {{"input", tune.inputPath},
+        {"labels", tune.labelsPath},
+        {"images", tune.count}}},
+      {"test",
+       {{"input", test.inputPath},
+        {"labels", test.labelsPath},
+        {"images", test.count}}}};
+  m["config"] = opts.configFile;
+  m["files"] = files;
+  writeFileAtomic(tmp + "/manifest.json", m.dump(2) + "\n");
+
+  ExportResult result;
+  result.outDir = out;
+  if (!opts.noBuild) {
+    progress(streams, "building " + cg.binaryName);
+    BuildRequest req;
+    req.toolchain = opts.toolchain;
+    req.projectDir = tmp;
+    req.binaryName = cg.binaryName;
+    req.configFile = "tuner_confs.txt";
+    req.cxx = opts.cxx;
+    req.cmake = opts.cmake;
+    req.echo = opts.verbose ? streams.commands : nullptr;
+    try {
+      buildProgram(req);
+    } catch (const UserError& e) {
+      // Keep the incomplete export (hidden name) for inspection.
+      guard.release();
+      throw UserError(std::string(e.what()) +
+                          "(the incomplete export is kept in '" + tmp +
+                          "'; nothing was written to '" + out + "')",
+                      e.exitCode());
+    }
+    result.binary = out + "/build/" + cg.binaryName;
+  }
+  moveIntoPlace(tmp, out, opts.force);
+  guard.release();
+  progress(streams, "wrote " + out);
+  return result;
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,33 @@
+// OutputFiles.h - writing generated files: atomic writes, weight binaries,
+// dataset copies and file digests.
+#ifndef TORCH2HPVM_FRONTEND_CODEGEN_OUTPUTFILES_H
+#define TORCH2HPVM_FRONTEND_CODEGEN_OUTPUTFILES_H
+
+#include "ir/Graph.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hpvm::fe {
+
+/// SHA-256 of the file at \p path as hex (sha256Hex() of onnx/Sha256.h);
+/// UserError if it cannot be read.
+std::string sha256File(const std::string& path);
+
+/// Writes \p bytes to \p path atomically: a temporary file in the same
+/// directory, flushed, then renamed over \p path. UserError on failure, with
+/// the temporary file removed.
+void writeFileAtomic(const std::string& path, std::string_view bytes);
+
+/// Writes constant \p data as raw little-endian float32 (converting from any
+/// numeric dtype), atomically.
+void writeWeightFile(const std::string& path, const TensorData& data);
+
+/// Copies \p from to \p to atomically (copy_file_range: a reflink where the
+/// file system supports it).
+void copyFileAtomic(const std::string& from, const std::string& to);
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_CODEGEN_OUTPUTFILES_H

@@ -1,0 +1,158 @@
+// ProgramLayout.cpp - identifiers, root parameters and wiring of a program.
+#include "codegen/ProgramLayout.h"
+
+#include "Diagnostics.h"
+#include "codegen/Sanitizer.h"
+#include "ir/Passes.h"
+#include "lower/OpTable.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+namespace hpvm::fe {
+
+namespace {
+
+// Names the templates use themselves; model names never take them.
+std::vector<std::string> templateNames(size_t numNodes) {
+  std::vector<std::string> names = {
+      "root",   "args",  "info",      "dfg",      "dir",     "status",
+      "r",      "w",     "tensor",    "bytes",    "input_t", "loadWeights",
+      "runBatch", "runGraph", "argc", "argv",     "RootIn",  "Weights"};
+  for (size_t i = 0; i < numNodes; ++i) {
+    names.push_back("var_" + std::to_string(i));
+    names.push_back("var_" + std::to_string(i) + "_node");
+  }
+  return names;
+}
+
+std::string originName(const Origin& o) {
+  return o.name.empty() ? "#" + std::to_string(o.index) : o.name;
+}
+
+} // namespace
+
+std::string scalarLiteral(const Scalar& s) {
+  if (s.isInteger)
+    return std::to_string(s.i);
+  if (std::isinf(s.d))
+    return s.d > 0 ? "__builtin_inf()" : "-__builtin_inf()";
+  std::string text = fmt::format("{}", s.d);
+  if (text.find_first_of(".en") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+std::string describeOrigins(const std::vector<Origin>& origins) {
+  if (origins.empty())
+    return "no ONNX node";
+  std::string text = origins.size() == 1 ? "ONNX node " : "ONNX nodes ";
+  for (size_t i = 0; i < origins.size(); ++i) {
+    const Origin& o = origins[i];
+    if (i)
+      text += ", ";
+    text += fmt::format("'{}' ({}, #{})", originName(o), o.opType, o.index);
+  }
+  return escapeText(text);
+}
+
+ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
+  ProgramLayout layout;
+  if (g.nodes().empty())
+    throw UserError(modelPath + ": the model has no tensor operations left "
+                                "after lowering; there is nothing to run");
+  if (!g.input || g.input->shape.size() != 4)
+    throw UserError(
+        modelPath + ": the model input must be 4-D (N, C, H, W), got " +
+        (g.input ? formatShape(g.input->shape) : std::string("none")));
+  for (int i = 1; i < 4; ++i)
+    if (g.input->shape[i] <= 0)
+      throw UserError(modelPath + ": the model input has a symbolic or empty "
+                                  "dimension " +
+                      std::to_string(i) + " (" +
+                      formatShape(g.input->shape) +
+                      "); only the batch dimension may be symbolic");
+  layout.channels = g.input->shape[1];
+  layout.height = g.input->shape[2];
+  layout.width = g.input->shape[3];
+
+  const Value* out = g.output;
+  HPVM_ASSERT(out && out->shape.size() == 4, "graph output is not 4-D");
+  layout.numClasses = out->shape[1] * out->shape[2] * out->shape[3];
+
+  IdentifierTable idents(templateNames(g.nodes().size()));
+  layout.inputIdent = idents.claim(g.input->name, {"_bytes"});
+
+  std::map<const Value*, int> rootPairOf;
+  std::map<const Value*, int> producerOf;
+  rootPairOf[g.input] = 0;
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    const Node& node = *g.nodes()[n];
+    HPVM_ASSERT(isHpvmOp(node.kind), "codegen of a graph that is not lowered");
+    const HpvmOpDesc& desc = hpvmOpDesc(node.kind);
+    NodeLayout nl;
+    nl.node = &node;
+    nl.id = static_cast<int>(n) + 1;
+    nl.var = "var_" + std::to_string(n);
+    nl.func = nl.var + "_node";
+    nl.jsonName = std::string(desc.jsonType) + "_" + std::to_string(n);
+    nl.origin = describeOrigins(node.origins);
+    HPVM_ASSERT(static_cast<int>(node.inputs.size()) == desc.tensorArgs &&
+                    static_cast<int>(node.scalars.size()) == desc.scalarArgs,
+                "node arity differs from Ops.def");
+    for (const Value* v : node.inputs) {
+      OperandLayout op;
+      op.value = v;
+      if (auto it = producerOf.find(v); it != producerOf.end()) {
+        op.producerNode = it->second;
+      } else if (auto it2 = rootPairOf.find(v); it2 != rootPairOf.end()) {
+        op.rootPair = it2->second;
+      } else {
+        HPVM_ASSERT(v->isConstant(),
+                    "operand '" + v->name + "' is neither an earlier "
+                    "node's output, the input nor a constant");
+        if (v->shape.size() != 4)
+          throw UserError(nodeContext(modelPath, node.origins.empty()
+                                                     ? Origin{}
+                                                     : node.origins.front()) +
+                          ": constant '" + v->name + "' has shape " +
+                          formatShape(v->shape) +
+                          ", but HPVM weights are 4-D");
+        if (v->dtype != DataType::Float)
+          throw UserError(nodeContext(modelPath, node.origins.empty()
+                                                     ? Origin{}
+                                                     : node.origins.front()) +
+                          ": constant '" + v->name +
+                          "' is not float32; HPVM weights are float32");
+        WeightLayout w;
+        w.value = v;
+        w.ident = idents.claim(v->name, {"_bytes"});
+        w.fileName = w.ident + ".bin";
+        for (int d = 0; d < 4; ++d)
+          w.dims[d] = v->shape[d];
+        w.rootPair = static_cast<int>(layout.weights.size()) + 1;
+        rootPairOf[v] = w.rootPair;
+        op.rootPair = w.rootPair;
+        layout.weights.push_back(std::move(w));
+      }
+      nl.operands.push_back(op);
+    }
+    for (const Scalar& s : node.scalars) {
+      if (!s.isInteger && std::isnan(s.d))
+        throw UserError(nodeContext(modelPath, node.origins.empty()
+                                                   ? Origin{}
+                                                   : node.origins.front()) +
+                        ": operand is NaN");
+      nl.scalars.push_back(scalarLiteral(s));
+    }
+    producerOf[node.output] = static_cast<int>(n);
+    layout.nodes.push_back(std::move(nl));
+  }
+  HPVM_ASSERT(g.output == g.nodes().back()->output,
+              "graph output is not the last node's output");
+  return layout;
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,58 @@
+// Sanitizer.h - the one identifier sanitizer and the one text escaper: every
+// string that comes from a model or the command line passes through one of
+// them before it reaches generated source.
+#ifndef TORCH2HPVM_FRONTEND_CODEGEN_SANITIZER_H
+#define TORCH2HPVM_FRONTEND_CODEGEN_SANITIZER_H
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpvm::fe {
+
+/// Turns arbitrary names into C/C++ identifiers that are valid, not keywords,
+/// not reserved (no leading underscore, no "__"), and unique within one
+/// table. Each claimed identifier can also reserve derived names (suffixes),
+/// e.g. "conv1_weight" and "conv1_weight_bytes" together.
+class IdentifierTable {
+public:
+  /// Creates a table in which \p reserved (e.g. names the template uses
+  /// itself) are already taken.
+  explicit IdentifierTable(std::vector<std::string> reserved = {});
+
+  /// Returns a fresh identifier derived from \p name; \p name itself and
+  /// name + each of \p suffixes are all unused before and claimed after.
+  std::string claim(std::string_view name,
+                    const std::vector<std::string>& suffixes = {});
+
+  /// True if \p ident is already claimed or reserved.
+  bool taken(const std::string& ident) const;
+
+private:
+  std::set<std::string> used_;
+};
+
+/// The C-safe form of \p name without uniqueness: letters, digits and '_'
+/// only, runs of invalid characters collapsed to one '_', no leading or
+/// trailing '_', a leading digit prefixed with 'n', keywords suffixed with
+/// '_', "unnamed" when nothing is left.
+std::string sanitizeIdentifier(std::string_view name);
+
+/// True if \p word is a C or C++ keyword or a name the standard reserves.
+bool isReservedWord(std::string_view word);
+
+/// Escapes \p text so that it can be placed both inside a C++ string literal
+/// ("...") and inside a // or /* */ comment without changing the program:
+/// backslash, quote, control characters, non-ASCII bytes, "*/", "/*" and "??"
+/// are written as escape sequences (octal for bytes, so that the string
+/// literal keeps the exact bytes). Printable ASCII stays readable.
+std::string escapeText(std::string_view text);
+
+/// Quotes \p arg for a POSIX shell when it needs quoting (for messages and
+/// -v output, never executed): "a b" -> 'a b', "it's" -> 'it'\''s'.
+std::string shellQuote(std::string_view arg);
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_CODEGEN_SANITIZER_H

@@ -1,0 +1,36 @@
+// PassUtil.h - helpers shared by the frontend's passes and the lowering
+// (internal to the frontend library).
+#ifndef TORCH2HPVM_FRONTEND_IR_PASSUTIL_H
+#define TORCH2HPVM_FRONTEND_IR_PASSUTIL_H
+
+#include "ir/Graph.h"
+
+#include <string>
+#include <vector>
+
+namespace hpvm::fe {
+
+/// HPVM's 4-D form of an ONNX activation shape: rank 4 as is, (N, K) as
+/// (N, K, 1, 1); empty for every other rank.
+std::vector<int64_t> form4d(const std::vector<int64_t>& shape);
+
+/// Why Pad node \p pad cannot be folded into its consumer, or "" if it can.
+std::string padFoldBlocker(const Node& pad);
+
+/// Why Flatten/Reshape node \p r cannot be aliased away, or "" if it can.
+std::string reshapeAliasBlocker(const Node& r);
+
+/// The shape the ONNX-level Flatten/Reshape \p r produces, {} if unknown.
+std::vector<int64_t> reshapeTarget(const Node& r);
+
+/// Producer description for messages: "node 'x' (Relu)" or "the graph
+/// input".
+std::string describeProducer(const Value* v);
+
+/// \p f rounded to the shortest decimal that reads back as the same float,
+/// as a double (1e-5f becomes 1e-05, not 9.99999974737875e-06).
+double shortestFloat(float f);
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_IR_PASSUTIL_H

@@ -1,0 +1,667 @@
+// Passes.cpp - graph simplification passes on the ONNX-level IR and the pass
+// pipeline lowerToHpvm().
+#include "ir/Passes.h"
+
+#include "Diagnostics.h"
+#include "ir/PassUtil.h"
+#include "onnx/Attributes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// Snapshot of the node list, so passes may erase while iterating.
+std::vector<Node*> nodeList(const Graph& g) {
+  std::vector<Node*> out;
+  out.reserve(g.nodes().size());
+  for (const auto& n : g.nodes())
+    out.push_back(n.get());
+  return out;
+}
+
+/// Replaces \p n's output by constant \p data and erases \p n.
+void replaceByConstant(Graph& g, Node* n,
+                       std::shared_ptr<const TensorData> data) {
+  Value* c = g.addConstant(n->output->name, std::move(data));
+  g.replaceAllUses(n->output, c);
+  g.eraseNode(n);
+}
+
+std::shared_ptr<TensorData> intTensor(const std::vector<int64_t>& values,
+                                      std::vector<int64_t> dims) {
+  auto t = std::make_shared<TensorData>();
+  t->dtype = DataType::Int64;
+  t->dims = std::move(dims);
+  t->bytes.resize(values.size() * sizeof(int64_t));
+  if (!values.empty())
+    std::memcpy(t->bytes.data(), values.data(), t->bytes.size());
+  return t;
+}
+
+std::shared_ptr<TensorData> floatTensor(const std::vector<float>& values,
+                                        std::vector<int64_t> dims) {
+  auto t = std::make_shared<TensorData>();
+  t->dtype = DataType::Float;
+  t->dims = std::move(dims);
+  t->bytes.resize(values.size() * sizeof(float));
+  if (!values.empty())
+    std::memcpy(t->bytes.data(), values.data(), t->bytes.size());
+  return t;
+}
+
+/// A copy of \p t with new dims (same element count, same bytes).
+std::shared_ptr<TensorData> withDims(const TensorData& t,
+                                     std::vector<int64_t> dims) {
+  auto out = std::make_shared<TensorData>(t);
+  out->dims = std::move(dims);
+  return out;
+}
+
+size_t byteSize(DataType t) {
+  switch (t) {
+  case DataType::Float:
+  case DataType::Int32:
+    return 4;
+  case DataType::Int64:
+  case DataType::Double:
+    return 8;
+  default:
+    return 1;
+  }
+}
+
+/// Axes from attribute "axes" or constant input 1; false if unknown.
+bool axesOf(Node* n, std::vector<int64_t>& axes) {
+  if (n->inputs.size() > 1) {
+    if (!n->inputs[1]->isConstant())
+      return false;
+    axes = n->inputs[1]->constant->toInts();
+    return true;
+  }
+  AttrReader r(n->attrs);
+  axes = r.getInts("axes", {});
+  return true;
+}
+
+/// Resolves ONNX Reshape target \p target (0 copies, -1 infers) against
+/// \p in; {} when it cannot be resolved.
+std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
+                                    std::vector<int64_t> target) {
+  if (in.empty())
+    return {};
+  int inferAt = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0) {
+      if (i >= in.size())
+        return {};
+      target[i] = in[i];
+    } else if (target[i] == -1) {
+      if (inferAt >= 0)
+        return {};
+      inferAt = static_cast<int>(i);
+    } else if (target[i] < 0) {
+      return {};
+    }
+  }
+  // A symbolic input dimension (-1) is only allowed when copied to the same
+  // position; count the known input elements without it.
+  int64_t inKnown = 1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] >= 0) {
+      inKnown *= in[i];
+    } else if (i >= target.size() || target[i] != in[i] ||
+               static_cast<int>(i) == inferAt) {
+      return {};
+    }
+  }
+  if (inferAt < 0)
+    return target;
+  int64_t outKnown = 1;
+  for (size_t i = 0; i < target.size(); ++i)
+    if (static_cast<int>(i) != inferAt && target[i] >= 0)
+      outKnown *= target[i];
+  if (outKnown == 0 || inKnown % outKnown != 0)
+    return {};
+  target[static_cast<size_t>(inferAt)] = inKnown / outKnown;
+  return target;
+}
+
+/// Evaluates \p n when it is a foldable operator on constants; nullptr
+/// otherwise.
+std::shared_ptr<const TensorData> evaluate(Node* n) {
+  AttrReader r(n->attrs);
+  auto allConstant = [n] {
+    return std::all_of(n->inputs.begin(), n->inputs.end(),
+                       [](const Value* v) { return v->isConstant(); });
+  };
+  switch (n->kind) {
+  case OpKind::OnnxConstant: {
+    if (auto t = r.getTensor("value"))
+      return t;
+    if (r.has("value_float"))
+      return floatTensor({static_cast<float>(r.getFloat("value_float", 0))},
+                         {});
+    if (r.has("value_floats")) {
+      std::vector<double> d = r.getFloats("value_floats", {});
+      return floatTensor(std::vector<float>(d.begin(), d.end()),
+                         {static_cast<int64_t>(d.size())});
+    }
+    if (r.has("value_int"))
+      return intTensor({r.getInt("value_int", 0)}, {});
+    if (r.has("value_ints")) {
+      std::vector<int64_t> v = r.getInts("value_ints", {});
+      return intTensor(v, {static_cast<int64_t>(v.size())});
+    }
+    return nullptr;
+  }
+  case OpKind::OnnxShape: {
+    // Symbolic dimensions become 0, which Reshape reads as "copy the input
+    // dimension": right for the batch dimension kept in place (the usual
+    // x.view(x.size(0), -1)); resolveReshape rejects other uses.
+    const Value* in = n->inputs[0];
+    if (in->shape.empty() && !in->isConstant())
+      return nullptr;
+    std::vector<int64_t> dims = in->shape;
+    for (size_t i = 1; i < dims.size(); ++i)
+      if (dims[i] < 0)
+        return nullptr;
+    if (!dims.empty() && dims[0] < 0)
+      dims[0] = 0;
+    int64_t rank = static_cast<int64_t>(dims.size());
+    int64_t start = r.getInt("start", 0), end = r.getInt("end", rank);
+    start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+    end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+    std::vector<int64_t> out;
+    for (int64_t i = start; i < end; ++i)
+      out.push_back(dims[static_cast<size_t>(i)]);
+    return intTensor(out, {static_cast<int64_t>(out.size())});
+  }
+  case OpKind::OnnxGather: {
+    if (!allConstant() || n->inputs.size() != 2)
+      return nullptr;
+    const TensorData& data = *n->inputs[0]->constant;
+    const TensorData& idx = *n->inputs[1]->constant;
+    if (data.dims.size() != 1 || r.getInt("axis", 0) != 0)
+      return nullptr;
+    auto t = std::make_shared<TensorData>();
+    t->dtype = data.dtype;
+    t->dims = idx.dims;
+    size_t size = byteSize(data.dtype);
+    for (int64_t i = 0; i < idx.numElements(); ++i) {
+      int64_t k = idx.asInt(i);
+      if (k < 0)
+        k += data.dims[0];
+      if (k < 0 || k >= data.dims[0])
+        return nullptr;
+      const uint8_t* src = data.bytes.data() + static_cast<size_t>(k) * size;
+      t->bytes.insert(t->bytes.end(), src, src + size);
+    }
+    return t;
+  }
+  case OpKind::OnnxUnsqueeze:
+  case OpKind::OnnxSqueeze: {
+    std::vector<int64_t> axes;
+    if (!n->inputs[0]->isConstant() || !axesOf(n, axes))
+      return nullptr;
+    const TensorData& data = *n->inputs[0]->constant;
+    std::vector<int64_t> dims;
+    if (n->kind == OpKind::OnnxUnsqueeze) {
+      int64_t rank = static_cast<int64_t>(data.dims.size() + axes.size());
+      std::vector<bool> isNew(static_cast<size_t>(rank), false);
+      for (int64_t a : axes) {
+        a = a < 0 ? a + rank : a;
+        if (a < 0 || a >= rank)
+          return nullptr;
+        isNew[static_cast<size_t>(a)] = true;
+      }
+      size_t k = 0;
+      for (int64_t i = 0; i < rank; ++i)
+        dims.push_back(isNew[static_cast<size_t>(i)] ? 1 : data.dims[k++]);
+    } else {
+      int64_t rank = static_cast<int64_t>(data.dims.size());
+      std::vector<bool> drop(data.dims.size(), axes.empty());
+      for (int64_t a : axes) {
+        a = a < 0 ? a + rank : a;
+        if (a < 0 || a >= rank)
+          return nullptr;
+        drop[static_cast<size_t>(a)] = true;
+      }
+      for (size_t i = 0; i < data.dims.size(); ++i)
+        if (!drop[i] || data.dims[i] != 1)
+          dims.push_back(data.dims[i]);
+    }
+    return withDims(data, dims);
+  }
+  case OpKind::OnnxConcat: {
+    if (!allConstant() || n->inputs.empty())
+      return nullptr;
+    const TensorData& first = *n->inputs[0]->constant;
+    int64_t rank = static_cast<int64_t>(first.dims.size());
+    int64_t axis = r.getInt("axis", 0);
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 0 || axis >= rank)
+      return nullptr;
+    // outer = product of dims before axis; each input contributes a chunk
+    // of dims[axis] * inner elements per outer step.
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= first.dims[static_cast<size_t>(i)];
+    auto t = std::make_shared<TensorData>();
+    t->dtype = first.dtype;
+    t->dims = first.dims;
+    t->dims[static_cast<size_t>(axis)] = 0;
+    for (const Value* v : n->inputs) {
+      const TensorData& d = *v->constant;
+      if (d.dtype != first.dtype || d.dims.size() != first.dims.size())
+        return nullptr;
+      t->dims[static_cast<size_t>(axis)] += d.dims[static_cast<size_t>(axis)];
+    }
+    size_t size = byteSize(first.dtype);
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Value* v : n->inputs) {
+        const TensorData& d = *v->constant;
+        size_t chunk =
+            static_cast<size_t>(d.numElements() / std::max<int64_t>(outer, 1)) *
+            size;
+        const uint8_t* src = d.bytes.data() + static_cast<size_t>(o) * chunk;
+        t->bytes.insert(t->bytes.end(), src, src + chunk);
+      }
+    return t;
+  }
+  case OpKind::OnnxCast: {
+    if (!n->inputs[0]->isConstant())
+      return nullptr;
+    const TensorData& data = *n->inputs[0]->constant;
+    int64_t to = r.getInt("to", 0);
+    auto t = std::make_shared<TensorData>();
+    t->dims = data.dims;
+    int64_t count = data.numElements();
+    switch (to) {
+    case static_cast<int64_t>(DataType::Float):
+      return floatTensor(data.toFloats(), data.dims);
+    case static_cast<int64_t>(DataType::Int64):
+      return intTensor(data.toInts(), data.dims);
+    case static_cast<int64_t>(DataType::Int32):
+      t->dtype = DataType::Int32;
+      for (int64_t i = 0; i < count; ++i) {
+        int32_t v = static_cast<int32_t>(data.asInt(i));
+        uint8_t buf[4];
+        std::memcpy(buf, &v, 4);
+        t->bytes.insert(t->bytes.end(), buf, buf + 4);
+      }
+      return t;
+    case static_cast<int64_t>(DataType::Double):
+      t->dtype = DataType::Double;
+      for (int64_t i = 0; i < count; ++i) {
+        double v = data.asDouble(i);
+        uint8_t buf[8];
+        std::memcpy(buf, &v, 8);
+        t->bytes.insert(t->bytes.end(), buf, buf + 8);
+      }
+      return t;
+    case static_cast<int64_t>(DataType::Bool):
+      t->dtype = DataType::Bool;
+      for (int64_t i = 0; i < count; ++i)
+        t->bytes.push_back(data.asDouble(i) != 0.0 ? 1 : 0);
+      return t;
+    default:
+      return nullptr;
+    }
+  }
+  case OpKind::OnnxReshape: {
+    if (!n->inputs[0]->isConstant())
+      return nullptr;
+    std::vector<int64_t> target = reshapeTarget(*n);
+    if (target.empty() && n->output->shape.empty())
+      return nullptr;
+    const TensorData& data = *n->inputs[0]->constant;
+    int64_t count = 1;
+    for (int64_t d : target)
+      count *= d;
+    if (count != data.numElements())
+      return nullptr;
+    return withDims(data, target);
+  }
+  default:
+    return nullptr;
+  }
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Shared helpers.
+// ---------------------------------------------------------------------------
+
+std::vector<int64_t> form4d(const std::vector<int64_t>& shape) {
+  if (shape.size() == 4)
+    return shape;
+  if (shape.size() == 2)
+    return {shape[0], shape[1], 1, 1};
+  return {};
+}
+
+std::string describeProducer(const Value* v) {
+  if (v->producer == nullptr)
+    return v->isConstant() ? "a constant" : "the graph input";
+  const Origin& o = v->producer->origins.front();
+  return "node '" + escapeName(o.name) + "' (" + escapeName(o.opType) + ")";
+}
+
+double shortestFloat(float f) {
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f)
+      return std::strtod(buf, nullptr);
+  }
+  return static_cast<double>(f);
+}
+
+std::vector<int64_t> reshapeTarget(const Node& r) {
+  const std::vector<int64_t>& in = r.inputs[0]->shape;
+  if (r.kind == OpKind::OnnxFlatten) {
+    AttrReader attrs(r.attrs);
+    int64_t rank = static_cast<int64_t>(in.size());
+    int64_t axis = attrs.getInt("axis", 1);
+    axis = axis < 0 ? axis + rank : axis;
+    if (in.empty() || axis < 0 || axis > rank)
+      return {};
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t d = in[static_cast<size_t>(i)];
+      if (d < 0 && !(i == 0 && axis == 1))
+        return {};
+      (i < axis ? outer : inner) *= d;
+    }
+    return {outer, inner};
+  }
+  std::vector<int64_t> target;
+  if (r.inputs.size() > 1) {
+    if (!r.inputs[1]->isConstant())
+      return {};
+    target = r.inputs[1]->constant->toInts();
+  } else {
+    AttrReader attrs(r.attrs);
+    target = attrs.getInts("shape", {});
+  }
+  if (target.empty())
+    return {};
+  return resolveReshape(in, target);
+}
+
+std::string reshapeAliasBlocker(const Node& r) {
+  const Value* in = r.inputs[0];
+  std::vector<int64_t> out = reshapeTarget(r);
+  std::string what = r.kind == OpKind::OnnxFlatten ? "flattening" : "reshaping";
+  if (out.empty())
+    return "the target shape is not known when compiling (dynamic shapes "
+           "are not supported)";
+  if (in->shape.empty())
+    return "the input shape is not known when compiling (dynamic shapes "
+           "are not supported)";
+  std::vector<int64_t> in4 = form4d(in->shape), out4 = form4d(out);
+  if (!in4.empty() && in4 == out4)
+    return "";
+  const std::vector<int64_t>& s = in->shape;
+  if (s.size() == 4 && out.size() == 2 && out[0] == s[0] &&
+      s[1] >= 0 && out[1] == s[1] * s[2] * s[3]) {
+    for (const Node* user : r.output->users)
+      if ((user->kind != OpKind::OnnxGemm && user->kind != OpKind::OnnxMatMul) ||
+          user->inputs[0] != r.output)
+        return what + " " + formatShape(s) + " to " + formatShape(out) +
+               " is only supported right before Gemm or MatMul (it feeds " +
+               describeProducer(user->output) + ")";
+    return "";
+  }
+  return what + " " + formatShape(s) + " to " + formatShape(out) +
+         " is not supported (only flattening (N, C, H, W) to (N, C*H*W) "
+         "before a dense layer)";
+}
+
+std::string padFoldBlocker(const Node& pad) {
+  AttrReader attrs(pad.attrs);
+  // Pads: attribute (opset < 11, "paddings" in opset 1) or constant input 1.
+  std::vector<int64_t> pads;
+  if (pad.inputs.size() > 1) {
+    if (!pad.inputs[1]->isConstant())
+      return "the pads are computed at run time (only constant pads are "
+             "supported)";
+    pads = pad.inputs[1]->constant->toInts();
+  } else {
+    pads = attrs.has("pads") ? attrs.getInts("pads", {})
+                             : attrs.getInts("paddings", {});
+  }
+  double value = attrs.getFloat("value", 0.0);
+  if (pad.inputs.size() > 2) {
+    const Value* v = pad.inputs[2];
+    if (!v->isConstant() || v->constant->numElements() != 1)
+      return "the padding value is not a constant scalar";
+    value = v->constant->asDouble(0);
+  }
+  const Value* in = pad.inputs[0];
+  if (in->shape.size() != 4 || pads.size() != 8)
+    return "only padding of 4-D (N, C, H, W) tensors is supported (input "
+           "has shape " +
+           formatShape(in->shape) + ")";
+  for (int64_t p : pads)
+    if (p < 0)
+      return "negative pads " + formatInts(pads) +
+             " (cropping) are not supported";
+  if (pads[0] || pads[1] || pads[4] || pads[5])
+    return "pads " + formatInts(pads) +
+           " pad the batch or channel dimension, which is not supported";
+  bool minusInf = std::isinf(value) && value < 0;
+  if (value != 0.0 && !minusInf)
+    return "padding value " + std::to_string(value) +
+           " is not supported (only 0)";
+  if (pad.output->users.size() != 1 || pad.output == nullptr)
+    return "the padded tensor feeds " +
+           std::to_string(pad.output->users.size()) +
+           " nodes; Pad is only folded into a single Conv or pool";
+  const Node& user = *pad.output->users.front();
+  bool isPool = user.kind == OpKind::OnnxMaxPool ||
+                user.kind == OpKind::OnnxAveragePool;
+  if ((user.kind != OpKind::OnnxConv && !isPool) ||
+      user.inputs[0] != pad.output)
+    return "Pad is only folded into the Conv, MaxPool or AveragePool it "
+           "feeds (it feeds " +
+           describeProducer(user.output) + ")";
+  AttrReader userAttrs(user.attrs);
+  std::string autoPad = userAttrs.getString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return "Pad feeds " + describeProducer(user.output) + " with auto_pad " +
+           autoPad + ", which cannot be combined";
+  std::vector<int64_t> own = userAttrs.getInts("pads", {});
+  bool ownPads = std::any_of(own.begin(), own.end(),
+                             [](int64_t p) { return p != 0; }) &&
+                 autoPad == "NOTSET";
+  // Zero padding is what Conv pads with, and what AveragePool averages in
+  // with count_include_pad=1. -inf padding is what MaxPool assumes.
+  if (user.kind == OpKind::OnnxConv)
+    return minusInf ? "padding with -inf before a Conv is not supported" : "";
+  if (user.kind == OpKind::OnnxAveragePool) {
+    if (minusInf)
+      return "padding with -inf before AveragePool is not supported";
+    if (ownPads && userAttrs.getInt("count_include_pad", 0) == 0)
+      return "Pad feeds AveragePool with its own pads and "
+             "count_include_pad=0, which cannot be combined";
+    return "";
+  }
+  if (minusInf)
+    return "";
+  // MaxPool after zero padding: max(window with zeros) equals max over the
+  // real elements exactly when those are all >= 0 (the input comes from a
+  // Relu, or a Clip with min >= 0) and every window holds at least one real
+  // element (each side's total pad is smaller than the window).
+  const Node* producer = in->producer;
+  bool nonNegative = producer != nullptr &&
+                     (producer->kind == OpKind::OnnxRelu ||
+                      producer->kind == OpKind::OnnxClip);
+  if (producer != nullptr && producer->kind == OpKind::OnnxClip) {
+    AttrReader clip(producer->attrs);
+    double lo = clip.getFloat("min", -std::numeric_limits<double>::infinity());
+    if (producer->inputs.size() > 1) {
+      const Value* v = producer->inputs[1];
+      lo = v->isConstant() && v->constant->numElements() == 1
+               ? v->constant->asDouble(0)
+               : -1.0;
+    }
+    nonNegative = lo >= 0.0;
+  }
+  if (!nonNegative)
+    return "zero padding before MaxPool changes the result unless its input "
+           "is non-negative (produced by Relu)";
+  std::vector<int64_t> kernel = userAttrs.getInts("kernel_shape", {});
+  if (kernel.size() != 2)
+    return "MaxPool has no 2-D kernel_shape";
+  if (own.size() != 4)
+    own.assign(4, 0);
+  if (autoPad == "VALID")
+    own.assign(4, 0);
+  if (pads[2] + own[0] >= kernel[0] || pads[6] + own[2] >= kernel[0] ||
+      pads[3] + own[1] >= kernel[1] || pads[7] + own[3] >= kernel[1])
+    return "zero padding before MaxPool is only folded when every window "
+           "overlaps the image (pads smaller than the window)";
+  return "";
+}
+
+// ---------------------------------------------------------------------------
+// Passes.
+// ---------------------------------------------------------------------------
+
+void eliminateDeadNodes(Graph& g) {
+  std::unordered_set<const Node*> live;
+  std::vector<const Node*> work;
+  if (g.output->producer != nullptr)
+    work.push_back(g.output->producer);
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    if (!live.insert(n).second)
+      continue;
+    for (const Value* in : n->inputs)
+      if (in->producer != nullptr)
+        work.push_back(in->producer);
+  }
+  std::vector<Node*> nodes = nodeList(g);
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
+    if (!live.count(*it))
+      g.eraseNode(*it);
+  g.pruneValues();
+}
+
+void foldConstants(Graph& g) {
+  for (Node* n : nodeList(g)) {
+    if (auto data = evaluate(n)) {
+      replaceByConstant(g, n, std::move(data));
+      continue;
+    }
+    if (n->kind == OpKind::OnnxReshape || n->kind == OpKind::OnnxFlatten) {
+      std::vector<int64_t> target = reshapeTarget(*n);
+      if (!target.empty())
+        n->output->shape = target;
+    }
+  }
+  g.pruneValues();
+}
+
+void removeIdentities(Graph& g) {
+  for (Node* n : nodeList(g)) {
+    if (n->kind == OpKind::OnnxDropout && n->inputs.size() > 2) {
+      // opset 12+: training_mode must be a constant false.
+      const Value* mode = n->inputs[2];
+      if (!mode->isConstant() || mode->constant->numElements() != 1 ||
+          mode->constant->asInt(0) != 0)
+        continue;
+    }
+    if (n->kind == OpKind::OnnxIdentity || n->kind == OpKind::OnnxDropout) {
+      g.replaceAllUses(n->output, n->inputs[0]);
+      g.eraseNode(n);
+    }
+  }
+  g.pruneValues();
+}
+
+void foldPads(Graph& g) {
+  for (Node* pad : nodeList(g)) {
+    if (pad->kind != OpKind::OnnxPad || !padFoldBlocker(*pad).empty())
+      continue;
+    AttrReader attrs(pad->attrs);
+    std::vector<int64_t> pads;
+    if (pad->inputs.size() > 1)
+      pads = pad->inputs[1]->constant->toInts();
+    else
+      pads = attrs.has("pads") ? attrs.getInts("pads", {})
+                               : attrs.getInts("paddings", {});
+    Node* user = pad->output->users.front();
+    AttrReader userAttrs(user->attrs);
+    std::vector<int64_t> own = userAttrs.getInts("pads", {0, 0, 0, 0});
+    if (own.size() != 4 || userAttrs.getString("auto_pad", "NOTSET") == "VALID")
+      own.assign(4, 0);
+    // ONNX pads: [top, left, bottom, right] for the consumer, and
+    // [n, c, top, left, n, c, bottom, right] for Pad.
+    own[0] += pads[2];
+    own[1] += pads[3];
+    own[2] += pads[6];
+    own[3] += pads[7];
+    user->attrs["pads"] = own;
+    user->attrs["auto_pad"] = std::string("NOTSET");
+    if (user->kind == OpKind::OnnxAveragePool)
+      user->attrs["count_include_pad"] = int64_t{1};
+    Value* in = pad->inputs[0];
+    user->inputs[0] = in;
+    in->users.push_back(user);
+    pad->output->users.clear();
+    user->origins.push_back(pad->origins.front());
+    g.eraseNode(pad);
+  }
+  g.pruneValues();
+}
+
+void aliasReshapes(Graph& g) {
+  for (Node* n : nodeList(g)) {
+    if (n->kind != OpKind::OnnxFlatten && n->kind != OpKind::OnnxReshape)
+      continue;
+    if (n->inputs[0]->isConstant() || !reshapeAliasBlocker(*n).empty())
+      continue;
+    g.replaceAllUses(n->output, n->inputs[0]);
+    g.eraseNode(n);
+  }
+  g.pruneValues();
+}
+
+void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
+  auto run = [&](const char* name, void (*pass)(Graph&)) {
+    pass(g);
+    verify(g);
+    if (opts.afterPass)
+      opts.afterPass(name, g);
+  };
+  verify(g);
+  if (opts.afterPass)
+    opts.afterPass("load", g);
+  run("eliminate-dead-nodes", eliminateDeadNodes);
+  run("fold-constants", foldConstants);
+  run("remove-identities", removeIdentities);
+  run("eliminate-dead-nodes", eliminateDeadNodes);
+  run("fold-pads", foldPads);
+  run("alias-reshapes", aliasReshapes);
+  if (g.output == g.input || g.output->isConstant())
+    throw UserError(g.source.path + ": the output '" +
+                    escapeName(g.output->name) + "' is " +
+                    (g.output == g.input ? "the input itself" : "a constant") +
+                    "; the model computes nothing");
+  run("lower", lowerNodes);
+  run("eliminate-dead-nodes", eliminateDeadNodes);
+}
+
+} // namespace hpvm::fe

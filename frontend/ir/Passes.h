@@ -1,0 +1,65 @@
+// Passes.h - the frontend's graph passes: simplification, lowering to HPVM
+// tensor ops, verification and printing.
+#ifndef TORCH2HPVM_FRONTEND_IR_PASSES_H
+#define TORCH2HPVM_FRONTEND_IR_PASSES_H
+
+#include "ir/Graph.h"
+
+#include <functional>
+#include <string>
+
+namespace hpvm::fe {
+
+/// Options of lowerToHpvm().
+struct PipelineOptions {
+  /// Called after every pass with its name (for --dump-ir); may be empty.
+  std::function<void(const std::string& pass, const Graph&)> afterPass;
+};
+
+/// Runs every simplification pass and the lowering, verify() after each one.
+/// Afterwards the graph holds only HPVM kinds, in op numbering order. Throws
+/// UserError listing every node that cannot be lowered, all at once.
+void lowerToHpvm(Graph& g, const PipelineOptions& opts = {});
+
+/// Checks the IR invariants: arity of HPVM nodes (Ops.def), 4-D shapes after
+/// lowering, user/producer links, no dangling values, topological order.
+/// A violation is a bug: it aborts through HPVM_ASSERT.
+void verify(const Graph& g);
+
+/// The IR as text, one line per node, e.g.
+/// "%3 = Conv(%input: 1x1x28x28, %conv1.weight: 32x1x5x5) -> 1x32x28x28
+/// [pads 2 2 strides 1 1]  # Conv_0".
+std::string dumpIr(const Graph& g);
+
+/// "1x32x28x28" ("?" for a symbolic dimension, "scalar" for rank 0).
+std::string formatShape(const std::vector<int64_t>& shape);
+
+/// A scalar operand as C source text: integers in decimal, reals in the
+/// shortest form that reads back to the same double ("1e-05", "6", "0.001").
+std::string formatScalar(const Scalar& s);
+
+// The individual passes lowerToHpvm() runs, in order; exposed for tests.
+
+/// Removes nodes that do not contribute to the graph output.
+void eliminateDeadNodes(Graph& g);
+/// Evaluates Constant nodes and shape computations (Shape, Gather,
+/// Unsqueeze, Squeeze, Concat, Cast, Reshape of constants) into constants,
+/// and resolves the target shape of Reshape nodes whose shape became known.
+void foldConstants(Graph& g);
+/// Removes Identity and inference-mode Dropout nodes.
+void removeIdentities(Graph& g);
+/// Folds zero-valued constant Pad nodes into the Conv or pool they feed,
+/// where that computes the same result (see the comment of canFoldPad).
+void foldPads(Graph& g);
+/// Aliases Flatten/Reshape away where HPVM needs no code: flattening NCHW to
+/// (N, C*H*W) right before Gemm/MatMul, or a reshape that keeps the 4-D
+/// form (N, C, H, W) of its input.
+void aliasReshapes(Graph& g);
+/// Turns every remaining ONNX-level node into HPVM ops (Conv and Gemm bias
+/// become a separate Add). Throws UserError listing every node that cannot
+/// be lowered.
+void lowerNodes(Graph& g);
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_IR_PASSES_H

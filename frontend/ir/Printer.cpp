@@ -1,0 +1,136 @@
+// Printer.cpp - the IR as text (--dump-ir), one line per node.
+#include "Diagnostics.h"
+#include "ir/Passes.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <unordered_map>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// Shortest "%.Ng" form of \p v that reads back exactly.
+std::string formatReal(double v) {
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
+
+std::string formatAttr(const AttrValue& v) {
+  struct Visitor {
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return formatReal(d); }
+    std::string operator()(const std::string& s) const {
+      return "'" + escapeName(s) + "'";
+    }
+    std::string operator()(const std::vector<int64_t>& l) const {
+      std::string s = "[";
+      for (size_t i = 0; i < l.size(); ++i)
+        s += (i ? " " : "") + std::to_string(l[i]);
+      return s + "]";
+    }
+    std::string operator()(const std::vector<double>& l) const {
+      std::string s = "[";
+      for (size_t i = 0; i < l.size(); ++i)
+        s += (i ? " " : "") + formatReal(l[i]);
+      return s + "]";
+    }
+    std::string operator()(const std::shared_ptr<const TensorData>& t) const {
+      return "tensor " + formatShape(t->dims);
+    }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+/// The bracketed operand list of an HPVM node: "pads 2 2 strides 1 1".
+std::string formatScalars(const Node& n) {
+  static const std::unordered_map<int, std::vector<const char*>> labels = {
+      {static_cast<int>(OpKind::Conv), {"pads", "", "strides", ""}},
+      {static_cast<int>(OpKind::GroupConv),
+       {"pads", "", "strides", "", "mode", "groups"}},
+      {static_cast<int>(OpKind::MaxPool),
+       {"window", "", "pads", "", "strides", ""}},
+      {static_cast<int>(OpKind::AvgPool),
+       {"window", "", "pads", "", "strides", ""}},
+      {static_cast<int>(OpKind::BatchNorm), {"eps"}},
+      {static_cast<int>(OpKind::ClippedRelu), {"min", "max"}},
+  };
+  auto it = labels.find(static_cast<int>(n.kind));
+  std::string s;
+  for (size_t i = 0; i < n.scalars.size(); ++i) {
+    const char* label = it != labels.end() && i < it->second.size()
+                            ? it->second[i]
+                            : "";
+    if (!s.empty())
+      s += " ";
+    if (*label)
+      s += std::string(label) + " ";
+    s += formatScalar(n.scalars[i]);
+  }
+  return s;
+}
+
+} // namespace
+
+std::string formatShape(const std::vector<int64_t>& shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") +
+         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s;
+}
+
+std::string formatScalar(const Scalar& s) {
+  return s.isInteger ? std::to_string(s.i) : formatReal(s.d);
+}
+
+std::string dumpIr(const Graph& g) {
+  std::unordered_map<const Value*, size_t> number;
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    number[g.nodes()[i]->output] = i + 1;
+  auto name = [&](const Value* v) {
+    auto it = number.find(v);
+    if (it != number.end())
+      return "%" + std::to_string(it->second);
+    return "%" + (v->name.empty() ? std::string("const") : escapeName(v->name));
+  };
+
+  std::ostringstream out;
+  for (const auto& node : g.nodes()) {
+    const Node& n = *node;
+    out << name(n.output) << " = " << opKindName(n.kind) << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      out << (i ? ", " : "") << name(n.inputs[i]) << ": "
+          << formatShape(n.inputs[i]->shape);
+    out << ") -> " << formatShape(n.output->shape);
+    std::string extra;
+    if (isHpvmOp(n.kind)) {
+      extra = formatScalars(n);
+    } else {
+      for (const auto& [key, value] : n.attrs)
+        extra += (extra.empty() ? "" : " ") + key + "=" + formatAttr(value);
+    }
+    if (!extra.empty())
+      out << "  [" << extra << "]";
+    if (!n.origins.empty()) {
+      out << "  #";
+      for (size_t i = 0; i < n.origins.size(); ++i)
+        out << (i ? ", " : " ") << escapeName(n.origins[i].name);
+    }
+    out << "\n";
+  }
+  if (g.output != nullptr)
+    out << "return " << name(g.output) << ": " << formatShape(g.output->shape)
+        << "\n";
+  return out.str();
+}
+
+} // namespace hpvm::fe

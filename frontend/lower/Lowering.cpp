@@ -1,0 +1,613 @@
+// Lowering.cpp - turns each ONNX-level node into HPVM tensor ops, with the
+// operand conventions of HPVM's intrinsics (reference section 2).
+#include "Diagnostics.h"
+#include "ir/PassUtil.h"
+#include "ir/Passes.h"
+#include "lower/OpTable.h"
+#include "onnx/Attributes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// State of one lowering run.
+struct Lowering {
+  explicit Lowering(Graph& graph) : g(graph) {}
+
+  Graph& g;
+  /// Constants already converted to a 4-D float32 form, by (data, shape).
+  std::map<std::pair<const TensorData*, std::vector<int64_t>>, Value*> cache;
+
+  /// Position of \p n in the node list.
+  int position(const Node* n) const {
+    const auto& nodes = g.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].get() == n)
+        return static_cast<int>(i);
+    HPVM_UNREACHABLE("node not in graph");
+  }
+
+  /// \p c as a float32 constant of HPVM shape \p shape (same element
+  /// count), sharing its bytes when it already is float32.
+  Value* constantAs(Value* c, std::vector<int64_t> shape) {
+    auto key = std::make_pair(c->constant.get(), shape);
+    if (auto it = cache.find(key); it != cache.end())
+      return it->second;
+    Value* out;
+    if (c->constant->dtype == DataType::Float) {
+      out = g.addValue(c->name, DataType::Float, shape);
+      out->constant = c->constant;
+      out->initializerIndex = c->initializerIndex;
+    } else {
+      out = addFloats(c->name, c->constant->toFloats(), shape,
+                      c->initializerIndex);
+    }
+    cache[key] = out;
+    return out;
+  }
+
+  /// A new float32 constant holding \p values with shape \p shape.
+  Value* addFloats(const std::string& name, const std::vector<float>& values,
+                   std::vector<int64_t> shape, int initializerIndex) {
+    auto t = std::make_shared<TensorData>();
+    t->dtype = DataType::Float;
+    t->dims = shape;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+    t->bytes.assign(bytes, bytes + values.size() * sizeof(float));
+    Value* v = g.addConstant(name, std::move(t), initializerIndex);
+    v->shape = std::move(shape);
+    return v;
+  }
+
+  /// Appends HPVM node \p kind at \p pos (advancing it), with output shape
+  /// \p shape named \p name.
+  Value* emit(OpKind kind, std::vector<Value*> inputs,
+              std::vector<Scalar> scalars, std::vector<int64_t> shape,
+              const std::string& name, const Node& from, int& pos) {
+    Value* out = g.addValue(name, DataType::Float, std::move(shape));
+    Node* n = g.addNode(kind, std::move(inputs), out, from.origins, pos++);
+    n->scalars = std::move(scalars);
+    return out;
+  }
+
+  /// Replaces ONNX node \p n by the HPVM value \p result.
+  void finish(Node* n, Value* result) {
+    const std::vector<int64_t>& onnx = form4d(n->output->shape);
+    HPVM_ASSERT(onnx.empty() || onnx == result->shape,
+                std::string(opKindName(n->kind)) + " lowered to shape " +
+                    formatShape(result->shape) + ", ONNX infers " +
+                    formatShape(n->output->shape));
+    g.replaceAllUses(n->output, result);
+    g.eraseNode(n);
+  }
+};
+
+/// Checks that \p v is a 4-D activation (or, with \p allow2d, an (N, K)
+/// one); returns the reason if not.
+std::string needActivation(const Value* v, const char* role,
+                           bool allow2d = false) {
+  if (v->isConstant())
+    return std::string(role) + " '" + escapeName(v->name) +
+           "' is a constant; torch2hpvm needs it computed from the input";
+  if (v->shape.empty())
+    return std::string(role) + " '" + escapeName(v->name) +
+           "' has an unknown shape (dynamic shapes are not supported)";
+  if (v->shape.size() == 4 || (allow2d && v->shape.size() == 2))
+    return "";
+  return std::string(role) + " '" + escapeName(v->name) + "' has shape " +
+         formatShape(v->shape) + "; only 4-D (N, C, H, W)" +
+         (allow2d ? " or 2-D (N, K)" : "") + " tensors are supported";
+}
+
+std::string needConstant(const Value* v, const char* role) {
+  if (v->isConstant())
+    return "";
+  return std::string(role) + " '" + escapeName(v->name) +
+         "' is computed at run time by " + describeProducer(v) +
+         "; only constant " + role + "s are supported";
+}
+
+/// Spatial geometry of a window op (conv or pool) along one axis.
+struct Axis {
+  int64_t in = 0, kernel = 0, stride = 1, padBegin = 0, padEnd = 0;
+  int64_t pad = 0; ///< Symmetric pad chosen for HPVM.
+  int64_t out = 0;
+};
+
+/// Computes pads (explicit or auto_pad) and output size of \p axis and picks
+/// HPVM's symmetric pad. Asymmetric pads are accepted when the symmetric pad
+/// padBegin computes exactly the same outputs: the output count is the same,
+/// windows start at o*stride - padBegin in both, and every extra position
+/// either side reads is padding (zeros) in both.
+std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
+                        const char* axisName) {
+  if (autoPad == "VALID") {
+    a.padBegin = a.padEnd = 0;
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    int64_t out = (a.in + a.stride - 1) / a.stride;
+    int64_t total = std::max<int64_t>((out - 1) * a.stride + a.kernel - a.in,
+                                      0);
+    a.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    a.padEnd = total - a.padBegin;
+  }
+  int64_t span = a.in + a.padBegin + a.padEnd - a.kernel;
+  if (span < 0)
+    return std::string("the window (") + std::to_string(a.kernel) +
+           ") is larger than the padded input " + axisName + " (" +
+           std::to_string(a.in + a.padBegin + a.padEnd) + ")";
+  int64_t floorOut = span / a.stride + 1;
+  if (ceilMode) {
+    int64_t ceilOut = (span + a.stride - 1) / a.stride + 1;
+    // ONNX drops a last window that starts in the end padding.
+    if ((ceilOut - 1) * a.stride >= a.in + a.padBegin)
+      --ceilOut;
+    if (ceilOut != floorOut)
+      return std::string("ceil_mode=1 changes the output ") + axisName +
+             " (" + std::to_string(ceilOut) + " instead of " +
+             std::to_string(floorOut) + "); only floor rounding is supported";
+  }
+  a.out = floorOut;
+  a.pad = a.padBegin;
+  if (a.padBegin != a.padEnd) {
+    int64_t symmetric = (a.in + 2 * a.padBegin - a.kernel);
+    if (symmetric < 0 || symmetric / a.stride + 1 != floorOut)
+      return std::string("asymmetric pads (") + axisName + " " +
+             std::to_string(a.padBegin) + " before, " +
+             std::to_string(a.padEnd) +
+             " after) cannot be expressed with HPVM's symmetric padding";
+  }
+  return "";
+}
+
+/// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
+/// dims of \p x into \p h and \p w.
+std::string windowGeometry(AttrReader& attrs, const std::vector<int64_t>& x,
+                           int64_t kh, int64_t kw, bool ceilMode, Axis& h,
+                           Axis& w) {
+  std::vector<int64_t> strides = attrs.getInts("strides", {1, 1});
+  std::vector<int64_t> pads = attrs.getInts("pads", {0, 0, 0, 0});
+  std::string autoPad = attrs.getString("auto_pad", "NOTSET");
+  if (strides.size() != 2 || pads.size() != 4)
+    return "strides " + formatInts(strides) + " / pads " + formatInts(pads) +
+           " do not describe a 2-D window";
+  h = Axis{x[2], kh, strides[0], pads[0], pads[2], 0, 0};
+  w = Axis{x[3], kw, strides[1], pads[1], pads[3], 0, 0};
+  std::string reason = resolveAxis(h, autoPad, ceilMode, "height");
+  if (reason.empty())
+    reason = resolveAxis(w, autoPad, ceilMode, "width");
+  return reason;
+}
+
+std::string lowerConv(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  if (n->inputs.size() < 2)
+    return "Conv has no weight";
+  Value* wv = n->inputs[1];
+  if (auto r = needConstant(wv, "weight"); !r.empty())
+    return r;
+  const std::vector<int64_t>& w = wv->constant->dims;
+  if (w.size() != 4)
+    return "weight has shape " + formatShape(w) +
+           "; only 2-D convolutions (4-D weights) are supported";
+  AttrReader attrs(n->attrs);
+  std::vector<int64_t> kernel = attrs.getInts("kernel_shape", {w[2], w[3]});
+  if (kernel != std::vector<int64_t>{w[2], w[3]})
+    return "kernel_shape " + formatInts(kernel) +
+           " does not match the weight shape " + formatShape(w);
+  int64_t group = attrs.getInt("group", 1);
+  int64_t C = x->shape[1], K = w[0];
+  if (C % group != 0 || K % group != 0 || w[1] * group != C)
+    return "weight shape " + formatShape(w) + " does not fit " +
+           std::to_string(C) + " input channels in " + std::to_string(group) +
+           " groups";
+  Axis h, wd;
+  if (auto r = windowGeometry(attrs, x->shape, w[2], w[3], false, h, wd);
+      !r.empty())
+    return r;
+  Value* bias = nullptr;
+  if (n->inputs.size() > 2) {
+    Value* b = n->inputs[2];
+    if (auto r = needConstant(b, "bias"); !r.empty())
+      return r;
+    if (b->constant->numElements() != K)
+      return "bias has shape " + formatShape(b->constant->dims) + ", expected " +
+             std::to_string(K);
+    bias = L.constantAs(b, {1, K, 1, 1});
+  }
+  Value* filter = L.constantAs(wv, w);
+  int pos = L.position(n);
+  std::vector<int64_t> shape = {x->shape[0], K, h.out, wd.out};
+  std::vector<Scalar> scalars = {Scalar::integer(h.pad), Scalar::integer(wd.pad),
+                                 Scalar::integer(h.stride),
+                                 Scalar::integer(wd.stride)};
+  OpKind kind = OpKind::Conv;
+  if (group != 1) {
+    kind = OpKind::GroupConv;
+    scalars.push_back(Scalar::integer(1));
+    scalars.push_back(Scalar::integer(group));
+  }
+  const std::string& name = n->output->name;
+  Value* out = L.emit(kind, {x, filter}, scalars, shape,
+                      bias ? name + ".conv" : name, *n, pos);
+  if (bias)
+    out = L.emit(OpKind::Add, {out, bias}, {}, shape, name, *n, pos);
+  L.finish(n, out);
+  return "";
+}
+
+/// The K x N weight matrix alpha * op(B) of a Gemm, where B is N x K when
+/// \p transB (PyTorch's Linear) and K x N otherwise. Transposes in 64 x 64
+/// tiles: classifier weights reach hundreds of MB.
+std::shared_ptr<TensorData> transposeScale(const TensorData& b, bool transB,
+                                           int64_t K, int64_t N,
+                                           double alpha) {
+  std::vector<float> converted;
+  const float* src;
+  if (b.dtype == DataType::Float) {
+    src = reinterpret_cast<const float*>(b.bytes.data());
+  } else {
+    converted = b.toFloats();
+    src = converted.data();
+  }
+  auto out = std::make_shared<TensorData>();
+  out->dtype = DataType::Float;
+  out->dims = {1, 1, K, N};
+  out->bytes.resize(static_cast<size_t>(K * N) * sizeof(float));
+  float* dst = reinterpret_cast<float*>(out->bytes.data());
+  float scale = static_cast<float>(alpha);
+  if (!transB) {
+    for (int64_t i = 0; i < K * N; ++i)
+      dst[i] = scale * src[i];
+    return out;
+  }
+  constexpr int64_t Tile = 64;
+  for (int64_t j0 = 0; j0 < N; j0 += Tile)
+    for (int64_t k0 = 0; k0 < K; k0 += Tile) {
+      int64_t jEnd = std::min(N, j0 + Tile), kEnd = std::min(K, k0 + Tile);
+      for (int64_t j = j0; j < jEnd; ++j)
+        for (int64_t k = k0; k < kEnd; ++k)
+          dst[static_cast<size_t>(k * N + j)] =
+              scale * src[static_cast<size_t>(j * K + k)];
+    }
+  return out;
+}
+
+/// Dense layers: Gemm (alpha * A * op(B) + beta * C) and MatMul (A * B).
+std::string lowerDense(Lowering& L, Node* n) {
+  Value* a = n->inputs[0];
+  if (auto r = needActivation(a, "input A", true); !r.empty())
+    return r;
+  Value* bv = n->inputs[1];
+  if (auto r = needConstant(bv, "weight"); !r.empty())
+    return r;
+  const TensorData& b = *bv->constant;
+  if (b.dims.size() != 2)
+    return "weight has shape " + formatShape(b.dims) +
+           "; only 2-D weights (batched MatMul is not supported)";
+  AttrReader attrs(n->attrs);
+  bool gemm = n->kind == OpKind::OnnxGemm;
+  bool transB = gemm && attrs.getInt("transB", 0) != 0;
+  double alpha = gemm ? attrs.getFloat("alpha", 1.0) : 1.0;
+  double beta = gemm ? attrs.getFloat("beta", 1.0) : 1.0;
+  int64_t K = transB ? b.dims[1] : b.dims[0];
+  int64_t N = transB ? b.dims[0] : b.dims[1];
+  int64_t inK = 1;
+  for (size_t i = 1; i < a->shape.size(); ++i)
+    inK *= a->shape[i];
+  if (inK != K)
+    return "input A has shape " + formatShape(a->shape) + " (" +
+           std::to_string(inK) + " features) but the weight expects " +
+           std::to_string(K);
+  if (!gemm && a->shape.size() != 2 && a->shape.size() != 4)
+    return "MatMul input has shape " + formatShape(a->shape);
+
+  // Weights in HPVM's 1 x 1 x K x N layout: transpose and scale if needed.
+  Value* weight;
+  if (!transB && alpha == 1.0) {
+    weight = L.constantAs(bv, {1, 1, K, N});
+  } else {
+    weight = L.g.addConstant(bv->name, transposeScale(b, transB, K, N, alpha),
+                             bv->initializerIndex);
+  }
+
+  Value* bias = nullptr;
+  if (gemm && n->inputs.size() > 2 && beta != 0.0) {
+    Value* c = n->inputs[2];
+    if (auto r = needConstant(c, "bias"); !r.empty())
+      return r;
+    int64_t count = c->constant->numElements();
+    int64_t rows = c->constant->dims.size() == 2 ? c->constant->dims[0] : 1;
+    if ((count != N && count != 1) || rows != 1)
+      return "bias C has shape " + formatShape(c->constant->dims) +
+             "; only a vector of " + std::to_string(N) +
+             " values (or a scalar) is supported";
+    if (count == N && beta == 1.0) {
+      bias = L.constantAs(c, {1, N, 1, 1});
+    } else {
+      std::vector<float> src = c->constant->toFloats();
+      std::vector<float> dst(static_cast<size_t>(N));
+      for (int64_t j = 0; j < N; ++j)
+        dst[static_cast<size_t>(j)] = static_cast<float>(
+            beta * src[static_cast<size_t>(count == 1 ? 0 : j)]);
+      bias = L.addFloats(c->name, dst, {1, N, 1, 1}, c->initializerIndex);
+    }
+  }
+  int pos = L.position(n);
+  std::vector<int64_t> shape = {a->shape[0], N, 1, 1};
+  const std::string& name = n->output->name;
+  Value* out = L.emit(OpKind::Mul, {a, weight}, {}, shape,
+                      bias ? name + ".mul" : name, *n, pos);
+  if (bias)
+    out = L.emit(OpKind::Add, {out, bias}, {}, shape, name, *n, pos);
+  L.finish(n, out);
+  return "";
+}
+
+std::string lowerPool(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  int pos = L.position(n);
+  if (n->kind == OpKind::OnnxGlobalAveragePool) {
+    int64_t H = x->shape[2], W = x->shape[3];
+    Value* out = L.emit(
+        OpKind::AvgPool, {x},
+        {Scalar::integer(H), Scalar::integer(W), Scalar::integer(0),
+         Scalar::integer(0), Scalar::integer(1), Scalar::integer(1)},
+        {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos);
+    L.finish(n, out);
+    return "";
+  }
+  AttrReader attrs(n->attrs);
+  std::vector<int64_t> kernel = attrs.getInts("kernel_shape", {});
+  if (kernel.size() != 2)
+    return "kernel_shape " + formatInts(kernel) + " is not a 2-D window";
+  bool ceilMode = attrs.getInt("ceil_mode", 0) != 0;
+  Axis h, w;
+  if (auto r = windowGeometry(attrs, x->shape, kernel[0], kernel[1], ceilMode,
+                              h, w);
+      !r.empty())
+    return r;
+  bool avg = n->kind == OpKind::OnnxAveragePool;
+  if (avg && attrs.getInt("count_include_pad", 0) == 0 &&
+      (h.padBegin || h.padEnd || w.padBegin || w.padEnd))
+    return "count_include_pad=0 with padding is not supported (the average "
+           "always divides by the full window)";
+  Value* out = L.emit(
+      avg ? OpKind::AvgPool : OpKind::MaxPool, {x},
+      {Scalar::integer(kernel[0]), Scalar::integer(kernel[1]),
+       Scalar::integer(h.pad), Scalar::integer(w.pad),
+       Scalar::integer(h.stride), Scalar::integer(w.stride)},
+      {x->shape[0], x->shape[1], h.out, w.out}, n->output->name, *n, pos);
+  L.finish(n, out);
+  return "";
+}
+
+std::string lowerAdd(Lowering& L, Node* n) {
+  if (n->inputs.size() != 2)
+    return "Add needs two inputs";
+  Value* a = n->inputs[0];
+  Value* b = n->inputs[1];
+  if (a->isConstant() && b->isConstant())
+    return "both operands are constants (folding constant arithmetic is not "
+           "supported)";
+  if (a->isConstant())
+    std::swap(a, b);
+  if (auto r = needActivation(a, "input", true); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(a->shape);
+  int pos = L.position(n);
+  if (!b->isConstant()) {
+    if (auto r = needActivation(b, "input", true); !r.empty())
+      return r;
+    if (form4d(b->shape) != x4)
+      return "adding activations of different shapes (" +
+             formatShape(a->shape) + " and " + formatShape(b->shape) +
+             ") is not supported";
+    L.finish(n, L.emit(OpKind::Add, {a, b}, {}, x4, n->output->name, *n, pos));
+    return "";
+  }
+  // Activation + constant: the constant broadcasts (ONNX rules, aligned to
+  // the right, or at `axis` for the legacy opset < 7 broadcast) against
+  // the activation's ONNX shape; HPVM takes 1 x C x 1 x 1 or the full shape.
+  const std::vector<int64_t>& onnx = n->output->shape;
+  std::vector<int64_t> cd = b->constant->dims;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return "the sum has shape " + formatShape(onnx) +
+           "; only 4-D or 2-D activations are supported";
+  if (cd.size() > onnx.size())
+    return "the constant has shape " + formatShape(cd) +
+           ", of higher rank than the activation";
+  AttrReader attrs(n->attrs);
+  size_t offset = onnx.size() - cd.size();
+  if (attrs.getInt("broadcast", 0) != 0 && attrs.has("axis"))
+    offset = static_cast<size_t>(attrs.getInt("axis", 0));
+  std::vector<int64_t> aligned(onnx.size(), 1);
+  for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
+    aligned[offset + i] = cd[i];
+  int64_t C = x4[1];
+  int64_t count = b->constant->numElements();
+  Value* c = nullptr;
+  std::vector<int64_t> perChannel(onnx.size(), 1);
+  perChannel[1] = C;
+  if (count == 1) {
+    std::vector<float> v(static_cast<size_t>(C),
+                         static_cast<float>(b->constant->asDouble(0)));
+    c = L.addFloats(b->name, v, {1, C, 1, 1}, b->initializerIndex);
+  } else if (aligned == perChannel) {
+    c = L.constantAs(b, {1, C, 1, 1});
+  } else if (aligned.size() == 4 && aligned[0] == 1 && x4[0] == 1 &&
+             std::equal(aligned.begin() + 1, aligned.end(), x4.begin() + 1)) {
+    c = L.constantAs(b, x4);
+  }
+  if (c == nullptr)
+    return "adding a constant of shape " + formatShape(cd) +
+           " to an activation of shape " + formatShape(onnx) +
+           " is not supported (only per-channel 1xCx1x1, a scalar, or the "
+           "full shape at batch 1)";
+  L.finish(n, L.emit(OpKind::Add, {a, c}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerBatchNorm(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  if (n->inputs.size() != 5)
+    return "BatchNormalization needs 5 inputs";
+  std::vector<int64_t> x4 = form4d(x->shape);
+  int64_t C = x4[1];
+  std::vector<Value*> ops = {x};
+  static const char* roles[] = {"scale", "bias", "mean", "variance"};
+  for (size_t i = 1; i < 5; ++i) {
+    Value* v = n->inputs[i];
+    if (auto r = needConstant(v, roles[i - 1]); !r.empty())
+      return r;
+    if (v->constant->numElements() != C)
+      return std::string(roles[i - 1]) + " has shape " +
+             formatShape(v->constant->dims) + ", expected " +
+             std::to_string(C) + " channels";
+    ops.push_back(L.constantAs(v, {1, C, 1, 1}));
+  }
+  AttrReader attrs(n->attrs);
+  double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon", 1e-5)));
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::BatchNorm, ops, {Scalar::real(eps)}, x4,
+                     n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerUnary(Lowering& L, Node* n, OpKind kind,
+                       std::vector<Scalar> scalars = {}) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(x->shape);
+  int pos = L.position(n);
+  L.finish(n, L.emit(kind, {x}, std::move(scalars), x4, n->output->name, *n,
+                     pos));
+  return "";
+}
+
+std::string lowerClip(Lowering& L, Node* n) {
+  AttrReader attrs(n->attrs);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  double lo = attrs.getFloat("min", -inf), hi = attrs.getFloat("max", inf);
+  for (size_t i = 1; i < n->inputs.size() && i < 3; ++i) {
+    const Value* v = n->inputs[i];
+    if (!v->isConstant() || v->constant->numElements() != 1)
+      return std::string(i == 1 ? "min" : "max") +
+             " is not a constant scalar";
+    (i == 1 ? lo : hi) = v->constant->asDouble(0);
+  }
+  // opset < 11 spells "no bound" as the float range's limits.
+  if (hi >= std::numeric_limits<float>::max())
+    hi = inf;
+  if (lo == 0.0 && hi == inf)
+    return lowerUnary(L, n, OpKind::Relu);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
+    return "Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
+           ") is not supported (only finite bounds, or min 0 without max)";
+  return lowerUnary(
+      L, n, OpKind::ClippedRelu,
+      {Scalar::real(shortestFloat(static_cast<float>(lo))),
+       Scalar::real(shortestFloat(static_cast<float>(hi)))});
+}
+
+std::string lowerSoftmax(Lowering& L, Node* n) {
+  const Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  AttrReader attrs(n->attrs);
+  int64_t rank = static_cast<int64_t>(x->shape.size());
+  int64_t axis = attrs.getInt("axis", L.g.source.opset >= 13 ? -1 : 1);
+  axis = axis < 0 ? axis + rank : axis;
+  std::vector<int64_t> x4 = form4d(x->shape);
+  if (axis != 1 || x4[2] != 1 || x4[3] != 1)
+    return "softmax over axis " + std::to_string(axis) + " of shape " +
+           formatShape(x->shape) +
+           " is not supported (only over the classes of N x classes)";
+  return lowerUnary(L, n, OpKind::Softmax);
+}
+
+/// Why a node that the passes should have removed is still there.
+std::string leftoverReason(const Node* n) {
+  switch (n->kind) {
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxReshape:
+    if (n->inputs[0]->isConstant())
+      return "reshaping a constant to an unknown shape is not supported";
+    return reshapeAliasBlocker(*n);
+  case OpKind::OnnxPad:
+    return padFoldBlocker(*n);
+  case OpKind::OnnxDropout:
+    return "training_mode is not a constant false (only inference Dropout "
+           "is supported)";
+  default:
+    return std::string(n->origins.front().opType) +
+           " computes on run-time values; it is only supported on constants "
+           "(shape computations that fold away)";
+  }
+}
+
+std::string lowerNode(Lowering& L, Node* n) {
+  switch (n->kind) {
+  case OpKind::OnnxConv:
+    return lowerConv(L, n);
+  case OpKind::OnnxGemm:
+  case OpKind::OnnxMatMul:
+    return lowerDense(L, n);
+  case OpKind::OnnxMaxPool:
+  case OpKind::OnnxAveragePool:
+  case OpKind::OnnxGlobalAveragePool:
+    return lowerPool(L, n);
+  case OpKind::OnnxAdd:
+    return lowerAdd(L, n);
+  case OpKind::OnnxBatchNormalization:
+    return lowerBatchNorm(L, n);
+  case OpKind::OnnxRelu:
+    return lowerUnary(L, n, OpKind::Relu);
+  case OpKind::OnnxTanh:
+    return lowerUnary(L, n, OpKind::Tanh);
+  case OpKind::OnnxClip:
+    return lowerClip(L, n);
+  case OpKind::OnnxSoftmax:
+    return lowerSoftmax(L, n);
+  default:
+    return leftoverReason(n);
+  }
+}
+
+} // namespace
+
+void lowerNodes(Graph& g) {
+  Lowering L(g);
+  ErrorList errors(g.source.path);
+  std::vector<Node*> nodes;
+  for (const auto& n : g.nodes())
+    if (!isHpvmOp(n->kind))
+      nodes.push_back(n.get());
+  for (Node* n : nodes) {
+    Origin origin = n->origins.front();
+    std::string reason;
+    try {
+      reason = lowerNode(L, n);
+    } catch (const AttrError& e) {
+      reason = e.what();
+    }
+    if (!reason.empty())
+      errors.add(origin, reason);
+  }
+  errors.throwIfAny();
+  g.pruneValues();
+}
+
+} // namespace hpvm::fe

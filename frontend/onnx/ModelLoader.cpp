@@ -1,0 +1,820 @@
+// ModelLoader.cpp - read an ONNX ModelProto into an ONNX-level Graph: parse,
+// pre-scan operators and attributes, check, convert, infer shapes, build.
+#include "onnx/ModelLoader.h"
+
+#include "Diagnostics.h"
+#include "lower/OpTable.h"
+#include "onnx/Attributes.h"
+#include "onnx/Sha256.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <sys/stat.h>
+
+namespace hpvm::fe {
+
+namespace {
+
+using onnx::AttributeProto;
+using onnx::ModelProto;
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+// ---------------------------------------------------------------------------
+// Reading and parsing.
+// ---------------------------------------------------------------------------
+
+/// The whole file, read with one read() into a buffer of its size.
+std::string readFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    throw UserError(path + ": cannot open: " + std::strerror(errno));
+  std::string bytes;
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
+    bytes.resize(static_cast<size_t>(st.st_size));
+  else if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    throw UserError(path + ": is a directory, not an ONNX model");
+  }
+  size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
+  // Files that grew, or are not regular: read the rest in chunks.
+  char chunk[65536];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f)) > 0;) {
+    bytes.resize(got);
+    bytes.append(chunk, n);
+    got += n;
+  }
+  bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed)
+    throw UserError(path + ": cannot read: " + std::strerror(errno));
+  bytes.resize(got);
+  return bytes;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Collects text-format parse errors as "line:col: message".
+class TextErrors : public google::protobuf::io::ErrorCollector {
+public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first.empty())
+      first = std::to_string(line + 1) + ":" + std::to_string(column + 1) +
+              ": " + message;
+  }
+  std::string first;
+};
+
+ModelProto parseModel(const std::string& path, const std::string& bytes) {
+  ModelProto model;
+  if (endsWith(path, ".onnxtxt")) {
+    google::protobuf::TextFormat::Parser parser;
+    TextErrors errors;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(bytes, &model))
+      throw UserError(path + ":" + errors.first +
+                      " (not a valid ONNX model in protobuf text format)");
+    return model;
+  }
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw UserError(path + ": the file is larger than 2 GiB; store the "
+                           "weights as ONNX external data");
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw UserError(path + ": not a valid ONNX model (protobuf parse failed)");
+  return model;
+}
+
+/// The default-domain opset the model imports, or 0.
+int64_t defaultOpset(const ModelProto& model) {
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+      return imp.version();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Attributes and constants.
+// ---------------------------------------------------------------------------
+
+/// Our DataType for an ONNX element type, Undefined if unsupported.
+DataType toDataType(int32_t onnxType) {
+  switch (onnxType) {
+  case TensorProto::FLOAT:
+    return DataType::Float;
+  case TensorProto::UINT8:
+    return DataType::Uint8;
+  case TensorProto::INT8:
+    return DataType::Int8;
+  case TensorProto::INT32:
+    return DataType::Int32;
+  case TensorProto::INT64:
+    return DataType::Int64;
+  case TensorProto::BOOL:
+    return DataType::Bool;
+  case TensorProto::DOUBLE:
+    return DataType::Double;
+  default:
+    return DataType::Undefined;
+  }
+}
+
+std::string onnxTypeName(int32_t onnxType) {
+  if (TensorProto::DataType_IsValid(onnxType))
+    return TensorProto::DataType_Name(
+        static_cast<TensorProto::DataType>(onnxType));
+  return "type " + std::to_string(onnxType);
+}
+
+size_t elementBytes(DataType t) {
+  switch (t) {
+  case DataType::Float:
+  case DataType::Int32:
+    return 4;
+  case DataType::Int64:
+  case DataType::Double:
+    return 8;
+  default:
+    return 1;
+  }
+}
+
+/// Appends \p v as \p n little-endian bytes.
+template <typename T> void appendValue(std::vector<uint8_t>& out, T v) {
+  uint8_t buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out.insert(out.end(), buf, buf + sizeof(T));
+}
+
+/// Converts \p t (raw_data, typed fields or external data) into host data.
+/// \p modelDir resolves external data; \p what names the tensor in errors.
+std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
+                                                const std::string& modelDir,
+                                                const std::string& what) {
+  auto data = std::make_shared<TensorData>();
+  data->dtype = toDataType(t.data_type());
+  if (data->dtype == DataType::Undefined)
+    throw UserError(what + " has element type " + onnxTypeName(t.data_type()) +
+                    ", which is not supported");
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      throw UserError(what + " has a negative dimension");
+    data->dims.push_back(d);
+  }
+  size_t count = static_cast<size_t>(data->numElements());
+  size_t bytes = count * elementBytes(data->dtype);
+
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::stoll(kv.value());
+      else if (kv.key() == "length")
+        length = std::stoll(kv.value());
+    }
+    if (location.empty())
+      throw UserError(what + " is stored externally but names no location");
+    if (location[0] == '/' || location.find("..") != std::string::npos)
+      throw UserError(what + " has external data location '" +
+                      escapeName(location) +
+                      "'; it must be a file name relative to the model's "
+                      "folder");
+    std::string file = modelDir + location;
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      throw UserError(what + ": cannot open external data file " + file +
+                      ": " + std::strerror(errno));
+    if (length >= 0 && static_cast<size_t>(length) != bytes)
+      throw UserError(what + ": external data length " +
+                      std::to_string(length) + " does not match its shape (" +
+                      std::to_string(bytes) + " bytes)");
+    data->bytes.resize(bytes);
+    in.seekg(offset);
+    in.read(reinterpret_cast<char*>(data->bytes.data()),
+            static_cast<std::streamsize>(bytes));
+    if (!in || static_cast<size_t>(in.gcount()) != bytes)
+      throw UserError(what + ": external data file " + file +
+                      " is shorter than offset " + std::to_string(offset) +
+                      " + " + std::to_string(bytes) + " bytes");
+    return data;
+  }
+
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != bytes)
+      throw UserError(what + " has " + std::to_string(raw.size()) +
+                      " bytes of raw data; its shape needs " +
+                      std::to_string(bytes));
+    data->bytes.assign(raw.begin(), raw.end());
+    return data;
+  }
+
+  // Typed fields: float_data, int32_data (also int8/uint8/bool), int64_data,
+  // double_data.
+  size_t have = 0;
+  data->bytes.reserve(bytes);
+  switch (data->dtype) {
+  case DataType::Float:
+    have = static_cast<size_t>(t.float_data_size());
+    for (float v : t.float_data())
+      appendValue(data->bytes, v);
+    break;
+  case DataType::Double:
+    have = static_cast<size_t>(t.double_data_size());
+    for (double v : t.double_data())
+      appendValue(data->bytes, v);
+    break;
+  case DataType::Int64:
+    have = static_cast<size_t>(t.int64_data_size());
+    for (int64_t v : t.int64_data())
+      appendValue(data->bytes, v);
+    break;
+  case DataType::Int32:
+    have = static_cast<size_t>(t.int32_data_size());
+    for (int32_t v : t.int32_data())
+      appendValue(data->bytes, v);
+    break;
+  case DataType::Int8:
+  case DataType::Uint8:
+  case DataType::Bool:
+    have = static_cast<size_t>(t.int32_data_size());
+    for (int32_t v : t.int32_data())
+      data->bytes.push_back(static_cast<uint8_t>(v));
+    break;
+  case DataType::Undefined:
+    break;
+  }
+  if (have != count)
+    throw UserError(what + " has " + std::to_string(have) +
+                    " values; its shape needs " + std::to_string(count));
+  return data;
+}
+
+/// Converts the attributes of \p node; unsupported attribute types are
+/// reported through \p reasons.
+std::map<std::string, AttrValue>
+convertAttributes(const NodeProto& node, std::vector<std::string>& reasons) {
+  std::map<std::string, AttrValue> attrs;
+  for (const AttributeProto& a : node.attribute()) {
+    const std::string& name = a.name();
+    switch (a.type()) {
+    case AttributeProto::INT:
+      attrs[name] = static_cast<int64_t>(a.i());
+      break;
+    case AttributeProto::FLOAT:
+      attrs[name] = static_cast<double>(a.f());
+      break;
+    case AttributeProto::STRING:
+      attrs[name] = a.s();
+      break;
+    case AttributeProto::INTS:
+      attrs[name] = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      break;
+    case AttributeProto::FLOATS:
+      attrs[name] = std::vector<double>(a.floats().begin(), a.floats().end());
+      break;
+    case AttributeProto::TENSOR:
+      try {
+        attrs[name] = convertTensor(a.t(), "", "attribute '" + name + "'");
+      } catch (const UserError& e) {
+        reasons.push_back(e.what());
+      }
+      break;
+    default:
+      reasons.push_back("attribute '" + escapeName(name) + "' has type " +
+                        AttributeProto::AttributeType_Name(a.type()) +
+                        ", which is not supported");
+    }
+  }
+  return attrs;
+}
+
+// ---------------------------------------------------------------------------
+// Pre-scan: operator support and attribute values.
+// ---------------------------------------------------------------------------
+
+/// Reads every attribute \p kind understands from \p r and appends to
+/// \p reasons each value torch2hpvm cannot honour. Values that need shapes
+/// (ceil_mode, asymmetric pads, count_include_pad with auto_pad) are checked
+/// during lowering.
+void checkAttributes(OpKind kind, AttrReader& r,
+                     std::vector<std::string>& reasons) {
+  auto onlyOnes = [&](const char* name) {
+    std::vector<int64_t> v = r.getInts(name, {});
+    for (int64_t x : v)
+      if (x != 1) {
+        reasons.push_back(std::string(name) + " " + formatInts(v) +
+                          " are not supported (only 1)");
+        return;
+      }
+  };
+  auto autoPad = [&] {
+    std::string mode = r.getString("auto_pad", "NOTSET");
+    if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" &&
+        mode != "SAME_LOWER")
+      reasons.push_back("auto_pad '" + escapeName(mode) +
+                        "' is not supported");
+  };
+  auto positive = [&](const char* name) {
+    std::vector<int64_t> v = r.getInts(name, {});
+    for (int64_t x : v)
+      if (x < 1) {
+        reasons.push_back(std::string(name) + " " + formatInts(v) +
+                          " must be positive");
+        return;
+      }
+  };
+  auto nonNegative = [&](const char* name) {
+    std::vector<int64_t> v = r.getInts(name, {});
+    for (int64_t x : v)
+      if (x < 0) {
+        reasons.push_back(std::string(name) + " " + formatInts(v) +
+                          " must not be negative");
+        return;
+      }
+  };
+  // Opset-1 optimisation hint without meaning for inference.
+  r.consume("consumed_inputs");
+
+  switch (kind) {
+  case OpKind::OnnxConv:
+    autoPad();
+    onlyOnes("dilations");
+    if (r.getInt("group", 1) < 1)
+      reasons.push_back("group " + std::to_string(r.getInt("group", 1)) +
+                        " must be positive");
+    positive("kernel_shape");
+    nonNegative("pads");
+    positive("strides");
+    break;
+  case OpKind::OnnxGemm:
+    r.getFloat("alpha", 1.0);
+    r.getFloat("beta", 1.0);
+    r.getInt("broadcast", 1);
+    if (r.getInt("transA", 0) != 0)
+      reasons.push_back("transA=1 (transposed activations) is not supported");
+    r.getInt("transB", 0);
+    break;
+  case OpKind::OnnxMaxPool:
+  case OpKind::OnnxAveragePool:
+    autoPad();
+    r.getInt("ceil_mode", 0);
+    r.getInt("count_include_pad", 0);
+    if (kind == OpKind::OnnxMaxPool)
+      onlyOnes("dilations");
+    positive("kernel_shape");
+    nonNegative("pads");
+    positive("strides");
+    break;
+  case OpKind::OnnxAdd:
+    r.getInt("broadcast", 0);
+    r.getInt("axis", 0);
+    break;
+  case OpKind::OnnxBatchNormalization:
+    r.getFloat("epsilon", 1e-5);
+    if (r.getInt("is_test", 1) == 0)
+      reasons.push_back("is_test=0 (training mode) is not supported");
+    if (r.getInt("training_mode", 0) != 0)
+      reasons.push_back("training_mode=1 is not supported (inference only)");
+    break;
+  case OpKind::OnnxClip:
+    r.getFloat("min", 0.0);
+    r.getFloat("max", 0.0);
+    break;
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxGather:
+  case OpKind::OnnxConcat:
+    r.getInt("axis", 0);
+    break;
+  case OpKind::OnnxReshape:
+    r.getInts("shape", {});
+    break;
+  case OpKind::OnnxDropout:
+    r.getFloat("ratio", 0.5);
+    break;
+  case OpKind::OnnxPad: {
+    std::string mode = r.getString("mode", "constant");
+    if (mode != "constant")
+      reasons.push_back("mode '" + escapeName(mode) +
+                        "' is not supported (only constant)");
+    r.getInts("pads", {});
+    r.getInts("paddings", {});
+    double value = r.getFloat("value", 0.0);
+    if (value != 0.0)
+      reasons.push_back("padding value " + std::to_string(value) +
+                        " is not supported (only 0)");
+    break;
+  }
+  case OpKind::OnnxConstant:
+    r.getTensor("value");
+    r.getFloat("value_float", 0.0);
+    r.getFloats("value_floats", {});
+    r.getInt("value_int", 0);
+    r.getInts("value_ints", {});
+    if (r.has("sparse_value") || r.has("value_string") ||
+        r.has("value_strings"))
+      reasons.push_back("sparse and string constants are not supported");
+    r.consume("sparse_value");
+    r.consume("value_string");
+    r.consume("value_strings");
+    break;
+  case OpKind::OnnxShape:
+    r.getInt("start", 0);
+    r.getInt("end", 0);
+    break;
+  case OpKind::OnnxUnsqueeze:
+  case OpKind::OnnxSqueeze:
+    r.getInts("axes", {});
+    break;
+  case OpKind::OnnxCast:
+    r.getInt("to", 0);
+    break;
+  default:
+    break;
+  }
+}
+
+struct PreScan {
+  /// Per node: its kind and converted attributes (valid when no errors).
+  std::vector<OpKind> kinds;
+  std::vector<std::map<std::string, AttrValue>> attrs;
+};
+
+Origin originOf(const NodeProto& node, int index) {
+  Origin o;
+  o.name = node.name().empty() ? "#" + std::to_string(index) : node.name();
+  o.opType = node.domain().empty() || node.domain() == "ai.onnx"
+                 ? node.op_type()
+                 : node.domain() + "." + node.op_type();
+  o.index = index;
+  return o;
+}
+
+/// Phase 1: every node's operator, opset and attributes; fails once,
+/// listing every unsupported node.
+PreScan preScan(const ModelProto& model, const std::string& path,
+                int64_t opset) {
+  PreScan scan;
+  ErrorList errors(path);
+  const auto& nodes = model.graph().node();
+  for (int i = 0; i < nodes.size(); ++i) {
+    const NodeProto& node = nodes[i];
+    Origin origin = originOf(node, i);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      errors.add(origin, "operator " + escapeName(origin.opType) +
+                             " is not supported (custom domain '" +
+                             escapeName(node.domain()) + "')");
+      scan.kinds.push_back(OpKind::OnnxIdentity);
+      scan.attrs.emplace_back();
+      continue;
+    }
+    const OnnxOpDesc* desc = onnxOpByName(node.op_type());
+    if (desc == nullptr) {
+      errors.add(origin, "operator " + escapeName(node.op_type()) +
+                             " is not supported");
+      scan.kinds.push_back(OpKind::OnnxIdentity);
+      scan.attrs.emplace_back();
+      continue;
+    }
+    scan.kinds.push_back(desc->kind);
+    if (opset < desc->minOpset) {
+      errors.add(origin, "operator " + node.op_type() + " needs opset " +
+                             std::to_string(desc->minOpset) +
+                             " or newer (the model has opset " +
+                             std::to_string(opset) + ")");
+      scan.attrs.emplace_back();
+      continue;
+    }
+    std::vector<std::string> reasons;
+    std::map<std::string, AttrValue> attrs = convertAttributes(node, reasons);
+    AttrReader reader(attrs);
+    try {
+      checkAttributes(desc->kind, reader, reasons);
+    } catch (const AttrError& e) {
+      reasons.push_back(e.what());
+    }
+    for (const std::string& name : reader.unconsumed(desc->ignoredAttrs))
+      reasons.push_back("attribute '" + escapeName(name) +
+                        "' is not supported");
+    for (const std::string& reason : reasons)
+      errors.add(origin, reason);
+    // Only the attributes that lowering reads travel on.
+    std::set<std::string> ignored;
+    std::istringstream words(desc->ignoredAttrs);
+    for (std::string w; words >> w;)
+      ignored.insert(w);
+    for (auto it = attrs.begin(); it != attrs.end();)
+      it = ignored.count(it->first) || it->first == "consumed_inputs"
+               ? attrs.erase(it)
+               : std::next(it);
+    scan.attrs.push_back(std::move(attrs));
+  }
+  errors.throwIfAny();
+  return scan;
+}
+
+// ---------------------------------------------------------------------------
+// Building the IR.
+// ---------------------------------------------------------------------------
+
+/// Shape and element type recorded by shape inference for one value.
+struct TypeInfo {
+  DataType dtype = DataType::Undefined;
+  std::vector<int64_t> shape; ///< -1 for unknown or symbolic dimensions.
+  bool known = false;         ///< Rank known.
+};
+
+TypeInfo typeInfo(const onnx::TypeProto& type) {
+  TypeInfo info;
+  if (!type.has_tensor_type())
+    return info;
+  info.dtype = toDataType(type.tensor_type().elem_type());
+  if (!type.tensor_type().has_shape())
+    return info;
+  info.known = true;
+  for (const auto& dim : type.tensor_type().shape().dim())
+    info.shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+  return info;
+}
+
+std::string describeShape(const TypeInfo& info) {
+  if (!info.known)
+    return "unknown shape";
+  std::string s;
+  for (size_t i = 0; i < info.shape.size(); ++i)
+    s += (i ? "x" : "") +
+         (info.shape[i] < 0 ? std::string("?") : std::to_string(info.shape[i]));
+  return s.empty() ? "a scalar" : "shape " + s;
+}
+
+/// Default constant for an empty optional input \p index of \p kind, or
+/// nullptr when the input has no default we can materialise.
+std::shared_ptr<const TensorData> optionalDefault(OpKind kind, int index) {
+  auto scalar = [](DataType t, auto v) {
+    auto d = std::make_shared<TensorData>();
+    d->dtype = t;
+    appendValue(d->bytes, v);
+    return d;
+  };
+  if (kind == OpKind::OnnxClip && index == 1)
+    return scalar(DataType::Float, -std::numeric_limits<float>::infinity());
+  if (kind == OpKind::OnnxClip && index == 2)
+    return scalar(DataType::Float, std::numeric_limits<float>::infinity());
+  if (kind == OpKind::OnnxDropout && index == 1)
+    return scalar(DataType::Float, 0.5f);
+  if (kind == OpKind::OnnxDropout && index == 2)
+    return scalar(DataType::Bool, uint8_t{0});
+  if (kind == OpKind::OnnxPad && index == 2)
+    return scalar(DataType::Float, 0.0f);
+  return nullptr;
+}
+
+std::string dirOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+std::string quotedList(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i ? ", '" : "'") + escapeName(names[i]) + "'";
+  return s;
+}
+
+std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
+                                  const std::string& path) {
+  auto g = std::make_unique<Graph>();
+  const onnx::GraphProto& graph = model.graph();
+  std::string modelDir = dirOf(path);
+
+  std::unordered_map<std::string, TypeInfo> types;
+  for (const auto& vi : graph.value_info())
+    types[vi.name()] = typeInfo(vi.type());
+  for (const auto& vi : graph.output())
+    types[vi.name()] = typeInfo(vi.type());
+
+  std::unordered_map<std::string, Value*> values;
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    const TensorProto& init = graph.initializer(i);
+    auto data = convertTensor(init, modelDir,
+                              path + ": initializer '" +
+                                  escapeName(init.name()) + "'");
+    values[init.name()] = g->addConstant(init.name(), std::move(data), i);
+  }
+  if (graph.sparse_initializer_size() != 0)
+    throw UserError(path + ": sparse initializers are not supported");
+
+  // Exactly one non-initializer input: the image batch, 4-D float32.
+  std::vector<const onnx::ValueInfoProto*> inputs;
+  for (const auto& vi : graph.input())
+    if (!values.count(vi.name()))
+      inputs.push_back(&vi);
+  if (inputs.size() != 1) {
+    std::vector<std::string> names;
+    for (const auto* vi : inputs)
+      names.push_back(vi->name());
+    throw UserError(path + ": the model has " + std::to_string(inputs.size()) +
+                    " inputs" + (names.empty() ? "" : " (" + quotedList(names) + ")") +
+                    "; torch2hpvm needs exactly one, the image batch");
+  }
+  const onnx::ValueInfoProto& in = *inputs.front();
+  TypeInfo inType = typeInfo(in.type());
+  if (inType.dtype != DataType::Float || !inType.known ||
+      inType.shape.size() != 4)
+    throw UserError(path + ": input '" + escapeName(in.name()) + "' is " +
+                    (inType.dtype == DataType::Float
+                         ? std::string("float32")
+                         : onnxTypeName(in.type().tensor_type().elem_type())) +
+                    " with " + describeShape(inType) +
+                    "; torch2hpvm needs a 4-D float32 image batch (N, C, H, "
+                    "W)");
+  for (size_t d = 1; d < 4; ++d)
+    if (inType.shape[d] < 0)
+      throw UserError(path + ": input '" + escapeName(in.name()) + "' has " +
+                      describeShape(inType) +
+                      "; only the batch dimension may be symbolic");
+  g->input = g->addValue(in.name(), DataType::Float, inType.shape);
+  values[in.name()] = g->input;
+
+  if (graph.output_size() != 1) {
+    std::vector<std::string> names;
+    for (const auto& vi : graph.output())
+      names.push_back(vi.name());
+    throw UserError(path + ": the model has " +
+                    std::to_string(graph.output_size()) + " outputs" +
+                    (names.empty() ? "" : " (" + quotedList(names) + ")") +
+                    "; torch2hpvm needs exactly one");
+  }
+
+  // Names read by some node or by the graph output: extra node outputs
+  // (Dropout's mask, MaxPool's indices) must not be among them.
+  std::unordered_set<std::string> used;
+  for (const NodeProto& node : graph.node())
+    for (const std::string& name : node.input())
+      used.insert(name);
+  used.insert(graph.output(0).name());
+
+  ErrorList errors(path);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const NodeProto& node = graph.node(i);
+    Origin origin = originOf(node, i);
+    OpKind kind = scan.kinds[static_cast<size_t>(i)];
+    std::vector<std::string> names(node.input().begin(), node.input().end());
+    while (!names.empty() && names.back().empty())
+      names.pop_back();
+    std::vector<Value*> ins;
+    bool ok = true;
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (names[k].empty()) {
+        auto def = optionalDefault(kind, static_cast<int>(k));
+        if (def == nullptr) {
+          errors.add(origin, "optional input #" + std::to_string(k) +
+                                 " is empty, which is not supported");
+          ok = false;
+          break;
+        }
+        ins.push_back(g->addConstant("", std::move(def)));
+        continue;
+      }
+      auto it = values.find(names[k]);
+      HPVM_ASSERT(it != values.end(),
+                  "checked model uses undefined value " + names[k]);
+      ins.push_back(it->second);
+    }
+    for (int k = 1; k < node.output_size(); ++k)
+      if (!node.output(k).empty() && used.count(node.output(k))) {
+        errors.add(origin, "output #" + std::to_string(k) + " ('" +
+                               escapeName(node.output(k)) +
+                               "') is used; only the first output of " +
+                               node.op_type() + " is supported");
+        ok = false;
+      }
+    if (node.output_size() < 1 || node.output(0).empty()) {
+      errors.add(origin, "the node has no output");
+      continue;
+    }
+    const std::string& outName = node.output(0);
+    TypeInfo t;
+    if (auto it = types.find(outName); it != types.end())
+      t = it->second;
+    Value* out = g->addValue(outName, t.dtype, t.known ? t.shape
+                                                       : std::vector<int64_t>{});
+    values[outName] = out;
+    if (!ok)
+      continue;
+    Node* n = g->addNode(kind, std::move(ins), out, {origin});
+    n->attrs = std::move(scan.attrs[static_cast<size_t>(i)]);
+  }
+  errors.throwIfAny();
+
+  auto outIt = values.find(graph.output(0).name());
+  HPVM_ASSERT(outIt != values.end(), "checked model has an undefined output");
+  g->output = outIt->second;
+  if (g->output == g->input || g->output->isConstant())
+    throw UserError(path + ": output '" + escapeName(g->output->name) +
+                    "' is " +
+                    (g->output == g->input ? "the input itself"
+                                           : "a constant") +
+                    "; the model computes nothing");
+  return g;
+}
+
+} // namespace
+
+std::unique_ptr<Graph> loadModel(const std::string& path,
+                                 const LoadOptions& opts) {
+  try {
+    std::string bytes = readFile(path);
+    ModelProto model = parseModel(path, bytes);
+    std::string sha = sha256Hex(bytes);
+    bytes.clear();
+    bytes.shrink_to_fit();
+
+    int64_t opset = defaultOpset(model);
+    if (opset == 0)
+      throw UserError(path + ": the model imports no default-domain (ai.onnx) "
+                             "opset");
+    PreScan scan = preScan(model, path, opset);
+
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      throw UserError(path + ": invalid ONNX model: " + e.what());
+    }
+
+    if (opts.targetOpset != 0 && opts.targetOpset != opset) {
+      int64_t latest =
+          onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(
+              onnx::ONNX_DOMAIN).second;
+      if (opts.targetOpset < 7 || opts.targetOpset > latest)
+        throw UserError(path + ": cannot convert to opset " +
+                        std::to_string(opts.targetOpset) +
+                        " (supported targets: 7 to " + std::to_string(latest) +
+                        ")");
+      try {
+        model = onnx::version_conversion::ConvertVersion(
+            model, static_cast<int>(opts.targetOpset));
+      } catch (const std::exception& e) {
+        throw UserError(path + ": cannot convert from opset " +
+                        std::to_string(opset) + " to " +
+                        std::to_string(opts.targetOpset) + ": " + e.what());
+      }
+      opset = defaultOpset(model);
+      scan = preScan(model, path + " (converted to opset " +
+                                std::to_string(opset) + ")",
+                     opset);
+    }
+
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/true,
+                                          /*strict_mode=*/1);
+      onnx::shape_inference::InferShapes(
+          model, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      throw UserError(path + ": shape inference failed: " + e.what());
+    }
+
+    std::unique_ptr<Graph> g = buildGraph(model, scan, path);
+    g->source.path = path;
+    g->source.sha256 = sha;
+    g->source.producer = model.producer_name();
+    if (!model.producer_version().empty())
+      g->source.producer += " " + model.producer_version();
+    g->source.opset = opset;
+    g->source.graphName = model.graph().name();
+    return g;
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw UserError(path + ": out of memory while loading the model");
+  } catch (const std::exception& e) {
+    throw UserError(path + ": cannot load the model: " + e.what());
+  }
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,30 @@
+// ModelLoader.h - read an ONNX model (.onnx or .onnxtxt) into an ONNX-level
+// Graph.
+#ifndef TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
+#define TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
+
+#include "ir/Graph.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace hpvm::fe {
+
+/// How to load a model.
+struct LoadOptions {
+  /// Default-domain opset to convert the model to first; 0 keeps the model's.
+  int64_t targetOpset = 0;
+};
+
+/// Loads \p path: binary ONNX, or protobuf text format when the name ends in
+/// ".onnxtxt". Runs the ONNX checker, the optional version conversion and
+/// shape inference, pre-scans every node for unsupported operators and
+/// attribute values, and builds the ONNX-level IR (kinds Onnx*). Throws
+/// UserError (one error listing every unsupported node); nothing else escapes.
+std::unique_ptr<Graph> loadModel(const std::string& path,
+                                 const LoadOptions& opts);
+
+} // namespace hpvm::fe
+
+#endif // TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H

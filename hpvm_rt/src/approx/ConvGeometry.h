@@ -1,0 +1,63 @@
+// ConvGeometry.h - shared shape checks and index rules of the approximate
+// convolutions (perforation and filter sampling, reference sections 6.2-6.3).
+#ifndef HPVM_RT_APPROX_CONVGEOMETRY_H
+#define HPVM_RT_APPROX_CONVGEOMETRY_H
+
+#include "kernels/Kernels.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt::approx {
+
+/// The fully checked geometry of one NCHW convolution call.
+struct ConvGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0; ///< Input N x C x H x W.
+  int64_t k = 0, kh = 0, kw = 0;      ///< Filter K x (C/groups) x KH x KW.
+  int64_t groups = 1;
+  int64_t cg = 0, kg = 0;             ///< Channels per group: in, out.
+  int64_t ho = 0, wo = 0;             ///< Output height and width.
+  int64_t padH = 0, padW = 0, strideH = 1, strideW = 1;
+};
+
+/// Checks the operands of an approximate convolution and computes the output
+/// shape; throws std::invalid_argument naming `who` and what is wrong (a
+/// non-positive extent, a bad stride or padding, groups not dividing C and
+/// K, a filter larger than the padded input, a rate outside 1..4 or an
+/// offset outside 0..rate-1, a knob of another variant). Rate 1 keeps
+/// everything: the exact convolution.
+ConvGeometry checkConv(const char* who, int64_t N, int64_t C, int64_t H,
+                       int64_t W, int64_t K, int64_t KH, int64_t KW,
+                       const ConvArgs& a, const KnobSpec& knob,
+                       Variant expected1, Variant expected2);
+
+/// For perforation along one output axis of length `len` with rate r and
+/// offset s: kept[i] is true for the positions computed exactly (section
+/// 6.2: i is skipped iff i >= s and (i - s) mod r == 0; a length-1 axis is
+/// always computed).
+std::vector<bool> perforationKept(int64_t len, int rate, int offset);
+
+/// For filter sampling over one output channel's filter of cg x kh x kw
+/// elements, flattened (c, i, j): the indices of the kept elements in
+/// increasing order (section 6.3; regular variant when kh*kw is divisible
+/// by the rate, irregular otherwise).
+std::vector<int64_t> samplingKept(int64_t cg, int64_t kh, int64_t kw,
+                                  int rate, int offset);
+
+/// The scale applied to kept weights: rate / (rate - 1) in float (1 for
+/// rate 1).
+inline float samplingScale(int rate) {
+  if (rate == 1)
+    return 1.f;
+  return static_cast<float>(rate) / static_cast<float>(rate - 1);
+}
+
+/// Test hook: with `on`, perforated convolutions always take their generic
+/// output path (oneDNN scatter reorders plus a fill pass) instead of the
+/// fused NHWC pass, so that tests cover both.
+void setGenericPerforationOutput(bool on);
+
+} // namespace hpvm::rt::approx
+
+#endif // HPVM_RT_APPROX_CONVGEOMETRY_H

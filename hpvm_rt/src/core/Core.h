@@ -1,0 +1,87 @@
+// Core.h - internals shared by hpvm_rt's core (dataflow executor, tracing,
+// tensor C API) and its tests: errors, tensor helpers, op dispatch.
+#ifndef HPVM_RT_CORE_CORE_H
+#define HPVM_RT_CORE_CORE_H
+
+#include "Runtime.h"
+#include "tensor.h"
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace hpvm::rt {
+
+// --- Errors ----------------------------------------------------------------
+
+/// A user error found by the core (bad wiring, bad shapes, bad files).
+class RuntimeError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reports a user error: prints "hpvm_rt: error: <message>" to stderr and
+/// exits with status 1, or throws RuntimeError(message) when
+/// setThrowOnError(true) (tests).
+[[noreturn]] void fatal(const std::string& message);
+/// Chooses how fatal() reports (default: print and exit).
+void setThrowOnError(bool enable);
+/// Prints "hpvm_rt: warning: <message>" to stderr.
+void warning(const std::string& message);
+
+// --- Tensors ---------------------------------------------------------------
+
+/// NCHW extents of a tensor (missing trailing dims are 1).
+using Shape = std::array<int64_t, 4>;
+
+/// Shape of \p t (dims beyond num_dims count as 1).
+Shape shapeOf(const Tensor* t);
+/// Number of elements of \p s.
+inline int64_t numElements(const Shape& s) { return s[0] * s[1] * s[2] * s[3]; }
+/// "1x28x28"-style text of a shape.
+std::string shapeText(const Shape& s);
+
+/// Creates a tensor struct of shape \p s with \p numDims visible dims and no
+/// storage; \p tracked registers it for freeBatchMemory when tracking is on.
+Tensor* newTensor(const Shape& s, int numDims, bool tracked);
+/// Frees storage, dims and the struct of a tensor made by newTensor.
+void deleteTensor(Tensor* t);
+
+// --- Ops -------------------------------------------------------------------
+
+/// Maximum operands of any op (Ops.def TensorArgs / ScalarArgs).
+constexpr int kMaxTensorArgs = 5;
+constexpr int kMaxScalarArgs = 6;
+
+/// Entry point of every intrinsic and direct call: inside a launch records
+/// the op and returns its symbolic result; outside computes it eagerly.
+/// \p api names the called function for messages.
+void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
+               const double* scalars);
+
+/// The output shape of \p op on operands of shapes \p in with \p scalars;
+/// reports shape errors through fatal() prefixed with \p where.
+Shape inferShape(HpvmOp op, const Shape* in, const double* scalars,
+                 const std::string& where);
+
+/// FLOPs of one call (Ops.def FlopsPerElem/FlopsPerReduce).
+double opFlops(HpvmOp op, const Shape* in, const Shape& out,
+               const double* scalars);
+
+/// Runs one op exactly (FP32) on real tensors into \p out (eager mode and
+/// the executor's unfused ops).
+void runSingleOp(HpvmOp op, Tensor* const* in, const double* scalars,
+                 const KnobSpec& knob, Tensor* out);
+
+/// Convolution geometry of a Conv/GroupConv op's scalar operands.
+ConvArgs convArgs(HpvmOp op, const double* scalars);
+/// Pooling geometry of a MaxPool/AvgPool op's scalar operands.
+PoolArgs poolArgs(HpvmOp op, const double* scalars);
+
+/// The knob with id 11 (exact FP32).
+const KnobSpec& exactKnob();
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_CORE_CORE_H

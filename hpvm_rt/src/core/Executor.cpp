@@ -1,0 +1,884 @@
+// Executor.cpp - the tracing executor: records the tensor ops of a launch,
+// groups them into HPVM's fused nodes (reference section 7.1), checks the
+// active configuration against them (section 4.4), forms execution groups
+// (a convolution or dense op with its bias, batch norm, activation,
+// residual add and second activation) and runs them on the kernels, caching
+// the plan and its intermediate buffers across launches with the same trace.
+#include "Executor.h"
+#include "hpvm.h"
+#include "kernels/Kernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+namespace hpvm::rt {
+
+namespace {
+
+/// Operand code: >= 0 is the output of that op; < 0 is external tensor
+/// slot -(code + 1); kNoOperand is none.
+constexpr int32_t kNoOperand = INT32_MIN;
+
+/// Plans cached per executor (different batch sizes, graphs).
+constexpr size_t kMaxPlans = 8;
+/// Above this many bytes of intermediate storage a plan frees each buffer
+/// after its last use instead of keeping it for the next launch.
+constexpr int64_t kKeepStorageBytes = int64_t(3) << 30;
+
+struct TraceOp {
+  HpvmOp op;
+  const char* api;
+  int leaf;
+  int numIn;
+  int32_t in[kMaxTensorArgs];
+  double scalars[kMaxScalarArgs];
+  Shape out;
+};
+
+struct LeafRec {
+  std::string name;
+  int hint;
+  int nodeId;
+  bool hasNodeId;
+  int firstOp;
+  int numOps;
+};
+
+struct Trace {
+  std::vector<TraceOp> ops;
+  std::vector<LeafRec> leaves;
+  std::vector<Tensor*> ext;
+  std::vector<Shape> extShapes;
+  std::unordered_map<const Tensor*, int> extIndex;
+  std::vector<int> rootOutputs;
+
+  void clear() {
+    ops.clear();
+    leaves.clear();
+    ext.clear();
+    extShapes.clear();
+    extIndex.clear();
+    rootOutputs.clear();
+  }
+};
+
+/// One kernel call: a primary op and the ops fused into it.
+struct Group {
+  HpvmOp kind;
+  std::vector<int> members;
+  int last = 0;
+  int32_t x = kNoOperand, w = kNoOperand;
+  int32_t bias = kNoOperand;
+  int32_t bn[4] = {kNoOperand, kNoOperand, kNoOperand, kNoOperand};
+  double bnEps = 0;
+  Act act = Act::None;
+  float actLo = 0, actHi = 0;
+  int32_t residual = kNoOperand;
+  Act act2 = Act::None;
+  float act2Lo = 0, act2Hi = 0;
+  int32_t inPlace = kNoOperand; ///< Operand whose storage the output reuses.
+  KnobSpec knob;
+  double flops = 0;
+  std::vector<int> release; ///< Ops whose storage dies after this group.
+};
+
+/// The part of a plan that depends on the active configuration.
+struct Schedule {
+  uint64_t configGen = 0;
+  std::vector<KnobSpec> knobs; ///< Per op.
+  std::vector<Group> groups;
+  std::vector<OpRecord> records; ///< Per op, timing fields zero.
+};
+
+struct Plan {
+  api::AnyFn root = nullptr;
+  std::vector<uint64_t> sig;
+  uint64_t hash = 0;
+  std::vector<TraceOp> ops;
+  std::vector<LeafRec> leaves;
+  std::vector<int> rootOutputs;
+  std::vector<int> consumers; ///< Readers of each op's output (+ root).
+  std::vector<int> consumer;  ///< The last op reading it.
+  std::vector<char> isRootOut;
+  std::vector<FusedNodeInfo> fused;
+  std::vector<std::vector<int>> fusedOps;
+  std::vector<int> fusedOf; ///< Op -> fused node index.
+  bool programSetsIds = false;
+  std::vector<Tensor*> store;  ///< Plan-owned outputs, created lazily.
+  std::vector<Tensor*> actual; ///< Where each op's output is this launch.
+  Schedule sched;
+
+  ~Plan() {
+    for (Tensor* t : store)
+      deleteTensor(t);
+  }
+};
+
+struct ExecState {
+  Trace trace;
+  api::AnyFn root = nullptr;
+  std::string rootName;
+  std::vector<Tensor*> sym;
+  std::unordered_map<const Tensor*, int> symIndex;
+  std::vector<std::unique_ptr<Plan>> plans; ///< Most recent first.
+  Plan* last = nullptr;
+  const Configuration* config = nullptr;
+  std::string configPath;
+  uint64_t configGen = 1;
+  bool recording = false;
+  std::vector<OpRecord> records;
+};
+
+ExecState& S() {
+  static ExecState s;
+  return s;
+}
+
+bool isAct(HpvmOp op) {
+  return op == HpvmOp::Relu || op == HpvmOp::ClippedRelu || op == HpvmOp::Tanh;
+}
+
+bool isPool(HpvmOp op) {
+  return op == HpvmOp::MaxPool || op == HpvmOp::AvgPool;
+}
+
+Act actOf(HpvmOp op) {
+  switch (op) {
+  case HpvmOp::Relu:
+    return Act::Relu;
+  case HpvmOp::ClippedRelu:
+    return Act::Clip;
+  case HpvmOp::Tanh:
+    return Act::Tanh;
+  default:
+    return Act::None;
+  }
+}
+
+/// Sets \p t's extents to \p s (symbolic tensors are reused per launch).
+void setShape(Tensor* t, const Shape& s) {
+  for (int i = 0; i < 4; ++i)
+    t->dims.dim_sizes[i] = static_cast<size_t>(s[i]);
+  t->num_elems = static_cast<size_t>(numElements(s));
+  t->size_in_bytes = t->num_elems * sizeof(float);
+}
+
+Tensor* symTensor(size_t index, const Shape& s) {
+  ExecState& st = S();
+  while (st.sym.size() <= index) {
+    Tensor* t = newTensor(s, 4, /*tracked=*/false);
+    st.symIndex[t] = static_cast<int>(st.sym.size());
+    st.sym.push_back(t);
+  }
+  setShape(st.sym[index], s);
+  return st.sym[index];
+}
+
+std::string opsText(const std::vector<HpvmOp>& ops) {
+  std::string s;
+  for (HpvmOp op : ops)
+    s += (s.empty() ? "" : " ") + std::string(opInfo(op).confName);
+  return s;
+}
+
+std::string namesText(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// --- Plan construction
+// --------------------------------------------------------
+
+std::vector<uint64_t> signatureOf(const Trace& t, api::AnyFn root) {
+  std::vector<uint64_t> sig;
+  sig.reserve(t.ops.size() * 8 + t.leaves.size() * 4 + 16);
+  sig.push_back(reinterpret_cast<uint64_t>(root));
+  sig.push_back(t.ops.size());
+  for (const TraceOp& op : t.ops) {
+    sig.push_back(uint64_t(op.op) | uint64_t(op.numIn) << 8 |
+                  uint64_t(op.leaf) << 16);
+    for (int i = 0; i < op.numIn; ++i)
+      sig.push_back(static_cast<uint32_t>(op.in[i]));
+    for (int i = 0; i < opInfo(op.op).scalarArgs; ++i) {
+      uint64_t bits;
+      std::memcpy(&bits, &op.scalars[i], sizeof bits);
+      sig.push_back(bits);
+    }
+  }
+  sig.push_back(t.leaves.size());
+  for (const LeafRec& l : t.leaves)
+    sig.push_back(uint64_t(uint32_t(l.nodeId)) | uint64_t(l.hasNodeId) << 32 |
+                  uint64_t(uint8_t(l.hint)) << 40);
+  sig.push_back(t.extShapes.size());
+  for (const Shape& s : t.extShapes)
+    sig.insert(sig.end(), s.begin(), s.end());
+  sig.push_back(t.rootOutputs.size());
+  sig.insert(sig.end(), t.rootOutputs.begin(), t.rootOutputs.end());
+  return sig;
+}
+
+uint64_t hashOf(const std::vector<uint64_t>& sig) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t v : sig)
+    h = (h ^ v) * 1099511628211ull;
+  return h;
+}
+
+/// The unique op reading op \p i's output if HPVM could fuse it after \p i
+/// (section 7.1: sole successor, no other non-constant predecessor, a
+/// one-op TENSOR_TARGET leaf like \p i's), else -1.
+int fusableSuccessor(const Plan& p, int i) {
+  if (p.consumers[i] != 1 || p.isRootOut[i])
+    return -1;
+  int j = p.consumer[i];
+  const LeafRec& li = p.leaves[p.ops[i].leaf];
+  const LeafRec& lj = p.leaves[p.ops[j].leaf];
+  if (lj.numOps != 1 || lj.hint != hpvm::TENSOR_TARGET || lj.hint != li.hint)
+    return -1;
+  for (int k = 0; k < p.ops[j].numIn; ++k)
+    if (p.ops[j].in[k] >= 0 && p.ops[j].in[k] != i)
+      return -1;
+  return j;
+}
+
+void buildFusedNodes(Plan& p) {
+  std::vector<char> done(p.leaves.size(), 0);
+  p.fusedOf.assign(p.ops.size(), -1);
+  for (size_t l = 0; l < p.leaves.size(); ++l) {
+    if (done[l])
+      continue;
+    done[l] = 1;
+    const LeafRec& leaf = p.leaves[l];
+    std::vector<int> ops;
+    for (int k = 0; k < leaf.numOps; ++k)
+      ops.push_back(leaf.firstOp + k);
+    HpvmOp first = p.ops[leaf.firstOp].op;
+    if (leaf.numOps == 1 && leaf.hint == hpvm::TENSOR_TARGET &&
+        (first == HpvmOp::Conv || first == HpvmOp::Mul)) {
+      auto take = [&](int j) {
+        ops.push_back(j);
+        done[p.ops[j].leaf] = 1;
+      };
+      int a = fusableSuccessor(p, leaf.firstOp);
+      if (a >= 0 && p.ops[a].op == HpvmOp::Add) {
+        take(a);
+        int b = fusableSuccessor(p, a);
+        if (b >= 0 && isAct(p.ops[b].op)) {
+          take(b);
+          int c = fusableSuccessor(p, b);
+          if (first == HpvmOp::Conv && c >= 0 && isPool(p.ops[c].op))
+            take(c);
+        } else if (first == HpvmOp::Conv && b >= 0 && isPool(p.ops[b].op)) {
+          take(b);
+        }
+      }
+    }
+    FusedNodeInfo info;
+    info.ordinal = static_cast<int>(p.fused.size()) + 1;
+    for (int op : ops) {
+      info.ops.push_back(p.ops[op].op);
+      const std::string& name = p.leaves[p.ops[op].leaf].name;
+      if (info.leafNames.empty() || info.leafNames.back() != name)
+        info.leafNames.push_back(name);
+      p.fusedOf[op] = static_cast<int>(p.fused.size());
+    }
+    p.fused.push_back(std::move(info));
+    p.fusedOps.push_back(std::move(ops));
+  }
+  // Node ids: HPVM's currentTensorID is global and never reset, so a fused
+  // node whose first leaf sets no id inherits the last one set.
+  int current = 0;
+  for (size_t f = 0; f < p.fused.size(); ++f) {
+    const LeafRec& leaf = p.leaves[p.ops[p.fusedOps[f][0]].leaf];
+    if (leaf.hasNodeId) {
+      current = leaf.nodeId;
+      p.programSetsIds = true;
+    }
+    p.fused[f].firstOpId = current;
+  }
+  if (!p.programSetsIds)
+    for (FusedNodeInfo& info : p.fused)
+      info.firstOpId = 0;
+}
+
+std::unique_ptr<Plan> buildPlan(const Trace& t, api::AnyFn root,
+                                std::vector<uint64_t> sig, uint64_t hash) {
+  auto p = std::make_unique<Plan>();
+  p->root = root;
+  p->sig = std::move(sig);
+  p->hash = hash;
+  p->ops = t.ops;
+  p->leaves = t.leaves;
+  p->rootOutputs = t.rootOutputs;
+  size_t n = t.ops.size();
+  p->consumers.assign(n, 0);
+  p->consumer.assign(n, -1);
+  p->isRootOut.assign(n, 0);
+  for (size_t j = 0; j < n; ++j)
+    for (int k = 0; k < t.ops[j].numIn; ++k) {
+      int32_t c = t.ops[j].in[k];
+      if (c >= 0 && p->consumer[c] != static_cast<int>(j)) {
+        ++p->consumers[c];
+        p->consumer[c] = static_cast<int>(j);
+      }
+    }
+  for (int r : t.rootOutputs) {
+    ++p->consumers[r];
+    p->isRootOut[r] = 1;
+  }
+  p->store.assign(n, nullptr);
+  p->actual.assign(n, nullptr);
+  buildFusedNodes(*p);
+  return p;
+}
+
+// --- Configuration
+// ------------------------------------------------------------
+
+/// Resolves the knob of every op from the active configuration, checking
+/// that it describes this program's fused nodes.
+std::vector<KnobSpec> resolveKnobs(const Plan& p) {
+  const ExecState& st = S();
+  std::vector<KnobSpec> knobs(p.ops.size(), exactKnob());
+  const Configuration* conf = st.config;
+  if (!conf)
+    return knobs;
+  const std::string& path = st.configPath;
+  auto where = [&](int line, int col) {
+    return path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": ";
+  };
+  std::unordered_map<int, const NodeConfig*> byKey;
+  std::unordered_map<std::string, const NodeConfig*> byName;
+  for (const NodeConfig& line : conf->nodes) {
+    byKey[line.key] = &line;
+    byName[line.name] = &line;
+  }
+  std::vector<char> used(conf->nodes.size(), 0);
+  for (size_t f = 0; f < p.fused.size(); ++f) {
+    const FusedNodeInfo& node = p.fused[f];
+    std::string desc =
+        "fused node " + std::to_string(node.ordinal) + " (" +
+        (p.programSetsIds ? "node id " + std::to_string(node.firstOpId)
+                          : "name '" + std::to_string(node.ordinal) + "'") +
+        ": " + opsText(node.ops) + "; node functions " +
+        namesText(node.leafNames) + ")";
+    const NodeConfig* line = nullptr;
+    if (p.programSetsIds) {
+      auto it = byKey.find(node.firstOpId);
+      line = it == byKey.end() ? nullptr : it->second;
+    } else {
+      auto it = byName.find(std::to_string(node.ordinal));
+      line = it == byName.end() ? nullptr : it->second;
+    }
+    if (!line)
+      throw ConfigError(where(conf->line, 1) + "configuration '" + conf->name +
+                        "' has no line for " + desc);
+    used[line - conf->nodes.data()] = 1;
+    bool match = line->ops.size() == node.ops.size();
+    for (size_t k = 0; match && k < node.ops.size(); ++k) {
+      HpvmOp a = line->ops[k].op, b = node.ops[k];
+      // HPVM's pooling singleton takes the pool kind from the program.
+      match = a == b || (isPool(a) && isPool(b) && node.ops.size() == 1);
+    }
+    if (!match) {
+      std::vector<HpvmOp> listed;
+      for (const OpChoice& c : line->ops)
+        listed.push_back(c.op);
+      int col = line->ops.empty() ? 1 : line->ops[0].column;
+      throw ConfigError(where(line->line, col) + "line '" + line->name +
+                        "' of configuration '" + conf->name + "' lists '" +
+                        opsText(listed) + "' but the program's " + desc +
+                        " has '" + opsText(node.ops) + "'");
+    }
+    for (size_t k = 0; k < node.ops.size(); ++k) {
+      const OpChoice& c = line->ops[k];
+      const KnobInfo* knob = knobById(c.knobId);
+      if (!knob || !knobAppliesTo(*knob, node.ops[k]))
+        throw ConfigError(where(c.line, c.column) + "knob " +
+                          std::to_string(c.knobId) + " cannot be applied to " +
+                          opInfo(node.ops[k]).confName + " of " + desc);
+      knobs[p.fusedOps[f][k]] = knob->spec;
+    }
+  }
+  for (size_t i = 0; i < conf->nodes.size(); ++i) {
+    if (used[i])
+      continue;
+    const NodeConfig& line = conf->nodes[i];
+    std::string keys;
+    if (p.fused.empty())
+      keys = "none";
+    else if (p.programSetsIds)
+      keys = "node ids " + std::to_string(p.fused.front().firstOpId) + ".." +
+             std::to_string(p.fused.back().firstOpId);
+    else
+      keys = "names 1.." + std::to_string(p.fused.size());
+    throw ConfigError(where(line.line, 1) + "line '" + line.name + "' (key " +
+                      std::to_string(line.key) + ") of configuration '" +
+                      conf->name + "' matches no fused node of the program (" +
+                      std::to_string(p.fused.size()) + " fused nodes, " + keys +
+                      ")");
+  }
+  return knobs;
+}
+
+// --- Execution groups
+// ---------------------------------------------------------
+
+bool samePrecision(const KnobSpec& a, const KnobSpec& b) {
+  return a.precision == b.precision && b.variant == Variant::Exact;
+}
+
+/// True if op \p i's output may be overwritten by its single reader.
+bool reusable(const Plan& p, int32_t code) {
+  return code >= 0 && p.consumers[code] == 1 && !p.isRootOut[code];
+}
+
+void buildSchedule(Plan& p) {
+  Schedule& s = p.sched;
+  s.knobs = resolveKnobs(p);
+  s.groups.clear();
+  size_t n = p.ops.size();
+  std::vector<char> taken(n, 0);
+  // The single reader j of op i's output if it may join i's group.
+  auto next = [&](int i, const KnobSpec& knob) -> int {
+    if (p.consumers[i] != 1 || p.isRootOut[i])
+      return -1;
+    int j = p.consumer[i];
+    if (taken[j] || !samePrecision(knob, s.knobs[j]))
+      return -1;
+    return j;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (taken[i])
+      continue;
+    const TraceOp& op = p.ops[i];
+    Group g;
+    g.kind = op.op;
+    g.members.push_back(static_cast<int>(i));
+    g.knob = s.knobs[i];
+    g.x = op.in[0];
+    taken[i] = 1;
+    int cur = static_cast<int>(i);
+    auto absorb = [&](int j) {
+      g.members.push_back(j);
+      taken[j] = 1;
+      cur = j;
+    };
+    switch (op.op) {
+    case HpvmOp::Conv:
+    case HpvmOp::GroupConv:
+    case HpvmOp::Mul: {
+      g.w = op.in[1];
+      int stage = 0; // 1 bias, 2 bn, 3 act, 4 residual, 5 act2
+      int64_t channels = op.out[1], elems = numElements(op.out);
+      for (int j; stage < 5 && (j = next(cur, g.knob)) >= 0;) {
+        const TraceOp& q = p.ops[j];
+        if (q.op == HpvmOp::Add) {
+          if (q.in[0] == q.in[1])
+            break;
+          int32_t other = q.in[0] == cur ? q.in[1] : q.in[0];
+          int64_t oe = other >= 0
+                           ? numElements(p.ops[other].out)
+                           : numElements(S().trace.extShapes[-other - 1]);
+          if (oe == elems && stage < 4) {
+            g.residual = other;
+            stage = 4;
+          } else if (oe == channels && oe != elems && stage < 1 &&
+                     q.in[0] == cur) {
+            g.bias = other;
+            stage = 1;
+          } else {
+            break;
+          }
+        } else if (q.op == HpvmOp::BatchNorm && q.in[0] == cur && stage < 2) {
+          bool own = false;
+          for (int k = 1; k < 5; ++k)
+            own |= q.in[k] == cur;
+          if (own)
+            break;
+          std::copy(q.in + 1, q.in + 5, g.bn);
+          g.bnEps = q.scalars[0];
+          stage = 2;
+        } else if (isAct(q.op) && (stage < 3 || stage == 4)) {
+          float lo = float(q.scalars[0]), hi = float(q.scalars[1]);
+          if (stage < 3) {
+            g.act = actOf(q.op);
+            g.actLo = q.op == HpvmOp::ClippedRelu ? lo : 0;
+            g.actHi = q.op == HpvmOp::ClippedRelu ? hi : 0;
+            stage = 3;
+          } else {
+            g.act2 = actOf(q.op);
+            g.act2Lo = q.op == HpvmOp::ClippedRelu ? lo : 0;
+            g.act2Hi = q.op == HpvmOp::ClippedRelu ? hi : 0;
+            stage = 5;
+          }
+        } else {
+          break;
+        }
+        absorb(j);
+      }
+      break;
+    }
+    case HpvmOp::BatchNorm:
+    case HpvmOp::Add: {
+      if (op.op == HpvmOp::BatchNorm) {
+        std::copy(op.in + 1, op.in + 5, g.bn);
+        g.bnEps = op.scalars[0];
+      } else {
+        g.w = op.in[1];
+      }
+      int j = next(cur, g.knob);
+      if (j >= 0 && isAct(p.ops[j].op)) {
+        g.act = actOf(p.ops[j].op);
+        if (p.ops[j].op == HpvmOp::ClippedRelu) {
+          g.actLo = float(p.ops[j].scalars[0]);
+          g.actHi = float(p.ops[j].scalars[1]);
+        }
+        absorb(j);
+      }
+      // In place when an operand dies here (never an external tensor).
+      if (reusable(p, op.in[0]))
+        g.inPlace = op.in[0];
+      else if (op.op == HpvmOp::Add && op.in[0] != op.in[1] &&
+               reusable(p, op.in[1]) &&
+               numElements(p.ops[op.in[1]].out) == numElements(op.out)) {
+        g.inPlace = op.in[1];
+        std::swap(g.x, g.w);
+      }
+      break;
+    }
+    case HpvmOp::Relu:
+    case HpvmOp::ClippedRelu:
+    case HpvmOp::Tanh:
+      g.act = actOf(op.op);
+      if (op.op == HpvmOp::ClippedRelu) {
+        g.actLo = float(op.scalars[0]);
+        g.actHi = float(op.scalars[1]);
+      }
+      if (reusable(p, op.in[0]))
+        g.inPlace = op.in[0];
+      break;
+    case HpvmOp::Softmax:
+      if (reusable(p, op.in[0]))
+        g.inPlace = op.in[0];
+      break;
+    case HpvmOp::MaxPool:
+    case HpvmOp::AvgPool:
+      break;
+    }
+    g.last = g.members.back();
+    s.groups.push_back(std::move(g));
+  }
+  // A group runs where its last op was traced: every value it reads from
+  // outside is a group output traced earlier.
+  std::stable_sort(
+      s.groups.begin(), s.groups.end(),
+      [](const Group& a, const Group& b) { return a.last < b.last; });
+
+  // Records and FLOPs.
+  const Trace& t = S().trace;
+  auto shapeOfCode = [&](int32_t c) {
+    return c >= 0 ? p.ops[c].out : t.extShapes[-c - 1];
+  };
+  s.records.assign(n, OpRecord{});
+  for (size_t i = 0; i < n; ++i) {
+    const TraceOp& op = p.ops[i];
+    OpRecord& r = s.records[i];
+    const LeafRec& leaf = p.leaves[op.leaf];
+    r.opId = leaf.hasNodeId ? leaf.nodeId : 0;
+    r.fusedOrdinal = p.fused[p.fusedOf[i]].ordinal;
+    r.op = op.op;
+    r.knob = s.knobs[i];
+    Shape in[kMaxTensorArgs];
+    for (int k = 0; k < op.numIn; ++k) {
+      in[k] = shapeOfCode(op.in[k]);
+      r.inputShapes.emplace_back(in[k].begin(), in[k].end());
+    }
+    r.outputShape.assign(op.out.begin(), op.out.end());
+    r.flops = opFlops(op.op, in, op.out, op.scalars);
+  }
+  for (Group& g : s.groups)
+    for (int m : g.members)
+      g.flops += s.records[m].flops;
+
+  // Storage: keep every buffer for the next launch unless that is too much
+  // memory; then free each buffer after its last reader.
+  std::vector<int> owner(n, -1);
+  int64_t bytes = 0;
+  for (const Group& g : s.groups) {
+    if (g.inPlace != kNoOperand)
+      owner[g.last] = owner[g.inPlace];
+    else if (!p.isRootOut[g.last]) {
+      owner[g.last] = g.last;
+      bytes += numElements(p.ops[g.last].out) * 4;
+    }
+  }
+  if (bytes > kKeepStorageBytes) {
+    std::vector<int> lastUse(n, -1);
+    for (size_t gi = 0; gi < s.groups.size(); ++gi)
+      for (int m : s.groups[gi].members)
+        for (int k = 0; k < p.ops[m].numIn; ++k) {
+          int32_t c = p.ops[m].in[k];
+          if (c >= 0 && owner[c] >= 0)
+            lastUse[owner[c]] = static_cast<int>(gi);
+        }
+    for (size_t o = 0; o < n; ++o)
+      if (lastUse[o] >= 0 && owner[o] == static_cast<int>(o))
+        s.groups[lastUse[o]].release.push_back(static_cast<int>(o));
+  }
+  s.configGen = S().configGen;
+}
+
+// --- Execution
+// ----------------------------------------------------------------
+
+Tensor* operand(const Plan& p, const Trace& t, int32_t code) {
+  if (code == kNoOperand)
+    return nullptr;
+  return code >= 0 ? p.actual[code] : t.ext[-code - 1];
+}
+
+void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
+  auto in = [&](int32_t c) { return operand(p, t, c); };
+  const TraceOp& first = p.ops[g.members[0]];
+  switch (g.kind) {
+  case HpvmOp::Conv:
+  case HpvmOp::GroupConv:
+  case HpvmOp::Mul: {
+    PostOps post;
+    post.bias = in(g.bias);
+    if (g.bn[0] != kNoOperand) {
+      post.bnGamma = in(g.bn[0]);
+      post.bnBeta = in(g.bn[1]);
+      post.bnMean = in(g.bn[2]);
+      post.bnVar = in(g.bn[3]);
+      post.bnEps = g.bnEps;
+    }
+    post.act = g.act;
+    post.actLo = g.actLo;
+    post.actHi = g.actHi;
+    post.residual = in(g.residual);
+    post.act2 = g.act2;
+    post.act2Lo = g.act2Lo;
+    post.act2Hi = g.act2Hi;
+    if (g.kind == HpvmOp::Mul)
+      runDense(in(g.x), in(g.w), post, g.knob, out);
+    else
+      runConv(in(g.x), in(g.w), convArgs(g.kind, first.scalars), post, g.knob,
+              out);
+    return;
+  }
+  case HpvmOp::BatchNorm:
+    runBatchNorm(in(g.x), in(g.bn[0]), in(g.bn[1]), in(g.bn[2]), in(g.bn[3]),
+                 g.bnEps, g.act, g.actLo, g.actHi, g.knob, out);
+    return;
+  case HpvmOp::Add:
+    runAdd(in(g.x), in(g.w), g.act, g.actLo, g.actHi, g.knob, out);
+    return;
+  case HpvmOp::Relu:
+  case HpvmOp::ClippedRelu:
+  case HpvmOp::Tanh:
+    runAct(in(g.x), g.act, g.actLo, g.actHi, g.knob, out);
+    return;
+  case HpvmOp::Softmax:
+    runSoftmax(in(g.x), g.knob, out);
+    return;
+  case HpvmOp::MaxPool:
+  case HpvmOp::AvgPool:
+    runPool(in(g.x), poolArgs(g.kind, first.scalars), g.knob, out);
+    return;
+  }
+}
+
+void execute(Plan& p, const Trace& t) {
+  ExecState& st = S();
+  const Schedule& s = p.sched;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start;
+  if (st.recording) {
+    st.records.clear();
+    st.records.reserve(p.ops.size());
+    start = Clock::now();
+  }
+  for (const Group& g : s.groups) {
+    Tensor* out;
+    if (g.inPlace != kNoOperand) {
+      out = operand(p, t, g.inPlace);
+    } else if (p.isRootOut[g.last]) {
+      out = newTensor(p.ops[g.last].out, 4, /*tracked=*/true);
+    } else {
+      Tensor*& slot = p.store[g.last];
+      if (!slot)
+        slot = newTensor(p.ops[g.last].out, 4, /*tracked=*/false);
+      out = slot;
+    }
+    if (!st.recording) {
+      runGroup(p, t, g, out);
+    } else {
+      Clock::time_point t0 = Clock::now();
+      runGroup(p, t, g, out);
+      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      double begin = std::chrono::duration<double>(t0 - start).count();
+      for (int m : g.members) {
+        OpRecord r = s.records[m];
+        r.startSeconds = begin;
+        r.seconds = g.flops > 0 ? secs * r.flops / g.flops
+                                : secs / double(g.members.size());
+        st.records.push_back(std::move(r));
+      }
+    }
+    p.actual[g.last] = out;
+    for (int o : g.release)
+      releaseStorage(p.store[o]);
+  }
+}
+
+} // namespace
+
+// --- Tracing entry points
+// ------------------------------------------------------
+
+void traceBegin(api::AnyFn root, const std::string& rootName) {
+  ExecState& st = S();
+  st.trace.clear();
+  st.root = root;
+  st.rootName = rootName;
+}
+
+void traceAbort() { S().trace.clear(); }
+
+void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
+              void* const* tensors, const double* scalars) {
+  ExecState& st = S();
+  Trace& t = st.trace;
+  if (leaf.leafIndex < 0) {
+    leaf.leafIndex = static_cast<int>(t.leaves.size());
+    t.leaves.push_back(LeafRec{*leaf.name, leaf.hint, leaf.nodeId,
+                               leaf.hasNodeId, static_cast<int>(t.ops.size()),
+                               0});
+  }
+  LeafRec& rec = t.leaves[leaf.leafIndex];
+  rec.hint = leaf.hint;
+  rec.nodeId = leaf.nodeId;
+  rec.hasNodeId = leaf.hasNodeId;
+  ++rec.numOps;
+  const OpInfo& info = opInfo(op);
+  std::string where = "node " + *leaf.name + ": " + api;
+  TraceOp r;
+  r.op = op;
+  r.api = api;
+  r.leaf = leaf.leafIndex;
+  r.numIn = info.tensorArgs;
+  Shape shapes[kMaxTensorArgs];
+  for (int i = 0; i < info.tensorArgs; ++i) {
+    auto* tensor = static_cast<Tensor*>(tensors[i]);
+    if (!tensor)
+      fatal(where + ": tensor operand " + std::to_string(i + 1) + " is NULL");
+    auto sym = st.symIndex.find(tensor);
+    if (sym != st.symIndex.end()) {
+      if (static_cast<size_t>(sym->second) >= t.ops.size())
+        fatal(where + ": tensor operand " + std::to_string(i + 1) +
+              " is an intermediate result of an earlier launch");
+      r.in[i] = sym->second;
+      shapes[i] = t.ops[sym->second].out;
+      continue;
+    }
+    auto [it, added] =
+        t.extIndex.emplace(tensor, static_cast<int>(t.ext.size()));
+    if (added) {
+      t.ext.push_back(tensor);
+      t.extShapes.push_back(shapeOf(tensor));
+    }
+    r.in[i] = -it->second - 1;
+    shapes[i] = t.extShapes[it->second];
+  }
+  for (int i = 0; i < info.scalarArgs; ++i)
+    r.scalars[i] = scalars[i];
+  r.out = inferShape(op, shapes, r.scalars, where);
+  size_t index = t.ops.size();
+  t.ops.push_back(r);
+  return symTensor(index, r.out);
+}
+
+void traceEnd(std::vector<api::Value>& rootOutputs) {
+  ExecState& st = S();
+  Trace& t = st.trace;
+  // Root outputs that are symbolic tensors of this launch.
+  std::vector<std::pair<size_t, int>> symOut;
+  for (size_t k = 0; k < rootOutputs.size(); ++k) {
+    if (rootOutputs[k].type->kind != api::ValueKind::Pointer)
+      continue;
+    auto* ptr = api::valueAs<Tensor*>(rootOutputs[k]);
+    auto it = st.symIndex.find(ptr);
+    if (it != st.symIndex.end() &&
+        static_cast<size_t>(it->second) < t.ops.size()) {
+      symOut.emplace_back(k, it->second);
+      t.rootOutputs.push_back(it->second);
+    }
+  }
+  std::vector<uint64_t> sig = signatureOf(t, st.root);
+  uint64_t hash = hashOf(sig);
+  auto found = std::find_if(st.plans.begin(), st.plans.end(),
+                            [&](const std::unique_ptr<Plan>& p) {
+                              return p->hash == hash && p->sig == sig;
+                            });
+  if (found == st.plans.end()) {
+    st.plans.insert(st.plans.begin(),
+                    buildPlan(t, st.root, std::move(sig), hash));
+    if (st.plans.size() > kMaxPlans)
+      st.plans.pop_back();
+  } else if (found != st.plans.begin()) {
+    std::rotate(st.plans.begin(), found, found + 1);
+  }
+  Plan& p = *st.plans.front();
+  st.last = &p;
+  if (p.sched.configGen != st.configGen)
+    buildSchedule(p);
+  execute(p, t);
+  for (auto [k, op] : symOut) {
+    Tensor* out = p.actual[op];
+    ensureHost(out);
+    rootOutputs[k] = api::makeValue(static_cast<void*>(out));
+    rootOutputs[k].type = &api::TypeOf<void*>::desc;
+  }
+  t.clear();
+}
+
+void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
+               const double* scalars) {
+  if (LeafContext* leaf = currentLeafContext())
+    return traceOp(*leaf, op, api, tensors, scalars);
+  return eagerOp(op, api, tensors, scalars);
+}
+
+// --- Runtime.h hooks
+// -----------------------------------------------------------
+
+void setActiveConfiguration(const Configuration* config,
+                            const std::string& path) {
+  ExecState& st = S();
+  st.config = config;
+  st.configPath = path;
+  ++st.configGen;
+}
+
+const std::vector<FusedNodeInfo>& programNodes() {
+  static const std::vector<FusedNodeInfo> none;
+  return S().last ? S().last->fused : none;
+}
+
+void setRecording(bool on) {
+  S().recording = on;
+  if (!on)
+    S().records.clear();
+}
+
+const std::vector<OpRecord>& lastLaunchRecords() { return S().records; }
+
+} // namespace hpvm::rt

@@ -1,0 +1,213 @@
+// Controller.cpp - the runtime controller and HPVM's llvm_hpvm_*
+// controller entry points (initialize, invoke per batch, clear).
+#include "driver/Controller.h"
+
+#include "driver/FileUtil.h"
+#include "driver/config/Config.h"
+#include "tensor_runtime.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace hpvm::rt {
+
+std::string formatProfileInfo(const std::vector<ProfileIteration>& iterations) {
+  std::string out;
+  double total = 0;
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    const ProfileIteration& it = iterations[i];
+    double ms = it.computeSeconds * 1e3;
+    total += ms;
+    out += fmt::format("Iteration {}\n", i);
+    for (const auto& [name, seconds] : it.kernels)
+      out += fmt::format("{} {:.6f} 0\n", name, seconds * 1e3);
+    out += fmt::format("\nIteration Compute Time   : {:.6f}\n"
+                       "Iteration Compute Energy : 0\n"
+                       "Iteration Control Time   : 0\n"
+                       "Iteration Control Energy : 0\n"
+                       "Iteration Config Time   : 0\n"
+                       "Iteration Config Energy : 0\n"
+                       "Iteration End Frequency : 0\n\n\n",
+                       ms);
+  }
+  out += fmt::format("Total Compute Time  : {:.6f}\n"
+                     "Total Compute Energy: 0\n"
+                     "Total Control Time  : 0\n"
+                     "Total Control Energy: 0\n"
+                     "Total Config Time  : 0\n"
+                     "Total Config Energy: 0\n"
+                     "Total Time  : {:.6f}\n"
+                     "Total Energy: 0\n",
+                     total, total);
+  return out;
+}
+
+std::string profileKernelName(const OpRecord& record) {
+  std::string_view call = opInfo(record.op).rtCall;
+  std::string name(call.substr(0, call.find('(')));
+  if (record.knob.id != 11)
+    name += fmt::format("({})", knobConfName(record.knob.id));
+  return name;
+}
+
+void noteGpuLines(const Configuration& config, bool quiet, bool& noted) {
+  if (noted || quiet)
+    return;
+  for (const NodeConfig& node : config.nodes) {
+    if (!node.gpu)
+      continue;
+    std::fprintf(stderr,
+                 "hpvm_rt: note: configuration lines marked 'gpu' run on the "
+                 "CPU with the same knobs (fp16 knobs with half-precision "
+                 "numerics)\n");
+    noted = true;
+    return;
+  }
+}
+
+void checkOpCount(const Configuration& config, const std::string& path,
+                  int64_t numOps) {
+  if (numOps <= 0 || config.nodes.empty())
+    return;
+  const NodeConfig& last = config.nodes.back();
+  int64_t covered = last.key + static_cast<int64_t>(last.ops.size()) - 1;
+  if (covered != numOps)
+    throw ConfigError(fmt::format(
+        "{}:{}:1: configuration '{}' covers {} op{} but the program has {}",
+        path, config.line, config.name, covered, covered == 1 ? "" : "s",
+        numOps));
+}
+
+RuntimeController& RuntimeController::get() {
+  static RuntimeController controller;
+  return controller;
+}
+
+void RuntimeController::initialize(const std::string& path) {
+  auto file = std::make_unique<ConfigFile>(parseConfigFile(path));
+  file_ = std::move(file);
+  // HPVM's default policy: the first block, for every batch.
+  const Configuration& first = file_->configs.front();
+  noteGpuLines(first, false, notedGpu_);
+  setActiveConfiguration(&first, file_->path);
+  setRecording(true);
+  mark_ = std::chrono::steady_clock::now();
+}
+
+void RuntimeController::recordIteration(ProfileIteration iteration) {
+  iterations_.push_back(std::move(iteration));
+}
+
+bool RuntimeController::writeProfile(const std::string& path) {
+  if (iterations_.empty())
+    return false;
+  std::string text = formatProfileInfo(iterations_);
+  iterations_.clear();
+  writeFileAtomic(path, text);
+  return true;
+}
+
+void RuntimeController::invoke(void* result, const char* labelsPath, int start,
+                               int end) {
+  auto now = std::chrono::steady_clock::now();
+  ProfileIteration iteration;
+  iteration.computeSeconds = std::chrono::duration<double>(now - mark_).count();
+  for (const OpRecord& r : lastLaunchRecords())
+    iteration.kernels.emplace_back(profileKernelName(r), r.seconds);
+  recordIteration(std::move(iteration));
+
+  // HPVM reads the whole labels file once; later paths are ignored.
+  if (labelsPath_.empty()) {
+    std::string path = labelsPath ? labelsPath : "";
+    uint64_t bytes = fileSize(path, "labels file");
+    if (bytes % 4 != 0)
+      throw RunError(fmt::format("{}: {} bytes is not a whole number of "
+                                 "int32 labels",
+                                 path, bytes));
+    labels_.resize(bytes / 4);
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(reinterpret_cast<char*>(labels_.data()),
+                 static_cast<std::streamsize>(bytes)))
+      throw RunError(fmt::format("{}: cannot read labels file", path));
+    labelsPath_ = path;
+  }
+  if (start < 0 || end <= start || static_cast<size_t>(end) > labels_.size())
+    throw RunError(fmt::format("{}: batch [{}, {}) is outside its {} labels",
+                               labelsPath_, start, end, labels_.size()));
+  auto* t = static_cast<Tensor*>(result);
+  if (!t)
+    throw RunError("llvm_hpvm_invokeRtControl: the result tensor is null");
+  hpvm_request_tensor(t, 0);
+  size_t n = static_cast<size_t>(end - start);
+  if (t->dims.num_dims < 2 || t->dims.dim_sizes[0] != n ||
+      t->num_elems % n != 0)
+    throw RunError(fmt::format("llvm_hpvm_invokeRtControl: the result "
+                               "tensor has {} elements with batch dimension "
+                               "{}, expected a batch of {}",
+                               t->num_elems,
+                               t->dims.num_dims ? t->dims.dim_sizes[0] : 0, n));
+  size_t classes = t->num_elems / n;
+  const float* data = static_cast<const float*>(t->host_data);
+  size_t correct = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float* row = data + i * classes;
+    size_t best = 0;
+    for (size_t c = 1; c < classes; ++c)
+      if (row[best] < row[c])
+        best = c;
+    int32_t label = labels_[static_cast<size_t>(start) + i];
+    if (label < 0 || static_cast<size_t>(label) >= classes)
+      throw RunError(fmt::format("{}: label {} at index {} is out of range; "
+                                 "the model has {} classes",
+                                 labelsPath_, label, start + i, classes));
+    correct += best == static_cast<size_t>(label);
+  }
+  double accuracy = 100.0 * static_cast<double>(correct) / n;
+  std::printf("batch_dim = %zu, num_classes = %zu\n****** Accuracy = %f\n", n,
+              classes, accuracy);
+  accuracySum_ += accuracy;
+  ++batches_;
+  writeFileAtomic("final_accuracy",
+                  fmt::format("{:.6f}", accuracySum_ / batches_));
+  mark_ = std::chrono::steady_clock::now();
+}
+
+} // namespace hpvm::rt
+
+namespace {
+
+[[noreturn]] void fatal(const std::exception& e) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "hpvm_rt: error: %s\n", e.what());
+  std::exit(1);
+}
+
+} // namespace
+
+extern "C" void llvm_hpvm_initializeRuntimeController(const char* path) {
+  try {
+    hpvm::rt::RuntimeController::get().initialize(path ? path : "");
+  } catch (const std::exception& e) {
+    fatal(e);
+  }
+}
+
+extern "C" void llvm_hpvm_clearRuntimeController() {
+  try {
+    hpvm::rt::RuntimeController::get().writeProfile("profile_info.txt");
+  } catch (const std::exception& e) {
+    fatal(e);
+  }
+}
+
+extern "C" void llvm_hpvm_invokeRtControl(void* result, const char* labels,
+                                          int start, int end) {
+  try {
+    hpvm::rt::RuntimeController::get().invoke(result, labels, start, end);
+  } catch (const std::exception& e) {
+    fatal(e);
+  }
+}

@@ -1,0 +1,22 @@
+// Npy.h - writes float32 arrays in NumPy's .npy format (version 1.0).
+#ifndef HPVM_RT_DRIVER_NPY_H
+#define HPVM_RT_DRIVER_NPY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt {
+
+/// The .npy header (magic, version 1.0, padded dictionary) of a C-order
+/// little-endian float32 array of \p shape; its size is a multiple of 64.
+std::string npyHeader(const std::vector<int64_t>& shape);
+
+/// Writes \p data (C order, product of \p shape elements) to \p path as a
+/// .npy file, atomically. Throws RunError on failure.
+void writeNpy(const std::string& path, const std::vector<int64_t>& shape,
+              const float* data);
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_DRIVER_NPY_H

@@ -1,0 +1,45 @@
+// Options.h - the command line of every generated program (runModel): a
+// declarative option table, its parser and the --help text it generates.
+#ifndef HPVM_RT_DRIVER_OPTIONS_H
+#define HPVM_RT_DRIVER_OPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt {
+
+/// Everything the command line can say. Unset optionals keep the model's
+/// defaults (ModelInfo).
+struct RunOptions {
+  std::string set = "test";         ///< "test" or "tune".
+  std::string configFile;           ///< -c FILE ("" = the baked-in one).
+  std::string configSelector;       ///< --config NAME|INDEX.
+  bool allConfigs = false;          ///< --all-configs.
+  std::optional<int64_t> batchSize; ///< --batch-size N (0 = whole set).
+  std::optional<int64_t> limit;     ///< --limit N (first N images).
+  int64_t repeat = 1;               ///< --repeat N.
+  bool printTime = false;           ///< --print-time.
+  std::string outputNpy;            ///< --output FILE.npy.
+  std::optional<int> threads;       ///< --threads N (0 = all cores).
+  std::string modelDir;             ///< --model-dir DIR.
+  std::string jsonFile;             ///< --json FILE.
+  std::string profileFile;          ///< --profile FILE.json.
+  std::string traceFile;            ///< --trace FILE.json.
+  std::string callLogFile;          ///< --log-calls FILE.json.
+  bool quiet = false;               ///< --quiet.
+  bool help = false;                ///< --help.
+};
+
+/// Parses argv[1..argc). Throws RunError with a message naming the option
+/// and what is wrong (unknown option, missing or bad value, conflicting
+/// options).
+RunOptions parseRunOptions(int argc, const char* const* argv);
+
+/// The --help text for \p program (argv[0]).
+std::string runHelp(const std::string& program);
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_DRIVER_OPTIONS_H

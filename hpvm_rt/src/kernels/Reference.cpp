@@ -1,0 +1,175 @@
+// Reference.cpp - reference kernels: plain loops over NCHW float32 arrays,
+// HPVM's semantics (reference section 2). They are the test oracle of every
+// fast and approximate variant and are never removed.
+//
+// Dimension names: N batch, C input channels, H/W input height/width, K
+// output channels (filters), KH/KW filter height/width, Ho/Wo output
+// height/width, G groups, M rows and D columns of a matrix.
+#include "kernels/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace hpvm::rt::ref {
+
+void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+            const float* w, int64_t K, int64_t KH, int64_t KW,
+            const ConvArgs& a, float* y) {
+  const int64_t G = a.groups;
+  const int64_t Cg = C / G, Kg = K / G;
+  const int64_t Ho = 1 + (H + 2 * a.padH - KH) / a.strideH;
+  const int64_t Wo = 1 + (W + 2 * a.padW - KW) / a.strideW;
+#pragma omp parallel for collapse(2) schedule(static)
+  // Loop over images and output channels.
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t g = k / Kg;
+      const float* wk = w + k * Cg * KH * KW;
+      float* yk = y + (n * K + k) * Ho * Wo;
+      // Loop over output rows and columns.
+      for (int64_t oh = 0; oh < Ho; ++oh)
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          float acc = 0.f;
+          // Loop over the group's input channels and the filter window;
+          // out-of-range input positions are zero padding.
+          for (int64_t c = 0; c < Cg; ++c) {
+            const float* xc = x + (n * C + g * Cg + c) * H * W;
+            for (int64_t i = 0; i < KH; ++i) {
+              int64_t ih = oh * a.strideH - a.padH + i;
+              if (ih < 0 || ih >= H)
+                continue;
+              for (int64_t j = 0; j < KW; ++j) {
+                int64_t iw = ow * a.strideW - a.padW + j;
+                if (iw < 0 || iw >= W)
+                  continue;
+                acc += xc[ih * W + iw] * wk[(c * KH + i) * KW + j];
+              }
+            }
+          }
+          yk[oh * Wo + ow] = acc;
+        }
+    }
+}
+
+void dense(const float* x, int64_t M, int64_t K, const float* w, int64_t N,
+           float* y) {
+#pragma omp parallel for schedule(static)
+  // Loop over rows of x; y[m, :] = sum_l x[m, l] * w[l, :].
+  for (int64_t m = 0; m < M; ++m) {
+    float* ym = y + m * N;
+    std::fill(ym, ym + N, 0.f);
+    for (int64_t l = 0; l < K; ++l) {
+      float xv = x[m * K + l];
+      const float* wl = w + l * N;
+      for (int64_t n = 0; n < N; ++n)
+        ym[n] += xv * wl[n];
+    }
+  }
+}
+
+void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+            const PoolArgs& a, float* y) {
+  const int64_t Ho = 1 + (H + 2 * a.padH - a.kh) / a.strideH;
+  const int64_t Wo = 1 + (W + 2 * a.padW - a.kw) / a.strideW;
+  const float area = static_cast<float>(a.kh * a.kw);
+#pragma omp parallel for schedule(static)
+  // Loop over (image, channel) planes.
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const float* xp = x + nc * H * W;
+    float* yp = y + nc * Ho * Wo;
+    // Loop over output positions, then the window; max skips out-of-range
+    // positions, mean counts them as zeros (divides by the full area).
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        float mx = -std::numeric_limits<float>::infinity();
+        float sum = 0.f;
+        for (int64_t i = 0; i < a.kh; ++i) {
+          int64_t ih = oh * a.strideH - a.padH + i;
+          if (ih < 0 || ih >= H)
+            continue;
+          for (int64_t j = 0; j < a.kw; ++j) {
+            int64_t iw = ow * a.strideW - a.padW + j;
+            if (iw < 0 || iw >= W)
+              continue;
+            float v = xp[ih * W + iw];
+            mx = std::max(mx, v);
+            sum += v;
+          }
+        }
+        yp[oh * Wo + ow] = a.kind == PoolArgs::Max ? mx : sum / area;
+      }
+  }
+}
+
+void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
+               const float* gamma, const float* beta, const float* mean,
+               const float* var, double eps, float* y) {
+#pragma omp parallel for collapse(2) schedule(static)
+  // Loop over images and channels; sqrt(eps + var) is taken in double as
+  // HPVM does, the rest in float.
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      float den = static_cast<float>(std::sqrt(eps + var[c]));
+      const float* xp = x + (n * C + c) * HW;
+      float* yp = y + (n * C + c) * HW;
+      for (int64_t i = 0; i < HW; ++i)
+        yp[i] = beta[c] + gamma[c] * (xp[i] - mean[c]) / den;
+    }
+}
+
+void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
+         bool perChannel, float* y) {
+#pragma omp parallel for collapse(2) schedule(static)
+  // Loop over (image, channel) planes; b is indexed by channel only when
+  // broadcast per channel.
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t off = (n * C + c) * HW;
+      for (int64_t i = 0; i < HW; ++i)
+        y[off + i] = a[off + i] + (perChannel ? b[c] : b[off + i]);
+    }
+}
+
+void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    switch (act) {
+    case Act::None:
+      break;
+    case Act::Relu:
+      v = v < 0.f ? 0.f : v;
+      break;
+    case Act::Clip:
+      v = v < lo ? lo : (v > hi ? hi : v);
+      break;
+    case Act::Tanh:
+      v = std::tanh(v);
+      break;
+    }
+    y[i] = v;
+  }
+}
+
+void softmax(const float* x, int64_t N, int64_t D, float* y) {
+#pragma omp parallel for schedule(static)
+  // Loop over rows: subtract the row max, exponentiate, sum in double,
+  // divide.
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = x + n * D;
+    float* yr = y + n * D;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t d = 0; d < D; ++d)
+      mx = std::max(mx, xr[d]);
+    double sum = 0.0;
+    for (int64_t d = 0; d < D; ++d) {
+      yr[d] = std::exp(xr[d] - mx);
+      sum += yr[d];
+    }
+    for (int64_t d = 0; d < D; ++d)
+      yr[d] = static_cast<float>(yr[d] / sum);
+  }
+}
+
+} // namespace hpvm::rt::ref

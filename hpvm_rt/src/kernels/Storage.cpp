@@ -1,0 +1,324 @@
+// Storage.cpp - tensor storage: host buffers, oneDNN copies in blocked
+// layouts, reorders back to NCHW on demand, and the thread count.
+#include "kernels/TensorImpl.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace hpvm::rt {
+namespace kern {
+
+void reportBug(const char* file, int line, const std::string& msg) {
+  std::fprintf(stderr, "%s:%d: hpvm_rt kernels internal error: %s\n", file,
+               line, msg.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Dims4 dims4(const Tensor* t) {
+  HPVM_KCHECK(t != nullptr, "null tensor");
+  int nd = t->dims.num_dims;
+  HPVM_KCHECK(nd >= 1 && nd <= 4 && t->dims.dim_sizes != nullptr,
+              fmt::format("tensor must have 1 to 4 dims, has {}", nd));
+  Dims4 d{1, 1, 1, 1};
+  for (int i = 0; i < nd; ++i)
+    d[i] = static_cast<int64_t>(t->dims.dim_sizes[i]);
+  return d;
+}
+
+std::string dimsStr(const Tensor* t) {
+  Dims4 d = dims4(t);
+  return fmt::format("{}x{}x{}x{}", d[0], d[1], d[2], d[3]);
+}
+
+int64_t numElems(const Tensor* t) {
+  Dims4 d = dims4(t);
+  return d[0] * d[1] * d[2] * d[3];
+}
+
+namespace {
+/// Released buffers by size, up to kPoolCap bytes in all.
+struct BufferPool {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free;
+  size_t cached = 0;
+};
+constexpr size_t kPoolCap = size_t(2) << 30;
+
+BufferPool& pool() {
+  static BufferPool* p = new BufferPool; // Never destroyed: used at exit.
+  return *p;
+}
+
+size_t roundedSize(size_t bytes) { return ((bytes ? bytes : 1) + 63) / 64 * 64; }
+} // namespace
+
+void* poolAlloc(size_t bytes) {
+  size_t n = roundedSize(bytes);
+  {
+    BufferPool& bp = pool();
+    std::lock_guard<std::mutex> lock(bp.mutex);
+    auto it = bp.free.find(n);
+    if (it != bp.free.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      bp.cached -= n;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(64, n);
+  if (!p)
+    throw std::bad_alloc();
+  return p;
+}
+
+void poolFree(void* p, size_t bytes) {
+  if (!p)
+    return;
+  size_t n = roundedSize(bytes);
+  BufferPool& bp = pool();
+  {
+    std::lock_guard<std::mutex> lock(bp.mutex);
+    if (bp.cached + n <= kPoolCap) {
+      bp.free[n].push_back(p);
+      bp.cached += n;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+dnnl::engine& engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+dnnl::stream& stream() {
+  // One stream per calling thread: streams are not shared across threads.
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+uint64_t nextVersion() {
+  static std::atomic<uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+TensorImpl& implOf(Tensor* t) {
+  HPVM_KCHECK(t != nullptr, "null tensor");
+  if (!t->impl) {
+    auto* impl = new TensorImpl;
+    impl->version = nextVersion();
+    if (t->host_data) {
+      // The program (or the tensor API) gave the host buffer: adopt it.
+      impl->host = static_cast<float*>(t->host_data);
+      impl->hostElems = static_cast<size_t>(numElems(t));
+      impl->ownsHost = false;
+    }
+    t->impl = impl;
+  }
+  return *t->impl;
+}
+
+dnnl::memory::desc nchwDesc(const Tensor* t) {
+  Dims4 d = dims4(t);
+  return dnnl::memory::desc({d[0], d[1], d[2], d[3]},
+                            dnnl::memory::data_type::f32,
+                            dnnl::memory::format_tag::nchw);
+}
+
+namespace {
+/// Sets the element count fields of t from its dims.
+void syncCounts(Tensor* t) {
+  t->num_elems = static_cast<size_t>(numElems(t));
+  t->size_in_bytes = t->num_elems * sizeof(float);
+}
+} // namespace
+
+void reorder(const dnnl::memory& from, const dnnl::memory& to) {
+  dnnl::reorder(from, to).execute(stream(), const_cast<dnnl::memory&>(from),
+                                  const_cast<dnnl::memory&>(to));
+  stream().wait();
+}
+
+dnnl::memory currentMemory(const Tensor* t) {
+  TensorImpl& impl = implOf(t);
+  if (impl.memValid)
+    return impl.mem;
+  if (!impl.host)
+    allocHost(const_cast<Tensor*>(t));
+  return dnnl::memory(nchwDesc(t), engine(), impl.host);
+}
+
+dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want) {
+  dnnl::memory cur = currentMemory(t);
+  if (cur.get_desc() == want)
+    return cur;
+  // Layout differs: reorder into a fresh buffer in the wanted layout.
+  dnnl::memory out(want, engine());
+  reorder(cur, out);
+  return out;
+}
+
+dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
+  TensorImpl& impl = implOf(y);
+  syncCounts(y);
+  impl.version = nextVersion();
+  if (d == nchwDesc(y)) {
+    // Plain layout: the kernel writes the host buffer directly.
+    allocHost(y);
+    impl.hostValid = true;
+    impl.memValid = false;
+    return dnnl::memory(d, engine(), impl.host);
+  }
+  if (!impl.mem || impl.mem.get_desc() != d) {
+    // New layout or size: swap the buffer for one of the right size.
+    size_t bytes = d.get_size();
+    if (bytes != impl.memBytes) {
+      poolFree(impl.memBuf, impl.memBytes);
+      impl.memBuf = nullptr;
+      impl.memBuf = poolAlloc(bytes);
+      impl.memBytes = bytes;
+    }
+    impl.mem = dnnl::memory(d, engine(), impl.memBuf);
+  }
+  impl.memValid = true;
+  impl.hostValid = false;
+  return impl.mem;
+}
+
+void markHostWritten(Tensor* y) {
+  TensorImpl& impl = implOf(y);
+  impl.hostValid = true;
+  impl.memValid = false;
+  impl.version = nextVersion();
+}
+
+std::string descKey(const dnnl::memory::desc& d) {
+  const dnnl_memory_desc_t& c = d.data;
+  std::string key = fmt::format("{}:{}:", c.ndims, static_cast<int>(c.data_type));
+  for (int i = 0; i < c.ndims; ++i)
+    key += fmt::format("{},{},{};", c.dims[i], c.padded_dims[i],
+                       c.padded_offsets[i]);
+  if (c.format_kind == dnnl_blocked) {
+    const dnnl_blocking_desc_t& b = c.format_desc.blocking;
+    key += "s";
+    for (int i = 0; i < c.ndims; ++i)
+      key += fmt::format("{},", b.strides[i]);
+    key += "b";
+    for (int i = 0; i < b.inner_nblks; ++i)
+      key += fmt::format("{}:{},", b.inner_idxs[i], b.inner_blks[i]);
+  } else {
+    key += fmt::format("k{}", static_cast<int>(c.format_kind));
+  }
+  return key;
+}
+
+const float* hostData(const Tensor* t) {
+  ensureHost(const_cast<Tensor*>(t));
+  return t->impl->host;
+}
+
+} // namespace kern
+
+using namespace kern;
+
+void allocHost(Tensor* t) {
+  TensorImpl& impl = implOf(t);
+  syncCounts(t);
+  size_t n = t->num_elems;
+  if (impl.host && impl.hostElems >= n) {
+    t->host_data = impl.host;
+    return;
+  }
+  if (impl.host && impl.ownsHost)
+    poolFree(impl.host, impl.hostElems * sizeof(float));
+  impl.host = nullptr;
+  // 64-byte alignment suits AVX-512 loads and oneDNN's plain kernels.
+  impl.host = static_cast<float*>(poolAlloc(n * sizeof(float)));
+  impl.hostElems = n;
+  impl.ownsHost = true;
+  t->host_data = impl.host;
+  t->data_placement = HOST;
+  t->data_format = nchw;
+}
+
+void ensureHost(Tensor* t) {
+  TensorImpl& impl = implOf(t);
+  if (impl.hostValid && impl.host) {
+    t->host_data = impl.host;
+    return;
+  }
+  allocHost(t);
+  if (impl.memValid && !impl.hostValid) {
+    // The valid copy is blocked: reorder it back to NCHW.
+    dnnl::memory host(nchwDesc(t), engine(), impl.host);
+    reorder(impl.mem, host);
+  }
+  impl.hostValid = true;
+}
+
+void hostModified(Tensor* t) {
+  TensorImpl& impl = implOf(t);
+  if (t->host_data != impl.host) {
+    // The program replaced the buffer: adopt the new one.
+    if (impl.host && impl.ownsHost)
+      poolFree(impl.host, impl.hostElems * sizeof(float));
+    impl.host = static_cast<float*>(t->host_data);
+    impl.hostElems = impl.host ? static_cast<size_t>(numElems(t)) : 0;
+    impl.ownsHost = false;
+  }
+  if (!impl.host)
+    allocHost(t);
+  impl.hostValid = true;
+  impl.memValid = false;
+  impl.version = nextVersion();
+  impl.derived.clear();
+}
+
+void releaseStorage(Tensor* t) {
+  if (!t || !t->impl)
+    return;
+  TensorImpl* impl = t->impl;
+  if (impl->host && impl->ownsHost) {
+    poolFree(impl->host, impl->hostElems * sizeof(float));
+    t->host_data = nullptr;
+  }
+  impl->mem = dnnl::memory();
+  poolFree(impl->memBuf, impl->memBytes);
+  delete impl;
+  t->impl = nullptr;
+}
+
+namespace {
+/// The thread count setNumThreads() chose; 0 until it is called (OpenMP's
+/// default then: OMP_NUM_THREADS or all cores).
+std::atomic<int> chosenThreads{0};
+} // namespace
+
+void kern::applyThreads() {
+  int n = chosenThreads.load(std::memory_order_relaxed);
+  if (n > 0 && omp_get_max_threads() != n)
+    omp_set_num_threads(n);
+}
+
+void setNumThreads(int n) {
+  chosenThreads.store(n > 0 ? n : omp_get_num_procs(),
+                      std::memory_order_relaxed);
+  applyThreads();
+}
+
+int numThreads() {
+  int n = chosenThreads.load(std::memory_order_relaxed);
+  return n > 0 ? n : omp_get_max_threads();
+}
+
+} // namespace hpvm::rt

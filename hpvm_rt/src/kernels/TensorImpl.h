@@ -1,0 +1,111 @@
+// TensorImpl.h - private tensor storage of the kernels: the NCHW host
+// buffer, the oneDNN (possibly blocked) copy, which of them is valid, and
+// the weights reordered from the tensor, cached until the host data changes.
+#ifndef HPVM_RT_KERNELS_TENSORIMPL_H
+#define HPVM_RT_KERNELS_TENSORIMPL_H
+
+#include "kernels/Kernels.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+/// Storage of one Tensor (the `impl` member of struct Tensor). The host
+/// buffer is NCHW float32; `mem` holds the same values in the layout the
+/// last oneDNN kernel produced. At least one of the two is valid.
+struct TensorImpl {
+  float* host = nullptr;   ///< NCHW buffer (== Tensor::host_data).
+  size_t hostElems = 0;    ///< Capacity of `host` in floats.
+  bool ownsHost = false;   ///< False when the program gave host_data.
+  bool hostValid = true;   ///< Host buffer holds the current values.
+  dnnl::memory mem;        ///< oneDNN copy over `memBuf`; may be empty.
+  void* memBuf = nullptr;  ///< Buffer of `mem` (from the buffer pool).
+  size_t memBytes = 0;     ///< Size of `memBuf`.
+  bool memValid = false;   ///< `mem` holds the current values.
+  uint64_t version = 0;    ///< Changes whenever the values change.
+  /// Weights derived from this tensor (reordered, folded, rounded), keyed
+  /// by what they were derived with; dropped by hostModified().
+  struct Derived {
+    std::string key;
+    dnnl::memory weights, bias;
+  };
+  std::vector<Derived> derived;
+};
+
+namespace hpvm::rt::kern {
+
+/// Aborts with file, line and message: a broken precondition is a bug in
+/// the caller (the executor validates user input before calling a kernel).
+[[noreturn]] void reportBug(const char* file, int line, const std::string& msg);
+
+#define HPVM_KCHECK(cond, msg)                                                 \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      ::hpvm::rt::kern::reportBug(__FILE__, __LINE__,                          \
+                                  std::string("'" #cond "' failed: ") +      \
+                                      (msg));                                  \
+  } while (0)
+
+/// N, C, H, W of a tensor of 1..4 dims (missing trailing dims are 1).
+using Dims4 = std::array<int64_t, 4>;
+Dims4 dims4(const Tensor* t);
+/// "NxCxHxW" for messages.
+std::string dimsStr(const Tensor* t);
+int64_t numElems(const Tensor* t);
+
+/// The CPU engine and stream every kernel uses.
+dnnl::engine& engine();
+dnnl::stream& stream();
+
+/// Returns t's impl, creating it (adopting a program-given host_data).
+TensorImpl& implOf(Tensor* t);
+inline TensorImpl& implOf(const Tensor* t) {
+  return implOf(const_cast<Tensor*>(t));
+}
+
+/// Plain NCHW f32 descriptor of t's dims.
+dnnl::memory::desc nchwDesc(const Tensor* t);
+/// The memory holding t's current values: the oneDNN copy when valid,
+/// otherwise the host buffer wrapped as NCHW.
+dnnl::memory currentMemory(const Tensor* t);
+/// Returns t's values in layout \p want: currentMemory() when it already
+/// is, otherwise a reorder into a fresh buffer.
+dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want);
+/// Prepares y to receive a kernel result in layout \p d: returns a memory
+/// over y's host buffer when d is plain NCHW, else y's own oneDNN buffer
+/// (reused when its layout matches). Marks the result as the valid copy.
+dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d);
+/// Marks y's host buffer as the only valid copy (a host kernel wrote it).
+void markHostWritten(Tensor* y);
+/// A stable string naming a memory descriptor (dims, type and layout), for
+/// cache keys.
+std::string descKey(const dnnl::memory::desc& d);
+/// Host pointer of t's NCHW values (calls ensureHost()).
+const float* hostData(const Tensor* t);
+/// A new version number (monotonic, process wide).
+uint64_t nextVersion();
+
+/// A 64-byte aligned buffer of \p bytes from the process-wide pool of
+/// released tensor buffers (fresh memory when none fits). Reusing buffers
+/// spares the page faults of fresh large allocations on every batch.
+void* poolAlloc(size_t bytes);
+/// Returns a poolAlloc() buffer to the pool (frees it when the pool is
+/// full).
+void poolFree(void* p, size_t bytes);
+
+/// Makes the calling thread's OpenMP team size the one setNumThreads()
+/// chose (a program may run the graph on a thread of its own, whose
+/// OpenMP settings start from the defaults). Called on entry to every
+/// layer kernel.
+void applyThreads();
+
+/// Reorders \p from into \p to and waits.
+void reorder(const dnnl::memory& from, const dnnl::memory& to);
+
+} // namespace hpvm::rt::kern
+
+#endif // HPVM_RT_KERNELS_TENSORIMPL_H

@@ -1,0 +1,129 @@
+#!/bin/sh
+# quickstart.sh - README command one: from a fresh clone (as root, or a user
+# with sudo) install the dependencies, build torch2hpvm, convert Fashion-MNIST
+# to HPVM's bin format, export and build the shipped LeNet, run its test set
+# exactly and with every configuration of datasets/example/tuner_confs.txt,
+# and print accuracy, images/s and speedup per configuration.
+#
+# Usage: scripts/quickstart.sh [--skip-deps]
+#   Environment: BUILD_DIR (default: build), QUICKSTART_THREADS (passed to
+#   the program as --threads when set).
+# Idempotent: a second run rebuilds nothing that is up to date and replaces
+# the previous results under $BUILD_DIR/quickstart/.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD_DIR:-build}
+QS="$BUILD/quickstart"
+FMNIST=/usr/share/datasets/fashion-mnist
+PY=/usr/bin/python3
+SKIP_DEPS=0
+
+for arg in "$@"; do
+  case "$arg" in
+    --skip-deps) SKIP_DEPS=1 ;;
+    -h|--help)
+      sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0 ;;
+    *) echo "quickstart: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+STEP=0
+# step TITLE LOG COMMAND... - runs COMMAND with its output in LOG; on failure
+# prints the command, the end of the log and exits 1.
+step() {
+  STEP=$((STEP + 1))
+  title=$1; log=$2; shift 2
+  printf '[%d] %s ... ' "$STEP" "$title"
+  start=$(date +%s)
+  if "$@" >"$log" 2>&1; then
+    echo "done ($(( $(date +%s) - start )) s)"
+  else
+    rc=$?
+    echo "FAILED (exit $rc)"
+    echo "quickstart: step '$title' failed. Command:" >&2
+    echo "  $*" >&2
+    echo "quickstart: last lines of $log:" >&2
+    tail -n 25 "$log" >&2
+    exit 1
+  fi
+}
+
+need_file() {
+  if [ ! -e "$1" ]; then
+    echo "quickstart: $1 is missing: $2" >&2
+    exit 1
+  fi
+}
+
+mkdir -p "$QS/logs"
+LOGS="$QS/logs"
+
+if [ "$SKIP_DEPS" -eq 0 ]; then
+  step "install Debian packages (scripts/install-deps.sh)" "$LOGS/deps.log" \
+    sh scripts/install-deps.sh
+fi
+need_file "$FMNIST/t10k-images-idx3-ubyte.gz" \
+  "install the Debian package dataset-fashion-mnist (scripts/install-deps.sh)"
+need_file "$PY" "install python3 (scripts/install-deps.sh)"
+
+step "configure ($BUILD, Release)" "$LOGS/configure.log" \
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+step "build" "$LOGS/build.log" cmake --build "$BUILD"
+
+DATA="$QS/data"
+step "convert Fashion-MNIST t10k to tune (0-4999) and test (5000-9999)" \
+  "$LOGS/convert.log" \
+  "$BUILD/datasets/torch2hpvm-dataset" convert \
+    "$FMNIST/t10k-images-idx3-ubyte.gz" "$FMNIST/t10k-labels-idx1-ubyte.gz" \
+    --split tune=5000,test=5000 --scale 1/255 --normalize 0.5,0.5 \
+    -o "$DATA"
+
+step "export and build datasets/example/lenet_fashion.onnx" \
+  "$LOGS/export.log" \
+  "$BUILD/frontend/torch2hpvm-export" datasets/example/lenet_fashion.onnx \
+    --tune "$DATA/tune_input.bin" --test "$DATA/test_input.bin" \
+    --config datasets/example/tuner_confs.txt --batch-size 1000 --force \
+    -o "$QS/lenet"
+
+BIN="$QS/lenet/build/lenet_fashion"
+need_file "$BIN" \
+  "torch2hpvm-export did not produce the program (see $LOGS/export.log)"
+RESULTS=$(cd "$QS" && pwd)/results.json
+rm -f "$RESULTS"
+THREADS=""
+if [ -n "${QUICKSTART_THREADS:-}" ]; then
+  THREADS="--threads $QUICKSTART_THREADS"
+fi
+# The program writes final_accuracy and profile_info.txt into its working
+# directory, as HPVM's do: run it inside $QS/run.
+mkdir -p "$QS/run"
+# shellcheck disable=SC2016,SC2086
+step "run the test set exactly and with every configuration" \
+  "$LOGS/run.log" \
+  sh -c 'cd "$1" && shift && exec "$@"' run "$QS/run" \
+    "$(cd "$(dirname "$BIN")" && pwd)/lenet_fashion" test --all-configs \
+    --json "$RESULTS" $THREADS
+
+need_file "$RESULTS" "the program wrote no results (see $LOGS/run.log)"
+"$PY" - "$RESULTS" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+images = r["images"] * r.get("repeat", 1)
+def rate(t):
+    total = t["total"] / 1000.0
+    return images / total if total > 0 else float("nan")
+exact_rate = rate(r["exact"]["time_ms"])
+print()
+print(f"{r['model']}: {r['set']} set, {r['images']} images, batch "
+      f"{r['batch_size']}, {r['threads']} threads")
+print(f"{'configuration':<16} {'accuracy':>9} {'images/s':>10} {'speedup':>8}")
+print(f"{'exact fp32':<16} {r['exact']['accuracy']:>8.2f}% "
+      f"{exact_rate:>10.0f} {1.0:>7.2f}x")
+for c in r["configs"]:
+    print(f"{c['name']:<16} {c['accuracy']:>8.2f}% {rate(c['time_ms']):>10.0f} "
+          f"{c['measured_speedup']:>7.2f}x")
+print(f"\nresults: {sys.argv[1]}")
+EOF

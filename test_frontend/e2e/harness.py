@@ -1,0 +1,183 @@
+"""harness.py - the steps every end-to-end test shares.
+
+PyTorch side: seeded inputs, HPVM-style ONNX export, HPVM bin datasets.
+Tool side: run torch2hpvm-export and the generated binary, with timeouts and
+the tool's own message on failure. Check side: compare the binary's --output
+with the reference, element by element and by top-1 class.
+
+Tolerance (TOLERANCE): every element must satisfy
+    |ours - ref| <= TOLERANCE * max|ref|
+i.e. the error relative to the output's largest magnitude. Both sides compute
+in float32 but sum in different orders (oneDNN's blocked kernels and ours,
+PyTorch's), so they differ by accumulated rounding: a few float32 epsilons
+(6e-8) times sqrt(depth x reduction length), which stays around 1e-6 of the
+largest output on these networks (each test prints the float32-vs-float64
+error of PyTorch itself as a yardstick). 1e-4 leaves two orders of magnitude
+of head-room for that while still catching any real mistake - a wrong
+padding, a dropped bias, a mis-ordered weight, a different epsilon moves the
+outputs by 1e-3 to 1. Scaling by the maximum, not per element, because
+elements near zero (small probabilities, logits crossing zero) have no
+meaningful relative error.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+TOLERANCE = 1e-4
+# Inputs whose top-2 class scores are closer than this (relative to the top
+# score) are not used: there top-1 would hinge on rounding, not correctness.
+MIN_MARGIN = 1e-3
+
+
+class TestFailure(Exception):
+    """A check failed; the message says what and how."""
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def fresh_dir(path):
+    """Empties (or creates) `path`, a directory this test owns."""
+    if os.path.lexists(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+    return path
+
+
+def write_bin(path, array, dtype):
+    """Writes `array` as raw little-endian `dtype`, atomically."""
+    data = np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<"))
+    tmp = path + ".tmp"
+    data.tofile(tmp)
+    os.replace(tmp, path)
+
+
+def write_dataset(directory, prefix, inputs, labels):
+    """Writes HPVM's `<prefix>_input.bin` / `<prefix>_labels.bin` pair."""
+    inp = os.path.join(directory, f"{prefix}_input.bin")
+    lab = os.path.join(directory, f"{prefix}_labels.bin")
+    write_bin(inp, inputs, np.float32)
+    write_bin(lab, labels, np.int32)
+    return inp, lab
+
+
+def export_onnx(model, shape, opset, path, constant_folding=False):
+    """Exports `model` as HPVM's torch2hpvm does: batch 1, input 'input',
+    output 'output', training mode preserved (eval: batch norm kept as
+    BatchNormalization), no constant folding unless asked."""
+    import torch
+    dummy = torch.zeros((1,) + tuple(shape))
+    tmp = path + ".tmp"
+    with torch.no_grad():
+        torch.onnx.export(model, dummy, tmp, opset_version=opset,
+                          input_names=["input"], output_names=["output"],
+                          training=torch.onnx.TrainingMode.PRESERVE,
+                          do_constant_folding=constant_folding)
+    os.replace(tmp, path)
+    return path
+
+
+def top2_margin(out):
+    """Per row: (top1 - top2) / max(|top1|, tiny)."""
+    part = np.sort(out, axis=1)
+    return (part[:, -1] - part[:, -2]) / np.maximum(np.abs(part[:, -1]), 1e-30)
+
+
+def run(cmd, timeout, cwd=None, what=None):
+    """Runs argv `cmd`; returns CompletedProcess (text). Raises TestFailure
+    on a timeout, with the command and what it printed."""
+    what = what or os.path.basename(cmd[0])
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, errors="replace")
+    except subprocess.TimeoutExpired as e:
+        raise TestFailure(f"{what} timed out after {timeout} s: "
+                          f"{quote(cmd)}\n{_tail(e.stdout)}{_tail(e.stderr)}")
+    except OSError as e:
+        raise TestFailure(f"cannot run {what}: {quote(cmd)}: {e}")
+    proc.seconds = time.monotonic() - t0
+    return proc
+
+
+def check_ok(proc, cmd, what):
+    """Raises TestFailure with the tool's output unless it exited with 0."""
+    if proc.returncode != 0:
+        raise TestFailure(
+            f"{what} failed with exit status {proc.returncode}: {quote(cmd)}\n"
+            f"{_tail(proc.stdout)}{_tail(proc.stderr)}")
+
+
+def quote(cmd):
+    import shlex
+    return " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+def _tail(text, lines=40):
+    if not text:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return "\n".join(text.rstrip().splitlines()[-lines:]) + "\n"
+
+
+def export_cmd(exporter, onnx_path, tune, test, out_dir, extra=()):
+    return [exporter, onnx_path, "--tune", tune, "--test", test,
+            "-o", out_dir, "--force", *extra]
+
+
+def binary_path(out_dir, stem):
+    return os.path.join(out_dir, "build", stem)
+
+
+def run_binary(binary, cwd, output, timeout, extra=()):
+    """Runs `binary test --output OUTPUT`; returns (outputs, final_accuracy,
+    CompletedProcess)."""
+    cmd = [binary, "test", "--output", output, "--quiet", *extra]
+    if not os.path.isfile(binary):
+        raise TestFailure(f"the exporter reported success but built no "
+                          f"binary at {binary}")
+    proc = run(cmd, timeout, cwd=cwd, what="generated binary")
+    check_ok(proc, cmd, "generated binary")
+    if not os.path.isfile(output):
+        raise TestFailure(f"{quote(cmd)} exited 0 but wrote no {output}")
+    ours = np.load(output)
+    acc_file = os.path.join(cwd, "final_accuracy")
+    acc = None
+    if os.path.isfile(acc_file):
+        with open(acc_file) as f:
+            acc = float(f.read().strip())
+    return ours, acc, proc
+
+
+def compare(ours, ref, tolerance=TOLERANCE):
+    """Returns (max abs error, error scaled by max|ref|, index of the worst
+    element); raises TestFailure on a shape mismatch."""
+    if ours.size != ref.size:
+        raise TestFailure(f"output has shape {list(ours.shape)} "
+                          f"({ours.size} values), expected {list(ref.shape)} "
+                          f"({ref.size} values)")
+    ours = ours.reshape(ref.shape).astype(np.float64)
+    ref = ref.astype(np.float64)
+    if not np.all(np.isfinite(ours)):
+        bad = np.argwhere(~np.isfinite(ours))[0]
+        raise TestFailure(f"output has a non-finite value at {tuple(bad)}: "
+                          f"{ours[tuple(bad)]}")
+    diff = np.abs(ours - ref)
+    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    scale = max(float(np.max(np.abs(ref))), 1e-30)
+    return float(diff[worst]), float(diff[worst]) / scale, worst
+
+
+def main_guard(fn):
+    """Runs fn(); maps TestFailure to exit status 1 with its message."""
+    try:
+        fn()
+    except TestFailure as e:
+        print(f"FAIL: {e}", file=sys.stderr, flush=True)
+        sys.exit(1)

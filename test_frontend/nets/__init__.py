@@ -1,0 +1,79 @@
+"""nets - the networks of the end-to-end tests and how each test uses them.
+
+MODELS is the one list of end-to-end model tests: CMake asks
+`run_e2e.py list --set ci|full` for it, so adding a model here adds its ctest.
+STABILITY lists the torchvision networks whose export must be deterministic.
+"""
+from dataclasses import dataclass
+from typing import Callable, Tuple
+
+import torchvision
+
+from . import hpvm_benchmarks as hb
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One end-to-end model test."""
+    name: str                       # test and file name
+    build: Callable                 # () -> torch.nn.Module (topology only)
+    shape: Tuple[int, int, int]     # input C, H, W
+    opset: int                      # ONNX opset of the export
+    images: int                     # test images
+    batch: int                      # run-time --batch-size (< images)
+    ci: bool                        # part of the CI-sized set
+    about: str                      # one line for listings and the README
+
+
+def _tv(name):
+    """A torchvision architecture with fresh random weights (no download)."""
+    return lambda: getattr(torchvision.models, name)(weights=None)
+
+
+MNIST, CIFAR, IMAGENET = (1, 28, 28), (3, 32, 32), (3, 224, 224)
+
+MODELS = [
+    ModelSpec("lenet_mnist", hb.LeNet, MNIST, 10, 20, 8, True,
+              "HPVM LeNet: conv+tanh+maxpool x2, FC+tanh x2, softmax"),
+    ModelSpec("alexnet_cifar10", hb.AlexNetCifar, CIFAR, 10, 20, 8, True,
+              "HPVM AlexNet (CIFAR-10): 5 conv, tanh, view() flatten"),
+    ModelSpec("alexnet2_cifar10", hb.AlexNet2Cifar, CIFAR, 13, 20, 8, True,
+              "HPVM AlexNet2 (CIFAR-10): 6 conv3x3, tanh, opset 13"),
+    ModelSpec("vgg16_cifar10", hb.VGG16, CIFAR, 10, 12, 5, True,
+              "HPVM VGG-16 (CIFAR-10): 13 conv3x3+ReLU, 2 FC"),
+    ModelSpec("vgg16_cifar100", lambda: hb.VGG16(classes=100), CIFAR, 13, 12,
+              5, False, "HPVM VGG-16 (CIFAR-100), opset 13"),
+    ModelSpec("resnet18_cifar10", hb.ResNet18Cifar, CIFAR, 13, 12, 5, True,
+              "HPVM ResNet-18 (CIFAR-10): residual adds, 1x1 s2 shortcuts"),
+    ModelSpec("mobilenet_cifar10", hb.MobileNetCifar, CIFAR, 10, 12, 5, True,
+              "HPVM MobileNet (CIFAR-10): depthwise conv, batch norm"),
+    ModelSpec("alexnet_imagenet", hb.AlexNetImagenet, IMAGENET, 10, 3, 2,
+              False, "HPVM AlexNet (ImageNet): conv11x11 s4, 3 FC"),
+    ModelSpec("vgg16_imagenet", lambda: hb.VGG16(classes=1000, imagenet=True),
+              IMAGENET, 10, 2, 2, False, "HPVM VGG-16 (ImageNet)"),
+    ModelSpec("resnet50_imagenet", hb.ResNet50Imagenet, IMAGENET, 10, 3, 2,
+              True, "HPVM ResNet-50 (ImageNet): bottlenecks, 53 BN"),
+    ModelSpec("tv_mobilenet_v2", _tv("mobilenet_v2"), IMAGENET, 13, 3, 2, True,
+              "torchvision mobilenet_v2: ReLU6 (Clip), inverted residuals"),
+    ModelSpec("tv_resnet18", _tv("resnet18"), IMAGENET, 10, 3, 2, False,
+              "torchvision resnet18: BN, GlobalAveragePool"),
+]
+
+# torchvision networks whose export must be byte-identical across runs, each
+# at every opset and constant-folding setting in STABILITY_VARIANTS.
+# (name, builder, part of the CI-sized set)
+STABILITY = [
+    ("resnet18", _tv("resnet18"), True),
+    ("vgg11_bn", _tv("vgg11_bn"), True),
+    ("mobilenet_v2", _tv("mobilenet_v2"), True),
+]
+STABILITY_VARIANTS = [(10, False), (10, True), (13, False), (13, True)]
+
+
+def model(name):
+    """The ModelSpec called `name`; KeyError names the known ones."""
+    for spec in MODELS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"unknown model '{name}' (known: "
+                   f"{', '.join(s.name for s in MODELS)})")

@@ -1,0 +1,96 @@
+"""init.py - seeded random weights that keep every layer well scaled.
+
+Plain random weights make deep networks useless as tests: activations vanish
+or explode with depth, tanh saturates, the softmax collapses to one-hot or to
+uniform, and top-1 then hinges on rounding noise. Instead, one forward pass
+over a calibration batch draws every parameter at random and rescales it on
+the fly (a one-pass variant of layer-sequential unit-variance init):
+
+- Conv and Linear: weights ~ N(0, 1), scaled so that the layer's output
+  has unit root mean square on the calibration batch. A bias, where the
+  layer has one, then cancels the output's per-channel mean and adds
+  U(-0.2, 0.2): without that, random networks map every input to nearly the
+  same output, and all images would land in one class. The last layer is
+  scaled so that its centred output (the class scores' spread between
+  images) has standard deviation LOGIT_STD: clear winners, no saturation.
+- BatchNorm: gamma ~ U(0.6, 1.4), beta ~ U(-0.3, 0.3), and *randomized*
+  running statistics: the batch's per-channel mean plus 0.2 standard
+  deviations of noise, and its variance times U(0.6, 1.6). The layer then
+  really normalises (tests see its arithmetic), yet no two channels match.
+  A BatchNorm marked `residual_branch_end` (the last of a residual branch)
+  draws gamma ~ U(0.1, 0.3) instead, as trained ResNets have; otherwise a
+  deep residual network is chaotic and float32 rounding noise grows to the
+  size of the test's tolerance.
+
+Forward hooks return the recomputed output, so later layers calibrate on the
+final values of earlier ones. Everything is drawn from one torch.Generator.
+"""
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+LOGIT_STD = 2.0
+
+
+def _std(t):
+    s = float(t.double().std())
+    return s if s > 1e-12 else 1.0
+
+
+@torch.no_grad()
+def randomize(model, calib, seed):
+    """Draws every parameter of `model` (eval mode) calibrated on `calib`."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def uniform(shape, lo, hi):
+        return torch.rand(shape, generator=gen) * (hi - lo) + lo
+
+    dense = [m for m in model.modules()
+             if isinstance(m, (nn.Conv2d, nn.Linear))]
+    last = dense[-1] if dense else None
+
+    def dense_hook(m, inputs, out):
+        m.weight.copy_(torch.randn(m.weight.shape, generator=gen))
+        x = inputs[0]
+        y = m._conv_forward(x, m.weight, None) if isinstance(
+            m, nn.Conv2d) else F.linear(x, m.weight)
+        dims = [0, 2, 3] if y.dim() == 4 else [0]
+        mean = y.mean(dim=dims, keepdim=True)
+        if m is last:
+            scale = LOGIT_STD / _std(y - mean)
+        else:
+            scale = 1.0 / float(y.double().pow(2).mean().sqrt())
+        m.weight.mul_(scale)
+        y = y * scale
+        if m.bias is not None:
+            shift = uniform(m.bias.shape, -0.2, 0.2)
+            m.bias.copy_(shift - (mean * scale).flatten())
+            y = y + m.bias.view(mean.shape)
+        return y
+
+    def bn_hook(m, inputs, out):
+        x = inputs[0]
+        dims = [0, 2, 3]
+        mean = x.mean(dim=dims)
+        var = x.var(dim=dims, unbiased=False)
+        m.running_mean.copy_(
+            mean + 0.2 * var.sqrt() * torch.randn(mean.shape, generator=gen))
+        m.running_var.copy_(var * uniform(var.shape, 0.6, 1.6) + 1e-3)
+        if getattr(m, "residual_branch_end", False):
+            m.weight.copy_(uniform(m.weight.shape, 0.1, 0.3))
+        else:
+            m.weight.copy_(uniform(m.weight.shape, 0.6, 1.4))
+        m.bias.copy_(uniform(m.bias.shape, -0.3, 0.3))
+        return F.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias,
+                            False, 0.0, m.eps)
+
+    handles = []
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            handles.append(m.register_forward_hook(dense_hook))
+        elif isinstance(m, nn.BatchNorm2d):
+            handles.append(m.register_forward_hook(bn_hook))
+    model.eval()
+    model(calib)
+    for h in handles:
+        h.remove()

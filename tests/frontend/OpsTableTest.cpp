@@ -1,0 +1,77 @@
+// OpsTableTest.cpp - the operator table printed by --list-ops: derived from
+// Ops.def, and README.rst's copy of it is current.
+#include "CodegenTestGraphs.h"
+#include "codegen/OpsJson.h"
+#include "lower/OpTable.h"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+using namespace hpvm::fe;
+using namespace hpvm::fe::testing;
+
+namespace {
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    out.push_back(line);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("Ops: the rst table has one row per ONNX operator") {
+  std::string rst = opsTableRst();
+  for (const OnnxOpDesc& row : onnxOps())
+    CHECK(rst.find("   * - ``" + std::string(row.onnxName) + "``\n") !=
+          std::string::npos);
+  CHECK(rst.find("   * - ``Conv``\n"
+                 "     - 1\n"
+                 "     - conv | group_conv [+ add]\n"
+                 "     - ``__hpvm__tensor_convolution``, "
+                 "``__hpvm__tensor_group_convolution``, "
+                 "``__hpvm__tensor_add``\n"
+                 "     - ``conv``, ``group_conv``, ``add``\n"
+                 "     - 11-12, 121-138, 151-168, 231-239, 261-269, 301\n") !=
+        std::string::npos);
+  CHECK(rst.find("   * - ``Identity``\n"
+                 "     - 1\n"
+                 "     - (removed)\n"
+                 "     - -\n"
+                 "     - -\n"
+                 "     - -\n") != std::string::npos);
+}
+
+TEST_CASE("Ops: the json table lists every op and knob") {
+  nlohmann::ordered_json j = opsTableJson();
+  CHECK(j["onnx_ops"].size() == onnxOps().size());
+  CHECK(j["hpvm_ops"].size() == hpvmOps().size());
+  CHECK(j["knobs"].size() == knobTable().size());
+  CHECK(j["onnx_ops"][0]["onnx_op"] == "Conv");
+  CHECK(j["onnx_ops"][0]["hpvm_ops"] ==
+        nlohmann::ordered_json({"conv", "group_conv", "add"}));
+}
+
+TEST_CASE("Ops: README.rst's operator table is current") {
+  const std::string begin = ".. BEGIN GENERATED OPERATOR TABLE";
+  const std::string end = ".. END GENERATED OPERATOR TABLE";
+  std::string path = std::string(HPVM_SOURCE_DIR) + "/README.rst";
+  std::vector<std::string> readme = lines(readFile(path));
+  auto b = std::find(readme.begin(), readme.end(), begin);
+  auto e = std::find(b, readme.end(), end);
+  if (b == readme.end() || e == readme.end())
+    FAIL(path << " lacks the lines '" << begin << "' and '" << end
+              << "' around the operator table");
+  std::vector<std::string> actual(b + 1, e);
+  std::vector<std::string> expected = {""};
+  for (const std::string& l : lines(opsTableRst()))
+    expected.push_back(l);
+  expected.push_back("");
+  CHECK_MESSAGE(actual == expected,
+                path << "'s operator table differs from Ops.def; run "
+                        "scripts/update_readme_ops.py");
+}

@@ -1,0 +1,170 @@
+// KnobTest.cpp - knobs in the layer kernels: fp16 and bf16 numerics stay
+// within their epsilon of the fp32 reference, perforated and sampled
+// convolutions are the approximate algorithm followed by the post-ops, and
+// non-convolution ops apply the knob's precision.
+#include "KernelTestUtil.h"
+
+using namespace hpvm::rt;
+using namespace hpvm::rt::test;
+
+namespace {
+
+/// True if every value is exactly representable in the precision p.
+bool representable(std::vector<float> v, Precision p) {
+  std::vector<float> r = v;
+  if (p == Precision::FP16)
+    approx::roundToHalf(r.data(), int64_t(r.size()));
+  else
+    approx::roundToBf16(r.data(), int64_t(r.size()));
+  return r == v;
+}
+
+struct ConvCase {
+  ConvShape s;
+  std::unique_ptr<TestTensor> x, w;
+  std::vector<size_t> yDims;
+  ConvCase(const char* name, unsigned seed) {
+    Shape sh;
+    for (const Shape& cand : readShapes("conv.txt"))
+      if (cand.name() == name)
+        sh = cand;
+    REQUIRE_MESSAGE(!sh.num.empty(), "no shape named " << name);
+    s = convShape(sh);
+    x = std::make_unique<TestTensor>(std::vector<size_t>{
+        size_t(s.N), size_t(s.C), size_t(s.H), size_t(s.W)});
+    w = std::make_unique<TestTensor>(
+        std::vector<size_t>{size_t(s.K), size_t(s.C / s.args.groups),
+                            size_t(s.KH), size_t(s.KW)});
+    x->set(randomVec(x->size(), seed));
+    float ws = 1.f / std::sqrt(float(w->size() / s.K));
+    w->set(randomVec(w->size(), seed + 1, -ws, ws));
+    yDims = {size_t(s.N), size_t(s.K), size_t(s.Ho()), size_t(s.Wo())};
+  }
+  std::vector<float> run(const PostOps& post, const KnobSpec& knob) {
+    TestTensor y(yDims);
+    runConv(x->get(), w->get(), s.args, post, knob, y.get());
+    return y.values();
+  }
+  std::vector<float> reference(const TestPost& post) {
+    std::vector<float> y(s.N * s.K * s.Ho() * s.Wo());
+    ref::conv2d(x->values().data(), s.N, s.C, s.H, s.W, w->values().data(),
+                s.K, s.KH, s.KW, s.args, y.data());
+    post.reference(y, s.N, s.K, s.Ho() * s.Wo());
+    return y;
+  }
+};
+
+} // namespace
+
+TEST_CASE("Kernels: fp16 conv and dense round operands and results to "
+          "binary16") {
+  for (const char* name : {"tail13", "depthwise", "stride2"}) {
+    ConvCase c(name, 700);
+    for (int v : {0, 2, 3}) {
+      TestPost post(v, c.s.K, c.yDims, 710 + v);
+      std::vector<float> got =
+          c.run(post.ops, knobOf(Variant::Exact, Precision::FP16));
+      CHECK_MESSAGE(representable(got, Precision::FP16), name);
+      // fp16 has an 11-bit significand: relative error per rounding 2^-11;
+      // operands and result rounded, sums of up to a few hundred products.
+      checkClose(got, c.reference(post), 4e-3, 4e-3,
+                 std::string(name) + " fp16 chain " + std::to_string(v));
+    }
+  }
+  TestTensor x({3, 40, 1, 1}), w({1, 1, 40, 7}), y({3, 7, 1, 1});
+  x.set(randomVec(x.size(), 720));
+  w.set(randomVec(w.size(), 721, -0.2f, 0.2f));
+  runDense(x.get(), w.get(), PostOps{}, knobOf(Variant::Exact, Precision::FP16),
+           y.get());
+  std::vector<float> want(y.size());
+  ref::dense(x.values().data(), 3, 40, w.values().data(), 7, want.data());
+  std::vector<float> got = y.values();
+  CHECK(representable(got, Precision::FP16));
+  checkClose(got, want, 4e-3, 4e-3, "fp16 dense");
+}
+
+TEST_CASE("Kernels: bf16 conv and dense stay within bf16 epsilon of fp32 "
+          "and differ from it") {
+  for (const char* name : {"vgg_first", "tail13", "grouped2", "depthwise"}) {
+    ConvCase c(name, 800);
+    TestPost post(1, c.s.K, c.yDims, 810);
+    std::vector<float> got =
+        c.run(post.ops, knobOf(Variant::Exact, Precision::BF16));
+    std::vector<float> exact = c.run(post.ops, KnobSpec{});
+    // bf16 keeps 8 significand bits: 2^-8 relative per operand rounding.
+    checkClose(got, c.reference(post), 2e-2, 2e-2,
+               std::string(name) + " bf16");
+    CHECK_MESSAGE(got != exact, name << ": bf16 knob gave fp32 results");
+  }
+  TestTensor x({5, 64, 1, 1}), w({1, 1, 64, 10}), y({5, 10, 1, 1});
+  x.set(randomVec(x.size(), 820));
+  w.set(randomVec(w.size(), 821, -0.2f, 0.2f));
+  runDense(x.get(), w.get(), PostOps{}, knobOf(Variant::Exact, Precision::BF16),
+           y.get());
+  std::vector<float> want(y.size());
+  ref::dense(x.values().data(), 5, 64, w.values().data(), 10, want.data());
+  checkClose(y.values(), want, 2e-2, 2e-2, "bf16 dense");
+}
+
+TEST_CASE("Kernels: perforated and sampled convs are the approximate "
+          "algorithm followed by the post-ops") {
+  struct K {
+    Variant v;
+    int rate, offset;
+  };
+  for (const char* name : {"tail13", "stride2", "lenet_like_5x5"}) {
+    ConvCase c(name, 900);
+    for (K k : {K{Variant::PerfRow, 2, 0}, K{Variant::PerfRow, 3, 1},
+                K{Variant::PerfCol, 2, 1}, K{Variant::PerfCol, 4, 3},
+                K{Variant::Samp, 2, 0}, K{Variant::Samp, 3, 2},
+                K{Variant::Samp, 4, 1}}) {
+      KnobSpec knob = knobOf(k.v, Precision::FP32, k.rate, k.offset);
+      for (int v : {0, 2, 3}) {
+        TestPost post(v, c.s.K, c.yDims, 910 + v);
+        std::vector<float> got = c.run(post.ops, knob);
+        std::vector<float> want(got.size());
+        auto xv = c.x->values(), wv = c.w->values();
+        if (k.v == Variant::Samp)
+          approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
+                              wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
+                              knob, want.data());
+        else
+          approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
+                                 wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
+                                 knob, want.data());
+        post.reference(want, c.s.N, c.s.K, c.s.Ho() * c.s.Wo());
+        CHECK_MESSAGE(got == want, name << " variant " << int(k.v) << " rate "
+                                        << k.rate << " offset " << k.offset
+                                        << " chain " << v);
+      }
+    }
+    // Rate 1 is the exact convolution.
+    TestPost none(0, c.s.K, c.yDims, 0);
+    checkClose(c.run(none.ops, knobOf(Variant::PerfRow, Precision::FP32, 1)),
+               c.reference(none), 1e-5, 2e-5,
+               std::string(name) + " rate 1");
+  }
+}
+
+TEST_CASE("Kernels: non-conv ops apply the knob's precision to their "
+          "result") {
+  TestTensor x({2, 8, 5, 5});
+  x.set(randomVec(x.size(), 1000, -3.f, 3.f));
+  for (Precision p : {Precision::FP16, Precision::BF16}) {
+    KnobSpec knob = knobOf(Variant::Exact, p);
+    TestTensor y({2, 8, 5, 5});
+    runAct(x.get(), Act::Tanh, 0, 0, knob, y.get());
+    std::vector<float> got = y.values(), want(x.size());
+    ref::act(x.values().data(), int64_t(x.size()), Act::Tanh, 0, 0,
+             want.data());
+    CHECK(representable(got, p));
+    checkClose(got, want, p == Precision::FP16 ? 1e-3 : 8e-3, 1e-6,
+               "tanh rounded");
+    PoolArgs pool;
+    pool.kind = PoolArgs::Avg;
+    pool.kh = pool.kw = pool.strideH = pool.strideW = 2;
+    TestTensor py({2, 8, 2, 2});
+    runPool(x.get(), pool, knob, py.get());
+    CHECK(representable(py.values(), p));
+  }
+}

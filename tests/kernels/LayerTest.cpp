@@ -1,0 +1,232 @@
+// LayerTest.cpp - pooling, batch norm, add, activations and softmax on
+// oneDNN against the reference loops, on host (NCHW) and blocked inputs,
+// in place and out of place.
+#include "KernelTestUtil.h"
+
+using namespace hpvm::rt;
+using namespace hpvm::rt::test;
+
+namespace {
+
+constexpr double kRtol = 1e-6, kAtol = 1e-6;
+
+/// Puts t's values into oneDNN's blocked layout by running a 1x1 identity
+/// convolution into it, the way a real producer layer leaves them.
+void makeBlocked(TestTensor& t, const std::vector<float>& values) {
+  size_t C = t.dim(1);
+  TestTensor src({t.dim(0), C, t.dim(2), t.dim(3)});
+  src.set(values);
+  TestTensor eye({C, C, 1, 1});
+  std::vector<float> e(C * C, 0.f);
+  for (size_t c = 0; c < C; ++c)
+    e[c * C + c] = 1.f;
+  eye.set(e);
+  runConv(src.get(), eye.get(), ConvArgs{}, PostOps{}, KnobSpec{}, t.get());
+}
+
+/// Tensor with random values, on the host or blocked.
+void fill(TestTensor& t, unsigned seed, bool blocked) {
+  std::vector<float> v = randomVec(t.size(), seed, -2.f, 2.f);
+  if (blocked)
+    makeBlocked(t, v);
+  else
+    t.set(v);
+}
+
+} // namespace
+
+TEST_CASE("Kernels: pooling matches the reference for every shape") {
+  unsigned seed = 200;
+  for (const Shape& sh : readShapes("pool.txt")) {
+    int64_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
+            W = sh.get("iw", H);
+    PoolArgs a;
+    a.kind = sh.str.at("alg") == "max" ? PoolArgs::Max : PoolArgs::Avg;
+    a.kh = int(sh.get("kh", 1));
+    a.kw = int(sh.get("kw", a.kh));
+    a.strideH = int(sh.get("sh", 1));
+    a.strideW = int(sh.get("sw", a.strideH));
+    a.padH = int(sh.get("ph", 0));
+    a.padW = int(sh.get("pw", a.padH));
+    int64_t Ho = 1 + (H + 2 * a.padH - a.kh) / a.strideH;
+    int64_t Wo = 1 + (W + 2 * a.padW - a.kw) / a.strideW;
+    for (bool blocked : {false, true}) {
+      TestTensor x({size_t(N), size_t(C), size_t(H), size_t(W)});
+      fill(x, ++seed, blocked);
+      TestTensor y({size_t(N), size_t(C), size_t(Ho), size_t(Wo)});
+      runPool(x.get(), a, KnobSpec{}, y.get());
+      std::vector<float> want(y.size());
+      ref::pool2d(x.values().data(), N, C, H, W, a, want.data());
+      checkClose(y.values(), want, kRtol, kAtol,
+                 sh.name() + (blocked ? " blocked" : " host"));
+    }
+  }
+}
+
+TEST_CASE("Kernels: pooling keeps HPVM's output size when the last window "
+          "does not reach the padding") {
+  // H = 5, window 2, stride 2, no padding: 2 rows out, the last input row
+  // unused (oneDNN needs a negative bottom padding for this).
+  TestTensor x({1, 2, 5, 5});
+  std::vector<float> v(50);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = float(i);
+  x.set(v);
+  PoolArgs a;
+  a.kh = a.kw = a.strideH = a.strideW = 2;
+  TestTensor y({1, 2, 2, 2});
+  runPool(x.get(), a, KnobSpec{}, y.get());
+  CHECK(y.values() ==
+        std::vector<float>{6, 8, 16, 18, 31, 33, 41, 43});
+}
+
+TEST_CASE("Kernels: batch norm matches the reference with each "
+          "activation, in place and not") {
+  const int64_t N = 2, C = 19, H = 7, W = 5;
+  TestTensor g({1, C, 1, 1}), b({1, C, 1, 1}), m({1, C, 1, 1}),
+      v({1, C, 1, 1});
+  g.set(randomVec(C, 1, 0.5f, 1.5f));
+  b.set(randomVec(C, 2));
+  m.set(randomVec(C, 3));
+  v.set(randomVec(C, 4, 0.01f, 2.f));
+  unsigned seed = 300;
+  for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh})
+    for (bool blocked : {false, true})
+      for (bool inPlace : {false, true}) {
+        TestTensor x({N, C, H, W});
+        fill(x, ++seed, blocked);
+        std::vector<float> want(x.size());
+        ref::batchNorm(x.values().data(), N, C, H * W, g.values().data(),
+                       b.values().data(), m.values().data(),
+                       v.values().data(), 1e-3, want.data());
+        ref::act(want.data(), int64_t(want.size()), act, -0.5f, 0.75f,
+                 want.data());
+        TestTensor y({N, C, H, W});
+        Tensor* out = inPlace ? x.get() : y.get();
+        runBatchNorm(x.get(), g.get(), b.get(), m.get(), v.get(), 1e-3, act,
+                     -0.5f, 0.75f, KnobSpec{}, out);
+        std::vector<float> got = inPlace ? x.values() : y.values();
+        checkClose(got, want, 1e-5, 1e-6,
+                   "act " + std::to_string(int(act)) +
+                       (blocked ? " blocked" : " host") +
+                       (inPlace ? " in place" : ""));
+      }
+}
+
+TEST_CASE("Kernels: add matches the reference, elementwise and per "
+          "channel, across layouts") {
+  const int64_t N = 3, C = 13, H = 6, W = 7;
+  unsigned seed = 400;
+  for (bool perChannel : {false, true})
+    for (bool aBlocked : {false, true})
+      for (bool bBlocked : {false, true})
+        for (bool inPlace : {false, true}) {
+          if (perChannel && bBlocked)
+            continue;
+          TestTensor a({N, C, H, W});
+          fill(a, ++seed, aBlocked);
+          std::vector<size_t> bDims = perChannel
+                                          ? std::vector<size_t>{1, C, 1, 1}
+                                          : std::vector<size_t>{N, C, H, W};
+          TestTensor b(bDims);
+          fill(b, ++seed, bBlocked);
+          std::vector<float> want(a.size());
+          ref::add(a.values().data(), b.values().data(), N, C, H * W,
+                   perChannel, want.data());
+          ref::act(want.data(), int64_t(want.size()), Act::Relu, 0, 0,
+                   want.data());
+          TestTensor y({N, C, H, W});
+          Tensor* out = inPlace ? a.get() : y.get();
+          runAdd(a.get(), b.get(), Act::Relu, 0, 0, KnobSpec{}, out);
+          std::vector<float> got = inPlace ? a.values() : y.values();
+          checkClose(got, want, kRtol, kAtol,
+                     std::string(perChannel ? "per channel" : "elementwise") +
+                         (aBlocked ? " a blocked" : "") +
+                         (bBlocked ? " b blocked" : "") +
+                         (inPlace ? " in place" : ""));
+        }
+}
+
+TEST_CASE("Kernels: activations match the reference") {
+  unsigned seed = 500;
+  for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh})
+    for (bool blocked : {false, true})
+      for (bool inPlace : {false, true}) {
+        TestTensor x({2, 17, 5, 3});
+        fill(x, ++seed, blocked);
+        std::vector<float> want(x.size());
+        ref::act(x.values().data(), int64_t(x.size()), act, 0.f, 6.f,
+                 want.data());
+        TestTensor y({2, 17, 5, 3});
+        Tensor* out = inPlace ? x.get() : y.get();
+        runAct(x.get(), act, 0.f, 6.f, KnobSpec{}, out);
+        std::vector<float> got = inPlace ? x.values() : y.values();
+        // tanh: oneDNN's vectorised tanh is within a few ulps of tanhf.
+        checkClose(got, want, act == Act::Tanh ? 1e-6 : 0.0,
+                   act == Act::Tanh ? 1e-6 : 0.0,
+                   "act " + std::to_string(int(act)) +
+                       (blocked ? " blocked" : "") +
+                       (inPlace ? " in place" : ""));
+      }
+}
+
+TEST_CASE("Kernels: reference activations compute relu, clip and tanh") {
+  std::vector<float> x{-2.f, -0.5f, 0.f, 0.25f, 3.f, 7.f};
+  std::vector<float> y(x.size());
+  ref::act(x.data(), 6, Act::Relu, 0, 0, y.data());
+  CHECK(y == std::vector<float>{0.f, 0.f, 0.f, 0.25f, 3.f, 7.f});
+  ref::act(x.data(), 6, Act::Clip, -1.f, 6.f, y.data());
+  CHECK(y == std::vector<float>{-1.f, -0.5f, 0.f, 0.25f, 3.f, 6.f});
+  ref::act(x.data(), 6, Act::Tanh, 0, 0, y.data());
+  CHECK(y[0] == std::tanh(-2.f));
+  CHECK(y[5] == std::tanh(7.f));
+}
+
+TEST_CASE("Kernels: softmax normalises each row over dim 1") {
+  for (bool blocked : {false, true}) {
+    TestTensor x({4, 10, 1, 1});
+    fill(x, 600, blocked);
+    std::vector<float> want(x.size());
+    ref::softmax(x.values().data(), 4, 10, want.data());
+    runSoftmax(x.get(), KnobSpec{}, x.get());
+    std::vector<float> got = x.values();
+    CHECK(got == want);
+    for (int n = 0; n < 4; ++n) {
+      double sum = 0;
+      for (int d = 0; d < 10; ++d)
+        sum += got[n * 10 + d];
+      CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+    }
+  }
+  // Large logits: the max is subtracted first, so nothing overflows.
+  std::vector<float> big{1000.f, 1001.f}, out(2);
+  ref::softmax(big.data(), 1, 2, out.data());
+  CHECK(out[0] == doctest::Approx(0.26894142).epsilon(1e-6));
+  CHECK(out[1] == doctest::Approx(0.73105858).epsilon(1e-6));
+}
+
+TEST_CASE("Kernels: reference conv, pool and dense give hand-computed "
+          "values") {
+  // 1x1x3x3 input 1..9, 2x2 filter of ones, pad 1 stride 2: sums of the
+  // 2x2 windows at (-1,-1), (-1,1), (1,-1), (1,1).
+  std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9}, w{1, 1, 1, 1}, y(4);
+  ConvArgs a;
+  a.padH = a.padW = 1;
+  a.strideH = a.strideW = 2;
+  ref::conv2d(x.data(), 1, 1, 3, 3, w.data(), 1, 2, 2, a, y.data());
+  CHECK(y == std::vector<float>{1, 5, 11, 28});
+  // Max pool 2x2 pad 1 ignores the padding; avg divides by 4 always.
+  PoolArgs p;
+  p.kh = p.kw = 2;
+  p.padH = p.padW = 1;
+  p.strideH = p.strideW = 2;
+  ref::pool2d(x.data(), 1, 1, 3, 3, p, y.data());
+  CHECK(y == std::vector<float>{1, 3, 7, 9});
+  p.kind = PoolArgs::Avg;
+  ref::pool2d(x.data(), 1, 1, 3, 3, p, y.data());
+  CHECK(y == std::vector<float>{0.25f, 1.25f, 2.75f, 7.f});
+  // Dense: [1 2 3] x [[1 0],[0 1],[1 1]] = [4 5].
+  std::vector<float> dx{1, 2, 3}, dw{1, 0, 0, 1, 1, 1}, dy(2);
+  ref::dense(dx.data(), 1, 3, dw.data(), 2, dy.data());
+  CHECK(dy == std::vector<float>{4, 5});
+}

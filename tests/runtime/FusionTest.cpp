@@ -1,0 +1,372 @@
+// FusionTest.cpp - HPVM fused nodes of traced programs (reference 7.1),
+// node ids, configurations applied per fused node and their mismatch
+// errors, fused execution against the reference kernels, op records.
+#include "core/Core.h"
+#include "hpvm.h"
+#include "kernels/Kernels.h"
+#include "tensor_runtime.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace hpvm::rt;
+
+void* randomTensor(const Shape& s, unsigned seed, float scale = 1.f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  void* t = create4DTensor(0, nchw, s[0], s[1], s[2], s[3]);
+  auto* tensor = static_cast<Tensor*>(t);
+  auto* p = static_cast<float*>(tensor->host_data);
+  for (size_t i = 0; i < tensor->num_elems; ++i)
+    p[i] = dist(gen);
+  hostModified(tensor);
+  return t;
+}
+
+const float* hostOf(void* t) {
+  hpvm_request_tensor(t, 0);
+  return static_cast<const float*>(static_cast<Tensor*>(t)->host_data);
+}
+
+void checkClose(void* got, const std::vector<float>& want, double tol) {
+  auto* t = static_cast<Tensor*>(got);
+  REQUIRE(t->num_elems == want.size());
+  const float* p = hostOf(got);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, std::abs(double(p[i]) - want[i]) /
+                                std::max(1.0, std::abs(double(want[i]))));
+  CHECK(worst <= tol);
+}
+
+void bindPair(void* node, unsigned parentPair, unsigned childPair) {
+  __hpvm__bindIn(node, 2 * parentPair, 2 * childPair, 0);
+  __hpvm__bindIn(node, 2 * parentPair + 1, 2 * childPair + 1, 0);
+}
+
+void edgePair(void* src, void* dst, unsigned childPair) {
+  __hpvm__edge(src, dst, 1, 0, 2 * childPair, 0);
+  __hpvm__edge(src, dst, 1, 1, 2 * childPair + 1, 0);
+}
+
+void outPair(void* node) {
+  __hpvm__bindOut(node, 0, 0, 0);
+  __hpvm__bindOut(node, 1, 1, 0);
+}
+
+#define HPVM_TEST_LEAF1(Name, Id, Call)                                        \
+  void Name(void* a, size_t) {                                                 \
+    __hpvm__hint(hpvm::TENSOR_TARGET);                                         \
+    __hpvm__attributes(1, a, 0);                                               \
+    if (Id)                                                                    \
+      __hpvm__node_id(Id);                                                     \
+    void* r = Call;                                                            \
+    __hpvm__return(2, r, (size_t)0);                                           \
+  }
+#define HPVM_TEST_LEAF2(Name, Id, Call)                                        \
+  void Name(void* a, size_t, void* b, size_t) {                                \
+    __hpvm__hint(hpvm::TENSOR_TARGET);                                         \
+    __hpvm__attributes(2, a, b, 0);                                            \
+    if (Id)                                                                    \
+      __hpvm__node_id(Id);                                                     \
+    void* r = Call;                                                            \
+    __hpvm__return(2, r, (size_t)0);                                           \
+  }
+
+// --- A LeNet-shaped chain without node ids ----------------------------------
+
+HPVM_TEST_LEAF2(convNode, 0, __hpvm__tensor_convolution(a, b, 1, 1, 1, 1))
+HPVM_TEST_LEAF2(addNode, 0, __hpvm__tensor_add(a, b))
+HPVM_TEST_LEAF1(tanhNode, 0, __hpvm__tensor_tanh(a))
+HPVM_TEST_LEAF1(poolNode, 0, __hpvm__tensor_pool_max(a, 2, 2, 0, 0, 2, 2))
+HPVM_TEST_LEAF2(mulNode, 0, __hpvm__tensor_mul(a, b))
+HPVM_TEST_LEAF1(softmaxNode, 0, __hpvm__tensor_softmax(a))
+
+// x, conv w, conv b, dense w, dense b.
+void chainRoot(void*, size_t, void*, size_t, void*, size_t, void*, size_t,
+               void*, size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* conv = __hpvm__createNodeND(0, convNode);
+  bindPair(conv, 0, 0);
+  bindPair(conv, 1, 1);
+  void* bias = __hpvm__createNodeND(0, addNode);
+  edgePair(conv, bias, 0);
+  bindPair(bias, 2, 1);
+  void* act = __hpvm__createNodeND(0, tanhNode);
+  edgePair(bias, act, 0);
+  void* pool = __hpvm__createNodeND(0, poolNode);
+  edgePair(act, pool, 0);
+  void* mul = __hpvm__createNodeND(0, mulNode);
+  edgePair(pool, mul, 0);
+  bindPair(mul, 3, 1);
+  void* bias2 = __hpvm__createNodeND(0, addNode);
+  edgePair(mul, bias2, 0);
+  bindPair(bias2, 4, 1);
+  void* act2 = __hpvm__createNodeND(0, tanhNode);
+  edgePair(bias2, act2, 0);
+  void* soft = __hpvm__createNodeND(0, softmaxNode);
+  edgePair(act2, soft, 0);
+  outPair(soft);
+}
+
+struct __attribute__((__packed__)) ChainIn {
+  void* x;
+  size_t xb;
+  void* w1;
+  size_t w1b;
+  void* b1;
+  size_t b1b;
+  void* w2;
+  size_t w2b;
+  void* b2;
+  size_t b2b;
+  struct {
+    void* tensor;
+    size_t bytes;
+  } r;
+};
+
+struct Chain {
+  void* x = randomTensor({2, 1, 8, 8}, 1);
+  void* w1 = randomTensor({4, 1, 3, 3}, 2, 0.5f);
+  void* b1 = randomTensor({1, 4, 1, 1}, 3, 0.5f);
+  void* w2 = randomTensor({1, 1, 64, 10}, 4, 0.2f);
+  void* b2 = randomTensor({1, 10, 1, 1}, 5, 0.2f);
+
+  void* run() {
+    ChainIn args{x, 0, w1, 0, b1, 0, w2, 0, b2, 0, {nullptr, 0}};
+    __hpvm__wait(__hpvm__launch(0, chainRoot, (void*)&args));
+    return args.r.tensor;
+  }
+
+  std::vector<float> reference() {
+    std::vector<float> conv(2 * 4 * 8 * 8), pooled(2 * 4 * 4 * 4), dense(20),
+        out(20);
+    ConvArgs ca{1, 1, 1, 1, 1};
+    ref::conv2d(hostOf(x), 2, 1, 8, 8, hostOf(w1), 4, 3, 3, ca, conv.data());
+    ref::add(conv.data(), hostOf(b1), 2, 4, 64, true, conv.data());
+    ref::act(conv.data(), int64_t(conv.size()), Act::Tanh, 0, 0, conv.data());
+    PoolArgs pa;
+    pa.kh = pa.kw = pa.strideH = pa.strideW = 2;
+    ref::pool2d(conv.data(), 2, 4, 8, 8, pa, pooled.data());
+    ref::dense(pooled.data(), 2, 64, hostOf(w2), 10, dense.data());
+    ref::add(dense.data(), hostOf(b2), 2, 10, 1, true, dense.data());
+    ref::act(dense.data(), 20, Act::Tanh, 0, 0, dense.data());
+    ref::softmax(dense.data(), 2, 10, out.data());
+    return out;
+  }
+};
+
+Configuration chainConfig(int softmaxLineKnob = 11) {
+  Configuration c;
+  c.name = "conf1";
+  c.line = 2;
+  auto line = [&](const char* name, int key,
+                  std::vector<std::pair<HpvmOp, int>> ops) {
+    NodeConfig n;
+    n.name = name;
+    n.key = key;
+    n.line = c.line + 1 + int(c.nodes.size());
+    int col = int(std::strlen(name)) + 6;
+    for (auto [op, knob] : ops) {
+      n.ops.push_back(OpChoice{op, knob, n.line, col});
+      col += 10;
+    }
+    c.nodes.push_back(n);
+  };
+  line("1", 1,
+       {{HpvmOp::Conv, 11},
+        {HpvmOp::Add, 11},
+        {HpvmOp::Tanh, 11},
+        {HpvmOp::MaxPool, 11}});
+  line("2", 5, {{HpvmOp::Mul, 11}, {HpvmOp::Add, 11}, {HpvmOp::Tanh, 11}});
+  line("3", 8, {{HpvmOp::Softmax, softmaxLineKnob}});
+  return c;
+}
+
+std::string configError(Chain& chain) {
+  try {
+    chain.run();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --- A residual block with node ids -----------------------------------------
+
+HPVM_TEST_LEAF2(rConv1, 1, __hpvm__tensor_convolution(a, b, 1, 1, 1, 1))
+HPVM_TEST_LEAF2(rAdd1, 2, __hpvm__tensor_add(a, b))
+HPVM_TEST_LEAF1(rRelu1, 3, __hpvm__tensor_relu(a))
+HPVM_TEST_LEAF2(rConv2, 4, __hpvm__tensor_convolution(a, b, 1, 1, 1, 1))
+HPVM_TEST_LEAF2(rAdd2, 5, __hpvm__tensor_add(a, b))
+HPVM_TEST_LEAF2(rAdd3, 6, __hpvm__tensor_add(a, b))
+HPVM_TEST_LEAF1(rRelu2, 7, __hpvm__tensor_relu(a))
+
+// x, w1, b1, w2, b2: relu(x + b2 + conv(relu(b1 + conv(x, w1)), w2)).
+void residualRoot(void*, size_t, void*, size_t, void*, size_t, void*, size_t,
+                  void*, size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* c1 = __hpvm__createNodeND(0, rConv1);
+  bindPair(c1, 0, 0);
+  bindPair(c1, 1, 1);
+  void* a1 = __hpvm__createNodeND(0, rAdd1);
+  edgePair(c1, a1, 0);
+  bindPair(a1, 2, 1);
+  void* r1 = __hpvm__createNodeND(0, rRelu1);
+  edgePair(a1, r1, 0);
+  void* c2 = __hpvm__createNodeND(0, rConv2);
+  edgePair(r1, c2, 0);
+  bindPair(c2, 3, 1);
+  void* a2 = __hpvm__createNodeND(0, rAdd2);
+  edgePair(c2, a2, 0);
+  bindPair(a2, 4, 1);
+  void* a3 = __hpvm__createNodeND(0, rAdd3);
+  bindPair(a3, 0, 0);
+  edgePair(a2, a3, 1);
+  void* r2 = __hpvm__createNodeND(0, rRelu2);
+  edgePair(a3, r2, 0);
+  outPair(r2);
+}
+
+} // namespace
+
+TEST_CASE("Fusion: a LeNet-shaped chain forms HPVM's fused nodes and "
+          "matches the reference kernels") {
+  setThrowOnError(true);
+  setActiveConfiguration(nullptr, "");
+  Chain chain;
+  void* out = chain.run();
+  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  REQUIRE(nodes.size() == 3);
+  CHECK(nodes[0].ordinal == 1);
+  CHECK(nodes[0].firstOpId == 0);
+  CHECK(nodes[0].ops == std::vector<HpvmOp>{HpvmOp::Conv, HpvmOp::Add,
+                                            HpvmOp::Tanh, HpvmOp::MaxPool});
+  CHECK(nodes[0].leafNames == std::vector<std::string>{"convNode", "addNode",
+                                                       "tanhNode", "poolNode"});
+  CHECK(nodes[1].ops ==
+        std::vector<HpvmOp>{HpvmOp::Mul, HpvmOp::Add, HpvmOp::Tanh});
+  CHECK(nodes[2].ordinal == 3);
+  CHECK(nodes[2].ops == std::vector<HpvmOp>{HpvmOp::Softmax});
+  checkClose(out, chain.reference(), 1e-5);
+}
+
+TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
+          "HPVM's ResNet") {
+  setThrowOnError(true);
+  setActiveConfiguration(nullptr, "");
+  void* x = randomTensor({2, 4, 6, 6}, 11);
+  void* w1 = randomTensor({4, 4, 3, 3}, 12, 0.3f);
+  void* b1 = randomTensor({1, 4, 1, 1}, 13, 0.3f);
+  void* w2 = randomTensor({4, 4, 3, 3}, 14, 0.3f);
+  void* b2 = randomTensor({1, 4, 1, 1}, 15, 0.3f);
+  ChainIn args{x, 0, w1, 0, b1, 0, w2, 0, b2, 0, {nullptr, 0}};
+  __hpvm__wait(__hpvm__launch(0, residualRoot, (void*)&args));
+  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  REQUIRE(nodes.size() == 4);
+  std::vector<int> ids;
+  for (const FusedNodeInfo& n : nodes)
+    ids.push_back(n.firstOpId);
+  CHECK(ids == std::vector<int>{1, 4, 6, 7});
+  CHECK(nodes[1].ops == std::vector<HpvmOp>{HpvmOp::Conv, HpvmOp::Add});
+  CHECK(nodes[2].ops == std::vector<HpvmOp>{HpvmOp::Add});
+  CHECK(nodes[3].ops == std::vector<HpvmOp>{HpvmOp::Relu});
+
+  const int64_t n = 2 * 4 * 36;
+  std::vector<float> t1(n), t2(n);
+  ConvArgs ca{1, 1, 1, 1, 1};
+  ref::conv2d(hostOf(x), 2, 4, 6, 6, hostOf(w1), 4, 3, 3, ca, t1.data());
+  ref::add(t1.data(), hostOf(b1), 2, 4, 36, true, t1.data());
+  ref::act(t1.data(), n, Act::Relu, 0, 0, t1.data());
+  ref::conv2d(t1.data(), 2, 4, 6, 6, hostOf(w2), 4, 3, 3, ca, t2.data());
+  ref::add(t2.data(), hostOf(b2), 2, 4, 36, true, t2.data());
+  ref::add(hostOf(x), t2.data(), 2, 4, 36, false, t2.data());
+  ref::act(t2.data(), n, Act::Relu, 0, 0, t2.data());
+  checkClose(args.r.tensor, t2, 1e-5);
+}
+
+TEST_CASE("Fusion: a configuration sets each op's knob and records report "
+          "ops, knobs and FLOPs") {
+  setThrowOnError(true);
+  Chain chain;
+  Configuration conf = chainConfig();
+  conf.nodes[0].ops[0].knobId = 123; // Row perforation, rate 2.
+  setActiveConfiguration(&conf, "test.conf");
+  setRecording(true);
+  void* out = chain.run();
+  const std::vector<OpRecord>& records = lastLaunchRecords();
+  REQUIRE(records.size() == 8);
+  CHECK(records[0].op == HpvmOp::Conv);
+  CHECK(records[0].knob.id == 123);
+  CHECK(records[0].knob.variant == Variant::PerfRow);
+  CHECK(records[0].knob.rate == 2);
+  CHECK(records[0].fusedOrdinal == 1);
+  CHECK(records[0].flops == 2.0 * 4 * 8 * 8 * 2 * 1 * 3 * 3);
+  CHECK(records[0].inputShapes ==
+        std::vector<std::vector<int64_t>>{{2, 1, 8, 8}, {4, 1, 3, 3}});
+  CHECK(records[0].outputShape == std::vector<int64_t>{2, 4, 8, 8});
+  CHECK(records[4].op == HpvmOp::Mul);
+  CHECK(records[4].fusedOrdinal == 2);
+  CHECK(records[4].knob.id == 11);
+  CHECK(records[7].op == HpvmOp::Softmax);
+  CHECK(records[7].fusedOrdinal == 3);
+  for (const OpRecord& r : records)
+    CHECK(r.seconds >= 0);
+  // Softmax rows still sum to one under the approximation.
+  const float* p = hostOf(out);
+  for (int row = 0; row < 2; ++row) {
+    double sum = 0;
+    for (int k = 0; k < 10; ++k)
+      sum += p[row * 10 + k];
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+  }
+  setRecording(false);
+  // Back to exact: the reference result again.
+  setActiveConfiguration(nullptr, "");
+  checkClose(chain.run(), chain.reference(), 1e-5);
+}
+
+TEST_CASE("Fusion: configuration mismatches name the line and fused node") {
+  setThrowOnError(true);
+  Chain chain;
+  Configuration conf = chainConfig();
+  conf.nodes[1].ops.pop_back();
+  setActiveConfiguration(&conf, "test.conf");
+  CHECK(configError(chain) ==
+        "test.conf:4:7: line '2' of configuration 'conf1' lists 'mul add' "
+        "but the program's fused node 2 (name '2': mul add tanh; node "
+        "functions mulNode, addNode, tanhNode) has 'mul add tanh'");
+
+  conf = chainConfig();
+  conf.nodes.pop_back();
+  setActiveConfiguration(&conf, "test.conf");
+  CHECK(configError(chain) ==
+        "test.conf:2:1: configuration 'conf1' has no line for fused node 3 "
+        "(name '3': softmax; node functions softmaxNode)");
+
+  conf = chainConfig();
+  NodeConfig extra = conf.nodes.back();
+  extra.name = "4";
+  extra.key = 9;
+  extra.line = 6;
+  conf.nodes.push_back(extra);
+  setActiveConfiguration(&conf, "test.conf");
+  CHECK(configError(chain) ==
+        "test.conf:6:1: line '4' (key 9) of configuration 'conf1' matches "
+        "no fused node of the program (3 fused nodes, names 1..3)");
+
+  conf = chainConfig(121);
+  setActiveConfiguration(&conf, "test.conf");
+  CHECK(configError(chain) ==
+        "test.conf:5:7: knob 121 cannot be applied to softmax of fused node "
+        "3 (name '3': softmax; node functions softmaxNode)");
+  setActiveConfiguration(nullptr, "");
+  checkClose(chain.run(), chain.reference(), 1e-5);
+}

@@ -1,0 +1,293 @@
+// IntrinsicsTest.cpp - every Ops.def operation through its __hpvm__tensor_*
+// intrinsic (eagerly and inside a launch) and through HPVM's direct call,
+// against the reference kernels; shape rules and their errors.
+#include "core/Core.h"
+#include "hpvm.h"
+#include "kernels/Kernels.h"
+#include "tensor_runtime.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace hpvm::rt;
+
+void* randomTensor(const Shape& s, unsigned seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  auto* t =
+      static_cast<Tensor*>(create4DTensor(0, nchw, s[0], s[1], s[2], s[3]));
+  auto* p = static_cast<float*>(t->host_data);
+  for (size_t i = 0; i < t->num_elems; ++i)
+    p[i] = dist(gen);
+  hostModified(t);
+  return t;
+}
+
+std::vector<float> valuesOf(void* t) {
+  hpvm_request_tensor(t, 0);
+  auto* tensor = static_cast<Tensor*>(t);
+  const auto* p = static_cast<const float*>(tensor->host_data);
+  return std::vector<float>(p, p + tensor->num_elems);
+}
+
+const float* hostOf(void* t) {
+  hpvm_request_tensor(t, 0);
+  return static_cast<const float*>(static_cast<Tensor*>(t)->host_data);
+}
+
+/// One op's test: operands, scalars, the intrinsic and direct calls, and
+/// the reference result.
+struct OpCase {
+  std::vector<void*> in;
+  Shape out;
+  std::function<void*(void* const*)> intrinsic;
+  std::function<void*(void* const*)> direct;
+  std::vector<float> want;
+};
+
+OpCase caseFor(HpvmOp op) {
+  OpCase c;
+  Shape xs{2, 4, 7, 6};
+  void* x = randomTensor(xs, 1, -2, 2);
+  int64_t n = numElements(xs);
+  c.want.resize(size_t(n));
+  switch (op) {
+  case HpvmOp::Conv: {
+    void* w = randomTensor({3, 4, 3, 2}, 2, -1, 1);
+    c.in = {x, w};
+    c.out = {2, 3, 4, 7};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm__tensor_convolution(t[0], t[1], 1, 1, 2, 1);
+    };
+    c.direct = [](void* const* t) {
+      return tensorConvolution(t[0], t[1], 1, 1, 2, 1, 1, 1);
+    };
+    c.want.resize(2 * 3 * 4 * 7);
+    ref::conv2d(hostOf(x), 2, 4, 7, 6, hostOf(w), 3, 3, 2,
+                ConvArgs{1, 1, 2, 1, 1}, c.want.data());
+    break;
+  }
+  case HpvmOp::GroupConv: {
+    void* w = randomTensor({4, 1, 3, 3}, 3, -1, 1);
+    c.in = {x, w};
+    c.out = {2, 4, 7, 6};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm__tensor_group_convolution(t[0], t[1], 1, 1, 1, 1, 1, 4);
+    };
+    c.direct = [](void* const* t) {
+      return tensorConvolution(t[0], t[1], 1, 1, 1, 1, 1, 4);
+    };
+    ref::conv2d(hostOf(x), 2, 4, 7, 6, hostOf(w), 4, 3, 3,
+                ConvArgs{1, 1, 1, 1, 4}, c.want.data());
+    break;
+  }
+  case HpvmOp::Mul: {
+    void* w = randomTensor({1, 1, 168, 5}, 4, -1, 1);
+    c.in = {x, w};
+    c.out = {2, 5, 1, 1};
+    c.intrinsic = [](void* const* t) { return __hpvm__tensor_mul(t[0], t[1]); };
+    c.direct = [](void* const* t) { return tensorGemmGPU(t[0], t[1]); };
+    c.want.resize(10);
+    ref::dense(hostOf(x), 2, 168, hostOf(w), 5, c.want.data());
+    break;
+  }
+  case HpvmOp::Add: {
+    void* b = randomTensor({1, 4, 1, 1}, 5, -1, 1);
+    c.in = {x, b};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm__tensor_add(t[0], t[1]); };
+    c.direct = [](void* const* t) { return tensorAdd(t[0], t[1]); };
+    ref::add(hostOf(x), hostOf(b), 2, 4, 42, true, c.want.data());
+    break;
+  }
+  case HpvmOp::BatchNorm: {
+    void* g = randomTensor({1, 4, 1, 1}, 6, 0.5f, 1.5f);
+    void* b = randomTensor({1, 4, 1, 1}, 7, -1, 1);
+    void* m = randomTensor({1, 4, 1, 1}, 8, -1, 1);
+    void* v = randomTensor({1, 4, 1, 1}, 9, 0.5f, 1.5f);
+    c.in = {x, g, b, m, v};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm__tensor_batchnorm(t[0], t[1], t[2], t[3], t[4], 1e-3);
+    };
+    c.direct = [](void* const* t) {
+      return tensorBatchNorm(t[0], t[1], t[2], t[3], t[4], 1e-3);
+    };
+    ref::batchNorm(hostOf(x), 2, 4, 42, hostOf(g), hostOf(b), hostOf(m),
+                   hostOf(v), 1e-3, c.want.data());
+    break;
+  }
+  case HpvmOp::Relu:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm__tensor_relu(t[0]); };
+    c.direct = [](void* const* t) { return tensorRelu(t[0]); };
+    ref::act(hostOf(x), n, Act::Relu, 0, 0, c.want.data());
+    break;
+  case HpvmOp::ClippedRelu:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm__tensor_clipped_relu(t[0], -0.5f, 1.25f);
+    };
+    c.direct = [](void* const* t) { return tensorRelu2(t[0], -0.5f, 1.25f); };
+    ref::act(hostOf(x), n, Act::Clip, -0.5f, 1.25f, c.want.data());
+    break;
+  case HpvmOp::Tanh:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm__tensor_tanh(t[0]); };
+    c.direct = [](void* const* t) { return tensorTanh(t[0]); };
+    ref::act(hostOf(x), n, Act::Tanh, 0, 0, c.want.data());
+    break;
+  case HpvmOp::Softmax:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm__tensor_softmax(t[0]); };
+    c.direct = [](void* const* t) { return tensorSoftmax(t[0]); };
+    ref::softmax(hostOf(x), 2, 168, c.want.data());
+    break;
+  case HpvmOp::MaxPool:
+  case HpvmOp::AvgPool: {
+    bool max = op == HpvmOp::MaxPool;
+    c.in = {x};
+    c.out = {2, 4, 4, 3};
+    c.intrinsic = [max](void* const* t) {
+      return max ? __hpvm__tensor_pool_max(t[0], 3, 2, 1, 0, 2, 2)
+                 : __hpvm__tensor_pool_mean(t[0], 3, 2, 1, 0, 2, 2);
+    };
+    c.direct = [max](void* const* t) {
+      return tensorPooling(t[0], max ? 0 : 1, 3, 2, 1, 0, 2, 2);
+    };
+    PoolArgs a;
+    a.kind = max ? PoolArgs::Max : PoolArgs::Avg;
+    a.kh = 3;
+    a.kw = 2;
+    a.padH = 1;
+    a.strideH = a.strideW = 2;
+    c.want.resize(2 * 4 * 4 * 3);
+    ref::pool2d(hostOf(x), 2, 4, 7, 6, a, c.want.data());
+    break;
+  }
+  }
+  return c;
+}
+
+void checkClose(const std::vector<float>& got, const std::vector<float>& want,
+                const char* what) {
+  INFO(std::string(what));
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]) /
+                                std::max(1.0, std::abs(double(want[i]))));
+  CHECK(worst <= 1e-5);
+}
+
+// A one-leaf graph running the op under test inside a launch.
+std::function<void*(void* const*)> leafCall;
+
+void opLeaf(void* a, size_t, void* b, size_t, void* c, size_t, void* d, size_t,
+            void* e, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* const t[] = {a, b, c, d, e};
+  void* r = leafCall(t);
+  __hpvm__return(2, r, (size_t)0);
+}
+
+void opRoot(void*, size_t, void*, size_t, void*, size_t, void*, size_t, void*,
+            size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* n = __hpvm__createNodeND(0, opLeaf);
+  for (unsigned i = 0; i < 10; ++i)
+    __hpvm__bindIn(n, i, i, 0);
+  __hpvm__bindOut(n, 0, 0, 0);
+  __hpvm__bindOut(n, 1, 1, 0);
+}
+
+struct __attribute__((__packed__)) OpIn {
+  void* t[10];
+  struct {
+    void* tensor;
+    size_t bytes;
+  } r;
+};
+
+} // namespace
+
+TEST_CASE("Intrinsics: every op matches the reference kernels eagerly, in a "
+          "launch and as a direct call") {
+  setThrowOnError(true);
+  for (int k = 0; k < kNumHpvmOps; ++k) {
+    auto op = static_cast<HpvmOp>(k);
+    const OpInfo& info = opInfo(op);
+    INFO("op " << std::string(info.confName));
+    OpCase c = caseFor(op);
+    REQUIRE(int(c.in.size()) == info.tensorArgs);
+    std::vector<float> input0 = valuesOf(c.in[0]);
+
+    // Inside a launch: the program's tensors stay untouched.
+    OpIn args{};
+    for (size_t i = 0; i < 5; ++i)
+      args.t[2 * i] = c.in[i < c.in.size() ? i : 0];
+    leafCall = c.intrinsic;
+    __hpvm__wait(__hpvm__launch(0, opRoot, (void*)&args));
+    void* launched = args.r.tensor;
+    CHECK(shapeOf(static_cast<Tensor*>(launched)) == c.out);
+    checkClose(valuesOf(launched), c.want, "launched");
+    CHECK(valuesOf(c.in[0]) == input0);
+
+    // Eagerly, then as HPVM's direct call (in-place ops write operand 1).
+    void* eager = c.intrinsic(c.in.data());
+    checkClose(valuesOf(eager), c.want, "eager intrinsic");
+    OpCase fresh = caseFor(op);
+    void* direct = fresh.direct(fresh.in.data());
+    checkClose(valuesOf(direct), fresh.want, "direct call");
+  }
+}
+
+TEST_CASE("Intrinsics: shape errors name the call and the shapes") {
+  setThrowOnError(true);
+  auto error = [](const std::function<void()>& fn) -> std::string {
+    try {
+      fn();
+    } catch (const RuntimeError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  void* x = create4DTensor(0, nchw, 1, 3, 8, 8);
+  void* w = create4DTensor(0, nchw, 4, 2, 3, 3);
+  CHECK(error([&] { __hpvm__tensor_convolution(x, w, 0, 0, 1, 1); }) ==
+        "__hpvm__tensor_convolution: input 1x3x8x8 does not fit filter "
+        "4x2x3x3 with 1 group(s) (need input channels = filter dim 1 x "
+        "groups and filter dim 0 divisible by groups)");
+  CHECK(error([&] { __hpvm__tensor_pool_max(x, 9, 2, 0, 0, 1, 1); }) ==
+        "__hpvm__tensor_pool_max: vertical window 9 is larger than the "
+        "padded input extent 8");
+  CHECK(error([&] { __hpvm__tensor_pool_mean(x, 2, 2, 0, 0, 0, 1); }) ==
+        "__hpvm__tensor_pool_mean: bad vertical geometry: window 2, padding "
+        "0, stride 0 (window and stride must be >= 1, padding >= 0)");
+  void* d = create4DTensor(0, nchw, 1, 1, 100, 10);
+  CHECK(error([&] { __hpvm__tensor_mul(x, d); }) ==
+        "__hpvm__tensor_mul: input 1x3x8x8 (192 features) does not fit "
+        "weights 1x1x100x10 (expected 1x1x192xN)");
+  CHECK(error([&] { __hpvm__tensor_batchnorm(x, x, x, x, x, 1e-5); }) ==
+        "__hpvm__tensor_batchnorm: batch norm operand 2 has shape 1x3x8x8; "
+        "expected 3 elements (one per channel of 1x3x8x8)");
+  CHECK(error([&] { __hpvm__tensor_clipped_relu(x, 2.f, 1.f); }) ==
+        "__hpvm__tensor_clipped_relu: clip bounds [2.000000, 1.000000] are "
+        "empty");
+  CHECK(error([&] { tensorPooling(x, 2, 2, 2, 0, 0, 2, 2); }) ==
+        "tensorPooling: pool function 2 is not supported (0 = max, 1 = "
+        "mean; HPVM has no kernel for min pooling)");
+  CHECK(error([&] { tensorRelu(nullptr); }) ==
+        "tensorRelu: tensor operand 1 is NULL");
+}

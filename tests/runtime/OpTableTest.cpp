@@ -1,0 +1,76 @@
+// OpTableTest.cpp - Runtime.h's operator and knob tables expanded from
+// Ops.def: lookups by name and id, knob parameters, applicability.
+#include "Runtime.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+using namespace hpvm::rt;
+
+TEST_CASE("OpTable: ops are found by configuration name and carry their "
+          "Ops.def facts") {
+  REQUIRE(opByConfName("conv") != nullptr);
+  const OpInfo& conv = *opByConfName("conv");
+  CHECK(conv.op == HpvmOp::Conv);
+  CHECK(std::string(conv.kindName) == "Conv");
+  CHECK(std::string(conv.jsonType) == "convolution");
+  CHECK(std::string(conv.intrinsic) == "__hpvm__tensor_convolution");
+  CHECK(conv.tensorArgs == 2);
+  CHECK(conv.scalarArgs == 4);
+  CHECK(conv.knobs == KnobApplies::KnobConv);
+  CHECK(opByConfName("pool_mean")->op == HpvmOp::AvgPool);
+  CHECK(opByConfName("batchnorm")->scalarArgs == 1);
+  CHECK(opByConfName("pool_min") == nullptr);
+  CHECK(opByConfName("Conv") == nullptr);
+  for (int k = 0; k < kNumHpvmOps; ++k) {
+    const OpInfo& info = opInfo(static_cast<HpvmOp>(k));
+    CHECK(static_cast<int>(info.op) == k);
+    CHECK(opByConfName(info.confName) == &info);
+  }
+}
+
+TEST_CASE("OpTable: knobs by id with HPVM's parameters") {
+  const KnobInfo* fp32 = knobById(11);
+  REQUIRE(fp32 != nullptr);
+  CHECK(std::string(fp32->confName) == "fp32");
+  CHECK(fp32->spec.variant == Variant::Exact);
+  CHECK(fp32->spec.rate == 1);
+  const KnobInfo* perf = knobById(126);
+  REQUIRE(perf != nullptr);
+  CHECK(std::string(perf->confName) == "perf");
+  CHECK(perf->spec.id == 126);
+  CHECK(perf->spec.variant == Variant::PerfCol);
+  CHECK(perf->spec.rate == 3);
+  CHECK(perf->spec.offset == 1);
+  CHECK(perf->spec.precision == Precision::FP32);
+  const KnobInfo* samp = knobById(264);
+  REQUIRE(samp != nullptr);
+  CHECK(samp->spec.variant == Variant::Samp);
+  CHECK(samp->spec.precision == Precision::FP16);
+  CHECK(samp->spec.rate == 3);
+  CHECK(samp->spec.offset == 1);
+  CHECK(knobById(41) == nullptr);
+  CHECK(knobById(0) == nullptr);
+  std::set<int> ids;
+  for (const KnobInfo& k : allKnobs())
+    ids.insert(k.id);
+  CHECK(ids.size() == allKnobs().size());
+  CHECK(allKnobs().front().id == 11);
+}
+
+TEST_CASE("OpTable: knob applicability follows the Applies column") {
+  const KnobInfo& fp16 = *knobById(12);
+  const KnobInfo& perf = *knobById(121);
+  const KnobInfo& bf16 = *knobById(301);
+  for (int k = 0; k < kNumHpvmOps; ++k)
+    CHECK(knobAppliesTo(fp16, static_cast<HpvmOp>(k)));
+  CHECK(knobAppliesTo(perf, HpvmOp::Conv));
+  CHECK_FALSE(knobAppliesTo(perf, HpvmOp::GroupConv));
+  CHECK_FALSE(knobAppliesTo(perf, HpvmOp::Mul));
+  CHECK(knobAppliesTo(bf16, HpvmOp::Conv));
+  CHECK(knobAppliesTo(bf16, HpvmOp::GroupConv));
+  CHECK(knobAppliesTo(bf16, HpvmOp::Mul));
+  CHECK_FALSE(knobAppliesTo(bf16, HpvmOp::Add));
+}
