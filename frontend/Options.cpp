@@ -56,8 +56,7 @@ Options parseOptions(const std::vector<std::string>& args) {
                  "hpvm_tensor, hpvm_tensor_inspect or tensor "
                  "[default: hpvm_tensor]")
       ->type_name("T");
-  app.add_option("--opset", opset,
-                 "Convert the model to this ONNX opset first")
+  app.add_option("--opset", opset, "Convert the model to this ONNX opset first")
       ->type_name("N");
   app.add_flag("--no-build", o.noBuild, "Generate only; do not build");
   app.add_flag("--force", o.force,
@@ -108,8 +107,8 @@ Options parseOptions(const std::vector<std::string>& args) {
     return static_cast<int64_t>(v);
   };
   if (!batch.empty())
-    o.batchSize = parseCount(batch, "--batch-size",
-                             "a positive number of images");
+    o.batchSize =
+        parseCount(batch, "--batch-size", "a positive number of images");
   if (!opset.empty())
     o.opset = parseCount(opset, "--opset", "a positive ONNX opset version");
   if (auto t = parseTarget(target))

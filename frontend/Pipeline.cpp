@@ -19,8 +19,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fcntl.h>
+#include <filesystem>
 #include <ostream>
 #include <unistd.h>
 
@@ -113,8 +113,9 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   fs::file_status st = fs::symlink_status(out, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st))
-      throw UserError("output path '" + out + "' exists and is not a "
-                                              "directory");
+      throw UserError("output path '" + out +
+                      "' exists and is not a "
+                      "directory");
     if (!opts.force)
       throw UserError("output directory '" + out +
                       "' already exists (use --force to replace it)");
@@ -126,8 +127,7 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   std::string templateDir =
       opts.templateDir.empty() ? defaultTemplateDir() : opts.templateDir;
   if (!fs::is_directory(templateDir, ec))
-    throw UserError("template directory '" + templateDir +
-                    "' does not exist");
+    throw UserError("template directory '" + templateDir + "' does not exist");
 
   // Load and lower.
   progress(streams, "loading " + opts.model);
@@ -148,12 +148,12 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
       g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
 
   // Datasets, checked before anything is written.
-  Dataset tune = checkDataset("tune", opts.tuneInput, opts.tuneLabels,
-                              layout.channels, layout.height, layout.width,
-                              layout.numClasses);
-  Dataset test = checkDataset("test", opts.testInput, opts.testLabels,
-                              layout.channels, layout.height, layout.width,
-                              layout.numClasses);
+  Dataset tune =
+      checkDataset("tune", opts.tuneInput, opts.tuneLabels, layout.channels,
+                   layout.height, layout.width, layout.numClasses);
+  Dataset test =
+      checkDataset("test", opts.testInput, opts.testLabels, layout.channels,
+                   layout.height, layout.width, layout.numClasses);
 
   // Render everything in memory first.
   std::string stem = fs::path(opts.model).stem().string();
@@ -196,10 +196,10 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   if (ec)
     throw UserError("cannot create '" + outPath.parent_path().string() +
                     "': " + ec.message());
-  std::string tmp = (outPath.parent_path() /
-                     ("." + outPath.filename().string() + ".tmp-" +
-                      std::to_string(::getpid())))
-                        .string();
+  std::string tmp =
+      (outPath.parent_path() / ("." + outPath.filename().string() + ".tmp-" +
+                                std::to_string(::getpid())))
+          .string();
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec) || ec)
     throw UserError("cannot create '" + tmp + "': " + ec.message());
@@ -252,15 +252,14 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   m["input_shape"] = {layout.channels, layout.height, layout.width};
   m["classes"] = layout.numClasses;
   m["ops"] = layout.nodes.size();
-  m["datasets"] = {
-      {"tune",
-       {{"input", tune.inputPath},
-        {"labels", tune.labelsPath},
-        {"images", tune.count}}},
-      {"test",
-       {{"input", test.inputPath},
-        {"labels", test.labelsPath},
-        {"images", test.count}}}};
+  m["datasets"] = {{"tune",
+                    {{"input", tune.inputPath},
+                     {"labels", tune.labelsPath},
+                     {"images", tune.count}}},
+                   {"test",
+                    {{"input", test.inputPath},
+                     {"labels", test.labelsPath},
+                     {"images", test.count}}}};
   m["config"] = opts.configFile;
   m["files"] = files;
   writeFileAtomic(tmp + "/manifest.json", m.dump(2) + "\n");

@@ -5,7 +5,10 @@
 # exactly and with every configuration of datasets/example/tuner_confs.txt,
 # and print accuracy, images/s and speedup per configuration.
 #
-# Usage: scripts/quickstart.sh [--skip-deps]
+# Usage: scripts/quickstart.sh [--skip-deps] [--full-build]
+#   --skip-deps   do not run scripts/install-deps.sh
+#   --full-build  build every target (tests included), not only the tools
+#                 and the runtime the quickstart uses
 #   Environment: BUILD_DIR (default: build), QUICKSTART_THREADS (passed to
 #   the program as --threads when set).
 # Idempotent: a second run rebuilds nothing that is up to date and replaces
@@ -19,12 +22,14 @@ QS="$BUILD/quickstart"
 FMNIST=/usr/share/datasets/fashion-mnist
 PY=/usr/bin/python3
 SKIP_DEPS=0
+FULL_BUILD=0
 
 for arg in "$@"; do
   case "$arg" in
     --skip-deps) SKIP_DEPS=1 ;;
+    --full-build) FULL_BUILD=1 ;;
     -h|--help)
-      sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       exit 0 ;;
     *) echo "quickstart: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
@@ -71,7 +76,13 @@ need_file "$PY" "install python3 (scripts/install-deps.sh)"
 
 step "configure ($BUILD, Release)" "$LOGS/configure.log" \
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
-step "build" "$LOGS/build.log" cmake --build "$BUILD"
+if [ "$FULL_BUILD" -eq 1 ]; then
+  step "build (all targets)" "$LOGS/build.log" cmake --build "$BUILD"
+else
+  step "build torch2hpvm-dataset, torch2hpvm-export and hpvm_rt" \
+    "$LOGS/build.log" cmake --build "$BUILD" --target torch2hpvm-dataset \
+    torch2hpvm-export hpvm_rt
+fi
 
 DATA="$QS/data"
 step "convert Fashion-MNIST t10k to tune (0-4999) and test (5000-9999)" \

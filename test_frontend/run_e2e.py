@@ -2,13 +2,14 @@
 """run_e2e.py - driver of the end-to-end tests (ctest calls it; so can you).
 
   run_e2e.py list [--set ci|full]          model tests of a set, one a line
-  run_e2e.py list-stability [--set ci|full]  torchvision stability tests
+  run_e2e.py list-stability                torchvision stability tests
   run_e2e.py model NAME --exporter EXE --workdir DIR
       PyTorch model with seeded random weights -> ONNX -> torch2hpvm-export
       -> generated binary `test --output` -> compared with PyTorch.
-  run_e2e.py stability NAME --exporter EXE --workdir DIR
-      torchvision NAME at opset 10 and 13, with and without constant folding:
-      each exports, and two exports give byte-identical output directories.
+  run_e2e.py stability NAME --exporter EXE --workdir DIR [--set ci|full]
+      torchvision NAME at opset 10 and 13, with and without constant folding
+      (some of that in the ci set): each exports, and two exports give
+      byte-identical output directories.
   run_e2e.py onnx-node generate --workdir DIR
       ONNX's backend node cases whose ops are all in Ops.def (e2e/onnx_node.py)
   run_e2e.py onnx-node run --workdir DIR --exporter EXE [--part K --parts P]
@@ -22,6 +23,7 @@ import argparse
 import copy
 import filecmp
 import os
+import shutil
 import sys
 import zlib
 
@@ -151,16 +153,17 @@ def cmd_stability(args):
     import numpy as np
     import onnx
     import nets
-    build = {n: b for n, b, _ in nets.STABILITY}[args.name]
+    build, ci_variants = {n: (b, v) for n, b, v in nets.STABILITY}[args.name]
+    variants = nets.STABILITY_VARIANTS if args.set == "full" else ci_variants
     seed = seed_of(args.name)
-    work = H.fresh_dir(os.path.join(args.workdir, "stability_" + args.name))
+    work = H.fresh_dir(os.path.join(args.workdir, args.name))
     shape = (3, 224, 224)
     model = build_model(build, shape, seed, 1)
     x, ref = pick_inputs(model, shape, 1, seed)
     tin, _ = H.write_dataset(work, "tune", x, np.argmax(ref, 1))
     tst, _ = H.write_dataset(work, "test", x, np.argmax(ref, 1))
     failures = []
-    for opset, folding in nets.STABILITY_VARIANTS:
+    for opset, folding in variants:
         tag = f"{args.name}_op{opset}_{'fold' if folding else 'nofold'}"
         path = H.export_onnx(model, shape, opset,
                              os.path.join(work, tag + ".onnx"), folding)
@@ -178,9 +181,9 @@ def cmd_stability(args):
             proc = H.run(cmd, args.export_timeout, what="torch2hpvm-export")
             if proc.returncode != 0:
                 failures.append(
-                    f"{tag}: export {attempt} failed (exit "
-                    f"{proc.returncode}): {H.quote(cmd)}\n"
-                    f"{H._tail(proc.stderr, 20)}")
+                    f"{tag}: export {attempt} failed "
+                    f"({H.status_text(proc.returncode)}): {H.quote(cmd)}\n"
+                    f"{H.tail(proc.stderr, 20)}")
                 break
             results.append(proc.seconds)
             if attempt == 1:
@@ -202,8 +205,11 @@ def cmd_stability(args):
             continue
         H.log(f"[{tag}] exported twice ({results[0]:.1f} s, "
               f"{results[1]:.1f} s): {len(a)} files byte-identical")
-        H.fresh_dir(first)
-        os.rmdir(first)
+        for done in (first, out, path):
+            if os.path.isdir(done):
+                shutil.rmtree(done)
+            else:
+                os.remove(done)
     if failures:
         raise H.TestFailure("\n".join(failures))
     H.log(f"[{args.name}] PASS")
@@ -297,9 +303,8 @@ def cmd_list(args):
 
 def cmd_list_stability(args):
     import nets
-    for name, _, ci in nets.STABILITY:
-        if ci or args.set == "full":
-            print(name)
+    for name, _, _ in nets.STABILITY:
+        print(name)
 
 
 def main():
@@ -309,9 +314,7 @@ def main():
     ls = sub.add_parser("list")
     ls.add_argument("--set", choices=["ci", "full"], default="ci")
     ls.set_defaults(fn=cmd_list)
-    ls = sub.add_parser("list-stability")
-    ls.add_argument("--set", choices=["ci", "full"], default="ci")
-    ls.set_defaults(fn=cmd_list_stability)
+    sub.add_parser("list-stability").set_defaults(fn=cmd_list_stability)
     for name, fn in (("model", cmd_model), ("stability", cmd_stability)):
         sp = sub.add_parser(name)
         sp.add_argument("name")
@@ -319,6 +322,8 @@ def main():
         sp.add_argument("--workdir", required=True)
         sp.add_argument("--export-timeout", type=int, default=900)
         sp.add_argument("--run-timeout", type=int, default=600)
+        if name == "stability":
+            sp.add_argument("--set", choices=["ci", "full"], default="ci")
         sp.set_defaults(fn=fn)
     node = sub.add_parser("onnx-node").add_subparsers(dest="step",
                                                       required=True)

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -287,7 +289,7 @@ ConvertResult convert(Source& source, const ConvertOptions& opt) {
   const float num = opt.scale.num, den = opt.scale.den;
   const bool norm = !opt.mean.empty();
   const int64_t plane = shape.h * shape.w;
-  const int64_t chunk = std::max<int64_t>(1, opt.chunk);
+  const int64_t chunk = opt.chunk > 0 ? opt.chunk : defaultChunk(shape);
   std::vector<float> images(static_cast<size_t>(chunk * elems));
   std::vector<int32_t> chunkLabels(static_cast<size_t>(chunk));
   float lo = INFINITY, hi = -INFINITY;

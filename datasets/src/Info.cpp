@@ -19,7 +19,7 @@ DatasetInfo inspect(Source& source) {
   info.count = source.count() - source.position();
   const ImageShape s = source.shape();
   const int64_t plane = s.h * s.w, elems = s.elems();
-  const int64_t chunk = 1024;
+  const int64_t chunk = defaultChunk(s);
   std::vector<float> images(static_cast<size_t>(chunk * elems));
   std::vector<int32_t> labels(static_cast<size_t>(chunk));
   std::vector<double> sum(static_cast<size_t>(s.c)),

@@ -6,10 +6,13 @@
 #include "hpvm_ds/Dataset.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sys/stat.h>
 
 namespace hpvm::ds {

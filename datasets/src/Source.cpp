@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -11,6 +12,11 @@
 namespace hpvm::ds {
 
 std::string ImageShape::str() const { return fmt::format("{}x{}x{}", c, h, w); }
+
+int64_t defaultChunk(const ImageShape& shape) {
+  const int64_t bytes = std::max<int64_t>(1, shape.elems()) * 4;
+  return std::clamp<int64_t>((int64_t{16} << 20) / bytes, 1, 1024);
+}
 
 ImageShape parseShape(const std::string& text, const std::string& what) {
   std::vector<int64_t> v;

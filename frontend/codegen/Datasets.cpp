@@ -38,10 +38,10 @@ std::string defaultLabelsPath(const std::string& inputPath,
   std::string file = p.filename().string();
   size_t at = file.rfind("input");
   if (at == std::string::npos)
-    throw UserError("cannot derive the " + role + " labels file from '" +
-                    inputPath +
-                    "' (HPVM names them X_input.bin and X_labels.bin); give --" +
-                    role + "-labels FILE");
+    throw UserError(
+        "cannot derive the " + role + " labels file from '" + inputPath +
+        "' (HPVM names them X_input.bin and X_labels.bin); give --" + role +
+        "-labels FILE");
   file.replace(at, 5, "labels");
   return (p.parent_path() / file).string();
 }
@@ -60,13 +60,13 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
     throw UserError("cannot read " + role + " input '" + inputPath +
                     "': " + std::strerror(errno));
   int64_t imageBytes = channels * height * width * 4;
-  std::string image = std::to_string(channels) + "x" +
-                      std::to_string(height) + "x" + std::to_string(width);
+  std::string image = std::to_string(channels) + "x" + std::to_string(height) +
+                      "x" + std::to_string(width);
   if (inBytes == 0)
     throw UserError(role + " input '" + inputPath + "' is empty");
   if (inBytes % imageBytes != 0)
-    throw UserError(role + " input '" + inputPath + "': " +
-                    std::to_string(inBytes) +
+    throw UserError(role + " input '" + inputPath +
+                    "': " + std::to_string(inBytes) +
                     " bytes is not a whole number of images for the model "
                     "input " +
                     image + " (" + std::to_string(imageBytes) +
@@ -78,8 +78,8 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   if (labelBytes < 0) {
     if (derived)
       throw UserError(role + " labels file '" + ds.labelsPath +
-                      "' not found (derived from '" + inputPath +
-                      "'; give --" + role + "-labels FILE)");
+                      "' not found (derived from '" + inputPath + "'; give --" +
+                      role + "-labels FILE)");
     throw UserError("cannot read " + role + " labels '" + ds.labelsPath +
                     "': " + std::strerror(errno));
   }
@@ -101,8 +101,7 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
     if (labels[i] < 0 || labels[i] >= numClasses)
       throw UserError(role + " labels '" + ds.labelsPath + "': label " +
                       std::to_string(labels[i]) + " of image " +
-                      std::to_string(i) +
-                      " is out of range (the model has " +
+                      std::to_string(i) + " is out of range (the model has " +
                       std::to_string(numClasses) +
                       (numClasses == 1 ? " class)" : " classes)"));
   return ds;

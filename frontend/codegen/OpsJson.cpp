@@ -3,10 +3,7 @@
 
 #include "lower/OpTable.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -195,8 +192,8 @@ std::string opsTableRst() {
     std::string intrinsics, confNames;
     std::vector<int> knobs;
     for (const HpvmOpDesc* d : ops) {
-      intrinsics += (intrinsics.empty() ? "" : ", ") +
-                    std::string("``") + d->intrinsic + "``";
+      intrinsics += (intrinsics.empty() ? "" : ", ") + std::string("``") +
+                    d->intrinsic + "``";
       confNames += (confNames.empty() ? "" : ", ") + std::string("``") +
                    d->confName + "``";
       for (int id : knobsFor(d->kind))

@@ -16,7 +16,7 @@ namespace hpvm::fe {
 /// One node after HPVM's FuseHPVMTensorNodes pass: consecutive ops fused
 /// into one leaf.
 struct FusedNode {
-  int firstId = 0;          ///< Op id of the first op (its config key).
+  int firstId = 0;            ///< Op id of the first op (its config key).
   std::vector<int> opIndices; ///< 0-based op indices, in order.
 };
 

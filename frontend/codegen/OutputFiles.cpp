@@ -25,9 +25,9 @@ std::string errnoText() { return std::strerror(errno); }
 std::string tempNameFor(const std::string& path) {
   static unsigned counter = 0;
   std::filesystem::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + ".tmp-" +
-                             std::to_string(::getpid()) + "-" +
-                             std::to_string(counter++)))
+  return (p.parent_path() /
+          ("." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+           "-" + std::to_string(counter++)))
       .string();
 }
 

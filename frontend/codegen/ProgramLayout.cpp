@@ -18,9 +18,9 @@ namespace {
 // Names the templates use themselves; model names never take them.
 std::vector<std::string> templateNames(size_t numNodes) {
   std::vector<std::string> names = {
-      "root",   "args",  "info",      "dfg",      "dir",     "status",
-      "r",      "w",     "tensor",    "bytes",    "input_t", "loadWeights",
-      "runBatch", "runGraph", "argc", "argv",     "RootIn",  "Weights"};
+      "root",     "args",     "info",   "dfg",   "dir",     "status",
+      "r",        "w",        "tensor", "bytes", "input_t", "loadWeights",
+      "runBatch", "runGraph", "argc",   "argv",  "RootIn",  "Weights"};
   for (size_t i = 0; i < numNodes; ++i) {
     names.push_back("var_" + std::to_string(i));
     names.push_back("var_" + std::to_string(i) + "_node");
@@ -69,10 +69,10 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
         (g.input ? formatShape(g.input->shape) : std::string("none")));
   for (int i = 1; i < 4; ++i)
     if (g.input->shape[i] <= 0)
-      throw UserError(modelPath + ": the model input has a symbolic or empty "
-                                  "dimension " +
-                      std::to_string(i) + " (" +
-                      formatShape(g.input->shape) +
+      throw UserError(modelPath +
+                      ": the model input has a symbolic or empty "
+                      "dimension " +
+                      std::to_string(i) + " (" + formatShape(g.input->shape) +
                       "); only the batch dimension may be symbolic");
   layout.channels = g.input->shape[1];
   layout.height = g.input->shape[2];
@@ -92,6 +92,9 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
     const Node& node = *g.nodes()[n];
     HPVM_ASSERT(isHpvmOp(node.kind), "codegen of a graph that is not lowered");
     const HpvmOpDesc& desc = hpvmOpDesc(node.kind);
+    std::string where =
+        nodeContext(modelPath, node.origins.empty() ? Origin{"", "?", -1}
+                                                    : node.origins.front());
     NodeLayout nl;
     nl.node = &node;
     nl.id = static_cast<int>(n) + 1;
@@ -111,20 +114,15 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
         op.rootPair = it2->second;
       } else {
         HPVM_ASSERT(v->isConstant(),
-                    "operand '" + v->name + "' is neither an earlier "
-                    "node's output, the input nor a constant");
+                    "operand '" + v->name +
+                        "' is neither an earlier "
+                        "node's output, the input nor a constant");
         if (v->shape.size() != 4)
-          throw UserError(nodeContext(modelPath, node.origins.empty()
-                                                     ? Origin{}
-                                                     : node.origins.front()) +
-                          ": constant '" + v->name + "' has shape " +
-                          formatShape(v->shape) +
+          throw UserError(where + ": constant '" + escapeText(v->name) +
+                          "' has shape " + formatShape(v->shape) +
                           ", but HPVM weights are 4-D");
         if (v->dtype != DataType::Float)
-          throw UserError(nodeContext(modelPath, node.origins.empty()
-                                                     ? Origin{}
-                                                     : node.origins.front()) +
-                          ": constant '" + v->name +
+          throw UserError(where + ": constant '" + escapeText(v->name) +
                           "' is not float32; HPVM weights are float32");
         WeightLayout w;
         w.value = v;
@@ -141,10 +139,7 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
     }
     for (const Scalar& s : node.scalars) {
       if (!s.isInteger && std::isnan(s.d))
-        throw UserError(nodeContext(modelPath, node.origins.empty()
-                                                   ? Origin{}
-                                                   : node.origins.front()) +
-                        ": operand is NaN");
+        throw UserError(where + ": a scalar operand is NaN");
       nl.scalars.push_back(scalarLiteral(s));
     }
     producerOf[node.output] = static_cast<int>(n);

@@ -16,10 +16,10 @@ namespace hpvm::fe {
 /// A constant tensor passed to the root node and loaded from weights/.
 struct WeightLayout {
   const Value* value = nullptr;
-  std::string ident;            ///< C identifier (root parameter, field).
-  std::string fileName;         ///< "<ident>.bin", relative to weights/.
+  std::string ident;             ///< C identifier (root parameter, field).
+  std::string fileName;          ///< "<ident>.bin", relative to weights/.
   std::array<int64_t, 4> dims{}; ///< HPVM 4-D shape (readTrainedWeights).
-  int rootPair = 0;             ///< Index of its (void*, size_t) root pair.
+  int rootPair = 0;              ///< Index of its (void*, size_t) root pair.
 };
 
 /// One operand of a node: a root parameter pair or an earlier node's output.
@@ -38,14 +38,14 @@ struct NodeLayout {
   std::string jsonName; ///< "<jsonType>_<id-1>" (ops.json).
   std::vector<OperandLayout> operands;
   std::vector<std::string> scalars; ///< Scalar operands as C++ literals.
-  std::string origin;   ///< Escaped "ONNX node 'x' (Conv, #3)" text.
+  std::string origin; ///< Escaped "ONNX node 'x' (Conv, #3)" text.
 };
 
 /// The whole program.
 struct ProgramLayout {
-  std::string inputIdent;           ///< Root pair 0: the input batch.
+  std::string inputIdent;            ///< Root pair 0: the input batch.
   std::vector<WeightLayout> weights; ///< Root pairs 1..n, first-use order.
-  std::vector<NodeLayout> nodes;    ///< In HPVM op order.
+  std::vector<NodeLayout> nodes;     ///< In HPVM op order.
   int64_t channels = 0, height = 0, width = 0; ///< Per-image input shape.
   int64_t numClasses = 0; ///< Output elements per image (C*H*W of output).
 };

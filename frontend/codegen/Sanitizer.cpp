@@ -2,8 +2,8 @@
 #include "codegen/Sanitizer.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cctype>
+#include <iterator>
 
 namespace hpvm::fe {
 
@@ -12,36 +12,122 @@ namespace {
 // C and C++ keywords, alternative operator spellings, and lowercase names
 // that the C library may define as macros or that generated code needs
 // unshadowed (hpvm::, std::, size_t).
-constexpr std::string_view ReservedWords[] = {
-    "alignas",   "alignof",     "and",          "and_eq",
-    "asm",       "auto",        "bitand",       "bitor",
-    "bool",      "break",       "case",         "catch",
-    "char",      "char8_t",     "char16_t",     "char32_t",
-    "class",     "compl",       "concept",      "const",
-    "consteval", "constexpr",   "constinit",    "const_cast",
-    "continue",  "co_await",    "co_return",    "co_yield",
-    "decltype",  "default",     "delete",       "do",
-    "double",    "dynamic_cast", "else",        "enum",
-    "explicit",  "export",      "extern",       "false",
-    "float",     "for",         "friend",       "goto",
-    "if",        "inline",      "int",          "long",
-    "mutable",   "namespace",   "new",          "noexcept",
-    "not",       "not_eq",      "nullptr",      "operator",
-    "or",        "or_eq",       "private",      "protected",
-    "public",    "register",    "reinterpret_cast", "requires",
-    "restrict",  "return",      "short",        "signed",
-    "sizeof",    "static",      "static_assert", "static_cast",
-    "struct",    "switch",      "template",     "this",
-    "thread_local", "throw",    "true",         "try",
-    "typedef",   "typeid",      "typename",     "union",
-    "unsigned",  "using",       "virtual",      "void",
-    "volatile",  "wchar_t",     "while",        "xor",
-    "xor_eq",    "final",       "override",     "import",
-    "module",    "errno",       "assert",       "stdin",
-    "stdout",    "stderr",      "offsetof",     "setjmp",
-    "va_arg",    "va_start",    "va_end",       "va_copy",
-    "std",       "hpvm",        "hpvm_rt",      "main",
-    "unix",      "linux",       "i386",         "fortran"};
+constexpr std::string_view ReservedWords[] = {"alignas",
+                                              "alignof",
+                                              "and",
+                                              "and_eq",
+                                              "asm",
+                                              "auto",
+                                              "bitand",
+                                              "bitor",
+                                              "bool",
+                                              "break",
+                                              "case",
+                                              "catch",
+                                              "char",
+                                              "char8_t",
+                                              "char16_t",
+                                              "char32_t",
+                                              "class",
+                                              "compl",
+                                              "concept",
+                                              "const",
+                                              "consteval",
+                                              "constexpr",
+                                              "constinit",
+                                              "const_cast",
+                                              "continue",
+                                              "co_await",
+                                              "co_return",
+                                              "co_yield",
+                                              "decltype",
+                                              "default",
+                                              "delete",
+                                              "do",
+                                              "double",
+                                              "dynamic_cast",
+                                              "else",
+                                              "enum",
+                                              "explicit",
+                                              "export",
+                                              "extern",
+                                              "false",
+                                              "float",
+                                              "for",
+                                              "friend",
+                                              "goto",
+                                              "if",
+                                              "inline",
+                                              "int",
+                                              "long",
+                                              "mutable",
+                                              "namespace",
+                                              "new",
+                                              "noexcept",
+                                              "not",
+                                              "not_eq",
+                                              "nullptr",
+                                              "operator",
+                                              "or",
+                                              "or_eq",
+                                              "private",
+                                              "protected",
+                                              "public",
+                                              "register",
+                                              "reinterpret_cast",
+                                              "requires",
+                                              "restrict",
+                                              "return",
+                                              "short",
+                                              "signed",
+                                              "sizeof",
+                                              "static",
+                                              "static_assert",
+                                              "static_cast",
+                                              "struct",
+                                              "switch",
+                                              "template",
+                                              "this",
+                                              "thread_local",
+                                              "throw",
+                                              "true",
+                                              "try",
+                                              "typedef",
+                                              "typeid",
+                                              "typename",
+                                              "union",
+                                              "unsigned",
+                                              "using",
+                                              "virtual",
+                                              "void",
+                                              "volatile",
+                                              "wchar_t",
+                                              "while",
+                                              "xor",
+                                              "xor_eq",
+                                              "final",
+                                              "override",
+                                              "import",
+                                              "module",
+                                              "errno",
+                                              "assert",
+                                              "stdin",
+                                              "stdout",
+                                              "stderr",
+                                              "offsetof",
+                                              "setjmp",
+                                              "va_arg",
+                                              "va_start",
+                                              "va_end",
+                                              "va_copy",
+                                              "std",
+                                              "hpvm",
+                                              "hpvm_rt",
+                                              "main",
+                                              "unix",
+                                              "linux",
+                                              "i386",
+                                              "fortran"};
 
 bool isIdentChar(unsigned char c) { return std::isalnum(c) || c == '_'; }
 
@@ -80,8 +166,9 @@ std::string sanitizeIdentifier(std::string_view name) {
     return "unnamed";
   if (std::isdigit(static_cast<unsigned char>(out.front())))
     out.insert(out.begin(), 'n');
+  // A suffix, not a trailing '_': "int_" + "_bytes" would hold "__".
   if (isReservedWord(out))
-    out += '_';
+    out += "_v";
   return out;
 }
 
@@ -98,10 +185,9 @@ std::string IdentifierTable::claim(std::string_view name,
   auto isFree = [&](const std::string& candidate) {
     if (taken(candidate))
       return false;
-    return std::none_of(suffixes.begin(), suffixes.end(),
-                        [&](const std::string& s) {
-                          return taken(candidate + s);
-                        });
+    return std::none_of(
+        suffixes.begin(), suffixes.end(),
+        [&](const std::string& s) { return taken(candidate + s); });
   };
   std::string candidate = base;
   for (int n = 2; !isFree(candidate); ++n)
@@ -167,11 +253,10 @@ std::string escapeText(std::string_view text) {
 }
 
 std::string shellQuote(std::string_view arg) {
-  if (!arg.empty() &&
-      std::all_of(arg.begin(), arg.end(), [](unsigned char c) {
-        return std::isalnum(c) || std::string_view("@%+=:,./_-").find(
-                                      static_cast<char>(c)) !=
-                                      std::string_view::npos;
+  if (!arg.empty() && std::all_of(arg.begin(), arg.end(), [](unsigned char c) {
+        return std::isalnum(c) ||
+               std::string_view("@%+=:,./_-").find(static_cast<char>(c)) !=
+                   std::string_view::npos;
       }))
     return std::string(arg);
   std::string out = "'";

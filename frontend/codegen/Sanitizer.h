@@ -35,8 +35,10 @@ private:
 
 /// The C-safe form of \p name without uniqueness: letters, digits and '_'
 /// only, runs of invalid characters collapsed to one '_', no leading or
-/// trailing '_', a leading digit prefixed with 'n', keywords suffixed with
-/// '_', "unnamed" when nothing is left.
+/// trailing '_', lowercase, a leading digit prefixed with 'n', keywords and
+/// reserved names suffixed with "_v", "unnamed" when nothing is left. The
+/// result never contains "__" and never ends in '_', so derived names
+/// (ident + "_bytes", ident + "_2") are valid too.
 std::string sanitizeIdentifier(std::string_view name);
 
 /// True if \p word is a C or C++ keyword or a name the standard reserves.

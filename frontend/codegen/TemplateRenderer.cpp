@@ -13,6 +13,9 @@ namespace hpvm::fe {
 
 namespace {
 
+/// Stands for '\n' while kainjow renders.
+constexpr char LineBreak = '\x01';
+
 /// One {{tag}} of a template.
 struct Tag {
   char kind = 0;    ///< '#', '^', '/', '!', '&', '{', '>', '=' or 0 (variable).
@@ -36,8 +39,8 @@ std::vector<Tag> scanTags(const std::string& text, const std::string& name) {
                        std::count(text.begin(), text.begin() + pos, '\n'));
     size_t start = pos + 2;
     std::string close = "}}";
-    if (start < text.size() && std::string("#^/!&{>=").find(text[start]) !=
-                                   std::string::npos) {
+    if (start < text.size() &&
+        std::string("#^/!&{>=").find(text[start]) != std::string::npos) {
       tag.kind = text[start];
       ++start;
       if (tag.kind == '{')
@@ -87,8 +90,7 @@ size_t checkTags(const std::vector<Tag>& tags, size_t i,
       if (t.name != section)
         fail(t, section.empty()
                     ? "'{{/" + t.name + "}}' closes no open section"
-                    : "'{{/" + t.name + "}}' closes section '" + section +
-                          "'");
+                    : "'{{/" + t.name + "}}' closes section '" + section + "'");
       return i + 1;
     case '#':
     case '^': {
@@ -152,8 +154,8 @@ std::string trimStandaloneLines(const std::string& text) {
     size_t eol = text.find('\n', pos);
     size_t next = eol == std::string::npos ? text.size() : eol + 1;
     std::string line = text.substr(pos, next - pos);
-    std::string body = trim(line.substr(
-        0, line.size() - (eol == std::string::npos ? 0 : 1)));
+    std::string body =
+        trim(line.substr(0, line.size() - (eol == std::string::npos ? 0 : 1)));
     bool standalone = body.size() >= 5 && body.compare(0, 2, "{{") == 0 &&
                       std::string("#^/!").find(body[2]) != std::string::npos &&
                       body.compare(body.size() - 2, 2, "}}") == 0 &&
@@ -178,13 +180,24 @@ std::string renderTemplateText(const std::string& text,
                                const std::string& name) {
   std::vector<const TemplateData*> stack = {&context};
   checkTags(scanTags(text, name), 0, stack, name, "");
-  kainjow::mustache::mustache tmpl{trimStandaloneLines(text)};
+  // kainjow applies its own standalone-line rules to rendered lines (and
+  // drops blank lines next to sections); hide the line breaks from it so
+  // that the output has exactly the template's lines.
+  std::string body = trimStandaloneLines(text);
+  if (body.find(LineBreak) != std::string::npos)
+    throw UserError(name + ": the template contains a control character "
+                           "U+0001");
+  std::replace(body.begin(), body.end(), '\n', LineBreak);
+  kainjow::mustache::mustache tmpl{body};
   if (!tmpl.is_valid())
     throw UserError(name + ": " + tmpl.error_message());
   tmpl.set_custom_escape([](const std::string& s) { return s; });
   std::string out = tmpl.render(context);
   if (!tmpl.is_valid())
     throw UserError(name + ": " + tmpl.error_message());
+  // Values never hold control characters (they are sanitized or escaped),
+  // so every LineBreak comes from the template.
+  std::replace(out.begin(), out.end(), LineBreak, '\n');
   return out;
 }
 

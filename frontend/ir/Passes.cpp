@@ -647,8 +647,6 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
       opts.afterPass(name, g);
   };
   verify(g);
-  if (opts.afterPass)
-    opts.afterPass("load", g);
   run("eliminate-dead-nodes", eliminateDeadNodes);
   run("fold-constants", foldConstants);
   run("remove-identities", removeIdentities);

@@ -87,7 +87,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
   ::hpvm::rt::api::launchRoot(__FILE__, __LINE__, #root, (isStream), (root),   \
                               (args))
 
-// --- Tensor intrinsics, one per Ops.def HPVM_OP row --------------------------
+// --- Tensor intrinsics, one per Ops.def HPVM_OP row -------------------------
 
 namespace hpvm::rt::api {
 /// The ops of Ops.def, for typing the intrinsics' scalar operands.

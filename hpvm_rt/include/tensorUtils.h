@@ -45,8 +45,23 @@ float computeAccuracy3(uint32_t* labels, void* result);
 /// labels.
 float computeTop5Accuracy(uint8_t* labels, int num_labels, void* result,
                           unsigned num_classes);
-/// Prints "**** Final Accuracy = A" and writes A to final_accuracy.
+/// Prints "**** Final Accuracy = A", writes A to final_accuracy and
+/// remembers it for dumpExecutionAccuracies.
 void dumpFinalAccuracy(float accuracy);
+/// Writes every accuracy given to dumpFinalAccuracy, one per line, to
+/// run_accuracies.txt.
+void dumpExecutionAccuracies(void);
+/// Writes the tensor's NCHW float32 data to \p file (raw, no header).
+void dumpOutput(void* tensor, const char* file);
+
+/// Prints the tensor's dimensions.
+void printTensorDims(void* tensor);
+/// Prints every element of the tensor.
+void printTensorValues(void* tensor);
+/// Sets every element to 1.
+void fillTensorWithOnes(void* tensor);
+/// Sets every element to \p value.
+void fillTensorWithVal(void* tensor, float value);
 
 #ifdef __cplusplus
 } // extern "C"

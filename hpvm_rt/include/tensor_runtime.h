@@ -18,8 +18,7 @@
 extern "C" {
 #endif
 
-// --- Runtime lifetime
-// ---------------------------------------------------------
+// --- Runtime lifetime -------------------------------------------------------
 
 /// Initialises the tensor runtime (threads from HPVM_NUM_THREADS). The
 /// argument (HPVM's GPU id) is ignored.
@@ -46,8 +45,7 @@ void llvm_hpvm_invokeRtControl(void* result, const char* labelsFile, int start,
 /// currentTensorID); emitted by HPVM for __hpvm__node_id.
 void tensor_set_node_id(unsigned int id);
 
-// --- Tensors
-// -------------------------------------------------------------------
+// --- Tensors ----------------------------------------------------------------
 
 /// Creates an uninitialised n x c x h x w float32 tensor.
 void* create4DTensor(int data_type, int data_format, size_t n, size_t c,
@@ -70,8 +68,7 @@ void startMemTracking(void);
 /// Frees every tensor created since startMemTracking/freeBatchMemory.
 void freeBatchMemory(void);
 
-// --- Direct tensor calls (HPVM's cudnn/tensor target)
-// -------------------------
+// --- Direct tensor calls (HPVM's cudnn/tensor target) -----------------------
 
 /// Convolution; \p conv_groups <= 1 is an ordinary convolution, more is a
 /// grouped (e.g. depthwise) one. \p conv_mode is ignored (always

@@ -66,8 +66,7 @@ public:
     Dims d = dimsOf(cur_);
     int64_t Ho = 1 + (d[2] + 2 * pad - kh) / stride;
     int64_t Wo = 1 + (d[3] + 2 * pad - kh) / stride;
-    Buf* w = weight({size_t(K), size_t(d[1] / groups), size_t(kh),
-                     size_t(kh)},
+    Buf* w = weight({size_t(K), size_t(d[1] / groups), size_t(kh), size_t(kh)},
                     d[1] / groups * kh * kh);
     auto post = std::make_shared<PostOps>();
     if (bias)
@@ -82,9 +81,8 @@ public:
     a.groups = groups;
     Buf* x = cur_;
     Buf* y = make({size_t(d[0]), size_t(K), size_t(Ho), size_t(Wo)});
-    steps_.push_back([=] {
-      runConv(&x->t, &w->t, a, *post, KnobSpec{}, &y->t);
-    });
+    steps_.push_back(
+        [=] { runConv(&x->t, &w->t, a, *post, KnobSpec{}, &y->t); });
     cur_ = y;
   }
   /// Residual basic block of the CIFAR ResNet: relu(main + shortcut).
@@ -138,8 +136,7 @@ public:
     Buf* x = cur_;
     steps_.push_back([=] {
       runBatchNorm(&x->t, post->bnGamma, post->bnBeta, post->bnMean,
-                   post->bnVar, post->bnEps, act, 0.f, 6.f, KnobSpec{},
-                   &x->t);
+                   post->bnVar, post->bnEps, act, 0.f, 6.f, KnobSpec{}, &x->t);
     });
   }
   void dense(int64_t N, Act act) {
@@ -151,8 +148,7 @@ public:
     post->act = act;
     Buf* x = cur_;
     Buf* y = make({size_t(d[0]), size_t(N), 1, 1});
-    steps_.push_back(
-        [=] { runDense(&x->t, &w->t, *post, KnobSpec{}, &y->t); });
+    steps_.push_back([=] { runDense(&x->t, &w->t, *post, KnobSpec{}, &y->t); });
     cur_ = y;
   }
   void softmax() {
@@ -213,9 +209,8 @@ private:
     a.strideH = a.strideW = stride;
     Buf* x = cur_;
     Buf* y = make({size_t(d[0]), size_t(K), size_t(Ho), size_t(Ho)});
-    steps_.push_back([=] {
-      runConv(&x->t, &w->t, a, *post, KnobSpec{}, &y->t);
-    });
+    steps_.push_back(
+        [=] { runConv(&x->t, &w->t, a, *post, KnobSpec{}, &y->t); });
     cur_ = y;
   }
 
@@ -227,8 +222,8 @@ private:
 };
 
 void vgg16(Net& n, int64_t classes, bool imagenet) {
-  const int64_t cfg[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0,
-                         512, 512, 512, 0, 512, 512, 512, 0};
+  const int64_t cfg[] = {64, 64,  0,   128, 128, 0,   256, 256, 256,
+                         0,  512, 512, 512, 0,   512, 512, 512, 0};
   for (int64_t c : cfg) {
     if (c == 0)
       n.pool(PoolArgs::Max, 2, 2);
@@ -295,8 +290,8 @@ std::unique_ptr<Net> buildNet(const std::string& name, int64_t batch) {
   } else if (name == "mobilenet_cifar10") {
     n->conv(32, 3, 1, 1, Act::Relu, false, true);
     int64_t c = 32;
-    const int pairs[][2] = {{1, 64},  {2, 128}, {1, 128}, {2, 256}, {1, 256},
-                            {2, 512}, {1, 512}, {1, 512}, {1, 512}, {1, 512},
+    const int pairs[][2] = {{1, 64},  {2, 128},  {1, 128}, {2, 256}, {1, 256},
+                            {2, 512}, {1, 512},  {1, 512}, {1, 512}, {1, 512},
                             {1, 512}, {2, 1024}, {1, 1024}};
     for (const auto& p : pairs) {
       n->conv(c, 3, p[0], 1, Act::Relu, false, true, int(c));
@@ -323,8 +318,7 @@ std::unique_ptr<Net> buildNet(const std::string& name, int64_t batch) {
     n->conv(64, 7, 2, 3, Act::Relu);
     n->pool(PoolArgs::Max, 3, 2);
     n->batchNorm(Act::None);
-    const int stages[][3] = {{64, 3, 1}, {128, 4, 2}, {256, 6, 2},
-                             {512, 3, 2}};
+    const int stages[][3] = {{64, 3, 1}, {128, 4, 2}, {256, 6, 2}, {512, 3, 2}};
     for (const auto& s : stages)
       for (int b = 0; b < s[1]; ++b)
         n->bottleneck(s[0], b == 0 ? s[2] : 1);

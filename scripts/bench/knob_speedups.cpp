@@ -187,12 +187,12 @@ struct LayerResult {
 void usage() {
   std::printf(
       "usage: knob_speedups [--batch N] [--reps N] [--net NAME] "
-      "[--knobs ID,ID..] [--cpu-time] [--generic-output] [--json FILE]\n"
+      "[--knobs ID,ID..] [--cpu-time] [--perf-engine E] [--json FILE]\n"
       "Per-layer speedup of every convolution knob over the exact oneDNN\n"
       "convolution (NCHW in/out), at omp_get_max_threads() threads.\n"
       "--cpu-time: process CPU time instead of wall time (use with\n"
-      "OMP_NUM_THREADS=1 on a loaded machine). --generic-output: perforation\n"
-      "writes its output through oneDNN reorders and a fill pass.\n");
+      "OMP_NUM_THREADS=1 on a loaded machine). --perf-engine auto|dnnl|\n"
+      "dnnl-generic|gemm: force the perforation engine (default auto).\n");
 }
 
 } // namespace
@@ -217,8 +217,20 @@ int main(int argc, char** argv) {
       reps = std::atoi(next().c_str());
     else if (a == "--net")
       net = next();
-    else if (a == "--generic-output")
-      approx::setGenericPerforationOutput(true);
+    else if (a == "--perf-engine") {
+      const std::string v = next();
+      if (v == "dnnl")
+        approx::setPerforationPath(approx::PerforationPath::DnnlFused);
+      else if (v == "dnnl-generic")
+        approx::setPerforationPath(approx::PerforationPath::DnnlGeneric);
+      else if (v == "gemm")
+        approx::setPerforationPath(approx::PerforationPath::Gemm);
+      else if (v != "auto") {
+        std::fprintf(stderr, "knob_speedups: bad --perf-engine '%s'\n",
+                     v.c_str());
+        return 1;
+      }
+    }
     else if (a == "--cpu-time")
       useCpuTime = true;
     else if (a == "--json")

@@ -21,6 +21,7 @@ meaningful relative error.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -98,27 +99,39 @@ def run(cmd, timeout, cwd=None, what=None):
                               timeout=timeout, errors="replace")
     except subprocess.TimeoutExpired as e:
         raise TestFailure(f"{what} timed out after {timeout} s: "
-                          f"{quote(cmd)}\n{_tail(e.stdout)}{_tail(e.stderr)}")
+                          f"{quote(cmd)}\n{tail(e.stdout)}{tail(e.stderr)}")
     except OSError as e:
         raise TestFailure(f"cannot run {what}: {quote(cmd)}: {e}")
     proc.seconds = time.monotonic() - t0
     return proc
 
 
+def status_text(code):
+    """'exit status 2' or 'killed by SIGSEGV' for a returncode."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
 def check_ok(proc, cmd, what):
     """Raises TestFailure with the tool's output unless it exited with 0."""
     if proc.returncode != 0:
         raise TestFailure(
-            f"{what} failed with exit status {proc.returncode}: {quote(cmd)}\n"
-            f"{_tail(proc.stdout)}{_tail(proc.stderr)}")
+            f"{what} failed ({status_text(proc.returncode)}): {quote(cmd)}\n"
+            f"{tail(proc.stdout)}{tail(proc.stderr)}")
 
 
 def quote(cmd):
+    """`cmd` as a copy-pasteable shell line."""
     import shlex
     return " ".join(shlex.quote(str(c)) for c in cmd)
 
 
-def _tail(text, lines=40):
+def tail(text, lines=40):
+    """The last `lines` lines of a tool's output, for messages."""
     if not text:
         return ""
     if isinstance(text, bytes):

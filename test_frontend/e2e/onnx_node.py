@@ -2,9 +2,10 @@
 
 Every case of ONNX's own conformance suite whose operators all have an
 HPVM_ONNX row in Ops.def (read from the table, not listed here) is exported:
-its input becomes a one-set HPVM dataset (labels 0), torch2hpvm-export
-generates and builds it, and the binary's --output is compared with the
-case's output_0.pb (harness.TOLERANCE). The outcome is one of
+its first input becomes a one-set HPVM dataset (labels 0), its other inputs
+(weights, in a network) become initializers holding the case's values,
+torch2hpvm-export generates and builds it, and the binary's --output is
+compared with the case's output_0.pb (harness.TOLERANCE). The outcome is one of
     pass                 exported, built, ran, matched
     rejected: <reason>   the exporter refused the model (exit 1); its message
     fail: <reason>       anything else (a crash, a build failure, a mismatch)
@@ -13,7 +14,6 @@ regression and an improvement show. `update` rewrites the record.
 """
 import os
 import re
-import shutil
 
 import numpy as np
 
@@ -21,7 +21,8 @@ from . import harness as H
 
 HEADER = """\
 # expected.txt - recorded outcome of every ONNX backend node case whose
-# operators are all in Ops.def's HPVM_ONNX rows (see e2e/onnx_node.py).
+# operators are all in Ops.def's HPVM_ONNX rows, with the inputs after the
+# first frozen into initializers (see e2e/onnx_node.py).
 # One line per case: "<case> pass" or "<case> rejected: <exporter's reason>"
 # ("fail: ..." would be a known bug). Rewrite with
 #   test_frontend/run_e2e.py onnx-node update --exporter EXE --workdir DIR
@@ -98,15 +99,49 @@ def _one_line(text, work):
     return " | ".join(lines) or "(no message)"
 
 
+def freeze_inputs(src, data, dst):
+    """Copies model `src` to `dst` with every graph input after the first
+    turned into an initializer holding the case's value for it: a case's
+    weights (Conv's W, BatchNormalization's statistics, Add's second
+    operand) are graph inputs in ONNX's suite, but constants in a network,
+    which is what torch2hpvm compiles. Inputs without a readable tensor
+    stay inputs (the exporter then says why it cannot take them)."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(src)
+    graph = model.graph
+    known = {i.name for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in known]
+    keep = inputs[:1]
+    for k, inp in enumerate(inputs[1:], 1):
+        t = onnx.TensorProto()
+        try:
+            with open(os.path.join(data, f"input_{k}.pb"), "rb") as f:
+                t.ParseFromString(f.read())
+            numpy_helper.to_array(t)
+        except Exception:  # noqa: BLE001 - not a plain tensor: keep it
+            keep.append(inp)
+            continue
+        t.name = inp.name
+        graph.initializer.append(t)
+    frozen = [i for i in graph.input if i.name in known or i in keep]
+    del graph.input[:]
+    graph.input.extend(frozen)
+    tmp = dst + ".tmp"
+    onnx.save(model, tmp)
+    os.replace(tmp, dst)
+    return dst
+
+
 def run_case(case, node_dir, work_root, exporter, timeout):
     """Runs one case end to end; returns its outcome string."""
     import onnx
     from onnx import numpy_helper
     src = os.path.join(node_dir, case)
     work = H.fresh_dir(os.path.join(work_root, case))
-    model = os.path.join(work, case + ".onnx")
-    shutil.copyfile(os.path.join(src, "model.onnx"), model)
     data = os.path.join(src, "test_data_set_0")
+    model = freeze_inputs(os.path.join(src, "model.onnx"), data,
+                          os.path.join(work, case + ".onnx"))
 
     def load(name):
         """The case's tensor as float32, or None where it is no tensor
@@ -140,7 +175,7 @@ def run_case(case, node_dir, work_root, exporter, timeout):
     if proc.returncode == 1:
         return "rejected: " + _one_line(proc.stderr, work)
     if proc.returncode != 0:
-        return (f"fail: exporter exit status {proc.returncode}: "
+        return (f"fail: exporter {H.status_text(proc.returncode)}: "
                 + _one_line(proc.stderr, work))
     run_dir = H.fresh_dir(os.path.join(work, "run"))
     try:

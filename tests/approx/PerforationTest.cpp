@@ -56,8 +56,9 @@ TEST_CASE("Approx: perforated convolution matches the NumPy oracle") {
     bool rows;
     int rate, offset;
     std::vector<float> got;
+    approx::PerforationPath path;
   };
-  // Both output paths: the fused NHWC pass and the generic one.
+  // Every engine: oneDNN with the fused or the generic output pass, GEMM.
   OracleBatch batch;
   std::vector<Run> runs;
   const auto& shapes = convShapes();
@@ -65,16 +66,19 @@ TEST_CASE("Approx: perforated convolution matches the NumPy oracle") {
     const ConvShape& s = shapes[si];
     const Problem p = makeProblem(s, 100 + static_cast<uint32_t>(si));
     const std::string xf = batch.addTensor(p.x), wf = batch.addTensor(p.w);
-    for (bool generic : {false, true})
+    for (approx::PerforationPath path :
+         {approx::PerforationPath::DnnlFused,
+          approx::PerforationPath::DnnlGeneric,
+          approx::PerforationPath::Gemm})
       for (bool rows : {true, false})
         for (int rate = 1; rate <= 4; ++rate)
           for (int offset = 0; offset < rate; ++offset) {
-            approx::setGenericPerforationOutput(generic);
+            approx::setPerforationPath(path);
             Run r{batch.addConv(rows ? "perf_row" : "perf_col", xf, wf,
                                 s.args, rate, offset),
                   si, rows, rate, offset,
-                  perforated(s, p, perfKnob(rows, rate, offset))};
-            approx::setGenericPerforationOutput(false);
+                  perforated(s, p, perfKnob(rows, rate, offset)), path};
+            approx::setPerforationPath(approx::PerforationPath::Auto);
             runs.push_back(std::move(r));
           }
   }
@@ -83,7 +87,8 @@ TEST_CASE("Approx: perforated convolution matches the NumPy oracle") {
     const ConvShape& s = shapes[r.shape];
     const std::vector<float> want = batch.result(r.oracle);
     const int64_t bad = firstMismatch(r.got, want);
-    INFO(describe(s, r.rows ? "rows" : "columns", r.rate, r.offset));
+    INFO(describe(s, r.rows ? "rows" : "columns", r.rate, r.offset)
+         << " engine " << static_cast<int>(r.path));
     INFO("element " << bad << ": got "
                     << (bad >= 0 && bad < int64_t(r.got.size()) ? r.got[bad]
                                                                 : 0.f)

@@ -216,3 +216,43 @@ TEST_CASE("Datasets: format detection and the HPVM labels naming") {
   CHECK(labelsPathFor("input.bin") == "labels.bin");
   CHECK(labelsPathFor("a/x.bin") == "");
 }
+
+TEST_CASE("Datasets: 4-D NHWC IDX, big-endian .npy and flat rows with "
+          "--shape") {
+  TempDir dir;
+  runPython(dir, R"(
+rng = np.random.default_rng(21)
+a = rng.integers(0, 256, (3, 2, 4, 3), dtype=np.uint8)
+open('a.idx', 'wb').write(struct.pack('>IIIII', 0x804, 3, 2, 4, 3) +
+                          a.tobytes())
+open('la.idx', 'wb').write(struct.pack('>II', 0x801, 3) + bytes([2, 0, 1]))
+a.transpose(0, 3, 1, 2).astype(np.float32).tofile('ax')
+b = rng.standard_normal((4, 3, 2, 2)).astype('>f4')
+np.save('b.npy', b); np.save('lb.npy', np.array([1, 2, 3, 4], '>i2'))
+b.astype('<f4').tofile('bx')
+np.save('c.npy', b.reshape(4, 12).astype('<f8'))
+)");
+  ToolRun a = runTool({"convert", dir / "a.idx", dir / "la.idx", "--layout",
+                       "nhwc", "--name", "a", "-q", "-o", dir / "out"});
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  CHECK(readFile(dir / "out/a_input.bin") == readFile(dir / "ax"));
+  CHECK(readFile(dir / "out/a_labels.bin") ==
+        std::string("\2\0\0\0\0\0\0\0\1\0\0\0", 12));
+  ToolRun b = runTool({"convert", dir / "b.npy", dir / "lb.npy", "--name",
+                       "b", "-q", "-o", dir / "out"});
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(readFile(dir / "out/b_input.bin") == readFile(dir / "bx"));
+  CHECK(readFile(dir / "out/b_labels.bin") ==
+        std::string("\1\0\0\0\2\0\0\0\3\0\0\0\4\0\0\0", 16));
+  ToolRun c = runTool({"convert", dir / "c.npy", dir / "lb.npy", "--shape",
+                       "3,2,2", "--name", "c", "-q", "-o", dir / "out"});
+  REQUIRE_MESSAGE(c.code == 0, c.err);
+  CHECK(readFile(dir / "out/c_input.bin") == readFile(dir / "bx"));
+  ToolRun flat = runTool({"convert", dir / "c.npy", dir / "lb.npy", "--name",
+                          "c", "-q", "-o", dir / "o2"});
+  CHECK(flat.code == 1);
+  CHECK(flat.err == "torch2hpvm-dataset: error: " + dir / "c.npy" +
+                        ": images must be a 3-D (N,H,W) or 4-D (N,C,H,W) "
+                        "array, found shape (4, 12); give --shape C,H,W to "
+                        "unflatten its rows\n");
+}

@@ -33,19 +33,18 @@ TEST_CASE("Codegen: ops.json of the tiny net has exact FLOPs and knobs") {
 
   // conv: 2x8x8 outputs x 2 FLOPs x (1*3*3); add/tanh: one per element;
   // maxpool: 2x4x4 x 2*2; mul: 10 x 2 x 32; softmax: 4 per element.
-  nlohmann::ordered_json cost = {
-      {"convolution_0", 2304}, {"add_1", 128},   {"tanh_2", 128},
-      {"maxpool_3", 128},      {"linear_4", 640}, {"add_5", 10},
-      {"softmax_6", 40}};
+  nlohmann::ordered_json cost = {{"convolution_0", 2304}, {"add_1", 128},
+                                 {"tanh_2", 128},         {"maxpool_3", 128},
+                                 {"linear_4", 640},       {"add_5", 10},
+                                 {"softmax_6", 40}};
   CHECK(j["op_cost"] == cost);
   CHECK(j["op_knobs"]["add_1"] == nlohmann::ordered_json({"11", "12"}));
   CHECK(j["op_knobs"]["linear_4"] ==
         nlohmann::ordered_json({"11", "12", "301"}));
   CHECK(j["op_knobs"]["convolution_0"].size() == 2 + 18 + 18 + 9 + 9 + 1);
-  CHECK(j["knobs"]["11"] ==
-        nlohmann::ordered_json({{"speedup", 1.0},
-                                {"devices", {"cpu", "gpu"}},
-                                {"baseline_priority", 1}}));
+  CHECK(j["knobs"]["11"] == nlohmann::ordered_json({{"speedup", 1.0},
+                                                    {"devices", {"cpu", "gpu"}},
+                                                    {"baseline_priority", 1}}));
   CHECK(j["knobs"]["12"]["baseline_priority"] == 0);
   CHECK_FALSE(j["knobs"]["121"].contains("baseline_priority"));
   CHECK(j["config_file"] == "/out/tuner_confs.txt");
@@ -83,13 +82,9 @@ TEST_CASE("Codegen: fusion follows HPVM's rules on a residual block") {
   // group conv, the residual add, batchnorm, clipped relu and the pool are
   // alone; the group conv's bias add is not fused (only conv and mul start
   // a group).
-  CHECK(groupsOf(layout) == std::vector<std::vector<int>>{{1, 0, 1, 2},
-                                                          {4, 3},
-                                                          {5, 4},
-                                                          {6, 5},
-                                                          {7, 6},
-                                                          {8, 7},
-                                                          {9, 8}});
+  CHECK(groupsOf(layout) ==
+        std::vector<std::vector<int>>{
+            {1, 0, 1, 2}, {4, 3}, {5, 4}, {6, 5}, {7, 6}, {8, 7}, {9, 8}});
 }
 
 TEST_CASE("Codegen: conv+add+pool fuses without an activation") {

@@ -49,6 +49,21 @@ TEST_CASE("Codegen: standalone section lines produce no output line") {
         "begin\n  item 1\n  item 2\n  not no\nend\n");
 }
 
+TEST_CASE("Codegen: blank lines next to sections are kept") {
+  const std::string text = "a\n"
+                           "{{#items}}\n"
+                           "\n"
+                           "  {{v}}\n"
+                           "{{/items}}\n"
+                           "\n"
+                           "{{#yes}}\n"
+                           "\n"
+                           "{{/yes}}\n"
+                           "b\n";
+  CHECK(renderTemplateText(text, sampleContext(), "t") ==
+        "a\n\n  1\n\n  2\n\n\nb\n");
+}
+
 TEST_CASE("Codegen: unknown template variables are errors") {
   CHECK_THROWS_WITH_AS(
       renderTemplateText("a\n{{nmae}}\n", sampleContext(), "my.in"),
@@ -60,8 +75,7 @@ TEST_CASE("Codegen: unknown template variables are errors") {
       renderTemplateText("{{#nothing}}{{/nothing}}", sampleContext(), "t"),
       "t:1: unknown section 'nothing'", UserError);
   CHECK_THROWS_WITH_AS(renderTemplateText("{{items}}", sampleContext(), "t"),
-                       "t:1: 'items' is a section, not a variable",
-                       UserError);
+                       "t:1: 'items' is a section, not a variable", UserError);
 }
 
 TEST_CASE("Codegen: malformed templates are errors") {

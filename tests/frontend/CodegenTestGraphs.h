@@ -3,9 +3,9 @@
 #ifndef TORCH2HPVM_TESTS_FRONTEND_CODEGENTESTGRAPHS_H
 #define TORCH2HPVM_TESTS_FRONTEND_CODEGENTESTGRAPHS_H
 
+#include "Diagnostics.h"
 #include "build/Toolchain.h"
 #include "codegen/HpvmCodegen.h"
-#include "Diagnostics.h"
 #include "ir/Graph.h"
 
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
-#include <unistd.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace hpvm::fe::testing {
@@ -72,24 +72,24 @@ inline std::unique_ptr<Graph> makeTinyNet(const TinyNetNames& names = {}) {
   auto val = [&](const char* n, std::vector<int64_t> s) {
     return g->addValue(n, DataType::Float, std::move(s));
   };
-  Node* c = g->addNode(OpKind::Conv, {g->input, w1}, val("c", {-1, 2, 8, 8}),
-                       {conv});
+  Node* c =
+      g->addNode(OpKind::Conv, {g->input, w1}, val("c", {-1, 2, 8, 8}), {conv});
   c->scalars = {Scalar::integer(1), Scalar::integer(1), Scalar::integer(1),
                 Scalar::integer(1)};
-  Node* a = g->addNode(OpKind::Add, {c->output, b1}, val("a", {-1, 2, 8, 8}),
-                       {conv});
-  Node* t = g->addNode(OpKind::Tanh, {a->output}, val("t", {-1, 2, 8, 8}),
-                       {tanh});
-  Node* p = g->addNode(OpKind::MaxPool, {t->output},
-                       val("p", {-1, 2, 4, 4}), {pool});
+  Node* a =
+      g->addNode(OpKind::Add, {c->output, b1}, val("a", {-1, 2, 8, 8}), {conv});
+  Node* t =
+      g->addNode(OpKind::Tanh, {a->output}, val("t", {-1, 2, 8, 8}), {tanh});
+  Node* p =
+      g->addNode(OpKind::MaxPool, {t->output}, val("p", {-1, 2, 4, 4}), {pool});
   p->scalars = {Scalar::integer(2), Scalar::integer(2), Scalar::integer(0),
                 Scalar::integer(0), Scalar::integer(2), Scalar::integer(2)};
-  Node* m = g->addNode(OpKind::Mul, {p->output, w2},
-                       val("m", {-1, 10, 1, 1}), {flatten, gemm});
-  Node* a2 = g->addNode(OpKind::Add, {m->output, b2},
-                        val("a2", {-1, 10, 1, 1}), {gemm});
-  Node* s = g->addNode(OpKind::Softmax, {a2->output},
-                       val("s", {-1, 10, 1, 1}), {softmax});
+  Node* m = g->addNode(OpKind::Mul, {p->output, w2}, val("m", {-1, 10, 1, 1}),
+                       {flatten, gemm});
+  Node* a2 = g->addNode(OpKind::Add, {m->output, b2}, val("a2", {-1, 10, 1, 1}),
+                        {gemm});
+  Node* s = g->addNode(OpKind::Softmax, {a2->output}, val("s", {-1, 10, 1, 1}),
+                       {softmax});
   g->output = s->output;
   return g;
 }
@@ -128,17 +128,18 @@ inline std::unique_ptr<Graph> makeResidualNet() {
                  Scalar::integer(1), Scalar::integer(1), Scalar::integer(2)};
   Node* a2 = g->addNode(OpKind::Add, {c2->output, b2}, val("a2", s4),
                         {{"dw", "Conv", 2}});
-  Node* res = g->addNode(OpKind::Add, {a2->output, r1->output},
-                         val("res", s4), {{"add", "Add", 3}});
-  Node* bn = g->addNode(OpKind::BatchNorm,
-                        {res->output, gamma, beta, mean, var}, val("bn", s4),
-                        {{"bn", "BatchNormalization", 4}});
+  Node* res = g->addNode(OpKind::Add, {a2->output, r1->output}, val("res", s4),
+                         {{"add", "Add", 3}});
+  Node* bn =
+      g->addNode(OpKind::BatchNorm, {res->output, gamma, beta, mean, var},
+                 val("bn", s4), {{"bn", "BatchNormalization", 4}});
   bn->scalars = {Scalar::real(1e-05)};
-  Node* clip = g->addNode(OpKind::ClippedRelu, {bn->output},
-                          val("clip", s4), {{"relu6", "Clip", 5}});
+  Node* clip = g->addNode(OpKind::ClippedRelu, {bn->output}, val("clip", s4),
+                          {{"relu6", "Clip", 5}});
   clip->scalars = {Scalar::real(0.0), Scalar::real(6.0)};
-  Node* pool = g->addNode(OpKind::AvgPool, {clip->output},
-                          val("pool", {1, 2, 1, 1}), {{"gap", "GlobalAveragePool", 6}});
+  Node* pool =
+      g->addNode(OpKind::AvgPool, {clip->output}, val("pool", {1, 2, 1, 1}),
+                 {{"gap", "GlobalAveragePool", 6}});
   pool->scalars = {Scalar::integer(4), Scalar::integer(4), Scalar::integer(0),
                    Scalar::integer(0), Scalar::integer(1), Scalar::integer(1)};
   g->output = pool->output;
@@ -262,8 +263,7 @@ inline std::string checkGolden(const std::string& name,
     return "";
   }
   if (!std::filesystem::exists(path))
-    return "golden file " + path +
-           " is missing (run scripts/update_golden.sh)";
+    return "golden file " + path + " is missing (run scripts/update_golden.sh)";
   std::string expected = readFile(path);
   if (expected == actual)
     return "";

@@ -51,16 +51,15 @@ TEST_CASE("Dataset: every size and label error is exact") {
   std::string dir = scratchDir("dataset-bad");
   std::string in = dir + "/test_input.bin";
 
-  CHECK_THROWS_WITH_AS(checkDataset("test", in, "", 1, 2, 2, 10),
-                       ("cannot read test input '" + in +
-                        "': No such file or directory")
-                           .c_str(),
-                       UserError);
+  CHECK_THROWS_WITH_AS(
+      checkDataset("test", in, "", 1, 2, 2, 10),
+      ("cannot read test input '" + in + "': No such file or directory")
+          .c_str(),
+      UserError);
 
   writeFile(in, "");
   CHECK_THROWS_WITH_AS(checkDataset("test", in, "", 1, 2, 2, 10),
-                       ("test input '" + in + "' is empty").c_str(),
-                       UserError);
+                       ("test input '" + in + "' is empty").c_str(), UserError);
 
   writeFile(in, std::string(40, '\0'));
   CHECK_THROWS_WITH_AS(
@@ -78,8 +77,7 @@ TEST_CASE("Dataset: every size and label error is exact") {
                         "'; give --test-labels FILE)")
                            .c_str(),
                        UserError);
-  CHECK_THROWS_WITH_AS(checkDataset("test", in, dir + "/nope.bin", 1, 2, 2,
-                                    10),
+  CHECK_THROWS_WITH_AS(checkDataset("test", in, dir + "/nope.bin", 1, 2, 2, 10),
                        ("cannot read test labels '" + dir +
                         "/nope.bin': No such file or directory")
                            .c_str(),

@@ -1,7 +1,7 @@
 // OptionsTest.cpp - torch2hpvm-export's option parsing: defaults, every
 // documented option, and the exact message of every option error.
-#include "Diagnostics.h"
 #include "Options.h"
+#include "Diagnostics.h"
 #include "Version.h"
 
 #include <doctest/doctest.h>
@@ -47,13 +47,22 @@ TEST_CASE("Options: defaults") {
 }
 
 TEST_CASE("Options: every option is parsed") {
-  Options o = parse({"m.onnx", "--tune", "t", "--test", "u", "-o", "out",
-                     "--tune-labels", "tl", "--test-labels", "ul",
-                     "--batch-size", "64", "--config", "c.txt", "--target",
-                     "tensor", "--opset", "11", "--no-build", "--force",
-                     "--template-dir", "tpl", "--dump-ir", "--toolchain",
-                     "clang", "--cxx", "/usr/bin/clang++", "--cmake",
-                     "/usr/bin/cmake", "-v"});
+  Options o = parse({"m.onnx",      "--tune",
+                     "t",           "--test",
+                     "u",           "-o",
+                     "out",         "--tune-labels",
+                     "tl",          "--test-labels",
+                     "ul",          "--batch-size",
+                     "64",          "--config",
+                     "c.txt",       "--target",
+                     "tensor",      "--opset",
+                     "11",          "--no-build",
+                     "--force",     "--template-dir",
+                     "tpl",         "--dump-ir",
+                     "--toolchain", "clang",
+                     "--cxx",       "/usr/bin/clang++",
+                     "--cmake",     "/usr/bin/cmake",
+                     "-v"});
   CHECK(o.outDir == "out");
   CHECK(o.tuneLabels == "tl");
   CHECK(o.testLabels == "ul");
@@ -79,8 +88,7 @@ TEST_CASE("Options: --help, --version and --list-ops need no model") {
   CHECK(help.exitText.find("--list-ops FMT") != std::string::npos);
   CHECK(help.exitText.find("Usage: torch2hpvm-export") != std::string::npos);
   CHECK(parse({"--version"}).exitText ==
-        "torch2hpvm-export " + std::string(TORCH2HPVM_VERSION) +
-            "\n");
+        "torch2hpvm-export " + std::string(TORCH2HPVM_VERSION) + "\n");
   CHECK(parse({"--list-ops", "json"}).listOps == "json");
 }
 
@@ -95,20 +103,18 @@ TEST_CASE("Options: every option error is exact") {
         "test_input.bin)");
   CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--batch-size", "0"}) ==
         "--batch-size must be a positive number of images, got '0'");
-  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--batch-size",
-                 "12x"}) ==
+  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--batch-size", "12x"}) ==
         "--batch-size must be a positive number of images, got '12x'");
   CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--opset", "-3"}) ==
         "--opset must be a positive ONNX opset version, got '-3'");
   CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--target", "gpu"}) ==
         "--target must be hpvm_tensor, hpvm_tensor_inspect or tensor, got "
         "'gpu'");
-  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--toolchain",
-                 "gcc"}) == "--toolchain must be clang or hpvm, got 'gcc'");
+  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--toolchain", "gcc"}) ==
+        "--toolchain must be clang or hpvm, got 'gcc'");
   CHECK(errorOf({"--list-ops", "md"}) ==
         "--list-ops must be rst or json, got 'md'");
-  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--toolchain",
-                 "hpvm"}) ==
+  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--toolchain", "hpvm"}) ==
         "--toolchain hpvm needs --config FILE (hpvm-clang bakes a "
         "configuration file into the program)");
   CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--toolchain", "hpvm",

@@ -1,8 +1,8 @@
 // SanitizerTest.cpp - the identifier sanitizer, the text escaper, and that
 // hostile model names produce a harmless program.
+#include "codegen/Sanitizer.h"
 #include "CodegenTestGraphs.h"
 #include "codegen/ProgramLayout.h"
-#include "codegen/Sanitizer.h"
 
 #include <doctest/doctest.h>
 
@@ -22,12 +22,12 @@ TEST_CASE("Sanitizer: identifiers are C-safe and lowercase") {
 }
 
 TEST_CASE("Sanitizer: keywords and reserved names get a suffix") {
-  CHECK(sanitizeIdentifier("int") == "int_");
-  CHECK(sanitizeIdentifier("Class") == "class_");
-  CHECK(sanitizeIdentifier("errno") == "errno_");
-  CHECK(sanitizeIdentifier("size_t") == "size_t_");
-  CHECK(sanitizeIdentifier("hpvm") == "hpvm_");
-  CHECK(sanitizeIdentifier("main") == "main_");
+  CHECK(sanitizeIdentifier("int") == "int_v");
+  CHECK(sanitizeIdentifier("Class") == "class_v");
+  CHECK(sanitizeIdentifier("errno") == "errno_v");
+  CHECK(sanitizeIdentifier("size_t") == "size_t_v");
+  CHECK(sanitizeIdentifier("hpvm") == "hpvm_v");
+  CHECK(sanitizeIdentifier("main") == "main_v");
   CHECK(isReservedWord("a__b"));
   CHECK(isReservedWord("_x"));
   CHECK_FALSE(isReservedWord("weight"));
@@ -42,6 +42,8 @@ TEST_CASE("Sanitizer: identifier table keeps names and derived names unique") {
   // "w_bytes" is taken by w's pair, so a weight named so moves on.
   CHECK(t.claim("w_bytes", {"_bytes"}) == "w_bytes_2");
   CHECK(t.taken("w_2_bytes"));
+  CHECK(t.claim("int", {"_bytes"}) == "int_v");
+  CHECK(t.taken("int_v_bytes"));
 }
 
 TEST_CASE("Sanitizer: escapeText is safe in strings and comments") {

@@ -1,8 +1,8 @@
 // ToolchainTest.cpp - running external commands: argv without a shell, logs,
 // echo, and the exact failure reports (exit code 2).
+#include "build/Toolchain.h"
 #include "CodegenTestGraphs.h"
 #include "Diagnostics.h"
-#include "build/Toolchain.h"
 #include "codegen/Sanitizer.h"
 
 #include <doctest/doctest.h>
@@ -42,12 +42,11 @@ TEST_CASE("Toolchain: a command's output goes to the log, echo on request") {
 TEST_CASE("Toolchain: a failing command reports status and the log's tail") {
   std::string dir = scratchDir("toolchain-fail");
   std::string log = dir + "/build.log";
-  std::vector<std::string> argv = {
-      "/bin/sh", "-c", "i=1; while [ $i -le 25 ]; do echo line $i; "
-                       "i=$((i+1)); done; exit 3"};
+  std::vector<std::string> argv = {"/bin/sh", "-c",
+                                   "i=1; while [ $i -le 25 ]; do echo line $i; "
+                                   "i=$((i+1)); done; exit 3"};
   std::string expected = "build command failed (exit status 3):\n  " +
-                         formatCommand(argv) + "\nlast lines of " + log +
-                         ":\n";
+                         formatCommand(argv) + "\nlast lines of " + log + ":\n";
   for (int i = 6; i <= 25; ++i)
     expected += "line " + std::to_string(i) + "\n";
   try {
@@ -147,8 +146,7 @@ TEST_CASE("Toolchain: the default build runs cmake with explicit arguments") {
             "/build --parallel " +
             std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
             "\n");
-  CHECK(echo.str().find(shellQuote(fake) + " -S " + shellQuote(project)) ==
-        0);
+  CHECK(echo.str().find(shellQuote(fake) + " -S " + shellQuote(project)) == 0);
   // Only the executable is left in build/.
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(project + "/build"))

@@ -15,8 +15,7 @@ constexpr double kRtol = 1e-5, kAtol = 2e-5;
 
 /// Reference conv + post-ops of a shape.
 std::vector<float> refConv(const ConvShape& s, const std::vector<float>& x,
-                           const std::vector<float>& w,
-                           const TestPost& post) {
+                           const std::vector<float>& w, const TestPost& post) {
   std::vector<float> y(s.N * s.K * s.Ho() * s.Wo());
   ref::conv2d(x.data(), s.N, s.C, s.H, s.W, w.data(), s.K, s.KH, s.KW, s.args,
               y.data());
@@ -32,8 +31,8 @@ TEST_CASE("Kernels: conv matches the reference for every shape and "
   for (const Shape& sh : readShapes("conv.txt")) {
     ConvShape s = convShape(sh);
     TestTensor x({size_t(s.N), size_t(s.C), size_t(s.H), size_t(s.W)});
-    TestTensor w({size_t(s.K), size_t(s.C / s.args.groups), size_t(s.KH),
-                  size_t(s.KW)});
+    TestTensor w(
+        {size_t(s.K), size_t(s.C / s.args.groups), size_t(s.KH), size_t(s.KW)});
     std::vector<size_t> yDims{size_t(s.N), size_t(s.K), size_t(s.Ho()),
                               size_t(s.Wo())};
     x.set(randomVec(x.size(), ++seed));

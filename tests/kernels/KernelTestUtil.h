@@ -98,10 +98,9 @@ inline void checkClose(const std::vector<float>& got,
       }
     }
   }
-  INFO(what << ": " << bad << " of " << got.size()
-            << " elements off; worst at " << worst << ": got "
-            << (got.empty() ? 0.f : got[worst]) << ", want "
-            << (want.empty() ? 0.f : want[worst]));
+  INFO(what << ": " << bad << " of " << got.size() << " elements off; worst at "
+            << worst << ": got " << (got.empty() ? 0.f : got[worst])
+            << ", want " << (want.empty() ? 0.f : want[worst]));
   CHECK(bad == 0);
 }
 
@@ -123,8 +122,8 @@ struct Shape {
 /// Reads tests/kernels/shapes/<file>: one benchdnn-style descriptor per
 /// line (`mb2ic3ih32oc16kh3ph1n"name"`), '#' comments.
 inline std::vector<Shape> readShapes(const std::string& file) {
-  std::string path = std::string(HPVM_SOURCE_DIR) + "/tests/kernels/shapes/" +
-                     file;
+  std::string path =
+      std::string(HPVM_SOURCE_DIR) + "/tests/kernels/shapes/" + file;
   std::ifstream in(path);
   if (!in)
     throw std::runtime_error("cannot open shape list " + path);
@@ -250,9 +249,8 @@ struct TestPost {
     if (bias)
       ref::add(p, bias->values().data(), N, K, HW, true, p);
     if (gamma)
-      ref::batchNorm(p, N, K, HW, gamma->values().data(),
-                     beta->values().data(), mean->values().data(),
-                     var->values().data(), ops.bnEps, p);
+      ref::batchNorm(p, N, K, HW, gamma->values().data(), beta->values().data(),
+                     mean->values().data(), var->values().data(), ops.bnEps, p);
     ref::act(p, N * K * HW, ops.act, ops.actLo, ops.actHi, p);
     if (residual) {
       ref::add(p, residual->values().data(), N, K, HW, false, p);

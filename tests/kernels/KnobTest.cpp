@@ -32,9 +32,8 @@ struct ConvCase {
     s = convShape(sh);
     x = std::make_unique<TestTensor>(std::vector<size_t>{
         size_t(s.N), size_t(s.C), size_t(s.H), size_t(s.W)});
-    w = std::make_unique<TestTensor>(
-        std::vector<size_t>{size_t(s.K), size_t(s.C / s.args.groups),
-                            size_t(s.KH), size_t(s.KW)});
+    w = std::make_unique<TestTensor>(std::vector<size_t>{
+        size_t(s.K), size_t(s.C / s.args.groups), size_t(s.KH), size_t(s.KW)});
     x->set(randomVec(x->size(), seed));
     float ws = 1.f / std::sqrt(float(w->size() / s.K));
     w->set(randomVec(w->size(), seed + 1, -ws, ws));
@@ -47,8 +46,8 @@ struct ConvCase {
   }
   std::vector<float> reference(const TestPost& post) {
     std::vector<float> y(s.N * s.K * s.Ho() * s.Wo());
-    ref::conv2d(x->values().data(), s.N, s.C, s.H, s.W, w->values().data(),
-                s.K, s.KH, s.KW, s.args, y.data());
+    ref::conv2d(x->values().data(), s.N, s.C, s.H, s.W, w->values().data(), s.K,
+                s.KH, s.KW, s.args, y.data());
     post.reference(y, s.N, s.K, s.Ho() * s.Wo());
     return y;
   }
@@ -92,8 +91,7 @@ TEST_CASE("Kernels: bf16 conv and dense stay within bf16 epsilon of fp32 "
         c.run(post.ops, knobOf(Variant::Exact, Precision::BF16));
     std::vector<float> exact = c.run(post.ops, KnobSpec{});
     // bf16 keeps 8 significand bits: 2^-8 relative per operand rounding.
-    checkClose(got, c.reference(post), 2e-2, 2e-2,
-               std::string(name) + " bf16");
+    checkClose(got, c.reference(post), 2e-2, 2e-2, std::string(name) + " bf16");
     CHECK_MESSAGE(got != exact, name << ": bf16 knob gave fp32 results");
   }
   TestTensor x({5, 64, 1, 1}), w({1, 1, 64, 10}), y({5, 10, 1, 1});
@@ -125,9 +123,9 @@ TEST_CASE("Kernels: perforated and sampled convs are the approximate "
         std::vector<float> want(got.size());
         auto xv = c.x->values(), wv = c.w->values();
         if (k.v == Variant::Samp)
-          approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
-                              wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
-                              knob, want.data());
+          approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W, wv.data(),
+                              c.s.K, c.s.KH, c.s.KW, c.s.args, knob,
+                              want.data());
         else
           approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
                                  wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
@@ -141,8 +139,7 @@ TEST_CASE("Kernels: perforated and sampled convs are the approximate "
     // Rate 1 is the exact convolution.
     TestPost none(0, c.s.K, c.yDims, 0);
     checkClose(c.run(none.ops, knobOf(Variant::PerfRow, Precision::FP32, 1)),
-               c.reference(none), 1e-5, 2e-5,
-               std::string(name) + " rate 1");
+               c.reference(none), 1e-5, 2e-5, std::string(name) + " rate 1");
   }
 }
 

@@ -76,15 +76,13 @@ TEST_CASE("Kernels: pooling keeps HPVM's output size when the last window "
   a.kh = a.kw = a.strideH = a.strideW = 2;
   TestTensor y({1, 2, 2, 2});
   runPool(x.get(), a, KnobSpec{}, y.get());
-  CHECK(y.values() ==
-        std::vector<float>{6, 8, 16, 18, 31, 33, 41, 43});
+  CHECK(y.values() == std::vector<float>{6, 8, 16, 18, 31, 33, 41, 43});
 }
 
 TEST_CASE("Kernels: batch norm matches the reference with each "
           "activation, in place and not") {
   const int64_t N = 2, C = 19, H = 7, W = 5;
-  TestTensor g({1, C, 1, 1}), b({1, C, 1, 1}), m({1, C, 1, 1}),
-      v({1, C, 1, 1});
+  TestTensor g({1, C, 1, 1}), b({1, C, 1, 1}), m({1, C, 1, 1}), v({1, C, 1, 1});
   g.set(randomVec(C, 1, 0.5f, 1.5f));
   b.set(randomVec(C, 2));
   m.set(randomVec(C, 3));
@@ -97,8 +95,8 @@ TEST_CASE("Kernels: batch norm matches the reference with each "
         fill(x, ++seed, blocked);
         std::vector<float> want(x.size());
         ref::batchNorm(x.values().data(), N, C, H * W, g.values().data(),
-                       b.values().data(), m.values().data(),
-                       v.values().data(), 1e-3, want.data());
+                       b.values().data(), m.values().data(), v.values().data(),
+                       1e-3, want.data());
         ref::act(want.data(), int64_t(want.size()), act, -0.5f, 0.75f,
                  want.data());
         TestTensor y({N, C, H, W});

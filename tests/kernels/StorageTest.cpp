@@ -59,8 +59,8 @@ TEST_CASE("Kernels: a conv-pool-bn-add-conv-dense-softmax chain matches "
   relu.act = Act::Relu;
   runConv(x.get(), w1.get(), pad1, relu, KnobSpec{}, c1.get());
   runPool(c1.get(), pool, KnobSpec{}, p1.get());
-  runBatchNorm(p1.get(), g.get(), be.get(), m.get(), v.get(), 1e-5,
-               Act::None, 0, 0, KnobSpec{}, p1.get());
+  runBatchNorm(p1.get(), g.get(), be.get(), m.get(), v.get(), 1e-5, Act::None,
+               0, 0, KnobSpec{}, p1.get());
   runAdd(p1.get(), bias.get(), Act::Tanh, 0, 0, KnobSpec{}, p1.get());
   runConv(p1.get(), w2.get(), pad1, relu, KnobSpec{}, c2.get());
   runDense(c2.get(), fw.get(), PostOps{}, KnobSpec{}, out.get());

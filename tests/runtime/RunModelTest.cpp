@@ -433,6 +433,11 @@ TEST_CASE("Runtime: runModel reports bad datasets with file and sizes") {
                        "3 classes\n");
     CHECK_FALSE(fs::exists("final_accuracy"));
   }
+  SUBCASE("a set the model was exported without") {
+    m.info.tuneCount = 0;
+    CHECK(runModel(m, {"tune"}).err == "fake: error: the model has no tune "
+                                       "set (it was exported without one)\n");
+  }
   SUBCASE("--limit beyond the set") {
     CHECK(runModel(m, {"--limit", "11"}).err ==
           "fake: error: --limit 11 exceeds the 10 images of the test set\n");

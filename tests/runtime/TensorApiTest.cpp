@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -187,4 +188,31 @@ TEST_CASE("TensorApi: freeBatchMemory frees batch tensors and keeps "
   freeBatchMemory();
   CHECK(static_cast<Tensor*>(weight)->num_elems == 4);
   freeTensor(weight);
+}
+
+TEST_CASE("TensorApi: HPVM's output utilities write exact bytes") {
+  TempDir dir;
+  void* t = create4DTensor(0, nchw, 1, 2, 1, 2);
+  fillTensorWithVal(t, 2.5f);
+  std::string path = dir.file("out.bin");
+  dumpOutput(t, path.c_str());
+  std::string bytes = readText(path);
+  REQUIRE(bytes.size() == 16);
+  float first;
+  std::memcpy(&first, bytes.data() + 12, 4);
+  CHECK(first == 2.5f);
+  fillTensorWithOnes(t);
+  CHECK(static_cast<float*>(static_cast<Tensor*>(t)->host_data)[3] == 1.f);
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd));
+  REQUIRE(chdir(dir.path.c_str()) == 0);
+  dumpFinalAccuracy(50.f);
+  dumpFinalAccuracy(75.25f);
+  dumpExecutionAccuracies();
+  std::string runs = readText("run_accuracies.txt");
+  REQUIRE(chdir(cwd) == 0);
+  // Earlier tests may have recorded accuracies too; ours come last.
+  CHECK(runs.size() >= 20);
+  CHECK(runs.substr(runs.size() - 20) == "50.000000\n75.250000\n");
+  freeTensor(t);
 }

@@ -64,9 +64,10 @@ struct ConvertOptions {
   int64_t limit = -1;
   /// Also write dataset.json describing the conversion.
   bool manifest = true;
-  /// Images per read chunk (memory is O(chunk) plus 12 bytes per image
-  /// for labels and, with shuffling, the permutation).
-  int64_t chunk = 1024;
+  /// Images per read chunk; 0 picks up to 1024 images and about 16 MiB of
+  /// float32 per chunk. Memory is O(chunk) plus 4 bytes per image for the
+  /// labels and, with shuffling, 8 more for the permutation.
+  int64_t chunk = 0;
 };
 
 /// One written pair.

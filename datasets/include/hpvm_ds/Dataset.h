@@ -33,6 +33,10 @@ struct ImageShape {
   bool operator!=(const ImageShape& o) const { return !(*this == o); }
 };
 
+/// Images per streaming chunk for \p shape: up to 1024 images and about
+/// 16 MiB of float32, at least one image.
+int64_t defaultChunk(const ImageShape& shape);
+
 /// Parses "C,H,W" (all positive); throws DatasetError naming \p what.
 ImageShape parseShape(const std::string& text, const std::string& what);
 

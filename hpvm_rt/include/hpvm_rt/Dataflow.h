@@ -101,7 +101,7 @@ template <class R, class... A> struct SigOf {
                              &invokeFn<R, A...>};
 };
 
-// --- Entry points implemented by hpvm_rt (src/core/Dataflow.cpp) -----------
+// --- Entry points implemented by hpvm_rt (src/core/Dataflow.cpp) ------------
 
 /// Creates a child of the node being executed; \p text is the source text
 /// of the call's arguments after `dims` (the node function's name first).

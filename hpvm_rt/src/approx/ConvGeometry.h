@@ -53,10 +53,16 @@ inline float samplingScale(int rate) {
   return static_cast<float>(rate) / static_cast<float>(rate - 1);
 }
 
-/// Test hook: with `on`, perforated convolutions always take their generic
-/// output path (oneDNN scatter reorders plus a fill pass) instead of the
-/// fused NHWC pass, so that tests cover both.
-void setGenericPerforationOutput(bool on);
+/// How perforated convolutions compute (Auto: by output size; the others
+/// force one engine so that tests cover each).
+enum class PerforationPath : uint8_t {
+  Auto,        ///< GEMM for tiny outputs, oneDNN fused otherwise.
+  DnnlFused,   ///< oneDNN per class, fused NHWC output pass.
+  DnnlGeneric, ///< oneDNN per class, scatter reorders and a fill pass.
+  Gemm,        ///< Reduced im2col + GEMM over the kept positions.
+};
+/// Test hook: selects the engine of later perforated convolutions.
+void setPerforationPath(PerforationPath path);
 
 } // namespace hpvm::rt::approx
 

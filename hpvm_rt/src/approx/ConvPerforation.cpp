@@ -13,6 +13,7 @@
 // from them, so the interpolation costs no extra pass. Columns are the same
 // with the axes swapped.
 #include "approx/ConvGeometry.h"
+#include "approx/GemmConv.h"
 #include "approx/Scratch.h"
 #include "kernels/Kernels.h"
 
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <tuple>
 
 namespace hpvm::rt::approx {
@@ -37,59 +39,112 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-std::atomic<bool> genericOutput{false};
+std::atomic<PerforationPath> forcedPath{PerforationPath::Auto};
+
+/// Output positions (per image) up to which perforation runs as reduced
+/// im2col + GEMM: oneDNN's direct kernels lose most of their efficiency
+/// on such tiny strided outputs (VGG16-CIFAR's 4x4 and 2x2 layers).
+constexpr int64_t kGemmMaxOutputPositions = 16;
 
 dnnl::engine& cpuEngine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
 }
 
-/// Output positions start, start + step, ... (count of them) along the
-/// perforated axis: one residue class.
+/// Output rows start, start + step, ... (count of them): the rows one
+/// strided convolution computes.
 struct OutputClass {
   int64_t start = 0, step = 1, count = 0;
 };
 
-/// The classes of kept positions along an axis of length `len`: every
-/// residue modulo the rate except the offset's, or the whole axis when
-/// nothing is skipped.
+/// How the kept rows of an axis are computed, with as few convolutions as
+/// possible: the residue classes modulo the rate (all but the offset's, one
+/// convolution with stride rate each), or, on short axes where that is
+/// fewer, the maximal runs of consecutive kept rows (stride 1 each). The
+/// whole axis is one class when nothing is skipped.
 std::vector<OutputClass> keptClasses(const std::vector<bool>& kept,
                                      int rate, int offset) {
   const int64_t len = static_cast<int64_t>(kept.size());
   if (std::count(kept.begin(), kept.end(), false) == 0)
     return {{0, 1, len}};
-  std::vector<OutputClass> classes;
+  std::vector<OutputClass> classes, runs;
   for (int64_t c = 0; c < rate && c < len; ++c)
     if (c != offset)
       classes.push_back({c, rate, (len - c + rate - 1) / rate});
-  return classes;
+  for (int64_t i = 0; i < len;) {
+    if (!kept[i]) {
+      ++i;
+      continue;
+    }
+    int64_t j = i;
+    while (j < len && kept[j])
+      ++j;
+    runs.push_back({i, 1, j - i});
+    i = j;
+  }
+  return runs.size() < classes.size() ? runs : classes;
 }
 
-/// Geometry of one class's convolution along one axis.
-struct AxisPlan {
-  int64_t stride = 1, padL = 0, padR = 0, outLen = 0;
-  int64_t first = 0; ///< Outputs before the class's first (1 or 0).
+/// The rows of one class's convolution (the internal problem is always a
+/// row perforation; column perforation transposes it).
+struct ClassPlan {
+  int64_t shift = 0;  ///< Input row the class's input view starts at.
+  int64_t viewH = 0;  ///< Input rows in the view.
+  int64_t stride = 1; ///< Row stride: strideH * step.
+  int64_t padT = 0, padB = 0;
+  int64_t first = 0;  ///< Computed rows before the class's first.
+  int64_t outLen = 0; ///< Rows the convolution computes (count + first).
 };
 
-/// Plans the convolution computing outputs start, start + step, ... (count)
-/// along an axis with input length `len`, kernel `k`, stride `s`, padding
-/// `pad`. The window of output t starts at input (start + t*step)*s - pad.
-/// oneDNN needs a non-negative left padding; when the first window starts
-/// inside the input, the padding is grown by one class stride and the extra
-/// first output (one row of the class) is computed and dropped. The right
-/// padding is trimmed to what the last window reads, so the output count is
-/// exact.
-AxisPlan planAxis(int64_t len, int64_t k, int64_t s, int64_t pad,
-                  const OutputClass& c) {
-  AxisPlan p;
-  p.stride = s * c.step;
-  const int64_t begin = c.start * s - pad;
-  p.first = begin > 0 ? 1 : 0;
-  p.padL = begin > 0 ? p.stride - begin : -begin;
+/// Relative cost of reordering one input element against one flop of the
+/// convolution (memory-bound copy versus AVX-512 FMAs), for choosing how a
+/// class whose first window starts inside the input is computed.
+constexpr int64_t kFlopsPerReorderedElement = 150;
+
+/// Plans the convolution computing rows start, start + step, ... (count)
+/// of g. The window of output row t starts at input row
+/// (start + t*step)*strideH - padH. oneDNN needs a non-negative top padding;
+/// when that first window starts inside the input, either the input view
+/// starts there (one more input reorder) or the top padding grows by whole
+/// class strides and the extra first rows are computed and dropped,
+/// whichever costs less. The bottom padding is trimmed to what the last window reads,
+/// so the row count is exact.
+ClassPlan planClass(const ConvGeometry& g, const OutputClass& c) {
+  ClassPlan p;
+  p.stride = g.strideH * c.step;
+  const int64_t begin = c.start * g.strideH - g.padH;
+  if (begin > 0) {
+    // Rows to drop if the padding absorbs the offset instead.
+    const int64_t extra = (begin + p.stride - 1) / p.stride;
+    const int64_t wasteFlops =
+        extra * g.n * g.k * g.wo * g.cg * g.kh * g.kw * 2;
+    const int64_t reorderElems = g.n * g.c * (g.h - begin) * g.w;
+    if (wasteFlops > reorderElems * kFlopsPerReorderedElement) {
+      p.shift = begin;
+    } else {
+      p.first = extra;
+      p.padT = extra * p.stride - begin;
+    }
+  } else {
+    p.padT = -begin;
+  }
   p.outLen = c.count + p.first;
-  const int64_t lastEnd = -p.padL + (p.outLen - 1) * p.stride + k - 1;
-  p.padR = std::max<int64_t>(0, lastEnd - (len - 1));
+  // Bottom: pad up to the last window's end, or crop the view when the
+  // input reaches a whole stride beyond it (oneDNN would compute more rows).
+  p.viewH = g.h - p.shift;
+  const int64_t lastEnd = -p.padT + (p.outLen - 1) * p.stride + g.kh - 1;
+  if (lastEnd >= p.viewH - 1)
+    p.padB = lastEnd - (p.viewH - 1);
+  else if (p.viewH - 1 - lastEnd >= p.stride)
+    p.viewH = lastEnd + 1;
   return p;
+}
+
+/// Right padding of the full (non-perforated) axis, trimmed to what the
+/// last window reads.
+int64_t padRight(int64_t len, int64_t k, int64_t s, int64_t pad,
+                 int64_t out) {
+  return std::max<int64_t>(0, -pad + (out - 1) * s + k - 1 - (len - 1));
 }
 
 /// The convolution of one class, created once per geometry and thread
@@ -97,18 +152,13 @@ AxisPlan planAxis(int64_t len, int64_t k, int64_t s, int64_t pad,
 struct ClassPrim {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
-  AxisPlan ph, pw;
+  ClassPlan plan;
   bool nhwcDst = false; ///< dst is plain NHWC (the fused output pass).
 };
 
-using PrimKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int>;
-
 std::mutex primMutex;
-std::map<PrimKey, ClassPrim>& primCache() {
-  static std::map<PrimKey, ClassPrim> cache;
+std::map<std::vector<int64_t>, ClassPrim>& primCache() {
+  static std::map<std::vector<int64_t>, ClassPrim> cache;
   return cache;
 }
 
@@ -116,37 +166,38 @@ bool isRefImpl(const dnnl::primitive_desc_base& pd) {
   return std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
 }
 
-/// The cached convolution computing class `c` along rows or columns.
-const ClassPrim& classPrim(const ConvGeometry& g, bool rows,
-                           const OutputClass& c) {
-  const int threads = omp_get_max_threads();
-  const PrimKey key{g.n,      g.c,      g.h,        g.w,      g.k,
-                    g.kh,     g.kw,     g.groups,   g.padH,   g.padW,
-                    g.strideH, g.strideW, rows ? 1 : 0, c.start, c.step,
-                    c.count,  threads};
+/// The weights dims of g (GOIHW when grouped).
+memory::dims weightsDims(const ConvGeometry& g) {
+  return g.groups > 1 ? memory::dims{g.groups, g.kg, g.cg, g.kh, g.kw}
+                      : memory::dims{g.k, g.c, g.kh, g.kw};
+}
+
+/// The cached convolution computing row class `c` of g.
+const ClassPrim& classPrim(const ConvGeometry& g, const OutputClass& c) {
+  const std::vector<int64_t> key{
+      g.n,     g.c,       g.h,       g.w,       g.k,     g.kh,
+      g.kw,    g.groups,  g.padH,    g.padW,    g.strideH, g.strideW,
+      c.start, c.step,    c.count,   omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(primMutex);
   auto it = primCache().find(key);
   if (it != primCache().end())
     return it->second;
 
   ClassPrim cp;
-  const OutputClass whole{0, 1, rows ? g.wo : g.ho};
-  cp.ph = planAxis(g.h, g.kh, g.strideH, g.padH, rows ? c : whole);
-  cp.pw = planAxis(g.w, g.kw, g.strideW, g.padW, rows ? whole : c);
-  const memory::dims weiDims =
-      g.groups > 1 ? memory::dims{g.groups, g.kg, g.cg, g.kh, g.kw}
-                   : memory::dims{g.k, g.c, g.kh, g.kw};
-  const memory::dims dstDims{g.n, g.k, cp.ph.outLen, cp.pw.outLen};
+  cp.plan = planClass(g, c);
+  const ClassPlan& p = cp.plan;
+  const int64_t padR = padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
+  const memory::dims dstDims{g.n, g.k, p.outLen, g.wo};
   auto make = [&](tag dstTag) {
     return dnnl::convolution_forward::primitive_desc(
         {dnnl::prop_kind::forward_inference,
          dnnl::algorithm::convolution_direct,
-         memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::any),
-         memory::desc(weiDims, dt::f32, tag::any),
+         memory::desc({g.n, g.c, p.viewH, g.w}, dt::f32, tag::any),
+         memory::desc(weightsDims(g), dt::f32, tag::any),
          memory::desc(dstDims, dt::f32, dstTag),
-         {cp.ph.stride, cp.pw.stride},
-         {cp.ph.padL, cp.pw.padL},
-         {cp.ph.padR, cp.pw.padR}},
+         {p.stride, g.strideW},
+         {p.padT, g.padW},
+         {p.padB, padR}},
         cpuEngine());
   };
   // Prefer an NHWC result (the fused output pass reads it); fall back to
@@ -176,9 +227,109 @@ memory asLayout(const memory& src, const memory::desc& want,
   return out;
 }
 
-/// Where output position i of the perforated axis comes from: a kept
-/// position reads class `cls` at index `t` (counting a dropped first
-/// output); a skipped one averages positions lo and hi (lo == hi: copy).
+/// A 64-bit hash of n floats' bits, read in 64 fixed chunks in parallel
+/// (several times cheaper than reordering them: read-only, vectorised).
+uint64_t contentHash(const float* data, int64_t n) {
+  constexpr int kChunks = 64, kLanes = 16;
+  uint64_t chunkHash[kChunks];
+  const int64_t per = (n + kChunks - 1) / kChunks;
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < kChunks; ++c) {
+    const int64_t lo = std::min<int64_t>(n, c * per);
+    const int64_t hi = std::min<int64_t>(n, lo + per);
+    uint32_t acc[kLanes];
+    for (int l = 0; l < kLanes; ++l)
+      acc[l] = 0x811c9dc5u + static_cast<uint32_t>(l);
+    int64_t i = lo;
+    for (; i + kLanes <= hi; i += kLanes)
+#pragma omp simd
+      for (int l = 0; l < kLanes; ++l) {
+        uint32_t v;
+        std::memcpy(&v, data + i + l, sizeof v);
+        acc[l] = (acc[l] ^ v) * 0x9e3779b1u;
+      }
+    uint64_t h = 0xcbf29ce484222325ull ^ static_cast<uint64_t>(hi - lo);
+    for (; i < hi; ++i) {
+      uint32_t v;
+      std::memcpy(&v, data + i, sizeof v);
+      h = (h ^ v) * 0x100000001b3ull;
+    }
+    for (int l = 0; l < kLanes; ++l)
+      h = (h ^ acc[l]) * 0x100000001b3ull;
+    chunkHash[c] = h;
+  }
+  uint64_t h = 0xcbf29ce484222325ull ^ static_cast<uint64_t>(n);
+  for (int c = 0; c < kChunks; ++c)
+    h = (h ^ chunkHash[c]) * 0x100000001b3ull;
+  return h;
+}
+
+/// Reordered filters, keyed by their layout, their view of the caller's
+/// data and a hash of that data (so a filter rewritten in place, or freed
+/// and its address reused, is never served stale). Least recently used
+/// entries go beyond kFilterCacheBytes.
+constexpr size_t kFilterCacheBytes = size_t(256) << 20;
+struct FilterEntry {
+  memory::desc view, want;
+  uint64_t hash;
+  memory mem;
+  uint64_t lastUse;
+};
+std::mutex filterMutex;
+std::vector<FilterEntry>& filterCache() {
+  static std::vector<FilterEntry> cache;
+  return cache;
+}
+
+/// The filter `user` (n floats at `data`) in layout `want`, reordered once
+/// and then served from the cache while its contents are unchanged.
+memory cachedFilter(const memory& user, const float* data, int64_t n,
+                    const memory::desc& want, dnnl::stream& strm) {
+  if (user.get_desc() == want)
+    return user;
+  const uint64_t hash = contentHash(data, n);
+  static uint64_t clock = 0;
+  std::lock_guard<std::mutex> lock(filterMutex);
+  std::vector<FilterEntry>& cache = filterCache();
+  for (FilterEntry& e : cache)
+    if (e.hash == hash && e.want == want && e.view == user.get_desc()) {
+      e.lastUse = ++clock;
+      return e.mem;
+    }
+  memory out(want, cpuEngine());
+  dnnl::reorder(user, out).execute(strm, const_cast<memory&>(user), out);
+  strm.wait();
+  size_t total = want.get_size();
+  for (const FilterEntry& e : cache)
+    total += e.want.get_size();
+  while (total > kFilterCacheBytes && !cache.empty()) {
+    auto oldest = std::min_element(
+        cache.begin(), cache.end(),
+        [](const FilterEntry& a, const FilterEntry& b) {
+          return a.lastUse < b.lastUse;
+        });
+    total -= oldest->want.get_size();
+    cache.erase(oldest);
+  }
+  cache.push_back({user.get_desc(), want, hash, out, ++clock});
+  return out;
+}
+
+/// g with rows and columns swapped (column perforation of g is row
+/// perforation of this).
+ConvGeometry transposed(const ConvGeometry& g) {
+  ConvGeometry t = g;
+  std::swap(t.h, t.w);
+  std::swap(t.kh, t.kw);
+  std::swap(t.ho, t.wo);
+  std::swap(t.padH, t.padW);
+  std::swap(t.strideH, t.strideW);
+  return t;
+}
+
+/// Where output row a of the internal row problem comes from: a kept row
+/// reads class `cls` at row `t` (counting dropped first rows); a
+/// skipped one averages rows lo and hi (lo == hi: copy).
 struct Source {
   int cls = -1;
   int64_t t = 0;
@@ -187,7 +338,7 @@ struct Source {
 
 std::vector<Source> sourcesOf(const std::vector<bool>& kept,
                               const std::vector<OutputClass>& classes,
-                              const std::vector<int64_t>& firstOf) {
+                              const std::vector<const ClassPrim*>& prims) {
   const int64_t len = static_cast<int64_t>(kept.size());
   std::vector<Source> src(len);
   for (size_t ci = 0; ci < classes.size(); ++ci) {
@@ -195,7 +346,7 @@ std::vector<Source> sourcesOf(const std::vector<bool>& kept,
     for (int64_t t = 0; t < c.count; ++t) {
       Source& s = src[c.start + t * c.step];
       s.cls = static_cast<int>(ci);
-      s.t = t + firstOf[ci];
+      s.t = t + prims[ci]->plan.first;
     }
   }
   for (int64_t i = 0; i < len; ++i) {
@@ -291,10 +442,10 @@ inline void transpose16(const float* src, int64_t lds, float* dst,
 /// into the K planes of an NCHW output.
 void transposeRow(const float* src, int64_t wo, int64_t K, float* dst,
                   int64_t ldd) {
-  int64_t w0 = 0, k0 = 0;
+  int64_t w0 = 0;
 #if defined(__AVX512F__)
   for (w0 = 0; w0 + 16 <= wo; w0 += 16)
-    for (k0 = 0; k0 + 16 <= K; k0 += 16)
+    for (int64_t k0 = 0; k0 + 16 <= K; k0 += 16)
       transpose16(src + w0 * K + k0, K, dst + k0 * ldd + w0, ldd);
   // Channel tail of the full column blocks.
   for (int64_t w = 0; w < w0; ++w)
@@ -309,46 +460,48 @@ void transposeRow(const float* src, int64_t wo, int64_t K, float* dst,
   }
 }
 
-/// The fused output pass: writes every NCHW output row (n, :, h, :) from
-/// the classes' NHWC results, averaging skipped positions on the fly.
+/// The fused output pass: writes every NCHW output row (n, :, h, :) of the
+/// original problem g0 from the classes' NHWC results of the internal row
+/// problem (transposed for columns), averaging skipped positions on the
+/// fly.
 void writeOutput(const std::vector<const float*>& dst,
-                 const std::vector<ClassPrim const*>& prims,
-                 const std::vector<Source>& src, const ConvGeometry& g,
-                 bool rows, float* y) {
-  const int64_t K = g.k, ho = g.ho, wo = g.wo;
-  // The K-vector of output (n, h, w) for a kept position.
-  auto at = [&](int64_t n, int64_t h, int64_t w) -> const float* {
-    const Source& s = src[rows ? h : w];
-    const ClassPrim& cp = *prims[s.cls];
-    const int64_t oh = cp.ph.outLen, ow = cp.pw.outLen;
-    const int64_t hh = rows ? s.t : h, ww = rows ? w : s.t;
-    return dst[s.cls] + ((n * oh + hh) * ow + ww) * K;
+                 const std::vector<const ClassPrim*>& prims,
+                 const std::vector<Source>& src, const ConvGeometry& g0,
+                 bool cols, float* y) {
+  const int64_t K = g0.k, ho = g0.ho, wo = g0.wo;
+  // Internal output (n, a, b) is original (n, h, w) = cols ? (b, a) : (a, b)
+  // and lives at row `t` of its class, whose rows hold bLen K-vectors.
+  const int64_t bLen = cols ? ho : wo;
+  auto at = [&](int64_t n, int64_t a, int64_t b) -> const float* {
+    const Source& s = src[a];
+    return dst[s.cls] + ((n * prims[s.cls]->plan.outLen + s.t) * bLen + b) * K;
   };
 #pragma omp parallel
   {
     // One NHWC output row (wo x K) when it has to be assembled.
     std::vector<float> tile(wo * K);
 #pragma omp for schedule(static)
-    for (int64_t nh = 0; nh < g.n * ho; ++nh) {
+    for (int64_t nh = 0; nh < g0.n * ho; ++nh) {
       const int64_t n = nh / ho, h = nh % ho;
       float* out = y + n * K * ho * wo + h * wo;
-      if (rows && src[h].cls >= 0) {
+      if (!cols && src[h].cls >= 0) {
         // A kept row is one contiguous NHWC row of its class.
         transposeRow(at(n, h, 0), wo, K, out, ho * wo);
         continue;
       }
       for (int64_t w = 0; w < wo; ++w) {
+        const int64_t a = cols ? w : h, b = cols ? h : w;
         float* t = tile.data() + w * K;
-        const Source& s = src[rows ? h : w];
+        const Source& s = src[a];
         if (s.cls >= 0) {
-          std::memcpy(t, at(n, h, w), K * sizeof(float));
+          std::memcpy(t, at(n, a, b), K * sizeof(float));
           continue;
         }
-        const float* a = rows ? at(n, s.lo, w) : at(n, h, s.lo);
-        const float* b = rows ? at(n, s.hi, w) : at(n, h, s.hi);
+        const float* lo = at(n, s.lo, b);
+        const float* hi = at(n, s.hi, b);
 #pragma omp simd
         for (int64_t k = 0; k < K; ++k)
-          t[k] = (a[k] + b[k]) * 0.5f;
+          t[k] = (lo[k] + hi[k]) * 0.5f;
       }
       transposeRow(tile.data(), wo, K, out, ho * wo);
     }
@@ -357,17 +510,42 @@ void writeOutput(const std::vector<const float*>& dst,
 
 } // namespace
 
-void setGenericPerforationOutput(bool on) { genericOutput = on; }
+void setPerforationPath(PerforationPath path) { forcedPath = path; }
 
 void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
                     int64_t W, const float* w, int64_t K, int64_t KH,
                     int64_t KW, const ConvArgs& a, const KnobSpec& knob,
                     float* y) {
-  const ConvGeometry g = checkConv("convPerforated", N, C, H, W, K, KH, KW, a,
-                                   knob, Variant::PerfRow, Variant::PerfCol);
-  const bool rows = knob.variant == Variant::PerfRow;
+  const ConvGeometry g0 = checkConv("convPerforated", N, C, H, W, K, KH, KW,
+                                    a, knob, Variant::PerfRow,
+                                    Variant::PerfCol);
+  const bool cols = knob.variant == Variant::PerfCol;
+  const PerforationPath path = forcedPath;
+  if (path == PerforationPath::Gemm ||
+      (path == PerforationPath::Auto &&
+       g0.ho * g0.wo <= kGemmMaxOutputPositions)) {
+    // Tiny outputs: reduced im2col + GEMM over the kept positions, with
+    // the caller's OIHW filter as the K x (C/groups*KH*KW) GEMM operand.
+    const std::vector<bool> kept =
+        perforationKept(cols ? g0.wo : g0.ho, knob.rate, knob.offset);
+    std::vector<int64_t> elems(g0.cg * g0.kh * g0.kw), keptRows, keptCols;
+    std::iota(elems.begin(), elems.end(), 0);
+    for (int64_t i = 0; i < g0.ho; ++i)
+      if (cols || kept[i])
+        keptRows.push_back(i);
+    for (int64_t i = 0; i < g0.wo; ++i)
+      if (!cols || kept[i])
+        keptCols.push_back(i);
+    ScratchPool::Lease lease(scratchPool());
+    gemmConv(x, g0, elems, w, keptRows, keptCols, y, lease, 0);
+    fillSkipped(y, g0, !cols, kept);
+    return;
+  }
+  // Column perforation runs as row perforation of the transposed problem
+  // (oneDNN's kernels are faster with the class stride on rows).
+  const ConvGeometry g = cols ? transposed(g0) : g0;
   const std::vector<bool> kept =
-      perforationKept(rows ? g.ho : g.wo, knob.rate, knob.offset);
+      perforationKept(g.ho, knob.rate, knob.offset);
   const std::vector<OutputClass> classes =
       keptClasses(kept, knob.rate, knob.offset);
 
@@ -375,81 +553,92 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
   dnnl::stream strm(eng);
   ScratchPool::Lease lease(scratchPool());
 
-  // 1. The caller's NCHW input and OIHW (GOIHW) filter.
-  const memory::desc srcPlain({g.n, g.c, g.h, g.w}, dt::f32, tag::nchw);
-  const memory::desc weiPlain =
-      g.groups > 1
-          ? memory::desc({g.groups, g.kg, g.cg, g.kh, g.kw}, dt::f32,
-                         tag::goihw)
-          : memory::desc({g.k, g.c, g.kh, g.kw}, dt::f32, tag::oihw);
-  memory srcUser(srcPlain, eng, const_cast<float*>(x));
-  memory weiUser(weiPlain, eng, const_cast<float*>(w));
+  // 1. Views of the caller's NCHW input and OIHW (GOIHW) filter as the
+  //    internal problem sees them (H and W swapped for columns).
+  const int64_t rowStride = cols ? 1 : g0.w, colStride = cols ? g0.w : 1;
+  auto inputView = [&](int64_t shift, int64_t viewH) {
+    return memory(memory::desc({g.n, g.c, viewH, g.w}, dt::f32,
+                               {g0.c * g0.h * g0.w, g0.h * g0.w, rowStride,
+                                colStride}),
+                  eng, const_cast<float*>(x) + shift * rowStride);
+  };
+  memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw,
+                          cols ? 1 : g.kw, cols ? g.kh : 1};
+  if (g.groups > 1)
+    weiStrides.insert(weiStrides.begin(), g.kg * g.cg * g.kh * g.kw);
+  const memory weiUser(memory::desc(weightsDims(g), dt::f32, weiStrides), eng,
+                       const_cast<float*>(w));
 
-  // 2. One strided convolution per class; input and filter are reordered
-  //    for the first class and reused while later ones want the same
-  //    layouts. Each class's result stays in its own scratch buffer.
+  // 2. One strided convolution per class. Inputs are reordered once per
+  //    distinct view and layout, the filter once per layout and contents
+  //    (cached across calls); each class's result stays in its own scratch
+  //    buffer.
   std::vector<const ClassPrim*> prims;
   std::vector<memory> dsts;
-  std::vector<int64_t> firstOf;
+  std::vector<std::pair<int64_t, memory>> inputs;
+  memory weiMem;
   bool allNhwc = true;
-  memory srcMem, weiMem;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
-    const ClassPrim& cp = classPrim(g, rows, classes[ci]);
-    if (!srcMem || srcMem.get_desc() != cp.pd.src_desc())
-      srcMem = asLayout(srcUser, cp.pd.src_desc(), lease, 0, strm);
+    const ClassPrim& cp = classPrim(g, classes[ci]);
+    memory srcMem;
+    for (const auto& in : inputs)
+      if (in.first == cp.plan.shift && in.second.get_desc() == cp.pd.src_desc())
+        srcMem = in.second;
+    if (!srcMem) {
+      const memory view = inputView(cp.plan.shift, cp.plan.viewH);
+      srcMem = asLayout(view, cp.pd.src_desc(), lease, inputs.size(), strm);
+      inputs.emplace_back(cp.plan.shift, srcMem);
+    }
     if (!weiMem || weiMem.get_desc() != cp.pd.weights_desc())
-      weiMem = asLayout(weiUser, cp.pd.weights_desc(), lease, 1, strm);
+      weiMem = cachedFilter(weiUser, w, g.k * g.cg * g.kh * g.kw,
+                            cp.pd.weights_desc(), strm);
     memory dst(cp.pd.dst_desc(), eng,
-               lease.slot(2 + ci, cp.pd.dst_desc().get_size()));
+               lease.slot(5 + ci, cp.pd.dst_desc().get_size()));
     cp.prim.execute(strm, {{DNNL_ARG_SRC, srcMem},
                            {DNNL_ARG_WEIGHTS, weiMem},
                            {DNNL_ARG_DST, dst}});
     prims.push_back(&cp);
     dsts.push_back(dst);
-    firstOf.push_back(rows ? cp.ph.first : cp.pw.first);
     allNhwc = allNhwc && cp.nhwcDst;
   }
   strm.wait();
 
   // 3. The NCHW output.
-  if (allNhwc && !genericOutput) {
+  if (allNhwc && path != PerforationPath::DnnlGeneric) {
     // 3a. Fused: transpose kept rows/columns, average skipped ones.
     std::vector<const float*> ptr;
     for (const memory& d : dsts)
       ptr.push_back(static_cast<const float*>(d.get_data_handle()));
-    writeOutput(ptr, prims, sourcesOf(kept, classes, firstOf), g, rows, y);
+    writeOutput(ptr, prims, sourcesOf(kept, classes, prims), g0, cols, y);
     return;
   }
   // 3b. Other layouts: a oneDNN reorder scatters each class into a strided
   //     view of y (minus its dropped first output), then a pass fills the
   //     skipped positions. oneDNN rejects a view whose last strided row
   //     would run past the plane, so that row goes in a second reorder.
+  const int64_t aStride = cols ? 1 : g0.wo, bStride = cols ? g0.wo : 1;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const OutputClass& c = classes[ci];
     const ClassPrim& cp = *prims[ci];
-    const int64_t fits =
-        c.count * c.step <= (rows ? g.ho : g.wo) ? c.count : c.count - 1;
+    const int64_t fits = c.count * c.step <= g.ho ? c.count : c.count - 1;
     auto scatter = [&](int64_t from, int64_t n) {
       if (n <= 0)
         return;
-      const memory::dims dims = {g.n, g.k, rows ? n : g.ho, rows ? g.wo : n};
+      const memory::dims dims = {g.n, g.k, n, g.wo};
       const memory::desc view = dsts[ci].get_desc().submemory_desc(
-          dims, {0, 0, cp.ph.first + (rows ? from : 0),
-                 cp.pw.first + (rows ? 0 : from)});
-      const memory::dims strides = {g.k * g.ho * g.wo, g.ho * g.wo,
-                                    rows ? c.step * g.wo : g.wo,
-                                    rows ? 1 : c.step};
-      const int64_t pos = c.start + from * c.step;
+          dims, {0, 0, cp.plan.first + from, 0});
+      const memory::dims strides = {g0.k * g0.ho * g0.wo, g0.ho * g0.wo,
+                                    c.step * aStride, bStride};
       memory fromMem(view, eng, dsts[ci].get_data_handle());
       memory toMem(memory::desc(dims, dt::f32, strides), eng,
-                   y + (rows ? pos * g.wo : pos));
+                   y + (c.start + from * c.step) * aStride);
       dnnl::reorder(fromMem, toMem).execute(strm, fromMem, toMem);
     };
     scatter(0, fits);
     scatter(fits, c.count - fits);
   }
   strm.wait();
-  fillSkipped(y, g, rows, kept);
+  fillSkipped(y, g0, !cols, kept);
 }
 
 } // namespace hpvm::rt::approx

@@ -13,7 +13,7 @@
 
 namespace hpvm::rt {
 
-// --- Errors ----------------------------------------------------------------
+// --- Errors -----------------------------------------------------------------
 
 /// A user error found by the core (bad wiring, bad shapes, bad files).
 class RuntimeError : public std::runtime_error {
@@ -30,7 +30,7 @@ void setThrowOnError(bool enable);
 /// Prints "hpvm_rt: warning: <message>" to stderr.
 void warning(const std::string& message);
 
-// --- Tensors ---------------------------------------------------------------
+// --- Tensors ----------------------------------------------------------------
 
 /// NCHW extents of a tensor (missing trailing dims are 1).
 using Shape = std::array<int64_t, 4>;
@@ -48,7 +48,7 @@ Tensor* newTensor(const Shape& s, int numDims, bool tracked);
 /// Frees storage, dims and the struct of a tensor made by newTensor.
 void deleteTensor(Tensor* t);
 
-// --- Ops -------------------------------------------------------------------
+// --- Ops --------------------------------------------------------------------
 
 /// Maximum operands of any op (Ops.def TensorArgs / ScalarArgs).
 constexpr int kMaxTensorArgs = 5;
@@ -61,9 +61,10 @@ void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
                const double* scalars);
 
 /// The output shape of \p op on operands of shapes \p in with \p scalars;
-/// reports shape errors through fatal() prefixed with \p where.
+/// reports shape errors through fatal(), naming \p api and, inside a
+/// launch, the node function \p node (else null).
 Shape inferShape(HpvmOp op, const Shape* in, const double* scalars,
-                 const std::string& where);
+                 const char* api, const std::string* node);
 
 /// FLOPs of one call (Ops.def FlopsPerElem/FlopsPerReduce).
 double opFlops(HpvmOp op, const Shape* in, const Shape& out,

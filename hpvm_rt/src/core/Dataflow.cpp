@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 
 namespace hpvm::rt {
 
@@ -32,7 +33,7 @@ struct Source {
 struct Child {
   api::AnyFn fn;
   const FnSig* sig;
-  std::string name;
+  const std::string* name; ///< Interned (see internName).
   const char* file;
   int line;
   std::vector<Source> in;
@@ -110,6 +111,16 @@ std::string nameFromText(const char* text) {
   return s.substr(start);
 }
 
+/// The node function name of a createNodeND call site, computed once per
+/// site (\p text is a string literal).
+const std::string* internName(const char* text) {
+  static std::unordered_map<const char*, std::string> names;
+  auto it = names.find(text);
+  if (it == names.end())
+    it = names.emplace(text, nameFromText(text)).first;
+  return &it->second;
+}
+
 Frame& currentFrame(const char* call, const char* file, int line) {
   LaunchState& st = state();
   if (!st.active || st.frames.empty())
@@ -131,7 +142,7 @@ Child& childOf(Frame& f, void* handle, const char* call, const char* file,
 }
 
 std::string childText(const Child& c) {
-  return c.name + " (created at " + at(c.file, c.line) + ")";
+  return *c.name + " (created at " + at(c.file, c.line) + ")";
 }
 
 /// Runs a node function on \p args; its outputs land in \p outputs.
@@ -199,9 +210,9 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
     }
     std::string text;
     for (size_t i = path.size(); i-- > static_cast<size_t>(seen[c]);)
-      text += kids[path[i]].name + " -> ";
+      text += *kids[path[i]].name + " -> ";
     fatal("cycle among the children of " + *f.name + ": " + text +
-          kids[path.back()].name);
+          *kids[path.back()].name);
   }
   // Run in order.
   std::vector<Value> childArgs;
@@ -217,24 +228,24 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
       const Child& src = kids[s.node];
       if (s.pos >= src.outputs.size())
         fatal(at(s.file, s.line) + ": __hpvm__edge reads output " +
-              std::to_string(s.pos) + " of " + src.name + ", which has " +
+              std::to_string(s.pos) + " of " + *src.name + ", which has " +
               std::to_string(src.outputs.size()) + " output(s)");
       const Value& v = src.outputs[s.pos];
       if (!sameType(v.type, k.sig->params[p]))
         fatal(at(s.file, s.line) + ": type mismatch: output " +
-              std::to_string(s.pos) + " of " + src.name + " (" +
+              std::to_string(s.pos) + " of " + *src.name + " (" +
               typeName(v.type) + ") feeds parameter " + std::to_string(p) +
-              " of " + k.name + " (" + typeName(k.sig->params[p]) + ")");
+              " of " + *k.name + " (" + typeName(k.sig->params[p]) + ")");
       childArgs[p] = v;
     }
-    runNode(k.name, k.fn, k.sig, childArgs.data(), k.outputs);
+    runNode(*k.name, k.fn, k.sig, childArgs.data(), k.outputs);
   }
   outputs.clear();
   for (const OutBind& b : f.outBinds) {
     const Child& k = kids[b.child];
     if (b.childPos >= k.outputs.size())
       fatal(at(b.file, b.line) + ": __hpvm__bindOut reads output " +
-            std::to_string(b.childPos) + " of " + k.name + ", which has " +
+            std::to_string(b.childPos) + " of " + *k.name + ", which has " +
             std::to_string(k.outputs.size()) + " output(s)");
     outputs.push_back(k.outputs[b.childPos]);
   }
@@ -290,10 +301,10 @@ namespace api {
 void* createNode(const char* file, int line, const char* text, unsigned dims,
                  unsigned numExtents, AnyFn fn, const FnSig* sig) {
   Frame& f = currentFrame("__hpvm__createNodeND", file, line);
-  std::string name = nameFromText(text);
+  const std::string* name = internName(text);
   if (dims != 0 || numExtents != 0)
     fatal(at(file, line) + ": __hpvm__createNodeND(" + std::to_string(dims) +
-          ", " + name +
+          ", " + *name +
           "): replicated nodes (dims > 0) are not supported; tensor "
           "programs use dims 0");
   if (f.leaf.leafIndex >= 0)
@@ -302,7 +313,7 @@ void* createNode(const char* file, int line, const char* text, unsigned dims,
           "nodes (at " +
           at(file, line) + ")");
   LaunchState& st = state();
-  Child c{fn, sig, std::move(name), file, line, {}, {}};
+  Child c{fn, sig, name, file, line, {}, {}};
   c.in.resize(static_cast<size_t>(sig->numParams));
   f.children.push_back(std::move(c));
   return reinterpret_cast<void*>(st.nextHandle++);
@@ -312,26 +323,28 @@ void bindIn(const char* file, int line, void* node, unsigned ip, unsigned ic,
             unsigned isStream) {
   Frame& f = currentFrame("__hpvm__bindIn", file, line);
   Child& c = childOf(f, node, "__hpvm__bindIn", file, line);
-  std::string call = at(file, line) + ": __hpvm__bindIn(" + c.name + ", " +
-                     std::to_string(ip) + ", " + std::to_string(ic) + ")";
+  auto call = [&] {
+    return at(file, line) + ": __hpvm__bindIn(" + *c.name + ", " +
+           std::to_string(ip) + ", " + std::to_string(ic) + ")";
+  };
   if (isStream)
-    fatal(call + ": streaming bindings are not supported");
+    fatal(call() + ": streaming bindings are not supported");
   if (ip >= static_cast<unsigned>(f.sig->numParams))
-    fatal(call + ": parent position " + std::to_string(ip) +
+    fatal(call() + ": parent position " + std::to_string(ip) +
           " is out of range: " + *f.name + " has " +
           std::to_string(f.sig->numParams) + " parameters");
   if (ic >= c.in.size())
-    fatal(call + ": child position " + std::to_string(ic) +
-          " is out of range: " + c.name + " has " +
+    fatal(call() + ": child position " + std::to_string(ic) +
+          " is out of range: " + *c.name + " has " +
           std::to_string(c.in.size()) + " parameters");
   Source& s = c.in[ic];
   if (s.kind != Source::Unbound)
-    fatal(call + ": parameter " + std::to_string(ic) + " of " + c.name +
+    fatal(call() + ": parameter " + std::to_string(ic) + " of " + *c.name +
           " is already bound at " + at(s.file, s.line));
   if (!sameType(f.sig->params[ip], c.sig->params[ic]))
-    fatal(call + ": type mismatch: parameter " + std::to_string(ip) + " of " +
+    fatal(call() + ": type mismatch: parameter " + std::to_string(ip) + " of " +
           *f.name + " (" + typeName(f.sig->params[ip]) + ") feeds parameter " +
-          std::to_string(ic) + " of " + c.name + " (" +
+          std::to_string(ic) + " of " + *c.name + " (" +
           typeName(c.sig->params[ic]) + ")");
   s = Source{Source::Parent, -1, ip, file, line};
 }
@@ -340,15 +353,17 @@ void bindOut(const char* file, int line, void* node, unsigned oc, unsigned op,
              unsigned isStream) {
   Frame& f = currentFrame("__hpvm__bindOut", file, line);
   Child& c = childOf(f, node, "__hpvm__bindOut", file, line);
-  std::string call = at(file, line) + ": __hpvm__bindOut(" + c.name + ", " +
-                     std::to_string(oc) + ", " + std::to_string(op) + ")";
+  auto call = [&] {
+    return at(file, line) + ": __hpvm__bindOut(" + *c.name + ", " +
+           std::to_string(oc) + ", " + std::to_string(op) + ")";
+  };
   if (isStream)
-    fatal(call + ": streaming bindings are not supported");
+    fatal(call() + ": streaming bindings are not supported");
   if (f.outBinds.size() <= op)
     f.outBinds.resize(op + 1);
   OutBind& b = f.outBinds[op];
   if (b.set)
-    fatal(call + ": output " + std::to_string(op) + " of " + *f.name +
+    fatal(call() + ": output " + std::to_string(op) + " of " + *f.name +
           " is already bound at " + at(b.file, b.line));
   b = OutBind{true, static_cast<int>(&c - f.children.data()), oc, file, line};
 }
@@ -359,20 +374,21 @@ void* edge(const char* file, int line, void* src, void* dst, unsigned replType,
   Frame& f = currentFrame("__hpvm__edge", file, line);
   Child& s = childOf(f, src, "__hpvm__edge", file, line);
   Child& d = childOf(f, dst, "__hpvm__edge", file, line);
-  std::string call = at(file, line) + ": __hpvm__edge(" + s.name + ", " +
-                     d.name + ", " + std::to_string(sp) + ", " +
-                     std::to_string(dp) + ")";
+  auto call = [&] {
+    return at(file, line) + ": __hpvm__edge(" + *s.name + ", " + *d.name +
+           ", " + std::to_string(sp) + ", " + std::to_string(dp) + ")";
+  };
   if (isStream)
-    fatal(call + ": streaming edges are not supported");
+    fatal(call() + ": streaming edges are not supported");
   if (&s == &d)
-    fatal(call + ": cycle: an edge from " + s.name + " to itself");
+    fatal(call() + ": cycle: an edge from " + *s.name + " to itself");
   if (dp >= d.in.size())
-    fatal(call + ": destination position " + std::to_string(dp) +
-          " is out of range: " + d.name + " has " +
+    fatal(call() + ": destination position " + std::to_string(dp) +
+          " is out of range: " + *d.name + " has " +
           std::to_string(d.in.size()) + " parameters");
   Source& in = d.in[dp];
   if (in.kind != Source::Unbound)
-    fatal(call + ": parameter " + std::to_string(dp) + " of " + d.name +
+    fatal(call() + ": parameter " + std::to_string(dp) + " of " + *d.name +
           " is already bound at " + at(in.file, in.line));
   in = Source{Source::Edge, static_cast<int>(&s - f.children.data()), sp, file,
               line};

@@ -109,6 +109,7 @@ struct Plan {
   std::vector<int> fusedOf; ///< Op -> fused node index.
   bool programSetsIds = false;
   std::vector<Tensor*> store;  ///< Plan-owned outputs, created lazily.
+  int64_t storeBytes = 0;      ///< Bytes of the tensors in store.
   std::vector<Tensor*> actual; ///< Where each op's output is this launch.
   Schedule sched;
 
@@ -192,8 +193,7 @@ std::string namesText(const std::vector<std::string>& names) {
   return s;
 }
 
-// --- Plan construction
-// --------------------------------------------------------
+// --- Plan construction ------------------------------------------------------
 
 std::vector<uint64_t> signatureOf(const Trace& t, api::AnyFn root) {
   std::vector<uint64_t> sig;
@@ -338,8 +338,7 @@ std::unique_ptr<Plan> buildPlan(const Trace& t, api::AnyFn root,
   return p;
 }
 
-// --- Configuration
-// ------------------------------------------------------------
+// --- Configuration ----------------------------------------------------------
 
 /// Resolves the knob of every op from the active configuration, checking
 /// that it describes this program's fused nodes.
@@ -427,8 +426,7 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
   return knobs;
 }
 
-// --- Execution groups
-// ---------------------------------------------------------
+// --- Execution groups -------------------------------------------------------
 
 bool samePrecision(const KnobSpec& a, const KnobSpec& b) {
   return a.precision == b.precision && b.variant == Variant::Exact;
@@ -573,6 +571,10 @@ void buildSchedule(Plan& p) {
       break;
     }
     g.last = g.members.back();
+    // A program output gets a tensor of its own (the program may free it;
+    // a swapped elementwise add stays correct, addition commutes).
+    if (p.isRootOut[g.last])
+      g.inPlace = kNoOperand;
     s.groups.push_back(std::move(g));
   }
   // A group runs where its last op was traced: every value it reads from
@@ -635,8 +637,7 @@ void buildSchedule(Plan& p) {
   s.configGen = S().configGen;
 }
 
-// --- Execution
-// ----------------------------------------------------------------
+// --- Execution --------------------------------------------------------------
 
 Tensor* operand(const Plan& p, const Trace& t, int32_t code) {
   if (code == kNoOperand)
@@ -701,9 +702,10 @@ void execute(Plan& p, const Trace& t) {
   const Schedule& s = p.sched;
   using Clock = std::chrono::steady_clock;
   Clock::time_point start;
+  size_t recorded = 0;
   if (st.recording) {
-    st.records.clear();
-    st.records.reserve(p.ops.size());
+    // Assigning into kept records reuses their shape vectors' storage.
+    st.records.resize(p.ops.size());
     start = Clock::now();
   }
   for (const Group& g : s.groups) {
@@ -714,8 +716,10 @@ void execute(Plan& p, const Trace& t) {
       out = newTensor(p.ops[g.last].out, 4, /*tracked=*/true);
     } else {
       Tensor*& slot = p.store[g.last];
-      if (!slot)
+      if (!slot) {
         slot = newTensor(p.ops[g.last].out, 4, /*tracked=*/false);
+        p.storeBytes += int64_t(slot->size_in_bytes);
+      }
       out = slot;
     }
     if (!st.recording) {
@@ -726,11 +730,11 @@ void execute(Plan& p, const Trace& t) {
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       double begin = std::chrono::duration<double>(t0 - start).count();
       for (int m : g.members) {
-        OpRecord r = s.records[m];
+        OpRecord& r = st.records[recorded++];
+        r = s.records[m];
         r.startSeconds = begin;
         r.seconds = g.flops > 0 ? secs * r.flops / g.flops
                                 : secs / double(g.members.size());
-        st.records.push_back(std::move(r));
       }
     }
     p.actual[g.last] = out;
@@ -741,8 +745,7 @@ void execute(Plan& p, const Trace& t) {
 
 } // namespace
 
-// --- Tracing entry points
-// ------------------------------------------------------
+// --- Tracing entry points ---------------------------------------------------
 
 void traceBegin(api::AnyFn root, const std::string& rootName) {
   ExecState& st = S();
@@ -769,7 +772,7 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   rec.hasNodeId = leaf.hasNodeId;
   ++rec.numOps;
   const OpInfo& info = opInfo(op);
-  std::string where = "node " + *leaf.name + ": " + api;
+  auto where = [&] { return "node " + *leaf.name + ": " + api; };
   TraceOp r;
   r.op = op;
   r.api = api;
@@ -779,19 +782,19 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   for (int i = 0; i < info.tensorArgs; ++i) {
     auto* tensor = static_cast<Tensor*>(tensors[i]);
     if (!tensor)
-      fatal(where + ": tensor operand " + std::to_string(i + 1) + " is NULL");
+      fatal(where() + ": tensor operand " + std::to_string(i + 1) + " is NULL");
     auto sym = st.symIndex.find(tensor);
     if (sym != st.symIndex.end()) {
       if (static_cast<size_t>(sym->second) >= t.ops.size())
-        fatal(where + ": tensor operand " + std::to_string(i + 1) +
+        fatal(where() + ": tensor operand " + std::to_string(i + 1) +
               " is an intermediate result of an earlier launch");
       r.in[i] = sym->second;
       shapes[i] = t.ops[sym->second].out;
       continue;
     }
-    auto [it, added] =
-        t.extIndex.emplace(tensor, static_cast<int>(t.ext.size()));
-    if (added) {
+    auto it = t.extIndex.find(tensor);
+    if (it == t.extIndex.end()) {
+      it = t.extIndex.emplace(tensor, static_cast<int>(t.ext.size())).first;
       t.ext.push_back(tensor);
       t.extShapes.push_back(shapeOf(tensor));
     }
@@ -800,7 +803,7 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   }
   for (int i = 0; i < info.scalarArgs; ++i)
     r.scalars[i] = scalars[i];
-  r.out = inferShape(op, shapes, r.scalars, where);
+  r.out = inferShape(op, shapes, r.scalars, api, leaf.name);
   size_t index = t.ops.size();
   t.ops.push_back(r);
   return symTensor(index, r.out);
@@ -841,6 +844,19 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
   if (p.sched.configGen != st.configGen)
     buildSchedule(p);
   execute(p, t);
+  // Cached plans of other shapes keep their buffers only while all plans
+  // together stay within the budget (they are recreated on reuse).
+  int64_t held = 0;
+  for (const std::unique_ptr<Plan>& q : st.plans)
+    held += q->storeBytes;
+  if (held > kKeepStorageBytes)
+    for (size_t i = 1; i < st.plans.size(); ++i) {
+      for (Tensor*& s : st.plans[i]->store) {
+        deleteTensor(s);
+        s = nullptr;
+      }
+      st.plans[i]->storeBytes = 0;
+    }
   for (auto [k, op] : symOut) {
     Tensor* out = p.actual[op];
     ensureHost(out);
@@ -857,8 +873,7 @@ void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
   return eagerOp(op, api, tensors, scalars);
 }
 
-// --- Runtime.h hooks
-// -----------------------------------------------------------
+// --- Runtime.h hooks --------------------------------------------------------
 
 void setActiveConfiguration(const Configuration* config,
                             const std::string& path) {

@@ -43,14 +43,15 @@ namespace {
 
 /// Output extent of a window of \p k with padding \p p and stride \p s over
 /// \p n, or fatal() if the geometry is invalid.
+template <class Where>
 int64_t windowExtent(int64_t n, int64_t k, int64_t p, int64_t s,
-                     const char* axis, const std::string& where) {
+                     const char* axis, const Where& where) {
   if (k < 1 || s < 1 || p < 0)
-    fatal(where + ": bad " + axis + " geometry: window " + std::to_string(k) +
+    fatal(where() + ": bad " + axis + " geometry: window " + std::to_string(k) +
           ", padding " + std::to_string(p) + ", stride " + std::to_string(s) +
           " (window and stride must be >= 1, padding >= 0)");
   if (n + 2 * p < k)
-    fatal(where + ": " + axis + " window " + std::to_string(k) +
+    fatal(where() + ": " + axis + " window " + std::to_string(k) +
           " is larger than the padded input extent " +
           std::to_string(n + 2 * p));
   return 1 + (n + 2 * p - k) / s;
@@ -72,8 +73,11 @@ bool isInPlace(HpvmOp op) {
 
 } // namespace
 
-Shape inferShape(HpvmOp op, const Shape* in, const double* s,
-                 const std::string& where) {
+Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
+                 const std::string* node) {
+  auto where = [&] {
+    return node ? "node " + *node + ": " + api : std::string(api);
+  };
   const Shape& x = in[0];
   switch (op) {
   case HpvmOp::Conv:
@@ -81,10 +85,10 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s,
     const Shape& w = in[1];
     ConvArgs a = convArgs(op, s);
     if (a.groups < 1)
-      fatal(where + ": group count " + std::to_string(a.groups) +
+      fatal(where() + ": group count " + std::to_string(a.groups) +
             " must be >= 1");
     if (w[1] * a.groups != x[1] || w[0] % a.groups != 0)
-      fatal(where + ": input " + shapeText(x) + " does not fit filter " +
+      fatal(where() + ": input " + shapeText(x) + " does not fit filter " +
             shapeText(w) + " with " + std::to_string(a.groups) +
             " group(s) (need input channels = filter dim 1 x groups and "
             "filter dim 0 divisible by groups)");
@@ -96,7 +100,7 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s,
     const Shape& w = in[1];
     int64_t k = x[1] * x[2] * x[3];
     if (w[0] * w[1] != 1 || w[2] != k)
-      fatal(where + ": input " + shapeText(x) + " (" + std::to_string(k) +
+      fatal(where() + ": input " + shapeText(x) + " (" + std::to_string(k) +
             " features) does not fit weights " + shapeText(w) +
             " (expected 1x1x" + std::to_string(k) + "xN)");
     return {x[0], w[3], 1, 1};
@@ -104,7 +108,8 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s,
   case HpvmOp::Add: {
     int64_t nb = numElements(in[1]);
     if (nb != numElements(x) && nb != x[1])
-      fatal(where + ": cannot add " + shapeText(in[1]) + " to " + shapeText(x) +
+      fatal(where() + ": cannot add " + shapeText(in[1]) + " to " +
+            shapeText(x) +
             " (need the same element count, or one element "
             "per channel)");
     return x;
@@ -112,7 +117,7 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s,
   case HpvmOp::BatchNorm:
     for (int i = 1; i < 5; ++i)
       if (numElements(in[i]) != x[1])
-        fatal(where + ": batch norm operand " + std::to_string(i + 1) +
+        fatal(where() + ": batch norm operand " + std::to_string(i + 1) +
               " has shape " + shapeText(in[i]) + "; expected " +
               std::to_string(x[1]) + " elements (one per channel of " +
               shapeText(x) + ")");
@@ -126,7 +131,7 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s,
   }
   case HpvmOp::ClippedRelu:
     if (!(s[0] <= s[1]))
-      fatal(where + ": clip bounds [" + std::to_string(s[0]) + ", " +
+      fatal(where() + ": clip bounds [" + std::to_string(s[0]) + ", " +
             std::to_string(s[1]) + "] are empty");
     return x;
   case HpvmOp::Relu:
@@ -209,7 +214,7 @@ void* eagerOp(HpvmOp op, const char* api, void* const* tensors,
     in[i] = static_cast<Tensor*>(tensors[i]);
     shapes[i] = shapeOf(in[i]);
   }
-  Shape outShape = inferShape(op, shapes, scalars, api);
+  Shape outShape = inferShape(op, shapes, scalars, api, nullptr);
   Tensor* out = isInPlace(op) ? in[0] : newTensor(outShape, 4, true);
   runSingleOp(op, in, scalars, exactKnob(), out);
   return out;
@@ -221,8 +226,7 @@ using hpvm::rt::HpvmOp;
 using hpvm::rt::api::IntrinsicOp;
 using hpvm::rt::api::ScalarOf;
 
-// --- Intrinsics, expanded from Ops.def
-// ----------------------------------------
+// --- Intrinsics, expanded from Ops.def --------------------------------------
 
 #define HPVM_RT_TPARAMS_1 void* t0
 #define HPVM_RT_TPARAMS_2 void *t0, void *t1
@@ -253,8 +257,7 @@ extern "C" {
   }
 #include "hpvm_rt/Ops.def"
 
-// --- HPVM's direct calls
-// ------------------------------------------------------
+// --- HPVM's direct calls ----------------------------------------------------
 
 void* tensorConvolution(void* input, void* filter, int vertical_pad,
                         int horizontal_pad, int vertical_stride,

@@ -99,6 +99,12 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
             "': " + std::strerror(errno));
 }
 
+/// Accuracies given to dumpFinalAccuracy, for dumpExecutionAccuracies.
+std::vector<float>& runAccuracies() {
+  static std::vector<float> all;
+  return all;
+}
+
 std::string fixed6(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%f", v);
@@ -401,6 +407,48 @@ float computeTop5Accuracy(uint8_t* labels, int num_labels, void* result,
 void dumpFinalAccuracy(float accuracy) {
   std::printf("**** Final Accuracy = %f \n", accuracy);
   writeFileAtomically("final_accuracy", fixed6(accuracy));
+  runAccuracies().push_back(accuracy);
 }
+
+void dumpExecutionAccuracies(void) {
+  std::string text;
+  for (float a : runAccuracies())
+    text += fixed6(a) + "\n";
+  writeFileAtomically("run_accuracies.txt", text);
+}
+
+void dumpOutput(void* tensor, const char* file) {
+  Tensor* t = asTensor(tensor, "dumpOutput");
+  ensureHost(t);
+  writeFileAtomically(file, std::string(static_cast<const char*>(t->host_data),
+                                        t->size_in_bytes));
+}
+
+void printTensorDims(void* tensor) {
+  Tensor* t = asTensor(tensor, "printTensorDims");
+  std::printf("Num_elems = %zu\n", t->num_elems);
+  for (int i = 0; i < t->dims.num_dims; ++i)
+    std::printf("dim[%d] = %zu\n", i, t->dims.dim_sizes[i]);
+}
+
+void printTensorValues(void* tensor) {
+  Tensor* t = asTensor(tensor, "printTensorValues");
+  ensureHost(t);
+  const auto* p = static_cast<const float*>(t->host_data);
+  for (size_t i = 0; i < t->num_elems; ++i)
+    std::printf("%f,", p[i]);
+  std::printf("\n");
+}
+
+void fillTensorWithVal(void* tensor, float value) {
+  Tensor* t = asTensor(tensor, "fillTensorWithVal");
+  allocHost(t);
+  auto* p = static_cast<float*>(t->host_data);
+  for (size_t i = 0; i < t->num_elems; ++i)
+    p[i] = value;
+  hostModified(t);
+}
+
+void fillTensorWithOnes(void* tensor) { fillTensorWithVal(tensor, 1.0f); }
 
 } // extern "C"

@@ -67,7 +67,7 @@ const OptionSpec kOptions[] = {
      [](RunOptions& o, std::string_view n, std::string_view v) {
        o.repeat = parseCount(n, v, 1);
      }},
-    {"-t", "--print-time", nullptr,
+    {nullptr, "--print-time", nullptr,
      "print per-batch time (mean, median, min, max, std) and images/s",
      [](RunOptions& o, std::string_view, std::string_view) {
        o.printTime = true;

@@ -147,6 +147,10 @@ public:
     ds.inputPath = modelDir_ + set + "_input.bin";
     ds.labelsPath = modelDir_ + set + "_labels.bin";
     int64_t count = set == "tune" ? info_.tuneCount : info_.testCount;
+    if (count <= 0)
+      throw RunError(fmt::format("the model has no {} set (it was exported "
+                                 "without one)",
+                                 set));
     uint64_t imageBytes = imageElems() * sizeof(float);
     uint64_t want = static_cast<uint64_t>(count) * imageBytes;
     uint64_t have = fileSize(ds.inputPath, "dataset file");

@@ -164,9 +164,8 @@ std::string tensorKey(const Tensor* t) {
 /// \p kStride and \p kStep locate element e of output channel k at
 /// w[k * kStride + e * kStep] (conv: kStride = C*KH*KW, kStep = 1; dense:
 /// kStride = 1, kStep = N).
-void foldPostOps(const PostOps& post, int64_t K, int64_t perK,
-                 int64_t kStride, int64_t kStep, std::vector<float>& w,
-                 std::vector<float>& b) {
+void foldPostOps(const PostOps& post, int64_t K, int64_t perK, int64_t kStride,
+                 int64_t kStep, std::vector<float>& w, std::vector<float>& b) {
   b.assign(K, 0.f);
   if (post.bias) {
     checkPerChannel(post.bias, K, "bias");
@@ -203,11 +202,11 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
                                           int64_t kStride, int64_t kStep,
                                           Precision roundOperands) {
   TensorImpl& impl = implOf(w);
-  std::string key = fmt::format(
-      "{}|{}|p{}|{}|{}{}{}{}e{}", descKey(want), descKey(plain),
-      static_cast<int>(roundOperands), tensorKey(post.bias),
-      tensorKey(post.bnGamma), tensorKey(post.bnBeta), tensorKey(post.bnMean),
-      tensorKey(post.bnVar), post.bnEps);
+  std::string key =
+      fmt::format("{}|{}|p{}|{}|{}{}{}{}e{}", descKey(want), descKey(plain),
+                  static_cast<int>(roundOperands), tensorKey(post.bias),
+                  tensorKey(post.bnGamma), tensorKey(post.bnBeta),
+                  tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
   for (const auto& d : impl.derived)
     if (d.key == key)
       return d;
@@ -235,8 +234,7 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
 /// The source as the primitive needs it: x in layout \p want, with its
 /// values rounded first when the knob emulates a lower precision.
 dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
-                       Precision roundOperands,
-                       std::vector<float>& scratch) {
+                       Precision roundOperands, std::vector<float>& scratch) {
   if (roundOperands == Precision::FP32)
     return memoryAs(x, want);
   const float* xp = hostData(x);
@@ -280,9 +278,8 @@ void hostPostOps(const PostOps& post, int64_t N, int64_t K, int64_t HW,
     ref::add(y, hostData(post.bias), N, K, HW, true, y);
   }
   if (hasBn(post))
-    ref::batchNorm(y, N, K, HW, hostData(post.bnGamma),
-                   hostData(post.bnBeta), hostData(post.bnMean),
-                   hostData(post.bnVar), post.bnEps, y);
+    ref::batchNorm(y, N, K, HW, hostData(post.bnGamma), hostData(post.bnBeta),
+                   hostData(post.bnMean), hostData(post.bnVar), post.bnEps, y);
   ref::act(y, N * K * HW, post.act, post.actLo, post.actHi, y);
   if (post.residual) {
     HPVM_KCHECK(numElems(post.residual) == N * K * HW,
@@ -353,8 +350,8 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
   allocHost(y);
   float* yp = y->impl->host;
   if (knob.variant == Variant::Samp)
-    approx::convSampled(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
-                        wd[3], a, knob, yp);
+    approx::convSampled(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2], wd[3],
+                        a, knob, yp);
   else
     approx::convPerforated(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
                            wd[3], a, knob, yp);
@@ -403,15 +400,15 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   // activations as the layout policy below decides.
   dnnl::memory::desc srcAny({xd[0], xd[1], xd[2], xd[3]}, inType, tag::any);
   dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, dt::f32, tag::any);
-  dims wDims = G == 1 ? dims{K, Cg, wd[2], wd[3]}
-                      : dims{G, K / G, Cg, wd[2], wd[3]};
+  dims wDims =
+      G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
   dnnl::memory::desc wAny(wDims, inType, tag::any);
   dnnl::memory::desc wPlain(wDims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
   dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
 
   std::string key = fmt::format(
-      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}", xd[0], xd[1],
-      xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
+      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}", xd[0], xd[1], xd[2],
+      xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
       args.strideW, G, static_cast<int>(inType), postKey(post));
   const Prim& p = cachedPrim(key, [&] {
     // Layout policy: for fp32, channels in blocks of 16 (nChw16c) select
@@ -431,9 +428,8 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     };
     auto choose = [&](bool withResidual) {
       if (inType == dt::f32 && K % 16 == 0 && (G == 1 || G == K)) {
-        dnnl::memory::desc srcBlk(
-            {xd[0], xd[1], xd[2], xd[3]}, dt::f32,
-            xd[1] % 16 == 0 ? tag::nChw16c : tag::any);
+        dnnl::memory::desc srcBlk({xd[0], xd[1], xd[2], xd[3]}, dt::f32,
+                                  xd[1] % 16 == 0 ? tag::nChw16c : tag::any);
         dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
                                   tag::nChw16c);
         try {
@@ -450,14 +446,14 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     bool split = post.residual && isRefImpl(pd);
     if (split)
       pd = choose(false);
-    return Prim{dnnl::convolution_forward(pd), pd.src_desc(),
-                pd.weights_desc(), pd.dst_desc(), split};
+    return Prim{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
+                pd.dst_desc(), split};
   });
 
   // Weights: folded with bias/batch norm and reordered once, then cached.
-  const auto& wts = derivedWeights(w, post, wPlain, p.weights, K,
-                                   Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1,
-                                   nm.roundOperands);
+  const auto& wts =
+      derivedWeights(w, post, wPlain, p.weights, K, Cg * wd[2] * wd[3],
+                     Cg * wd[2] * wd[3], 1, nm.roundOperands);
   // Source: reordered only if its current layout is not the chosen one.
   std::vector<float> scratch;
   dnnl::memory src = sourceFor(x, p.src, nm.roundOperands, scratch);
@@ -519,9 +515,8 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
     return Prim{dnnl::inner_product_forward(pd), pd.src_desc(),
                 pd.weights_desc(), pd.dst_desc(), split};
   };
-  std::string key =
-      fmt::format("ip|{}|{}|{}|{}", descKey(srcWant), N,
-                  static_cast<int>(inType), postKey(post));
+  std::string key = fmt::format("ip|{}|{}|{}|{}", descKey(srcWant), N,
+                                static_cast<int>(inType), postKey(post));
   const Prim* p = nullptr;
   try {
     p = &cachedPrim(key, [&] { return make(srcWant); });
@@ -533,8 +528,8 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
     p = &cachedPrim(key, [&] { return make(srcWant); });
   }
 
-  const auto& wts = derivedWeights(w, post, wPlain, p->weights, N, K, 1, N,
-                                   nm.roundOperands);
+  const auto& wts =
+      derivedWeights(w, post, wPlain, p->weights, N, K, 1, N, nm.roundOperands);
   std::vector<float> scratch;
   dnnl::memory src = sourceFor(x, p->src, nm.roundOperands, scratch);
   // The M x N result is written straight into y's NCHW host buffer.
@@ -563,8 +558,7 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   Dims4 xd = dims4(x), yd = dims4(y);
   HPVM_KCHECK(a.kh >= 1 && a.kw >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
                   a.padH >= 0 && a.padW >= 0 && xd[2] + 2 * a.padH >= a.kh &&
-                  xd[3] + 2 * a.padW >= a.kw && a.padH < a.kh &&
-                  a.padW < a.kw,
+                  xd[3] + 2 * a.padW >= a.kw && a.padH < a.kh && a.padW < a.kw,
               fmt::format("bad pool arguments for x {}: window {}x{} pad "
                           "{}x{} stride {}x{}",
                           dimsStr(x), a.kh, a.kw, a.padH, a.padW, a.strideH,
@@ -585,12 +579,13 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
                  : dnnl::algorithm::pooling_avg_include_padding;
   std::string key =
       fmt::format("pool|{}|{}|{}x{}p{},{},{},{}s{},{}", descKey(src.get_desc()),
-                  static_cast<int>(a.kind), a.kh, a.kw, a.padH, a.padW, padBottom,
-                  padRight, a.strideH, a.strideW);
+                  static_cast<int>(a.kind), a.kh, a.kw, a.padH, a.padW,
+                  padBottom, padRight, a.strideH, a.strideW);
   const Prim& p = cachedPrim(key, [&] {
-    dnnl::pooling_forward::desc desc(
-        dnnl::prop_kind::forward_inference, alg, src.get_desc(), dstAny,
-        {a.strideH, a.strideW}, {a.kh, a.kw}, {a.padH, a.padW}, {padBottom, padRight});
+    dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
+                                     src.get_desc(), dstAny,
+                                     {a.strideH, a.strideW}, {a.kh, a.kw},
+                                     {a.padH, a.padW}, {padBottom, padRight});
     dnnl::pooling_forward::primitive_desc pd(desc, engine());
     return Prim{dnnl::pooling_forward(pd), pd.src_desc(), {}, pd.dst_desc()};
   });
@@ -612,16 +607,14 @@ void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
       reorder(src, dst);
     return;
   }
-  std::string key = fmt::format("elt|{}|{}", descKey(src.get_desc()),
-                                actKey(act, lo, hi));
+  std::string key =
+      fmt::format("elt|{}|{}", descKey(src.get_desc()), actKey(act, lo, hi));
   const Prim& p = cachedPrim(key, [&] {
-    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                     eltwiseAlg(act), src.get_desc(),
-                                     act == Act::Clip ? lo : 0.f,
-                                     act == Act::Clip ? hi : 0.f);
+    dnnl::eltwise_forward::desc desc(
+        dnnl::prop_kind::forward_inference, eltwiseAlg(act), src.get_desc(),
+        act == Act::Clip ? lo : 0.f, act == Act::Clip ? hi : 0.f);
     dnnl::eltwise_forward::primitive_desc pd(desc, engine());
-    return Prim{dnnl::eltwise_forward(pd), src.get_desc(), {},
-                src.get_desc()};
+    return Prim{dnnl::eltwise_forward(pd), src.get_desc(), {}, src.get_desc()};
   });
   p.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   stream().wait();
@@ -669,7 +662,9 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
         dnnl::prop_kind::forward_inference, src.get_desc(),
         static_cast<float>(eps), flags);
     dnnl::batch_normalization_forward::primitive_desc pd(desc, engine());
-    return Prim{dnnl::batch_normalization_forward(pd), pd.src_desc(), {},
+    return Prim{dnnl::batch_normalization_forward(pd),
+                pd.src_desc(),
+                {},
                 pd.dst_desc()};
   });
   // Parameters are read in place from the host buffers; the output takes
@@ -717,9 +712,8 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
     src1 = dnnl::memory(src0.get_desc(), engine());
     reorder(view, src1);
   }
-  std::string key =
-      fmt::format("add|{}|{}|{}", descKey(src0.get_desc()),
-                  descKey(src1.get_desc()), actKey(act, lo, hi));
+  std::string key = fmt::format("add|{}|{}|{}", descKey(src0.get_desc()),
+                                descKey(src1.get_desc()), actKey(act, lo, hi));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::binary::desc desc(dnnl::algorithm::binary_add, src0.get_desc(),
                             src1.get_desc(), src0.get_desc());
@@ -731,9 +725,9 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
     return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
   });
   dnnl::memory dst = sameLayoutOutput(a, src0, y);
-  p.prim.execute(stream(), {{DNNL_ARG_SRC_0, src0},
-                            {DNNL_ARG_SRC_1, src1},
-                            {DNNL_ARG_DST, dst}});
+  p.prim.execute(
+      stream(),
+      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
   stream().wait();
   markInPlace(y, dst);
   roundResult(knob.precision, y);
@@ -760,8 +754,8 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y) {
   applyThreads();
   Dims4 xd = dims4(x);
   HPVM_KCHECK(numElems(y) == numElems(x),
-              fmt::format("softmax output {} differs from input {}",
-                          dimsStr(y), dimsStr(x)));
+              fmt::format("softmax output {} differs from input {}", dimsStr(y),
+                          dimsStr(x)));
   // A few classes per image: the reference loop on NCHW host data is as
   // fast as a primitive and sums in double as HPVM does.
   const float* xp = hostData(x);

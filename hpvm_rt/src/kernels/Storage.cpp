@@ -6,12 +6,12 @@
 #include <omp.h>
 
 #include <atomic>
-#include <mutex>
-#include <unordered_map>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 namespace hpvm::rt {
 namespace kern {
@@ -58,7 +58,9 @@ BufferPool& pool() {
   return *p;
 }
 
-size_t roundedSize(size_t bytes) { return ((bytes ? bytes : 1) + 63) / 64 * 64; }
+size_t roundedSize(size_t bytes) {
+  return ((bytes ? bytes : 1) + 63) / 64 * 64;
+}
 } // namespace
 
 void* poolAlloc(size_t bytes) {
@@ -204,7 +206,8 @@ void markHostWritten(Tensor* y) {
 
 std::string descKey(const dnnl::memory::desc& d) {
   const dnnl_memory_desc_t& c = d.data;
-  std::string key = fmt::format("{}:{}:", c.ndims, static_cast<int>(c.data_type));
+  std::string key =
+      fmt::format("{}:{}:", c.ndims, static_cast<int>(c.data_type));
   for (int i = 0; i < c.ndims; ++i)
     key += fmt::format("{},{},{};", c.dims[i], c.padded_dims[i],
                        c.padded_offsets[i]);

@@ -18,15 +18,15 @@
 /// buffer is NCHW float32; `mem` holds the same values in the layout the
 /// last oneDNN kernel produced. At least one of the two is valid.
 struct TensorImpl {
-  float* host = nullptr;   ///< NCHW buffer (== Tensor::host_data).
-  size_t hostElems = 0;    ///< Capacity of `host` in floats.
-  bool ownsHost = false;   ///< False when the program gave host_data.
-  bool hostValid = true;   ///< Host buffer holds the current values.
-  dnnl::memory mem;        ///< oneDNN copy over `memBuf`; may be empty.
-  void* memBuf = nullptr;  ///< Buffer of `mem` (from the buffer pool).
-  size_t memBytes = 0;     ///< Size of `memBuf`.
-  bool memValid = false;   ///< `mem` holds the current values.
-  uint64_t version = 0;    ///< Changes whenever the values change.
+  float* host = nullptr;  ///< NCHW buffer (== Tensor::host_data).
+  size_t hostElems = 0;   ///< Capacity of `host` in floats.
+  bool ownsHost = false;  ///< False when the program gave host_data.
+  bool hostValid = true;  ///< Host buffer holds the current values.
+  dnnl::memory mem;       ///< oneDNN copy over `memBuf`; may be empty.
+  void* memBuf = nullptr; ///< Buffer of `mem` (from the buffer pool).
+  size_t memBytes = 0;    ///< Size of `memBuf`.
+  bool memValid = false;  ///< `mem` holds the current values.
+  uint64_t version = 0;   ///< Changes whenever the values change.
   /// Weights derived from this tensor (reordered, folded, rounded), keyed
   /// by what they were derived with; dropped by hostModified().
   struct Derived {
@@ -45,9 +45,8 @@ namespace hpvm::rt::kern {
 #define HPVM_KCHECK(cond, msg)                                                 \
   do {                                                                         \
     if (!(cond))                                                               \
-      ::hpvm::rt::kern::reportBug(__FILE__, __LINE__,                          \
-                                  std::string("'" #cond "' failed: ") +      \
-                                      (msg));                                  \
+      ::hpvm::rt::kern::reportBug(                                             \
+          __FILE__, __LINE__, std::string("'" #cond "' failed: ") + (msg));    \
   } while (0)
 
 /// N, C, H, W of a tensor of 1..4 dims (missing trailing dims are 1).

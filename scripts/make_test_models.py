@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+# make_test_models.py - writes the frontend's ONNX test fixtures
+# (test_frontend/models/*.onnxtxt, protobuf text format) with onnx.helper.
+#
+# One fixture per accepted ONNX operator (<OnnxName>.onnxtxt, checked by
+# tests/frontend/LoweringTest.cpp), small networks, and must-fail models under
+# errors/. Run with /usr/bin/python3 (it has python3-onnx) from anywhere; the
+# output is deterministic, and the fixtures are committed so that tests never
+# need Python.
+import os
+import sys
+
+import numpy as np
+import onnx
+from google.protobuf import text_format
+from onnx import TensorProto, helper
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                    "test_frontend", "models")
+
+
+def weights(name, shape, seed):
+    """Deterministic small float32 initializer (float_data, readable)."""
+    rng = np.random.RandomState(seed)
+    values = np.round(rng.uniform(-1, 1, size=shape), 3).astype(np.float32)
+    return helper.make_tensor(name, TensorProto.FLOAT, shape,
+                              values.flatten().tolist())
+
+
+def ints(name, values):
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+def io(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def save(rel, nodes, inputs, output, inits=(), opset=13, doc=""):
+    graph = helper.make_graph(nodes, os.path.basename(rel).split(".")[0],
+                              inputs, [output], list(inits))
+    model = helper.make_model(
+        graph, producer_name="make_test_models.py",
+        opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    if doc:
+        model.doc_string = doc
+    path = os.path.join(ROOT, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text_format.MessageToString(model))
+
+
+def node(op, ins, outs, name, **attrs):
+    return helper.make_node(op, ins, outs, name=name, **attrs)
+
+
+def flatten_view(prefix, x, out):
+    """PyTorch's x.view(x.size(0), -1) exported without constant folding."""
+    return [
+        node("Shape", [x], [prefix + "shape"], prefix + "Shape"),
+        node("Constant", [], [prefix + "zero"], prefix + "Constant_0",
+             value=helper.make_tensor("v", TensorProto.INT64, [], [0])),
+        node("Gather", [prefix + "shape", prefix + "zero"], [prefix + "n"],
+             prefix + "Gather", axis=0),
+        node("Constant", [], [prefix + "axes"], prefix + "Constant_1",
+             value=ints("v", [0])),
+        node("Unsqueeze", [prefix + "n", prefix + "axes"], [prefix + "n1"],
+             prefix + "Unsqueeze"),
+        node("Constant", [], [prefix + "minus1"], prefix + "Constant_2",
+             value=ints("v", [-1])),
+        node("Concat", [prefix + "n1", prefix + "minus1"], [prefix + "target"],
+             prefix + "Concat", axis=0),
+        node("Reshape", [x, prefix + "target"], [out], prefix + "Reshape"),
+    ]
+
+
+def op_fixtures():
+    X = io("input", [1, 2, 6, 6])
+    # Convolution and dense.
+    save("Conv.onnxtxt",
+         [node("Conv", ["input", "w", "b"], ["y"], "conv1", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1], strides=[2, 2])],
+         [X], io("y", [1, 3, 3, 3]), [weights("w", [3, 2, 3, 3], 1),
+                                      weights("b", [3], 2)])
+    save("Gemm.onnxtxt",
+         [node("Flatten", ["input"], ["f"], "flatten", axis=1),
+          node("Gemm", ["f", "w", "b"], ["y"], "fc", transB=1, alpha=0.5,
+               beta=2.0)],
+         [X], io("y", [1, 4]), [weights("w", [4, 72], 3), weights("b", [4], 4)])
+    save("MatMul.onnxtxt",
+         [node("Flatten", ["input"], ["f"], "flatten", axis=1),
+          node("MatMul", ["f", "w"], ["y"], "matmul")],
+         [X], io("y", [1, 5]), [weights("w", [72, 5], 5)])
+    # Pooling.
+    save("MaxPool.onnxtxt",
+         [node("MaxPool", ["input"], ["y"], "pool", kernel_shape=[2, 2],
+               strides=[2, 2])],
+         [X], io("y", [1, 2, 3, 3]))
+    save("AveragePool.onnxtxt",
+         [node("AveragePool", ["input"], ["y"], "pool", kernel_shape=[3, 3],
+               strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1)],
+         [X], io("y", [1, 2, 6, 6]))
+    save("GlobalAveragePool.onnxtxt",
+         [node("GlobalAveragePool", ["input"], ["y"], "gap")],
+         [X], io("y", [1, 2, 1, 1]))
+    # Elementwise and normalisation.
+    save("Add.onnxtxt",
+         [node("Relu", ["input"], ["r"], "relu"),
+          node("Add", ["r", "input"], ["s"], "residual"),
+          node("Add", ["s", "c"], ["y"], "bias")],
+         [X], io("y", [1, 2, 6, 6]), [weights("c", [2, 1, 1], 6)])
+    save("BatchNormalization.onnxtxt",
+         [node("BatchNormalization", ["input", "scale", "bias", "mean", "var"],
+               ["y"], "bn", epsilon=1e-3, momentum=0.9)],
+         [X], io("y", [1, 2, 6, 6]),
+         [weights("scale", [2], 7), weights("bias", [2], 8),
+          weights("mean", [2], 9),
+          helper.make_tensor("var", TensorProto.FLOAT, [2], [0.5, 2.0])])
+    save("Relu.onnxtxt", [node("Relu", ["input"], ["y"], "relu")], [X],
+         io("y", [1, 2, 6, 6]))
+    save("Clip.onnxtxt",
+         [node("Clip", ["input", "lo", "hi"], ["y"], "relu6"),
+          node("Clip", ["y", "lo"], ["z"], "relu")],
+         [X], io("z", [1, 2, 6, 6]),
+         [helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0]),
+          helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
+    save("Tanh.onnxtxt", [node("Tanh", ["input"], ["y"], "tanh")], [X],
+         io("y", [1, 2, 6, 6]))
+    save("Softmax.onnxtxt",
+         [node("Flatten", ["input"], ["f"], "flatten"),
+          node("Gemm", ["f", "w"], ["g"], "fc", transB=1),
+          node("Softmax", ["g"], ["y"], "softmax", axis=1)],
+         [X], io("y", [1, 3]), [weights("w", [3, 72], 10)])
+    # Shape, aliasing and folding.
+    save("Flatten.onnxtxt",
+         [node("Flatten", ["input"], ["f"], "flatten", axis=1),
+          node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]), [weights("w", [3, 72], 11)])
+    save("Reshape.onnxtxt",
+         [node("Reshape", ["input", "shape"], ["f"], "reshape"),
+          node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]), [ints("shape", [1, -1]),
+                                weights("w", [3, 72], 12)])
+    view = flatten_view("view_", "input", "f") + [
+        node("Gemm", ["f", "w"], ["y"], "fc", transB=1)]
+    for op in ("Shape", "Gather", "Unsqueeze", "Concat"):
+        save(op + ".onnxtxt", view, [X], io("y", [1, 3]),
+             [weights("w", [3, 72], 13)])
+    save("Squeeze.onnxtxt",
+         [node("Shape", ["input"], ["s"], "shape"),
+          node("Gather", ["s", "idx"], ["n"], "gather", axis=0),
+          node("Squeeze", ["n", "axes"], ["n0"], "squeeze"),
+          node("Unsqueeze", ["n0", "axes"], ["n1"], "unsqueeze"),
+          node("Concat", ["n1", "minus1"], ["t"], "concat", axis=0),
+          node("Reshape", ["input", "t"], ["f"], "reshape"),
+          node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]),
+         [ints("idx", [0]), ints("axes", [0]), ints("minus1", [-1]),
+          weights("w", [3, 72], 14)])
+    save("Cast.onnxtxt",
+         [node("Shape", ["input"], ["s"], "shape"),
+          node("Cast", ["s"], ["sf"], "to_float", to=TensorProto.FLOAT),
+          node("Cast", ["sf"], ["si"], "to_int", to=TensorProto.INT64),
+          node("Gather", ["si", "idx"], ["n"], "gather", axis=0),
+          node("Concat", ["n", "minus1"], ["t"], "concat", axis=0),
+          node("Reshape", ["input", "t"], ["f"], "reshape"),
+          node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]),
+         [ints("idx", [0]), ints("minus1", [-1]), weights("w", [3, 72], 15)])
+    save("Identity.onnxtxt",
+         [node("Identity", ["input"], ["i"], "identity"),
+          node("Relu", ["i"], ["y"], "relu")],
+         [X], io("y", [1, 2, 6, 6]))
+    save("Dropout.onnxtxt",
+         [node("Dropout", ["input", "ratio"], ["d"], "dropout"),
+          node("Relu", ["d"], ["y"], "relu")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("ratio", TensorProto.FLOAT, [], [0.25])])
+    save("Pad.onnxtxt",
+         [node("Pad", ["input", "pads"], ["p"], "pad", mode="constant"),
+          node("Conv", ["p", "w"], ["y"], "conv", kernel_shape=[3, 3])],
+         [X], io("y", [1, 2, 6, 6]),
+         [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1]), weights("w", [2, 2, 3, 3],
+                                                          16)])
+    save("Constant.onnxtxt",
+         [node("Constant", [], ["w"], "weight",
+               value=weights("value", [2, 2, 1, 1], 17)),
+          node("Conv", ["input", "w"], ["y"], "conv", kernel_shape=[1, 1])],
+         [X], io("y", [1, 2, 6, 6]))
+
+
+def networks():
+    # A small LeNet (HPVM benchmark 9.1 with fewer channels), opset 10.
+    X = io("input", [1, 1, 28, 28])
+    save("lenet_small.onnxtxt",
+         [node("Conv", ["input", "c1w", "c1b"], ["c1"], "conv1",
+               kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+          node("Tanh", ["c1"], ["t1"], "tanh1"),
+          node("MaxPool", ["t1"], ["p1"], "pool1", kernel_shape=[2, 2],
+               strides=[2, 2]),
+          node("Conv", ["p1", "c2w", "c2b"], ["c2"], "conv2",
+               kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+          node("Tanh", ["c2"], ["t2"], "tanh2"),
+          node("MaxPool", ["t2"], ["p2"], "pool2", kernel_shape=[2, 2],
+               strides=[2, 2]),
+          node("Flatten", ["p2"], ["f"], "flatten"),
+          node("Gemm", ["f", "f1w", "f1b"], ["g1"], "fc1", transB=1),
+          node("Tanh", ["g1"], ["t3"], "tanh3"),
+          node("Gemm", ["t3", "f2w", "f2b"], ["g2"], "fc2", transB=1),
+          node("Tanh", ["g2"], ["t4"], "tanh4"),
+          node("Softmax", ["t4"], ["output"], "softmax", axis=1)],
+         [X], io("output", [1, 10]),
+         [weights("c1w", [4, 1, 5, 5], 20), weights("c1b", [4], 21),
+          weights("c2w", [8, 4, 5, 5], 22), weights("c2b", [8], 23),
+          weights("f1w", [16, 392], 24), weights("f1b", [16], 25),
+          weights("f2w", [10, 16], 26), weights("f2b", [10], 27)],
+         opset=10)
+    # Depthwise block with ReLU6 and asymmetric SAME padding, opset 11 Clip.
+    X = io("input", [1, 4, 7, 7])
+    save("depthwise_block.onnxtxt",
+         [node("Conv", ["input", "dw"], ["d"], "depthwise", group=4,
+               kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+          node("BatchNormalization", ["d", "s", "b", "m", "v"], ["bn"], "bn",
+               epsilon=1e-3),
+          node("Clip", ["bn", "lo", "hi"], ["r"], "relu6"),
+          node("Conv", ["r", "pw"], ["p"], "pointwise", kernel_shape=[1, 1]),
+          node("GlobalAveragePool", ["p"], ["output"], "gap")],
+         [X], io("output", [1, 6, 1, 1]),
+         [weights("dw", [4, 1, 3, 3], 30), weights("s", [4], 31),
+          weights("b", [4], 32), weights("m", [4], 33),
+          helper.make_tensor("v", TensorProto.FLOAT, [4], [1, 2, 3, 4]),
+          helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0]),
+          helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0]),
+          weights("pw", [6, 4, 1, 1], 34)],
+         opset=11)
+
+
+def errors():
+    X = io("input", [1, 2, 6, 6])
+    save("errors/two_unsupported.onnxtxt",
+         [node("Relu", ["input"], ["r"], "relu"),
+          node("LeakyRelu", ["r"], ["l"], "leaky"),
+          node("Conv", ["l", "w"], ["c"], "dilated", kernel_shape=[3, 3],
+               dilations=[2, 2]),
+          node("Sigmoid", ["c"], ["y"], "")],
+         [X], io("y", [1, 2, 2, 2]), [weights("w", [2, 2, 3, 3], 40)])
+    save("errors/unknown_attribute.onnxtxt",
+         [node("Relu", ["input"], ["y"], "relu", alpha=0.5)],
+         [X], io("y", [1, 2, 6, 6]))
+    save("errors/low_opset.onnxtxt",
+         [node("Shape", ["input"], ["s"], "shape"),
+          node("Cast", ["s"], ["t"], "cast", to="INT64"),
+          node("Reshape", ["input"], ["f"], "reshape", shape=[1, 72]),
+          node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]), [weights("w", [3, 72], 41)], opset=5)
+    save("errors/nonconst_weight.onnxtxt",
+         [node("Relu", ["input"], ["w"], "weights_from_input"),
+          node("Conv", ["input", "w"], ["y"], "conv")],
+         [io("input", [1, 1, 3, 3])], io("y", [1, 1, 1, 1]))
+    save("errors/two_inputs.onnxtxt",
+         [node("Add", ["input", "other"], ["y"], "add")],
+         [X, io("other", [1, 2, 6, 6])], io("y", [1, 2, 6, 6]))
+    save("errors/input_2d.onnxtxt",
+         [node("Relu", ["input"], ["y"], "relu")],
+         [io("input", [1, 784])], io("y", [1, 784]))
+    save("errors/reshape_not_dense.onnxtxt",
+         [node("Reshape", ["input", "shape"], ["f"], "reshape"),
+          node("Relu", ["f"], ["y"], "relu")],
+         [X], io("y", [1, 72]), [ints("shape", [1, -1])])
+    save("errors/pool_geometry.onnxtxt",
+         [node("MaxPool", ["input"], ["a"], "ceil", kernel_shape=[3, 3],
+               strides=[2, 2], ceil_mode=1),
+          node("AveragePool", ["a"], ["b"], "exclude_pad", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1], count_include_pad=0),
+          node("Conv", ["b", "w"], ["y"], "asymmetric", kernel_shape=[2, 2],
+               pads=[0, 0, 1, 1])],
+         [X], io("y", [1, 2, 3, 3]), [weights("w", [2, 2, 2, 2], 42)])
+    save("errors/pad_before_maxpool.onnxtxt",
+         [node("Pad", ["input", "pads"], ["p"], "pad"),
+          node("MaxPool", ["p"], ["y"], "pool", kernel_shape=[2, 2])],
+         [X], io("y", [1, 2, 7, 7]), [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1])])
+
+
+def main():
+    op_fixtures()
+    networks()
+    errors()
+    # Every valid fixture must pass ONNX's own checker.
+    for f in sorted(os.listdir(ROOT)):
+        if f.endswith(".onnxtxt"):
+            model = onnx.ModelProto()
+            with open(os.path.join(ROOT, f)) as fh:
+                text_format.Parse(fh.read(), model)
+            onnx.checker.check_model(model)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+// LoweringTest.cpp - every accepted ONNX operator (Ops.def HPVM_ONNX rows)
+// has a fixture that loads and lowers to valid HPVM ops.
+#include "Diagnostics.h"
+#include "ir/Passes.h"
+#include "lower/OpTable.h"
+#include "onnx/ModelLoader.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+
+using namespace hpvm::fe;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(HPVM_SOURCE_DIR) + "/test_frontend/models/" + name +
+         ".onnxtxt";
+}
+
+} // namespace
+
+TEST_CASE("Frontend: every ONNX operator row has a fixture that lowers") {
+  for (const OnnxOpDesc& op : onnxOps()) {
+    INFO("operator " << op.onnxName);
+    std::string path = fixture(op.onnxName);
+    if (!std::ifstream(path)) {
+      FAIL("no fixture for op " << op.onnxName << " (" << path << ")");
+      continue;
+    }
+    std::unique_ptr<Graph> g = loadModel(path, {});
+    std::set<OpKind> loaded;
+    for (const auto& n : g->nodes())
+      loaded.insert(n->kind);
+    CHECK_MESSAGE(loaded.count(op.kind) == 1,
+                  "fixture does not contain " << op.onnxName);
+    std::string before = dumpIr(*g);
+    REQUIRE_NOTHROW(lowerToHpvm(*g));
+    INFO(before << "--- lowered:\n" << dumpIr(*g));
+    REQUIRE(!g->nodes().empty());
+    for (const auto& n : g->nodes()) {
+      CHECK(isHpvmOp(n->kind));
+      const HpvmOpDesc& desc = hpvmOpDesc(n->kind);
+      CHECK(static_cast<int>(n->inputs.size()) == desc.tensorArgs);
+      CHECK(static_cast<int>(n->scalars.size()) == desc.scalarArgs);
+      CHECK(n->output->shape.size() == 4);
+      CHECK(!n->origins.empty());
+    }
+    CHECK(g->output == g->nodes().back()->output);
+  }
+}
+
+TEST_CASE("Frontend: the small LeNet lowers to HPVM's op sequence") {
+  std::unique_ptr<Graph> g = loadModel(fixture("lenet_small"), {});
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = Conv(%input: 1x1x28x28, %c1w: 4x1x5x5) -> 1x4x28x28  [pads 2 2 "
+        "strides 1 1]  # conv1\n"
+        "%2 = Add(%1: 1x4x28x28, %c1b: 1x4x1x1) -> 1x4x28x28  # conv1\n"
+        "%3 = Tanh(%2: 1x4x28x28) -> 1x4x28x28  # tanh1\n"
+        "%4 = MaxPool(%3: 1x4x28x28) -> 1x4x14x14  [window 2 2 pads 0 0 "
+        "strides 2 2]  # pool1\n"
+        "%5 = Conv(%4: 1x4x14x14, %c2w: 8x4x5x5) -> 1x8x14x14  [pads 2 2 "
+        "strides 1 1]  # conv2\n"
+        "%6 = Add(%5: 1x8x14x14, %c2b: 1x8x1x1) -> 1x8x14x14  # conv2\n"
+        "%7 = Tanh(%6: 1x8x14x14) -> 1x8x14x14  # tanh2\n"
+        "%8 = MaxPool(%7: 1x8x14x14) -> 1x8x7x7  [window 2 2 pads 0 0 "
+        "strides 2 2]  # pool2\n"
+        "%9 = Mul(%8: 1x8x7x7, %f1w: 1x1x392x16) -> 1x16x1x1  # fc1\n"
+        "%10 = Add(%9: 1x16x1x1, %f1b: 1x16x1x1) -> 1x16x1x1  # fc1\n"
+        "%11 = Tanh(%10: 1x16x1x1) -> 1x16x1x1  # tanh3\n"
+        "%12 = Mul(%11: 1x16x1x1, %f2w: 1x1x16x10) -> 1x10x1x1  # fc2\n"
+        "%13 = Add(%12: 1x10x1x1, %f2b: 1x10x1x1) -> 1x10x1x1  # fc2\n"
+        "%14 = Tanh(%13: 1x10x1x1) -> 1x10x1x1  # tanh4\n"
+        "%15 = Softmax(%14: 1x10x1x1) -> 1x10x1x1  # softmax\n"
+        "return %15: 1x10x1x1\n");
+}
+
+TEST_CASE("Frontend: depthwise conv with SAME_UPPER padding becomes "
+          "group_conv") {
+  std::unique_ptr<Graph> g = loadModel(fixture("depthwise_block"), {});
+  lowerToHpvm(*g);
+  // 7x7, 3x3 window, stride 2: SAME_UPPER pads 1 before and 1 after.
+  CHECK(dumpIr(*g) ==
+        "%1 = GroupConv(%input: 1x4x7x7, %dw: 4x1x3x3) -> 1x4x4x4  [pads 1 1 "
+        "strides 2 2 mode 1 groups 4]  # depthwise\n"
+        "%2 = BatchNorm(%1: 1x4x4x4, %s: 1x4x1x1, %b: 1x4x1x1, %m: 1x4x1x1, "
+        "%v: 1x4x1x1) -> 1x4x4x4  [eps 0.001]  # bn\n"
+        "%3 = ClippedRelu(%2: 1x4x4x4) -> 1x4x4x4  [min 0 max 6]  # relu6\n"
+        "%4 = Conv(%3: 1x4x4x4, %pw: 6x4x1x1) -> 1x6x4x4  [pads 0 0 strides "
+        "1 1]  # pointwise\n"
+        "%5 = AvgPool(%4: 1x6x4x4) -> 1x6x1x1  [window 4 4 pads 0 0 strides "
+        "1 1]  # gap\n"
+        "return %5: 1x6x1x1\n");
+}
+
+TEST_CASE("Frontend: opFlops counts exactly, strided outputs only") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Conv"), {});
+  lowerToHpvm(*g);
+  REQUIRE(g->nodes().size() == 2);
+  // Conv 2->3 channels, 3x3 window, stride 2 on 6x6 with pad 1: 3x3 outputs,
+  // each 2*3*3 multiply-adds: 27 * 18 * 2 FLOPs. Bias add: 27 FLOPs.
+  CHECK(opFlops(*g->nodes()[0]) == 27 * 18 * 2);
+  CHECK(opFlops(*g->nodes()[1]) == 27);
+
+  std::unique_ptr<Graph> lenet = loadModel(fixture("lenet_small"), {});
+  lowerToHpvm(*lenet);
+  const auto& n = lenet->nodes();
+  CHECK(opFlops(*n[3]) == 4 * 14 * 14 * 4);   // max pool: KH*KW per output
+  CHECK(opFlops(*n[8]) == 16 * 392 * 2);      // mul: K per output
+  CHECK(opFlops(*n[14]) == 10 * 4);           // softmax: 4 per element
+}
+
+TEST_CASE("Frontend: knob lists follow the op's Knobs column") {
+  std::vector<int> conv = knobsFor(OpKind::Conv);
+  std::vector<int> mul = knobsFor(OpKind::Mul);
+  std::vector<int> relu = knobsFor(OpKind::Relu);
+  CHECK(relu == std::vector<int>{11, 12});
+  CHECK(mul == std::vector<int>{11, 12, 301});
+  CHECK(conv.size() == knobTable().size());
+  CHECK(conv.front() == 11);
+  CHECK(conv.back() == 301);
+  CHECK(std::string(hpvmOpDesc(OpKind::GroupConv).confName) == "group_conv");
+  CHECK(std::string(hpvmOpDesc(OpKind::Conv).intrinsic) ==
+        "__hpvm__tensor_convolution");
+  CHECK(onnxOpByName("LeakyRelu") == nullptr);
+  REQUIRE(onnxOpByName("Cast") != nullptr);
+  CHECK(onnxOpByName("Cast")->minOpset == 6);
+  CHECK(onnxOpByKind(OpKind::OnnxGemm) == onnxOpByName("Gemm"));
+}

@@ -1,0 +1,227 @@
+// PassesTest.cpp - the simplification passes, checked on IR dumps before
+// and after each one, and on the constants they rewrite.
+#include "Diagnostics.h"
+#include "ir/Passes.h"
+#include "onnx/ModelLoader.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using namespace hpvm::fe;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(HPVM_SOURCE_DIR) + "/test_frontend/models/" + name +
+         ".onnxtxt";
+}
+
+/// Loads a model given as protobuf text (written to a temporary file).
+std::unique_ptr<Graph> loadText(const std::string& text) {
+  char path[] = "/tmp/passes_test_XXXXXX.onnxtxt";
+  int fd = mkstemps(path, 8);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << text;
+  std::unique_ptr<Graph> g;
+  try {
+    g = loadModel(path, {});
+  } catch (...) {
+    std::remove(path);
+    throw;
+  }
+  std::remove(path);
+  return g;
+}
+
+/// A one-input model text: input 1x2x6x6 named "input", \p body holding the
+/// nodes and initializers, output \p out with shape \p outDims.
+std::string model(const std::string& body, const std::string& out,
+                  const std::string& outDims, int opset = 13) {
+  auto dims = [](const std::string& list) {
+    std::string s;
+    size_t start = 0;
+    while (start < list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos)
+        end = list.size();
+      s += "dim { dim_value: " + list.substr(start, end - start) + " } ";
+      start = end + 1;
+    }
+    return s;
+  };
+  return "ir_version: 7 opset_import { version: " + std::to_string(opset) +
+         " } graph { name: 'g' " + body +
+         " input { name: 'input' type { tensor_type { elem_type: 1 shape { " +
+         dims("1,2,6,6") + "} } } } output { name: '" + out +
+         "' type { tensor_type { elem_type: 1 shape { " + dims(outDims) +
+         "} } } } }";
+}
+
+} // namespace
+
+TEST_CASE("Passes: Pad is folded into the following Conv") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Pad"), {});
+  CHECK(dumpIr(*g) ==
+        "%1 = OnnxPad(%input: 1x2x6x6, %pads: 8) -> 1x2x8x8  [mode='constant']"
+        "  # pad\n"
+        "%2 = OnnxConv(%1: 1x2x8x8, %w: 2x2x3x3) -> 1x2x6x6  "
+        "[kernel_shape=[3 3]]  # conv\n"
+        "return %2: 1x2x6x6\n");
+  foldPads(*g);
+  verify(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = OnnxConv(%input: 1x2x6x6, %w: 2x2x3x3) -> 1x2x6x6  "
+        "[auto_pad='NOTSET' kernel_shape=[3 3] pads=[1 1 1 1]]  # conv, pad\n"
+        "return %1: 1x2x6x6\n");
+}
+
+TEST_CASE("Passes: the view(x.size(0), -1) shape computation folds away") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Gather"), {});
+  REQUIRE(g->nodes().size() == 9);
+  foldConstants(*g);
+  verify(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = OnnxReshape(%input: 1x2x6x6, %view_target: 2) -> 1x72  "
+        "# view_Reshape\n"
+        "%2 = OnnxGemm(%1: 1x72, %w: 3x72) -> 1x3  [transB=1]  # fc\n"
+        "return %2: 1x3\n");
+  const Value* target = g->nodes()[0]->inputs[1];
+  REQUIRE(target->isConstant());
+  CHECK(target->constant->toInts() == std::vector<int64_t>{1, -1});
+  aliasReshapes(*g);
+  verify(*g);
+  CHECK(dumpIr(*g) == "%1 = OnnxGemm(%input: 1x2x6x6, %w: 3x72) -> 1x3  "
+                      "[transB=1]  # fc\n"
+                      "return %1: 1x3\n");
+}
+
+TEST_CASE("Passes: Identity and inference Dropout are removed") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Dropout"), {});
+  removeIdentities(*g);
+  eliminateDeadNodes(*g);
+  verify(*g);
+  CHECK(dumpIr(*g) == "%1 = OnnxRelu(%input: 1x2x6x6) -> 1x2x6x6  # relu\n"
+                      "return %1: 1x2x6x6\n");
+  g = loadModel(fixture("Identity"), {});
+  removeIdentities(*g);
+  CHECK(dumpIr(*g) == "%1 = OnnxRelu(%input: 1x2x6x6) -> 1x2x6x6  # relu\n"
+                      "return %1: 1x2x6x6\n");
+}
+
+TEST_CASE("Passes: nodes that do not reach the output are eliminated") {
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' output: 'dead' name: 'unused' op_type: 'Tanh' } "
+      "node { input: 'input' output: 'y' name: 'relu' op_type: 'Relu' }",
+      "y", "1,2,6,6"));
+  REQUIRE(g->nodes().size() == 2);
+  eliminateDeadNodes(*g);
+  verify(*g);
+  CHECK(dumpIr(*g) == "%1 = OnnxRelu(%input: 1x2x6x6) -> 1x2x6x6  # relu\n"
+                      "return %1: 1x2x6x6\n");
+}
+
+TEST_CASE("Passes: Gemm transB, alpha and beta are folded into constants") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Gemm"), {});
+  const Node& gemm = *g->nodes()[1];
+  std::vector<float> w = gemm.inputs[1]->constant->toFloats(); // 4 x 72
+  std::vector<float> b = gemm.inputs[2]->constant->toFloats(); // 4
+  lowerToHpvm(*g);
+  REQUIRE(g->nodes().size() == 2);
+  const Value* weight = g->nodes()[0]->inputs[1];
+  const Value* bias = g->nodes()[1]->inputs[1];
+  CHECK(weight->shape == std::vector<int64_t>{1, 1, 72, 4});
+  CHECK(bias->shape == std::vector<int64_t>{1, 4, 1, 1});
+  std::vector<float> wt = weight->constant->toFloats();
+  std::vector<float> bt = bias->constant->toFloats();
+  REQUIRE(wt.size() == 288);
+  for (int k = 0; k < 72; ++k)
+    for (int n = 0; n < 4; ++n)
+      CHECK(wt[static_cast<size_t>(k * 4 + n)] ==
+            0.5f * w[static_cast<size_t>(n * 72 + k)]);
+  for (int n = 0; n < 4; ++n)
+    CHECK(bt[static_cast<size_t>(n)] ==
+          static_cast<float>(2.0 * b[static_cast<size_t>(n)]));
+}
+
+TEST_CASE("Passes: asymmetric pads fold when the extra pad is never read") {
+  // 6x6, 2x2 window, stride 2, pads bottom/right 1: symmetric pad 0 gives
+  // the same 3 outputs per axis, and the extra row/column is never read.
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' input: 'w' output: 'y' name: 'conv' op_type: "
+      "'Conv' attribute { name: 'kernel_shape' ints: 2 ints: 2 type: INTS } "
+      "attribute { name: 'strides' ints: 2 ints: 2 type: INTS } attribute { "
+      "name: 'pads' ints: 0 ints: 0 ints: 1 ints: 1 type: INTS } } "
+      "initializer { name: 'w' dims: 1 dims: 2 dims: 2 dims: 2 data_type: 1 "
+      "float_data: [1, 2, 3, 4, 5, 6, 7, 8] }",
+      "y", "1,1,3,3"));
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) == "%1 = Conv(%input: 1x2x6x6, %w: 1x2x2x2) -> 1x1x3x3  "
+                      "[pads 0 0 strides 2 2]  # conv\n"
+                      "return %1: 1x1x3x3\n");
+}
+
+TEST_CASE("Passes: a scalar added to an activation becomes a per-channel "
+          "constant") {
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' input: 'c' output: 'y' name: 'add' op_type: "
+      "'Add' } initializer { name: 'c' data_type: 1 float_data: 0.25 }",
+      "y", "1,2,6,6"));
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) == "%1 = Add(%input: 1x2x6x6, %c: 1x2x1x1) -> 1x2x6x6  "
+                      "# add\n"
+                      "return %1: 1x2x6x6\n");
+  CHECK(g->nodes()[0]->inputs[1]->constant->toFloats() ==
+        std::vector<float>{0.25f, 0.25f});
+}
+
+TEST_CASE("Passes: Clip(0, inf) is a Relu and opset-6 Clip reads "
+          "attributes") {
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' output: 'a' name: 'relu6' op_type: 'Clip' "
+      "attribute { name: 'min' f: 0 type: FLOAT } attribute { name: 'max' "
+      "f: 6 type: FLOAT } } node { input: 'a' output: 'y' name: 'relu' "
+      "op_type: 'Clip' attribute { name: 'min' f: 0 type: FLOAT } }",
+      "y", "1,2,6,6", 10));
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) == "%1 = ClippedRelu(%input: 1x2x6x6) -> 1x2x6x6  [min 0 "
+                      "max 6]  # relu6\n"
+                      "%2 = Relu(%1: 1x2x6x6) -> 1x2x6x6  # relu\n"
+                      "return %2: 1x2x6x6\n");
+}
+
+TEST_CASE("Passes: zero Pad after Relu folds into MaxPool") {
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' output: 'r' name: 'relu' op_type: 'Relu' } "
+      "node { input: 'r' input: 'pads' output: 'p' name: 'pad' op_type: "
+      "'Pad' } node { input: 'p' output: 'y' name: 'pool' op_type: "
+      "'MaxPool' attribute { name: 'kernel_shape' ints: 3 ints: 3 type: "
+      "INTS } attribute { name: 'strides' ints: 2 ints: 2 type: INTS } } "
+      "initializer { name: 'pads' dims: 8 data_type: 7 int64_data: [0, 0, 1, "
+      "1, 0, 0, 1, 1] }",
+      "y", "1,2,3,3"));
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) == "%1 = Relu(%input: 1x2x6x6) -> 1x2x6x6  # relu\n"
+                      "%2 = MaxPool(%1: 1x2x6x6) -> 1x2x3x3  [window 3 3 pads "
+                      "1 1 strides 2 2]  # pool, pad\n"
+                      "return %2: 1x2x3x3\n");
+}
+
+TEST_CASE("Passes: afterPass sees every pass in order") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Relu"), {});
+  std::vector<std::string> passes;
+  PipelineOptions opts;
+  opts.afterPass = [&](const std::string& pass, const Graph&) {
+    passes.push_back(pass);
+  };
+  lowerToHpvm(*g, opts);
+  CHECK(passes == std::vector<std::string>{
+                      "eliminate-dead-nodes", "fold-constants",
+                      "remove-identities", "eliminate-dead-nodes",
+                      "fold-pads", "alias-reshapes", "lower",
+                      "eliminate-dead-nodes"});
+}
