@@ -16,12 +16,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
+#include <thread>
 #include <unistd.h>
 
 namespace hpvm::fe {
@@ -92,6 +95,51 @@ nlohmann::ordered_json fileEntry(const std::string& root,
   return e;
 }
 
+/// True if \p dir holds a manifest.json written by torch2hpvm-export, so
+/// that --force may replace it.
+bool isExportDir(const std::string& dir) {
+  std::ifstream in(dir + "/manifest.json");
+  if (!in)
+    return false;
+  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*exceptions=*/false);
+  return m.is_object() && m.contains("tool") && m["tool"].is_object() &&
+         m["tool"].value("name", "") == "torch2hpvm-export";
+}
+
+/// Writes every weight file into \p dir, spread over the cores (writing and
+/// hashing 100 MB of ResNet-50 weights is most of an export's time);
+/// returns their SHA-256 digests in layout order.
+std::vector<std::string> writeWeights(const ProgramLayout& layout,
+                                      const std::string& dir) {
+  size_t n = layout.weights.size();
+  std::vector<std::string> digests(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        const WeightLayout& w = layout.weights[i];
+        digests[i] =
+            writeWeightFile(dir + "/" + w.fileName, *w.value->constant);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  size_t threads =
+      std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool)
+    t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e)
+      std::rethrow_exception(e);
+  return digests;
+}
+
 } // namespace
 
 void listOps(const std::string& format, std::ostream& out) {
@@ -107,18 +155,22 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
       opts.outDir.empty() ? defaultOutDir(opts.model) : opts.outDir;
   std::error_code ec;
   fs::path outPath = fs::absolute(outArg, ec).lexically_normal();
-  if (outPath.has_filename() == false)
+  if (!outPath.has_filename())
     outPath = outPath.parent_path();
   std::string out = outPath.string();
   fs::file_status st = fs::symlink_status(out, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st))
       throw UserError("output path '" + out +
-                      "' exists and is not a "
-                      "directory");
+                      "' exists and is not a directory");
     if (!opts.force)
       throw UserError("output directory '" + out +
                       "' already exists (use --force to replace it)");
+    if (!fs::is_empty(out, ec) && !isExportDir(out))
+      throw UserError("refusing to replace '" + out +
+                      "': it is not empty and holds no manifest.json of "
+                      "torch2hpvm-export (remove it yourself if you mean "
+                      "it)");
   }
   if (!opts.configFile.empty() &&
       (!fs::is_regular_file(opts.configFile, ec) ||
@@ -164,10 +216,7 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   cg.modelSha256 = modelSha;
   cg.producer = g->source.producer;
   cg.opset = g->source.opset;
-  std::string command;
-  for (const std::string& a : opts.commandLine)
-    command += (command.empty() ? "" : " ") + shellQuote(a);
-  cg.commandLine = command;
+  cg.commandLine = formatCommand(opts.commandLine);
   cg.modelName = stem;
   cg.binaryName = sanitizeIdentifier(stem);
   cg.modelDir = out + "/";
@@ -211,10 +260,12 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   progress(streams, "writing " + std::to_string(layout.weights.size()) +
                         " weight files");
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
-  for (const WeightLayout& w : layout.weights) {
-    writeWeightFile(tmp + "/weights/" + w.fileName, *w.value->constant);
+  std::vector<std::string> digests = writeWeights(layout, tmp + "/weights");
+  for (size_t i = 0; i < layout.weights.size(); ++i) {
+    const WeightLayout& w = layout.weights[i];
     nlohmann::ordered_json e =
-        fileEntry(tmp, "weights/" + w.fileName, /*hash=*/true);
+        fileEntry(tmp, "weights/" + w.fileName, /*hash=*/false);
+    e["sha256"] = digests[i];
     e["tensor"] = w.value->name;
     e["shape"] = std::vector<int64_t>(w.dims.begin(), w.dims.end());
     files.push_back(e);

@@ -71,7 +71,8 @@ def load_manifest(path):
             return os.path.normpath(os.path.join(base, p))
         jobs.append({"model": rel(e["model"]), "tune": rel(e["tune"]),
                      "test": rel(e["test"]), "out": rel(e["out"]),
-                     "args": args, "force": e.get("force", True)})
+                     "args": args, "force": e.get("force", True),
+                     "name": e["model"], "shown_out": e["out"]})
     return jobs
 
 
@@ -113,8 +114,8 @@ def main():
     for job, (code, seconds, reason) in zip(jobs, results):
         status = "ok" if code == 0 else f"FAILED ({code})"
         failed += code != 0
-        rows.append((os.path.relpath(job["model"]), status, f"{seconds:.1f}",
-                     os.path.relpath(job["out"])))
+        rows.append((job["name"], status, f"{seconds:.1f}",
+                     job["shown_out"]))
     widths = [max(len(r[c]) for r in rows) for c in range(4)]
     for i, r in enumerate(rows):
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())

@@ -115,11 +115,12 @@ def cmd_model(args):
 
     abs_err, rel_err, worst = H.compare(ours, ref)
     ours = ours.reshape(ref.shape)
+    _, exact_err, _ = H.compare(ours, ref64)
     agree = int(np.sum(np.argmax(ours, axis=1) == labels))
     H.log(f"[{spec.name}] max |ours - torch| = {abs_err:.3g} at {worst}; "
-          f"scaled by max|torch| = {rel_err:.3g} (tolerance {H.TOLERANCE:g}; "
-          f"torch fp32 vs fp64: {noise:.3g}); top-1 {agree}/{len(labels)}; "
-          f"final_accuracy {acc}")
+          f"scaled by max|torch| = {rel_err:.3g} (tolerance {H.TOLERANCE:g});"
+          f" vs float64 PyTorch: ours {exact_err:.3g}, torch's float32 "
+          f"{noise:.3g}; top-1 {agree}/{len(labels)}; final_accuracy {acc}")
     problems = []
     if rel_err > H.TOLERANCE:
         problems.append(

@@ -86,19 +86,21 @@ void writeFileAtomic(const std::string& path, std::string_view bytes) {
   commit(tmp, path);
 }
 
-void writeWeightFile(const std::string& path, const TensorData& data) {
+std::string writeWeightFile(const std::string& path, const TensorData& data) {
   static_assert(sizeof(float) == 4, "float32 weights");
-  std::string bytes;
+  // TensorData bytes are little-endian already, and so are this machine's
+  // floats (HPVM's formats are native little-endian).
   if (data.dtype == DataType::Float) {
-    bytes.assign(data.bytes.begin(), data.bytes.end());
-  } else {
-    std::vector<float> floats = data.toFloats();
-    bytes.resize(floats.size() * 4);
-    std::memcpy(bytes.data(), floats.data(), bytes.size());
+    std::string_view bytes(reinterpret_cast<const char*>(data.bytes.data()),
+                           data.bytes.size());
+    writeFileAtomic(path, bytes);
+    return sha256Hex(bytes);
   }
-  // TensorData bytes are little-endian already; so is this machine's float
-  // after toFloats() (HPVM's formats are native little-endian).
+  std::vector<float> floats = data.toFloats();
+  std::string_view bytes(reinterpret_cast<const char*>(floats.data()),
+                         floats.size() * 4);
   writeFileAtomic(path, bytes);
+  return sha256Hex(bytes);
 }
 
 void copyFileAtomic(const std::string& from, const std::string& to) {

@@ -21,8 +21,9 @@ std::string sha256File(const std::string& path);
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
 /// Writes constant \p data as raw little-endian float32 (converting from any
-/// numeric dtype), atomically.
-void writeWeightFile(const std::string& path, const TensorData& data);
+/// numeric dtype), atomically; returns the SHA-256 (hex) of the bytes
+/// written, computed from memory.
+std::string writeWeightFile(const std::string& path, const TensorData& data);
 
 /// Copies \p from to \p to atomically (copy_file_range: a reflink where the
 /// file system supports it).

@@ -122,8 +122,12 @@ std::string dumpIr(const Graph& g) {
       out << "  [" << extra << "]";
     if (!n.origins.empty()) {
       out << "  #";
-      for (size_t i = 0; i < n.origins.size(); ++i)
-        out << (i ? ", " : " ") << escapeName(n.origins[i].name);
+      for (size_t i = 0; i < n.origins.size(); ++i) {
+        const Origin& o = n.origins[i];
+        out << (i ? ", " : " ")
+            << (o.name.empty() ? "#" + std::to_string(o.index)
+                               : escapeName(o.name));
+      }
     }
     out << "\n";
   }

@@ -526,14 +526,20 @@ std::string lowerSoftmax(Lowering& L, Node* n) {
   const Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input", true); !r.empty())
     return r;
+  // The axis refers to the ONNX shape (the output's), not to the 4-D form
+  // the input may already have been lowered to.
+  const std::vector<int64_t>& onnx = n->output->shape;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return "softmax of shape " + formatShape(onnx) +
+           " is not supported (only N x classes)";
   AttrReader attrs(n->attrs);
-  int64_t rank = static_cast<int64_t>(x->shape.size());
+  int64_t rank = static_cast<int64_t>(onnx.size());
   int64_t axis = attrs.getInt("axis", L.g.source.opset >= 13 ? -1 : 1);
   axis = axis < 0 ? axis + rank : axis;
-  std::vector<int64_t> x4 = form4d(x->shape);
+  std::vector<int64_t> x4 = form4d(onnx);
   if (axis != 1 || x4[2] != 1 || x4[3] != 1)
     return "softmax over axis " + std::to_string(axis) + " of shape " +
-           formatShape(x->shape) +
+           formatShape(onnx) +
            " is not supported (only over the classes of N x classes)";
   return lowerUnary(L, n, OpKind::Softmax);
 }

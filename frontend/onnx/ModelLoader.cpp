@@ -744,6 +744,13 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   return g;
 }
 
+bool hasExternalData(const ModelProto& model) {
+  for (const TensorProto& t : model.graph().initializer())
+    if (t.data_location() == TensorProto::EXTERNAL)
+      return true;
+  return false;
+}
+
 } // namespace
 
 std::unique_ptr<Graph> loadModel(const std::string& path,
@@ -762,7 +769,12 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
     PreScan scan = preScan(model, path, opset);
 
     try {
-      onnx::checker::check_model(model);
+      // The checker finds external data files relative to the model's
+      // folder only when it reads the model itself.
+      if (hasExternalData(model) && !endsWith(path, ".onnxtxt"))
+        onnx::checker::check_model(path);
+      else
+        onnx::checker::check_model(model);
     } catch (const std::exception& e) {
       throw UserError(path + ": invalid ONNX model: " + e.what());
     }
@@ -777,6 +789,8 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
                         " (supported targets: 7 to " + std::to_string(latest) +
                         ")");
       try {
+        // The adapters need shapes (Softmax 12 -> 13, for one).
+        onnx::shape_inference::InferShapes(model);
         model = onnx::version_conversion::ConvertVersion(
             model, static_cast<int>(opts.targetOpset));
       } catch (const std::exception& e) {

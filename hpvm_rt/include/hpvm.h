@@ -17,6 +17,9 @@
 // executes fused groups on oneDNN kernels, caching the plan for the next
 // launch. Outside a launch the intrinsics compute eagerly.
 //
+// Configurations apply to hpvm::TENSOR_TARGET leaves, as in HPVM; a program
+// whose leaves use other targets (HPVM's cudnn variants) runs exact FP32.
+//
 // Leaves must touch tensors only through the intrinsics (as in HPVM, where
 // leaves are compiled into runtime calls); in-place intrinsics (add, relu,
 // tanh, clipped_relu, batchnorm, softmax) never modify a tensor another

@@ -12,8 +12,9 @@ The torch2hpvm side is either
   (default)       scripts/bench/kernel_bench.sh: the same network run layer by
                   layer through hpvm_rt's kernels (no executor), which measures
                   the kernels alone.
-The PyTorch side is the architecture named by --net (HPVM's benchmark nets,
-reference section 9), random weights: speed does not depend on them.
+The PyTorch side is the end-to-end tests' model named by --net
+(test_frontend/nets: HPVM's benchmark nets of reference section 9 and
+torchvision nets) with the tests' seeded, well-scaled random weights.
 
 Timing: every configuration runs --warmup batches, then --repeat batches; the
 fastest batch gives images/s (as `tvmc run` reports min). The process CPU time
@@ -33,164 +34,39 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-NETS = ["lenet", "alexnet_cifar10", "alexnet2_cifar10", "vgg16_cifar10",
-        "vgg16_cifar100", "resnet18_cifar10", "mobilenet_cifar10",
-        "alexnet_imagenet", "vgg16_imagenet", "resnet50_imagenet"]
+# The nets kernel_bench.cpp builds (any test_frontend net works with
+# --binary).
+KERNEL_NETS = ["lenet_mnist", "alexnet_cifar10", "alexnet2_cifar10",
+               "vgg16_cifar10", "vgg16_cifar100", "resnet18_cifar10",
+               "mobilenet_cifar10", "alexnet_imagenet", "vgg16_imagenet",
+               "resnet50_imagenet"]
 
 
-# --- PyTorch models (reference section 9) -----------------------------------
+# --- PyTorch side -------------------------------------------------------------
 
 def build_torch_net(name):
-    """Returns (module, input shape without batch) for a benchmark net."""
-    import torch.nn as nn
-
-    def conv(cin, cout, k, s=1, p=0, act=None, bn=False, groups=1,
-             bias=True):
-        layers = [nn.Conv2d(cin, cout, k, s, p, groups=groups, bias=bias)]
-        if bn:
-            layers.append(nn.BatchNorm2d(cout, eps=1e-3))
-        if act == "relu":
-            layers.append(nn.ReLU())
-        elif act == "tanh":
-            layers.append(nn.Tanh())
-        return layers
-
-    class BasicBlock(nn.Module):
-        def __init__(self, cin, cout, down):
-            super().__init__()
-            self.main = nn.Sequential(
-                *conv(cin, cout, 3, 2 if down else 1, 1, "relu"),
-                *conv(cout, cout, 3, 1, 1))
-            self.short = (nn.Conv2d(cin, cout, 1, 2) if down
-                          else nn.Identity())
-            self.relu = nn.ReLU()
-
-        def forward(self, x):
-            return self.relu(self.main(x) + self.short(x))
-
-    class Bottleneck(nn.Module):
-        def __init__(self, cin, planes, stride):
-            super().__init__()
-            self.main = nn.Sequential(
-                *conv(cin, planes, 1, stride, 0, "relu", True),
-                *conv(planes, planes, 3, 1, 1, "relu", True),
-                *conv(planes, 4 * planes, 1, 1, 0, None, True))
-            if stride != 1 or cin != 4 * planes:
-                self.short = nn.Sequential(
-                    *conv(cin, 4 * planes, 1, stride, 0, None, True))
-            else:
-                self.short = nn.Identity()
-            self.relu = nn.ReLU()
-
-        def forward(self, x):
-            return self.relu(self.main(x) + self.short(x))
-
-    def vgg(classes, imagenet):
-        cfg = [64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0,
-               512, 512, 512, 0]
-        layers, c = [], 3
-        for v in cfg:
-            if v == 0:
-                layers.append(nn.MaxPool2d(2))
-            else:
-                layers += conv(c, v, 3, 1, 1, "relu")
-                c = v
-        layers.append(nn.Flatten())
-        if imagenet:
-            layers += [nn.Linear(25088, 4096), nn.ReLU(),
-                       nn.Linear(4096, 4096), nn.ReLU(),
-                       nn.Linear(4096, classes)]
-        else:
-            layers += [nn.Linear(512, 512), nn.ReLU(),
-                       nn.Linear(512, classes)]
-        return layers
-
-    cifar = (3, 32, 32)
-    if name == "lenet":
-        layers = (conv(1, 32, 5, 1, 2, "tanh") + [nn.MaxPool2d(2)] +
-                  conv(32, 64, 5, 1, 2, "tanh") + [nn.MaxPool2d(2)] +
-                  [nn.Flatten(), nn.Linear(3136, 1024), nn.Tanh(),
-                   nn.Linear(1024, 10), nn.Tanh()])
-        shape = (1, 28, 28)
-    elif name == "alexnet_cifar10":
-        layers = (conv(3, 64, 11, 1, 5, "tanh") + [nn.MaxPool2d(2)] +
-                  conv(64, 192, 5, 1, 2, "tanh") + [nn.MaxPool2d(2)] +
-                  conv(192, 384, 3, 1, 1, "tanh") +
-                  conv(384, 256, 3, 1, 1, "tanh") +
-                  conv(256, 256, 3, 1, 1, "tanh") + [nn.MaxPool2d(2)] +
-                  [nn.Flatten(), nn.Linear(4096, 10)])
-        shape = cifar
-    elif name == "alexnet2_cifar10":
-        layers, c = [], 3
-        for v in (32, 64, 128):
-            layers += (conv(c, v, 3, 1, 1, "tanh") +
-                       conv(v, v, 3, 1, 1, "tanh") + [nn.MaxPool2d(2)])
-            c = v
-        layers += [nn.Flatten(), nn.Linear(2048, 10)]
-        shape = cifar
-    elif name in ("vgg16_cifar10", "vgg16_cifar100"):
-        layers = vgg(10 if name == "vgg16_cifar10" else 100, False)
-        shape = cifar
-    elif name == "vgg16_imagenet":
-        layers = vgg(1000, True)
-        shape = (3, 224, 224)
-    elif name == "resnet18_cifar10":
-        layers, c = conv(3, 16, 3, 1, 1, "relu"), 16
-        for v in (16, 32, 64):
-            for b in range(3):
-                layers.append(BasicBlock(c, v, b == 0 and v != 16))
-                c = v
-        layers += [nn.AvgPool2d(8), nn.Flatten(), nn.Linear(64, 10)]
-        shape = cifar
-    elif name == "mobilenet_cifar10":
-        layers, c = conv(3, 32, 3, 1, 1, "relu", True, bias=False), 32
-        for s, out in ((1, 64), (2, 128), (1, 128), (2, 256), (1, 256),
-                       (2, 512), (1, 512), (1, 512), (1, 512), (1, 512),
-                       (1, 512), (2, 1024), (1, 1024)):
-            layers += conv(c, c, 3, s, 1, "relu", True, groups=c, bias=False)
-            layers += conv(c, out, 1, 1, 0, "relu", True, bias=False)
-            c = out
-        layers += [nn.AvgPool2d(2), nn.Flatten(), nn.Linear(1024, 10)]
-        shape = cifar
-    elif name == "alexnet_imagenet":
-        layers = (conv(3, 64, 11, 4, 2, "relu") + [nn.MaxPool2d(3, 2)] +
-                  conv(64, 192, 5, 1, 2, "relu") + [nn.MaxPool2d(3, 2)] +
-                  conv(192, 384, 3, 1, 1, "relu") +
-                  conv(384, 256, 3, 1, 1, "relu") +
-                  conv(256, 256, 3, 1, 1, "relu") + [nn.MaxPool2d(3, 2)] +
-                  [nn.Flatten(), nn.Linear(9216, 4096), nn.ReLU(),
-                   nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000)])
-        shape = (3, 224, 224)
-    elif name == "resnet50_imagenet":
-        layers = (conv(3, 64, 7, 2, 3, "relu") + [nn.MaxPool2d(3, 2),
-                                                  nn.BatchNorm2d(64, 1e-3)])
-        c = 64
-        for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2),
-                                       (512, 3, 2)):
-            for b in range(blocks):
-                layers.append(Bottleneck(c, planes, stride if b == 0 else 1))
-                c = 4 * planes
-        layers += [nn.AvgPool2d(7), nn.Flatten(), nn.Linear(2048, 1000)]
-        shape = (3, 224, 224)
-    else:
-        raise ValueError("unknown net '%s' (known: %s)" % (name,
-                                                          ", ".join(NETS)))
-    layers.append(nn.Softmax(dim=1))
-    model = nn.Sequential(*layers)
-    # Non-trivial batch-norm statistics, as trained nets have.
+    """The end-to-end tests' model `name` (test_frontend/nets: HPVM's
+    benchmark nets and torchvision ones) with their seeded, well-scaled
+    random weights. Returns (module, input shape without batch)."""
     import torch
-    gen = torch.Generator().manual_seed(0)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.1, 0.1, generator=gen)
-            m.running_var.uniform_(0.5, 1.5, generator=gen)
-    return model.eval(), shape
+    sys.path.insert(0, os.path.join(ROOT, "test_frontend"))
+    import nets
+    from nets.init import randomize
+    try:
+        spec = nets.model(name)
+    except KeyError as e:
+        sys.exit("bench_vs_pytorch: %s" % e.args[0])
+    model = spec.build().eval()
+    gen = torch.Generator().manual_seed(1)
+    randomize(model, torch.randn(8, *spec.shape, generator=gen), 0)
+    return model, spec.shape
 
 
 def torch_worker(args):
@@ -241,46 +117,80 @@ def run_kernel_bench(net, batch, threads, repeat, warmup):
 
 
 def find_binary(path):
-    """The generated program: PATH itself, or the one executable in
-    PATH/build named after the export folder's manifest."""
-    if os.path.isfile(path) and os.access(path, os.X_OK):
-        return path
-    build = os.path.join(path, "build")
-    if os.path.isdir(build):
-        cands = [os.path.join(build, f) for f in sorted(os.listdir(build))
-                 if os.path.isfile(os.path.join(build, f))
-                 and os.access(os.path.join(build, f), os.X_OK)]
-        if len(cands) == 1:
-            return cands[0]
-        if cands:
-            sys.exit("bench_vs_pytorch: several executables in %s (%s); "
-                     "pass the binary itself" % (build, ", ".join(cands)))
-    sys.exit("bench_vs_pytorch: no generated binary at %s (expected an "
-             "executable or an export folder with build/<model>)" % path)
+    """(binary, export folder) for PATH: an export folder (its manifest.json
+    names the binary) or the binary itself (inside <export>/build/)."""
+    if os.path.isdir(path):
+        folder = path
+        manifest = os.path.join(folder, "manifest.json")
+        try:
+            with open(manifest) as f:
+                binary = os.path.join(folder, json.load(f)["binary"])
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit("bench_vs_pytorch: cannot read the binary's name from "
+                     "%s: %s" % (manifest, e))
+    else:
+        binary = path
+        folder = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        sys.exit("bench_vs_pytorch: no generated binary at %s (pass an "
+                 "export folder or its build/<model>)" % binary)
+    if not os.path.isdir(os.path.join(folder, "weights")):
+        sys.exit("bench_vs_pytorch: %s has no weights/ folder; pass the "
+                 "binary of an export folder" % folder)
+    return os.path.abspath(binary), os.path.abspath(folder)
 
 
-def run_binary(binary, batch, threads, repeat):
-    cmd = [binary, "test", "--batch-size", str(batch), "--limit", str(batch),
-           "--repeat", str(repeat), "--print-time", "--threads",
-           str(threads), "--quiet"]
+def export_facts(folder):
+    """(input shape, test images) from the export's manifest.json."""
+    with open(os.path.join(folder, "manifest.json")) as f:
+        m = json.load(f)
+    return tuple(m["input_shape"]), int(m["datasets"]["test"]["images"])
+
+
+def run_binary(binary, folder, batch, threads, repeat, workdir):
+    """Times batches of `batch` images, `repeat` times, through the
+    generated program. A model folder in `workdir` links the export's
+    weights and holds random images, as many as the export's test set (the
+    program checks the count), so the export needs at least `batch`."""
+    import numpy as np
+    shape, images = export_facts(folder)
+    if images < batch:
+        sys.exit("bench_vs_pytorch: %s was exported with %d test images, "
+                 "fewer than the batch of %d; export it with a larger --test "
+                 "set" % (folder, images, batch))
+    model_dir = os.path.join(workdir, "data")
+    if not os.path.isdir(model_dir):
+        os.makedirs(model_dir)
+        os.symlink(os.path.join(folder, "weights"),
+                   os.path.join(model_dir, "weights"))
+        rng = np.random.default_rng(0)
+        rng.standard_normal((images,) + shape, dtype=np.float32).tofile(
+            os.path.join(model_dir, "test_input.bin"))
+        np.zeros(images, dtype=np.int32).tofile(
+            os.path.join(model_dir, "test_labels.bin"))
+    cmd = [binary, "test", "--model-dir", model_dir, "--batch-size",
+           str(batch), "--limit", str(batch), "--repeat", str(repeat),
+           "--print-time", "--threads", str(threads), "--quiet"]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                         cwd=os.path.dirname(os.path.dirname(binary)))
+                         cwd=model_dir)
     if res.returncode != 0:
         sys.exit("bench_vs_pytorch: %s failed (exit %d):\n%s%s"
                  % (" ".join(cmd), res.returncode, res.stdout, res.stderr))
     text = res.stdout + res.stderr
-    m = re.search(r"([0-9.]+)\s*images/s", text)
-    if not m:
-        sys.exit("bench_vs_pytorch: no 'images/s' in the output of %s:\n%s"
-                 % (" ".join(cmd), text))
-    ips = float(m.group(1))
-    mins = re.search(r"min[^0-9]*([0-9.]+)\s*(ms|s)\b", text)
-    out = {"images_per_s": ips, "min_s": batch / ips, "min_cpu_s": None,
-           "median_s": None}
-    if mins:
-        out["min_s"] = float(mins.group(1)) / (1000 if mins.group(2) == "ms"
-                                               else 1)
-    return out
+    # --print-time prints a header "mean (ms) median (ms) max (ms) min (ms)
+    # std (ms)", a row of numbers, and "Throughput: X images/s" (mean-based,
+    # first batch included).
+    m = re.search(r"Throughput:\s*([0-9.]+)\s*images/s", text)
+    row = re.search(r"min \(ms\).*\n\s*([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)"
+                    r"\s+([0-9.]+)", text)
+    if not m or not row:
+        sys.exit("bench_vs_pytorch: no --print-time summary in the output "
+                 "of %s:\n%s" % (" ".join(cmd), text))
+    best = float(row.group(4)) / 1000.0
+    return {"images_per_s": batch / best if best > 0 else float(m.group(1)),
+            "throughput_images_per_s": float(m.group(1)),
+            "min_s": best, "median_s": float(row.group(2)) / 1000.0,
+            "min_cpu_s": None}
 
 
 def run_torch(net, batch, threads, repeat, warmup):
@@ -313,7 +223,9 @@ def main():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    ap.add_argument("--net", required=True, choices=NETS)
+    ap.add_argument("--net", required=True,
+                    help="model name of test_frontend/nets (without "
+                    "--binary one of: %s)" % ", ".join(KERNEL_NETS))
     ap.add_argument("--batch", type=int_list, default=[64, 500],
                     help="batch sizes, comma separated (default 64,500)")
     ap.add_argument("--threads", type=int_list, default=[1, 2],
@@ -335,30 +247,39 @@ def main():
         torch_worker(args)
         return
 
-    binary = find_binary(args.binary) if args.binary else None
+    binary, folder = find_binary(args.binary) if args.binary else (None,
+                                                                    None)
+    if not binary and args.net not in KERNEL_NETS:
+        ap.error("kernel_bench knows no net '%s' (known: %s); pass --binary "
+                 "for other nets" % (args.net, ", ".join(KERNEL_NETS)))
+    workdir = tempfile.mkdtemp(prefix="bench_vs_pytorch.")
     rows = []
-    for batch in args.batch:
-        for threads in args.threads:
-            if binary:
-                ours = run_binary(binary, batch, threads, args.repeat)
-            else:
-                ours = run_kernel_bench(args.net, batch, threads,
-                                        args.repeat, args.warmup)
-            pt = run_torch(args.net, batch, threads, args.repeat,
-                           args.warmup)
-            row = {"net": args.net, "batch": batch, "threads": threads,
-                   "hpvm_rt": ours, "eager": pt["eager"],
-                   "frozen": pt["frozen"]}
-            for k in ("eager", "frozen"):
-                row["vs_" + k] = (ours["images_per_s"] /
-                                  pt[k]["images_per_s"])
-                if ours["min_cpu_s"]:
-                    row["cpu_vs_" + k] = (pt[k]["min_cpu_s"] /
-                                          ours["min_cpu_s"])
-            rows.append(row)
-            print_row(row, header=len(rows) == 1,
-                      source="binary" if binary else "kernels")
-            sys.stdout.flush()
+    try:
+        for batch in args.batch:
+            for threads in args.threads:
+                if binary:
+                    ours = run_binary(binary, folder, batch, threads,
+                                      args.repeat + args.warmup, workdir)
+                else:
+                    ours = run_kernel_bench(args.net, batch, threads,
+                                            args.repeat, args.warmup)
+                pt = run_torch(args.net, batch, threads, args.repeat,
+                               args.warmup)
+                row = {"net": args.net, "batch": batch, "threads": threads,
+                       "hpvm_rt": ours, "eager": pt["eager"],
+                       "frozen": pt["frozen"]}
+                for k in ("eager", "frozen"):
+                    row["vs_" + k] = (ours["images_per_s"] /
+                                      pt[k]["images_per_s"])
+                    if ours["min_cpu_s"]:
+                        row["cpu_vs_" + k] = (pt[k]["min_cpu_s"] /
+                                              ours["min_cpu_s"])
+                rows.append(row)
+                print_row(row, header=len(rows) == 1,
+                          source="binary" if binary else "kernels")
+                sys.stdout.flush()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     result = {"source": binary or "kernel_bench", "rows": rows}
     print(json.dumps(result, indent=1))
     if args.json:

@@ -4,7 +4,7 @@
 //
 // Usage: kernel_bench --net NAME [--batch N] [--threads N] [--repeat N]
 //                     [--warmup N] [--json]
-// Nets: lenet, alexnet_cifar10, alexnet2_cifar10, vgg16_cifar10,
+// Nets: lenet_mnist, alexnet_cifar10, alexnet2_cifar10, vgg16_cifar10,
 // vgg16_cifar100, resnet18_cifar10, mobilenet_cifar10, alexnet_imagenet,
 // vgg16_imagenet, resnet50_imagenet (the layer lists of reference section 9;
 // random weights, fixed seed). Prints per-batch times and images/s.
@@ -243,12 +243,12 @@ void vgg16(Net& n, int64_t classes, bool imagenet) {
 std::unique_ptr<Net> buildNet(const std::string& name, int64_t batch) {
   bool imagenet = name.find("imagenet") != std::string::npos;
   std::unique_ptr<Net> n;
-  if (name == "lenet")
+  if (name == "lenet_mnist")
     n = std::make_unique<Net>(batch, 1, 28, 28);
   else
     n = std::make_unique<Net>(batch, 3, imagenet ? 224 : 32,
                               imagenet ? 224 : 32);
-  if (name == "lenet") {
+  if (name == "lenet_mnist") {
     n->conv(32, 5, 1, 2, Act::Tanh);
     n->pool(PoolArgs::Max, 2, 2);
     n->conv(64, 5, 1, 2, Act::Tanh);

@@ -16,7 +16,8 @@ srcs="$root/scripts/bench/kernel_bench.cpp $root/hpvm_rt/src/kernels/*.cpp
 stale=1
 if [ -x "$bin" ]; then
   stale=0
-  for s in $srcs "$root"/hpvm_rt/src/kernels/*.h "$root"/hpvm_rt/src/approx/*.h; do
+  for s in $srcs "$root"/hpvm_rt/src/kernels/*.h \
+           "$root"/hpvm_rt/src/approx/*.h; do
     [ "$s" -nt "$bin" ] && stale=1
   done
 fi

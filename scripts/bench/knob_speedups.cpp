@@ -11,14 +11,14 @@
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -70,7 +70,7 @@ struct Knob {
 
 std::vector<Knob> convKnobs() {
   std::vector<Knob> out;
-#define HPVM_KNOB(Id, ConfName, Var, Prec, Speedup, Rate, Offset, Applies)    \
+#define HPVM_KNOB(Id, ConfName, Var, Prec, Speedup, Rate, Offset, Applies)     \
   {                                                                            \
     KnobSpec s;                                                                \
     s.id = Id;                                                                 \
@@ -125,7 +125,9 @@ public:
          memory::desc({n, l.c, l.h, l.h}, dt::f32, tag::any),
          memory::desc({l.k, l.c, l.kh, l.kh}, dt::f32, tag::any),
          memory::desc({n, l.k, ho, ho}, dt::f32, tag::any),
-         {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad}},
+         {l.stride, l.stride},
+         {l.pad, l.pad},
+         {l.pad, l.pad}},
         eng_);
     conv_ = dnnl::convolution_forward(pd_);
     wei_ = memory(pd_.weights_desc(), eng_);
@@ -148,18 +150,18 @@ public:
       s = xm;
     if (dstPlain_ == pd_.dst_desc())
       d = ym;
-    conv_.execute(strm_, {{DNNL_ARG_SRC, s},
-                          {DNNL_ARG_WEIGHTS, wei_},
-                          {DNNL_ARG_DST, d}});
+    conv_.execute(
+        strm_,
+        {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, d}});
     if (dstPlain_ != pd_.dst_desc())
       dnnl::reorder(dst_, ym).execute(strm_, dst_, ym);
     strm_.wait();
   }
   /// Kernel layout in and out.
   void blocked() {
-    conv_.execute(strm_, {{DNNL_ARG_SRC, src_},
-                          {DNNL_ARG_WEIGHTS, wei_},
-                          {DNNL_ARG_DST, dst_}});
+    conv_.execute(
+        strm_,
+        {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
     strm_.wait();
   }
 
@@ -230,8 +232,7 @@ int main(int argc, char** argv) {
                      v.c_str());
         return 1;
       }
-    }
-    else if (a == "--cpu-time")
+    } else if (a == "--cpu-time")
       useCpuTime = true;
     else if (a == "--json")
       jsonPath = next();
@@ -284,8 +285,8 @@ int main(int argc, char** argv) {
     r.exactMs = timeMs([&] { exact.plain(x.data(), y.data()); }, reps);
     r.exactBlkMs = timeMs([&] { exact.blocked(); }, reps);
     const ConvArgs args{static_cast<int>(l.pad), static_cast<int>(l.pad),
-                        static_cast<int>(l.stride),
-                        static_cast<int>(l.stride), 1};
+                        static_cast<int>(l.stride), static_cast<int>(l.stride),
+                        1};
     for (const Knob& k : knobs) {
       const bool half = k.spec.precision == Precision::FP16;
       auto run = [&] {
@@ -306,8 +307,8 @@ int main(int argc, char** argv) {
           break;
         case Variant::PerfRow:
         case Variant::PerfCol:
-          approx::convPerforated(xs, batch, l.c, l.h, l.h, ws, l.k, l.kh,
-                                 l.kh, args, k.spec, y.data());
+          approx::convPerforated(xs, batch, l.c, l.h, l.h, ws, l.k, l.kh, l.kh,
+                                 args, k.spec, y.data());
           break;
         case Variant::Samp:
           approx::convSampled(xs, batch, l.c, l.h, l.h, ws, l.k, l.kh, l.kh,
@@ -346,17 +347,17 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < results.size(); ++i) {
       const LayerResult& r = results[i];
       const Layer& l = *r.layer;
-      f << (i ? ",\n" : "\n") << "  {\"net\": \"" << l.net << "\", \"layer\": \""
-        << l.name << "\", \"c\": " << l.c << ", \"hw\": " << l.h
-        << ", \"k\": " << l.k << ", \"kernel\": " << l.kh
+      f << (i ? ",\n" : "\n") << "  {\"net\": \"" << l.net
+        << "\", \"layer\": \"" << l.name << "\", \"c\": " << l.c
+        << ", \"hw\": " << l.h << ", \"k\": " << l.k << ", \"kernel\": " << l.kh
         << ", \"stride\": " << l.stride << ", \"pad\": " << l.pad
         << ", \"exact_ms\": " << r.exactMs
         << ", \"exact_kernel_layout_ms\": " << r.exactBlkMs
         << ", \"exact_impl\": \"" << r.impl << "\", \"knobs\": {";
       for (size_t j = 0; j < r.knobs.size(); ++j)
-        f << (j ? ", " : "") << "\"" << r.knobs[j].id << "\": {\"ms\": "
-          << r.knobs[j].ms << ", \"speedup\": " << r.exactMs / r.knobs[j].ms
-          << "}";
+        f << (j ? ", " : "") << "\"" << r.knobs[j].id
+          << "\": {\"ms\": " << r.knobs[j].ms
+          << ", \"speedup\": " << r.exactMs / r.knobs[j].ms << "}";
       f << "}}";
     }
     f << "\n]}\n";

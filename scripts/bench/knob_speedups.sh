@@ -16,8 +16,9 @@ srcs="$root/scripts/bench/knob_speedups.cpp $root/hpvm_rt/src/approx/*.cpp"
 stale=1
 if [ -x "$bin" ]; then
   stale=0
-  for s in $srcs "$root/hpvm_rt/src/kernels/Kernels.h" \
-           "$root/hpvm_rt/include/hpvm_rt/Ops.def" "$root"/hpvm_rt/src/approx/*.h; do
+  for s in $srcs "$root"/hpvm_rt/src/approx/*.h \
+           "$root/hpvm_rt/src/kernels/Kernels.h" \
+           "$root/hpvm_rt/include/hpvm_rt/Ops.def"; do
     [ "$s" -nt "$bin" ] && stale=1
   done
 fi

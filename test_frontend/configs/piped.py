@@ -66,6 +66,8 @@ class PipedBinary:
         self.conf_path = meta["conf_path"]
         self.fifo_r, self.fifo_w = meta["fifo_path_r"], meta["fifo_path_w"]
         self.cwd, self.timeout = cwd, timeout
+        self.tune_labels_path = meta.get("tune_labels_path")
+        self.last_shapes = []  # Record shapes of the last measurement.
         for path in (self.fifo_r, self.fifo_w):
             if os.path.lexists(path):
                 os.remove(path)
@@ -147,6 +149,7 @@ class PipedBinary:
         records = decode_records(data, self.fifo_w)
         if not records:
             raise self._died(f"running '{dataset}': no result records")
+        self.last_shapes = [list(r.shape) for r in records]
         outputs = np.concatenate(records, axis=0)
         # HPVM's tuner squeezes the trailing 1x1 of N x C x 1 x 1 results.
         while outputs.ndim > 2 and outputs.shape[-1] == 1:

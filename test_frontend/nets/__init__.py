@@ -42,7 +42,7 @@ MODELS = [
     ModelSpec("vgg16_cifar10", hb.VGG16, CIFAR, 10, 12, 5, True,
               "HPVM VGG-16 (CIFAR-10): 13 conv3x3+ReLU, 2 FC"),
     ModelSpec("vgg16_cifar100", lambda: hb.VGG16(classes=100), CIFAR, 13, 12,
-              5, False, "HPVM VGG-16 (CIFAR-100), opset 13"),
+              5, True, "HPVM VGG-16 (CIFAR-100), opset 13"),
     ModelSpec("resnet18_cifar10", hb.ResNet18Cifar, CIFAR, 13, 12, 5, True,
               "HPVM ResNet-18 (CIFAR-10): residual adds, 1x1 s2 shortcuts"),
     ModelSpec("mobilenet_cifar10", hb.MobileNetCifar, CIFAR, 10, 12, 5, True,

@@ -92,9 +92,7 @@ public:
   /// The directory's path.
   const std::string& path() const { return path_; }
   /// A file name inside the directory.
-  std::string file(const std::string& name) const {
-    return path_ + "/" + name;
-  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
 
 private:
   std::string path_;
@@ -140,9 +138,8 @@ public:
   /// Runs the oracle; throws with its exit status on failure.
   void run() {
     std::ofstream(dir_.file("cases.json")) << cases_.dump();
-    const std::string cmd = std::string("/usr/bin/python3 ") +
-                            HPVM_SOURCE_DIR + "/tests/approx/oracle.py " +
-                            dir_.path();
+    const std::string cmd = std::string("/usr/bin/python3 ") + HPVM_SOURCE_DIR +
+                            "/tests/approx/oracle.py " + dir_.path();
     const int rc = std::system(cmd.c_str());
     if (rc != 0)
       throw std::runtime_error("oracle failed (" + std::to_string(rc) +

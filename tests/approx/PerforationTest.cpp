@@ -41,9 +41,8 @@ Problem makeProblem(const ConvShape& s, uint32_t seed) {
 std::vector<float> perforated(const ConvShape& s, const Problem& p,
                               const KnobSpec& knob) {
   std::vector<float> y(s.n * s.k * p.ho * p.wo, -7.f);
-  approx::convPerforated(p.x.data.data(), s.n, s.c, s.h, s.w,
-                         p.w.data.data(), s.k, s.kh, s.kw, s.args, knob,
-                         y.data());
+  approx::convPerforated(p.x.data.data(), s.n, s.c, s.h, s.w, p.w.data.data(),
+                         s.k, s.kh, s.kw, s.args, knob, y.data());
   return y;
 }
 
@@ -68,16 +67,19 @@ TEST_CASE("Approx: perforated convolution matches the NumPy oracle") {
     const std::string xf = batch.addTensor(p.x), wf = batch.addTensor(p.w);
     for (approx::PerforationPath path :
          {approx::PerforationPath::DnnlFused,
-          approx::PerforationPath::DnnlGeneric,
-          approx::PerforationPath::Gemm})
+          approx::PerforationPath::DnnlGeneric, approx::PerforationPath::Gemm})
       for (bool rows : {true, false})
         for (int rate = 1; rate <= 4; ++rate)
           for (int offset = 0; offset < rate; ++offset) {
             approx::setPerforationPath(path);
-            Run r{batch.addConv(rows ? "perf_row" : "perf_col", xf, wf,
-                                s.args, rate, offset),
-                  si, rows, rate, offset,
-                  perforated(s, p, perfKnob(rows, rate, offset)), path};
+            Run r{batch.addConv(rows ? "perf_row" : "perf_col", xf, wf, s.args,
+                                rate, offset),
+                  si,
+                  rows,
+                  rate,
+                  offset,
+                  perforated(s, p, perfKnob(rows, rate, offset)),
+                  path};
             approx::setPerforationPath(approx::PerforationPath::Auto);
             runs.push_back(std::move(r));
           }
@@ -104,12 +106,11 @@ TEST_CASE("Approx: rate 1 perforation equals the exact reference kernel") {
   for (const ConvShape& s : convShapes()) {
     const Problem p = makeProblem(s, 7);
     std::vector<float> want(s.n * s.k * p.ho * p.wo);
-    ref::conv2d(p.x.data.data(), s.n, s.c, s.h, s.w, p.w.data.data(), s.k,
-                s.kh, s.kw, s.args, want.data());
+    ref::conv2d(p.x.data.data(), s.n, s.c, s.h, s.w, p.w.data.data(), s.k, s.kh,
+                s.kw, s.args, want.data());
     for (bool rows : {true, false}) {
       INFO(describe(s, rows ? "rows" : "columns", 1, 0));
-      CHECK(firstMismatch(perforated(s, p, perfKnob(rows, 1, 0)), want) ==
-            -1);
+      CHECK(firstMismatch(perforated(s, p, perfKnob(rows, 1, 0)), want) == -1);
     }
   }
 }
@@ -180,15 +181,15 @@ TEST_CASE("Approx: perforation rejects bad knobs and shapes") {
   const Problem p = makeProblem(s, 3);
   std::vector<float> y(1 * 4 * 8 * 8);
   auto call = [&](const KnobSpec& knob, const ConvArgs& a, int64_t kh) {
-    approx::convPerforated(p.x.data.data(), 1, 4, 8, 8, p.w.data.data(), 4,
-                           kh, 3, a, knob, y.data());
+    approx::convPerforated(p.x.data.data(), 1, 4, 8, 8, p.w.data.data(), 4, kh,
+                           3, a, knob, y.data());
   };
   KnobSpec samp = perfKnob(true, 2, 0);
   samp.id = 231;
   samp.variant = Variant::Samp;
   CHECK_THROWS_WITH_AS(call(samp, s.args, 3),
                        "convPerforated: knob 231 is filter sampling, "
-                       "expected row perforation",
+                       "expected row perforation or column perforation",
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(call(perfKnob(true, 5, 0), s.args, 3),
                        "convPerforated: knob 900 has rate 5, expected 1 to 4",
@@ -207,4 +208,16 @@ TEST_CASE("Approx: perforation rejects bad knobs and shapes") {
   CHECK_THROWS_WITH_AS(call(perfKnob(true, 2, 0), {1, 1, 0, 1, 1}, 3),
                        "convPerforated: strides 0,1 must be positive",
                        std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(perfKnob(true, 2, 0), {-1, 1, 1, 1, 1}, 3),
+                       "convPerforated: paddings -1,1 must not be negative",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(call(perfKnob(true, 2, 0), s.args, 0),
+                       "convPerforated: filter with 4 output channels and a "
+                       "0x3 window has a non-positive extent",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      approx::convPerforated(p.x.data.data(), 0, 4, 8, 8, p.w.data.data(), 4, 3,
+                             3, s.args, perfKnob(true, 2, 0), y.data()),
+      "convPerforated: input shape 0x4x8x8 has a non-positive extent",
+      std::invalid_argument);
 }

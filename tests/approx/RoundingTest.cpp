@@ -104,6 +104,15 @@ TEST_CASE("Approx: fp16 and bf16 rounding match NumPy bit for bit") {
   INFO("fp16 element " << badHalf << " input bits " << std::hex
                        << (badHalf >= 0 ? bitsOf(in.data[badHalf]) : 0u));
   CHECK(badHalf == -1);
+  // One element at a time takes the portable (non-vector) path.
+  std::vector<float> scalarHalf = in.data;
+  for (float& v : scalarHalf)
+    approx::roundToHalf(&v, 1);
+  const int64_t badScalar = firstBitMismatch(scalarHalf, wantHalf);
+  INFO("scalar fp16 element "
+       << badScalar << " input bits " << std::hex
+       << (badScalar >= 0 ? bitsOf(in.data[badScalar]) : 0u));
+  CHECK(badScalar == -1);
 
   std::vector<float> gotBf = in.data;
   approx::roundToBf16(gotBf.data(), static_cast<int64_t>(gotBf.size()));

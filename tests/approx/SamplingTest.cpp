@@ -51,8 +51,8 @@ TEST_CASE("Approx: filter sampling matches the NumPy oracle") {
   for (size_t si = 0; si < shapes.size(); ++si) {
     const ConvShape& s = shapes[si];
     const Array x = randomArray({s.n, s.c, s.h, s.w}, 200 + uint32_t(si));
-    const Array w = randomArray({s.k, s.c / s.args.groups, s.kh, s.kw},
-                                300 + uint32_t(si));
+    const Array w =
+        randomArray({s.k, s.c / s.args.groups, s.kh, s.kw}, 300 + uint32_t(si));
     const std::string xf = batch.addTensor(x), wf = batch.addTensor(w);
     for (int rate = 1; rate <= 4; ++rate)
       for (int offset = 0; offset < rate; ++offset) {

@@ -255,3 +255,40 @@ TEST_CASE("Datasets: a failure mid-stream leaves the output directory as it "
   CHECK(listDir(dir / "out") == std::vector<std::string>{"tune_input.bin"});
   CHECK(readFile(dir / "out/tune_input.bin") == "old");
 }
+
+TEST_CASE("Datasets: sources that do not form one dataset") {
+  TempDir dir;
+  runPython(dir, R"(
+np.savez('z.npz', x=np.zeros((2, 2, 2), np.uint8), y=np.array([0, 1]))
+np.save('y.npy', np.array([0, 1]))
+np.save('x.npy', np.zeros((2, 2, 2), np.uint8))
+open('cut.npz', 'wb').write(open('z.npz', 'rb').read()[:100])
+)");
+  writeFile(dir / "i", idx(0x08, {2, 2, 2}, pixels(8)));
+  writeGz(dir / "data_batch_1.bin.gz", std::string(3073, '\0'));
+  CHECK(convertError(dir, {dir / "i", dir / "y.npy"}) ==
+        "the sources mix formats: " + dir / "i" + " (idx), " + dir / "y.npy" +
+            " (npy)\n");
+  CHECK(convertError(dir, {dir / "x.npy", dir / "x.npy"}) ==
+        dir / "x.npy" + " and " + dir / "x.npy" +
+            " both look like images (shape (2, 2, 2)); give one images and "
+            "one labels file\n");
+  CHECK(convertError(dir, {dir / "y.npy"}) ==
+        dir / "y.npy" +
+            ": only labels given; add the images file as another SOURCE\n");
+  CHECK(convertError(dir, {dir / "z.npz"}, {"--images-key", "q"}) ==
+        dir / "z.npz" + ": no array 'q' for the images (arrays: x, y)\n");
+  CHECK(convertError(dir, {dir / "z.npz", dir / "z.npz"}) ==
+        "give exactly one .npz archive, not 2 files\n");
+  CHECK(convertError(dir, {dir / "cut.npz"}) ==
+        dir / "cut.npz" + ": not a valid .npz (zip) archive: no "
+                          "end-of-central-directory record\n");
+  CHECK(convertError(dir, {dir / "data_batch_1.bin.gz"},
+                     {"--format", "cifar10"}) ==
+        dir / "data_batch_1.bin.gz" +
+            ": gzip-compressed CIFAR batches are not supported; extract the "
+            ".bin files first\n");
+  CHECK(convertError(dir, {dir / "a_input.bin", dir / "b", dir / "c"},
+                     {"--format", "bin"}) ==
+        "give an HPVM inputs file and its labels file, not 3 files\n");
+}

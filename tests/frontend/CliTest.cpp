@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <sys/wait.h>
 
 using namespace hpvm::fe;
@@ -166,9 +167,9 @@ TEST_CASE("Cli: the same inputs give byte-identical files") {
 TEST_CASE("Cli: an existing output directory is refused without --force") {
   std::string data = makeDatasets("cli-exists");
   std::string out = data + "/out";
-  fs::create_directories(out);
-  writeFile(out + "/mine.txt", "keep");
   Options o = exportOptions(data, "lenet_small.onnxtxt", out);
+  runExport(o, {});
+  writeFile(out + "/mine.txt", "keep");
   CHECK(exportError(o) == "output directory '" + out +
                               "' already exists (use --force to replace it)");
   CHECK(readFile(out + "/mine.txt") == "keep");
@@ -176,6 +177,16 @@ TEST_CASE("Cli: an existing output directory is refused without --force") {
   runExport(o, {});
   CHECK_FALSE(fs::exists(out + "/mine.txt"));
   CHECK(fs::exists(out + "/hpvm_c.cpp"));
+  // --force never replaces a directory that is not an export.
+  std::string other = data + "/other";
+  fs::create_directories(other);
+  writeFile(other + "/notes.txt", "mine");
+  o.outDir = other;
+  CHECK(exportError(o) ==
+        "refusing to replace '" + other +
+            "': it is not empty and holds no manifest.json of "
+            "torch2hpvm-export (remove it yourself if you mean it)");
+  CHECK(readFile(other + "/notes.txt") == "mine");
   writeFile(data + "/file", "x");
   o.outDir = data + "/file";
   CHECK(exportError(o) ==
@@ -254,4 +265,36 @@ TEST_CASE("Cli: the tool prints errors with its name and exit codes") {
   auto [okCode, version] = run({"--version"});
   CHECK(okCode == 0);
   CHECK(version.find("torch2hpvm-export ") == 0);
+}
+
+TEST_CASE("Cli: --dump-ir prints the IR after every pass") {
+  std::string data = makeDatasets("cli-dump");
+  Options o = exportOptions(data, "lenet_small.onnxtxt", data + "/out");
+  o.dumpIr = true;
+  std::ostringstream ir;
+  PipelineStreams streams;
+  streams.ir = &ir;
+  runExport(o, streams);
+  std::string text = ir.str();
+  CHECK(text.find("; IR as loaded\n") == 0);
+  CHECK(text.find("; IR after ") != std::string::npos);
+  // The last dump holds only HPVM kinds.
+  std::string last = text.substr(text.rfind("; IR after "));
+  CHECK(last.find("Onnx") == std::string::npos);
+  CHECK(last.find("Conv(") != std::string::npos);
+}
+
+TEST_CASE("Cli: --template-dir renders the user's templates") {
+  std::string data = makeDatasets("cli-templates");
+  std::string tpl = data + "/tpl";
+  fs::copy(std::string(HPVM_SOURCE_DIR) + "/templates", tpl);
+  writeFile(tpl + "/hpvm_c.cpp.in",
+            "// custom {{numOps}} ops\n" + readFile(tpl + "/hpvm_c.cpp.in"));
+  Options o = exportOptions(data, "lenet_small.onnxtxt", data + "/out");
+  o.templateDir = tpl;
+  runExport(o, {});
+  CHECK(readFile(data + "/out/hpvm_c.cpp").find("// custom 7 ops\n") == 0);
+  writeFile(tpl + "/hpvm_c.cpp.in", "{{numOpz}}\n");
+  o.force = true;
+  CHECK(exportError(o) == tpl + "/hpvm_c.cpp.in:1: unknown variable 'numOpz'");
 }

@@ -180,13 +180,33 @@ inline void writeFile(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-/// A fresh empty scratch directory under the test's working directory.
+/// Removes the scratch directories of this test process when it exits
+/// (set HPVM_KEEP_TEST_DIRS=1 to keep them for a post-mortem).
+struct ScratchRegistry {
+  std::vector<std::string> dirs;
+  ~ScratchRegistry() {
+    const char* keep = std::getenv("HPVM_KEEP_TEST_DIRS");
+    if (keep && std::string(keep) == "1")
+      return;
+    std::error_code ec;
+    for (const std::string& d : dirs)
+      std::filesystem::remove_all(d, ec);
+  }
+};
+
+inline ScratchRegistry& scratchRegistry() {
+  static ScratchRegistry registry;
+  return registry;
+}
+
+/// A fresh empty scratch directory, removed when the test process exits.
 inline std::string scratchDir(const std::string& name) {
   std::filesystem::path p =
       std::filesystem::temp_directory_path() /
       ("torch2hpvm-test-" + std::to_string(::getpid()) + "-" + name);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  scratchRegistry().dirs.push_back(p.string());
   return p.string();
 }
 

@@ -1,6 +1,7 @@
 // ExecutorTest.cpp - small HPVM-C dataflow graphs through hpvm.h: values
 // flowing along edges and bindings, fan-out, nested internal nodes, the
 // launch struct layout, plan reuse across launches and eager calls.
+#include "core/Executor.h"
 #include "core/Core.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
@@ -232,6 +233,7 @@ TEST_CASE("Executor: repeated launches reuse the plan with new inputs and "
           "replan for a new batch size") {
   hpvm::rt::setThrowOnError(true);
   void* b = makeTensor({1, 2, 1, 1}, {1.f, -1.5f});
+  int64_t built = hpvm::rt::plansBuilt();
   for (int round = 0; round < 3; ++round) {
     std::vector<float> xs = kX;
     for (float& v : xs)
@@ -243,6 +245,9 @@ TEST_CASE("Executor: repeated launches reuse the plan with new inputs and "
     freeTensor(args.r.tensor);
     freeTensor(x);
   }
+  // One plan (or none if an earlier test cached it) for three launches.
+  CHECK(hpvm::rt::plansBuilt() - built <= 1);
+  built = hpvm::rt::plansBuilt();
   std::vector<float> two = kX;
   two.insert(two.end(), kX.begin(), kX.end());
   void* x2 = makeTensor({2, 2, 2, 2}, two);
@@ -251,12 +256,15 @@ TEST_CASE("Executor: repeated launches reuse the plan with new inputs and "
   std::vector<float> want = addReluExpected(kX);
   want.insert(want.end(), want.begin(), want.end());
   CHECK(valuesOf(args.r.tensor) == want);
+  CHECK(hpvm::rt::plansBuilt() == built + 1);
   // Results of earlier launches stay valid (each launch gets new outputs).
   void* x1 = makeTensor({1, 2, 2, 2}, kX);
   TwoIn again{x1, 0, b, 0, {nullptr, 0}};
   __hpvm__wait(__hpvm__launch(0, addReluRoot, (void*)&again));
   CHECK(valuesOf(again.r.tensor) == addReluExpected(kX));
   CHECK(valuesOf(args.r.tensor) == want);
+  // Back to the first batch size: its plan is still cached.
+  CHECK(hpvm::rt::plansBuilt() == built + 1);
 }
 
 TEST_CASE("Executor: direct calls outside a launch compute eagerly and in "

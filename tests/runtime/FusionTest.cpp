@@ -9,8 +9,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -258,10 +260,11 @@ TEST_CASE("Fusion: a LeNet-shaped chain forms HPVM's fused nodes and "
   checkClose(out, chain.reference(), 1e-5);
 }
 
-TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
-          "HPVM's ResNet") {
-  setThrowOnError(true);
-  setActiveConfiguration(nullptr, "");
+namespace {
+
+/// Runs residualRoot on fixed random data; returns the output and the
+/// reference result.
+std::pair<void*, std::vector<float>> runResidual() {
   void* x = randomTensor({2, 4, 6, 6}, 11);
   void* w1 = randomTensor({4, 4, 3, 3}, 12, 0.3f);
   void* b1 = randomTensor({1, 4, 1, 1}, 13, 0.3f);
@@ -269,16 +272,6 @@ TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
   void* b2 = randomTensor({1, 4, 1, 1}, 15, 0.3f);
   ChainIn args{x, 0, w1, 0, b1, 0, w2, 0, b2, 0, {nullptr, 0}};
   __hpvm__wait(__hpvm__launch(0, residualRoot, (void*)&args));
-  const std::vector<FusedNodeInfo>& nodes = programNodes();
-  REQUIRE(nodes.size() == 4);
-  std::vector<int> ids;
-  for (const FusedNodeInfo& n : nodes)
-    ids.push_back(n.firstOpId);
-  CHECK(ids == std::vector<int>{1, 4, 6, 7});
-  CHECK(nodes[1].ops == std::vector<HpvmOp>{HpvmOp::Conv, HpvmOp::Add});
-  CHECK(nodes[2].ops == std::vector<HpvmOp>{HpvmOp::Add});
-  CHECK(nodes[3].ops == std::vector<HpvmOp>{HpvmOp::Relu});
-
   const int64_t n = 2 * 4 * 36;
   std::vector<float> t1(n), t2(n);
   ConvArgs ca{1, 1, 1, 1, 1};
@@ -289,7 +282,44 @@ TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
   ref::add(t2.data(), hostOf(b2), 2, 4, 36, true, t2.data());
   ref::add(hostOf(x), t2.data(), 2, 4, 36, false, t2.data());
   ref::act(t2.data(), n, Act::Relu, 0, 0, t2.data());
-  checkClose(args.r.tensor, t2, 1e-5);
+  void* out = args.r.tensor;
+  return {out, t2};
+}
+
+} // namespace
+
+TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
+          "HPVM's ResNet") {
+  setThrowOnError(true);
+  setActiveConfiguration(nullptr, "");
+  auto [out, want] = runResidual();
+  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  REQUIRE(nodes.size() == 4);
+  std::vector<int> ids;
+  for (const FusedNodeInfo& n : nodes)
+    ids.push_back(n.firstOpId);
+  CHECK(ids == std::vector<int>{1, 4, 6, 7});
+  CHECK(nodes[1].ops == std::vector<HpvmOp>{HpvmOp::Conv, HpvmOp::Add});
+  CHECK(nodes[2].ops == std::vector<HpvmOp>{HpvmOp::Add});
+  CHECK(nodes[3].ops == std::vector<HpvmOp>{HpvmOp::Relu});
+  checkClose(out, want, 1e-5);
+}
+
+TEST_CASE("Fusion: with a zero storage budget buffers are freed after "
+          "their last use and results stay exact") {
+  setThrowOnError(true);
+  setenv("HPVM_RT_KEEP_BYTES", "0", 1);
+  setActiveConfiguration(nullptr, ""); // Rebuilds schedules.
+  for (int round = 0; round < 2; ++round) {
+    auto [out, want] = runResidual();
+    checkClose(out, want, 1e-5);
+    Chain chain;
+    checkClose(chain.run(), chain.reference(), 1e-5);
+  }
+  unsetenv("HPVM_RT_KEEP_BYTES");
+  setActiveConfiguration(nullptr, "");
+  auto [out, want] = runResidual();
+  checkClose(out, want, 1e-5);
 }
 
 TEST_CASE("Fusion: a configuration sets each op's knob and records report "
@@ -369,4 +399,61 @@ TEST_CASE("Fusion: configuration mismatches name the line and fused node") {
         "3 (name '3': softmax; node functions softmaxNode)");
   setActiveConfiguration(nullptr, "");
   checkClose(chain.run(), chain.reference(), 1e-5);
+}
+
+namespace {
+
+void cudnnConv(void* a, size_t, void* b, size_t) {
+  __hpvm__hint(hpvm::CUDNN_TARGET);
+  void* r = __hpvm__tensor_convolution(a, b, 1, 1, 1, 1);
+  __hpvm__return(2, r, (size_t)0);
+}
+
+void cudnnRelu(void* a, size_t) {
+  __hpvm__hint(hpvm::CUDNN_TARGET);
+  void* r = __hpvm__tensor_relu(a);
+  __hpvm__return(2, r, (size_t)0);
+}
+
+void cudnnRoot(void*, size_t, void*, size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* conv = __hpvm__createNodeND(0, cudnnConv);
+  bindPair(conv, 0, 0);
+  bindPair(conv, 1, 1);
+  void* relu = __hpvm__createNodeND(0, cudnnRelu);
+  edgePair(conv, relu, 0);
+  outPair(relu);
+}
+
+struct __attribute__((__packed__)) TwoIn {
+  void* x;
+  size_t xb;
+  void* w;
+  size_t wb;
+  struct {
+    void* tensor;
+    size_t bytes;
+  } r;
+};
+
+} // namespace
+
+TEST_CASE("Fusion: programs without TENSOR_TARGET nodes (HPVM's cudnn "
+          "target) run exact and ignore the configuration") {
+  setThrowOnError(true);
+  void* x = randomTensor({1, 2, 5, 5}, 21);
+  void* w = randomTensor({3, 2, 3, 3}, 22, 0.5f);
+  Configuration conf = chainConfig();
+  setActiveConfiguration(&conf, "test.conf");
+  TwoIn args{x, 0, w, 0, {nullptr, 0}};
+  __hpvm__wait(__hpvm__launch(0, cudnnRoot, (void*)&args));
+  setActiveConfiguration(nullptr, "");
+  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  REQUIRE(nodes.size() == 2); // Only TENSOR_TARGET leaves fuse.
+  CHECK(nodes[0].ops == std::vector<HpvmOp>{HpvmOp::Conv});
+  std::vector<float> want(3 * 25);
+  ref::conv2d(hostOf(x), 1, 2, 5, 5, hostOf(w), 3, 3, 3,
+              ConvArgs{1, 1, 1, 1, 1}, want.data());
+  ref::act(want.data(), 75, Act::Relu, 0, 0, want.data());
+  checkClose(args.r.tensor, want, 1e-5);
 }

@@ -35,7 +35,10 @@ ConvGeometry checkConv(const char* who, int64_t N, int64_t C, int64_t H,
   if (knob.variant != expected1 && knob.variant != expected2)
     fail(who, "knob " + std::to_string(knob.id) + " is " +
                   variantName(knob.variant) + ", expected " +
-                  variantName(expected1));
+                  variantName(expected1) +
+                  (expected2 != expected1
+                       ? std::string(" or ") + variantName(expected2)
+                       : std::string()));
   if (knob.rate < 1 || knob.rate > 4)
     fail(who, "knob " + std::to_string(knob.id) + " has rate " +
                   std::to_string(knob.rate) + ", expected 1 to 4");
@@ -48,9 +51,9 @@ ConvGeometry checkConv(const char* who, int64_t N, int64_t C, int64_t H,
                   "x" + std::to_string(H) + "x" + std::to_string(W) +
                   " has a non-positive extent");
   if (K <= 0 || KH <= 0 || KW <= 0)
-    fail(who, "filter shape " + std::to_string(K) + "x?x" +
+    fail(who, "filter with " + std::to_string(K) + " output channels and a " +
                   std::to_string(KH) + "x" + std::to_string(KW) +
-                  " has a non-positive extent");
+                  " window has a non-positive extent");
   if (a.strideH <= 0 || a.strideW <= 0)
     fail(who, "strides " + std::to_string(a.strideH) + "," +
                   std::to_string(a.strideW) + " must be positive");
@@ -95,8 +98,8 @@ std::vector<bool> perforationKept(int64_t len, int rate, int offset) {
   return kept;
 }
 
-std::vector<int64_t> samplingKept(int64_t cg, int64_t kh, int64_t kw,
-                                  int rate, int offset) {
+std::vector<int64_t> samplingKept(int64_t cg, int64_t kh, int64_t kw, int rate,
+                                  int offset) {
   const int64_t area = kh * kw;
   std::vector<int64_t> kept;
   kept.reserve(cg * area);

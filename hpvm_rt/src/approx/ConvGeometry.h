@@ -16,8 +16,8 @@ struct ConvGeometry {
   int64_t n = 0, c = 0, h = 0, w = 0; ///< Input N x C x H x W.
   int64_t k = 0, kh = 0, kw = 0;      ///< Filter K x (C/groups) x KH x KW.
   int64_t groups = 1;
-  int64_t cg = 0, kg = 0;             ///< Channels per group: in, out.
-  int64_t ho = 0, wo = 0;             ///< Output height and width.
+  int64_t cg = 0, kg = 0; ///< Channels per group: in, out.
+  int64_t ho = 0, wo = 0; ///< Output height and width.
   int64_t padH = 0, padW = 0, strideH = 1, strideW = 1;
 };
 
@@ -42,8 +42,8 @@ std::vector<bool> perforationKept(int64_t len, int rate, int offset);
 /// elements, flattened (c, i, j): the indices of the kept elements in
 /// increasing order (section 6.3; regular variant when kh*kw is divisible
 /// by the rate, irregular otherwise).
-std::vector<int64_t> samplingKept(int64_t cg, int64_t kh, int64_t kw,
-                                  int rate, int offset);
+std::vector<int64_t> samplingKept(int64_t cg, int64_t kh, int64_t kw, int rate,
+                                  int offset);
 
 /// The scale applied to kept weights: rate / (rate - 1) in float (1 for
 /// rate 1).
@@ -56,7 +56,8 @@ inline float samplingScale(int rate) {
 /// How perforated convolutions compute (Auto: by output size; the others
 /// force one engine so that tests cover each).
 enum class PerforationPath : uint8_t {
-  Auto,        ///< GEMM for tiny outputs, oneDNN fused otherwise.
+  Auto,        ///< GEMM for tiny outputs, 1x1 and few-channel filters,
+               ///< oneDNN with the fused output pass otherwise.
   DnnlFused,   ///< oneDNN per class, fused NHWC output pass.
   DnnlGeneric, ///< oneDNN per class, scatter reorders and a fill pass.
   Gemm,        ///< Reduced im2col + GEMM over the kept positions.

@@ -6,19 +6,28 @@
 // the residues c != s modulo r, and the rows of one residue class
 // (c, c + r, c + 2r, ...) are exactly the output of a convolution with
 // vertical stride r * strideH whose first window starts at input row
-// c * strideH - padH. So r - 1 oneDNN strided convolutions (sharing one
-// input and one filter reorder) compute the kept rows with (r - 1) / r of
-// the exact arithmetic. One pass then writes the NCHW output: kept rows are
-// transposed out of the classes' NHWC results, skipped rows are averaged
-// from them, so the interpolation costs no extra pass. Columns are the same
-// with the axes swapped.
+// c * strideH - padH. So r - 1 oneDNN strided convolutions (sharing the
+// input reorder; the reordered filter is cached) compute the kept rows with
+// (r - 1) / r of the exact arithmetic. One pass then writes the NCHW
+// output: kept rows are transposed out of the classes' NHWC results and
+// skipped rows are averaged from them, so the interpolation costs no extra
+// pass. Details:
+//  - Column perforation is row perforation of the transposed problem (the
+//    input and filter reorders read transposed views, the output pass
+//    writes back), because oneDNN's kernels are faster with the class
+//    stride on rows.
+//  - On short axes the kept rows are grouped into runs of consecutive rows
+//    instead when that needs fewer convolutions.
+//  - Tiny outputs (VGG16-CIFAR's 4x4 and 2x2 layers), 1x1 and few-channel
+//    filters run as reduced im2col + GEMM over the kept positions
+//    (GemmConv.h), which is faster there (see preferGemm).
 #include "approx/ConvGeometry.h"
 #include "approx/GemmConv.h"
 #include "approx/Scratch.h"
 #include "kernels/Kernels.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -29,7 +38,6 @@
 #include <map>
 #include <mutex>
 #include <numeric>
-#include <tuple>
 
 namespace hpvm::rt::approx {
 
@@ -41,10 +49,22 @@ using tag = memory::format_tag;
 
 std::atomic<PerforationPath> forcedPath{PerforationPath::Auto};
 
-/// Output positions (per image) up to which perforation runs as reduced
-/// im2col + GEMM: oneDNN's direct kernels lose most of their efficiency
-/// on such tiny strided outputs (VGG16-CIFAR's 4x4 and 2x2 layers).
+/// When perforation runs as reduced im2col + GEMM instead of oneDNN's
+/// direct kernels: on tiny outputs (VGG16-CIFAR's 4x4 and 2x2 layers),
+/// where those kernels lose most of their efficiency, and on 1x1 or
+/// few-channel filters (ResNet shortcuts, first layers), where the NCHW
+/// reorders they need cost more than the convolution. Measured with
+/// scripts/bench/knob_speedups.sh.
 constexpr int64_t kGemmMaxOutputPositions = 16;
+constexpr int64_t kGemmMaxFilterElements = 32;
+/// (Column subsets gather element by element, so columns take the GEMM
+/// path only on tiny outputs.)
+bool preferGemm(const ConvGeometry& g, bool cols) {
+  if (g.ho * g.wo <= kGemmMaxOutputPositions)
+    return true;
+  return !cols &&
+         (g.kh * g.kw == 1 || g.cg * g.kh * g.kw <= kGemmMaxFilterElements);
+}
 
 dnnl::engine& cpuEngine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -62,8 +82,8 @@ struct OutputClass {
 /// convolution with stride rate each), or, on short axes where that is
 /// fewer, the maximal runs of consecutive kept rows (stride 1 each). The
 /// whole axis is one class when nothing is skipped.
-std::vector<OutputClass> keptClasses(const std::vector<bool>& kept,
-                                     int rate, int offset) {
+std::vector<OutputClass> keptClasses(const std::vector<bool>& kept, int rate,
+                                     int offset) {
   const int64_t len = static_cast<int64_t>(kept.size());
   if (std::count(kept.begin(), kept.end(), false) == 0)
     return {{0, 1, len}};
@@ -107,8 +127,8 @@ constexpr int64_t kFlopsPerReorderedElement = 150;
 /// when that first window starts inside the input, either the input view
 /// starts there (one more input reorder) or the top padding grows by whole
 /// class strides and the extra first rows are computed and dropped,
-/// whichever costs less. The bottom padding is trimmed to what the last window reads,
-/// so the row count is exact.
+/// whichever costs less. The bottom padding is trimmed to what the last
+/// window reads, so the row count is exact.
 ClassPlan planClass(const ConvGeometry& g, const OutputClass& c) {
   ClassPlan p;
   p.stride = g.strideH * c.step;
@@ -142,8 +162,7 @@ ClassPlan planClass(const ConvGeometry& g, const OutputClass& c) {
 
 /// Right padding of the full (non-perforated) axis, trimmed to what the
 /// last window reads.
-int64_t padRight(int64_t len, int64_t k, int64_t s, int64_t pad,
-                 int64_t out) {
+int64_t padRight(int64_t len, int64_t k, int64_t s, int64_t pad, int64_t out) {
   return std::max<int64_t>(0, -pad + (out - 1) * s + k - 1 - (len - 1));
 }
 
@@ -175,9 +194,10 @@ memory::dims weightsDims(const ConvGeometry& g) {
 /// The cached convolution computing row class `c` of g.
 const ClassPrim& classPrim(const ConvGeometry& g, const OutputClass& c) {
   const std::vector<int64_t> key{
-      g.n,     g.c,       g.h,       g.w,       g.k,     g.kh,
-      g.kw,    g.groups,  g.padH,    g.padW,    g.strideH, g.strideW,
-      c.start, c.step,    c.count,   omp_get_max_threads()};
+      g.n,     g.c,    g.h,       g.w,
+      g.k,     g.kh,   g.kw,      g.groups,
+      g.padH,  g.padW, g.strideH, g.strideW,
+      c.start, c.step, c.count,   omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(primMutex);
   auto it = primCache().find(key);
   if (it != primCache().end())
@@ -303,11 +323,11 @@ memory cachedFilter(const memory& user, const float* data, int64_t n,
   for (const FilterEntry& e : cache)
     total += e.want.get_size();
   while (total > kFilterCacheBytes && !cache.empty()) {
-    auto oldest = std::min_element(
-        cache.begin(), cache.end(),
-        [](const FilterEntry& a, const FilterEntry& b) {
-          return a.lastUse < b.lastUse;
-        });
+    auto oldest =
+        std::min_element(cache.begin(), cache.end(),
+                         [](const FilterEntry& a, const FilterEntry& b) {
+                           return a.lastUse < b.lastUse;
+                         });
     total -= oldest->want.get_size();
     cache.erase(oldest);
   }
@@ -399,6 +419,7 @@ void fillSkipped(float* y, const ConvGeometry& g, bool rows,
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 /// dst[j * ldd + i] = src[i * lds + j] for a 16 x 16 block.
 inline void transpose16(const float* src, int64_t lds, float* dst,
@@ -512,20 +533,17 @@ void writeOutput(const std::vector<const float*>& dst,
 
 void setPerforationPath(PerforationPath path) { forcedPath = path; }
 
-void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
-                    int64_t W, const float* w, int64_t K, int64_t KH,
-                    int64_t KW, const ConvArgs& a, const KnobSpec& knob,
-                    float* y) {
-  const ConvGeometry g0 = checkConv("convPerforated", N, C, H, W, K, KH, KW,
-                                    a, knob, Variant::PerfRow,
-                                    Variant::PerfCol);
+void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                    const float* w, int64_t K, int64_t KH, int64_t KW,
+                    const ConvArgs& a, const KnobSpec& knob, float* y) {
+  const ConvGeometry g0 = checkConv("convPerforated", N, C, H, W, K, KH, KW, a,
+                                    knob, Variant::PerfRow, Variant::PerfCol);
   const bool cols = knob.variant == Variant::PerfCol;
   const PerforationPath path = forcedPath;
   if (path == PerforationPath::Gemm ||
-      (path == PerforationPath::Auto &&
-       g0.ho * g0.wo <= kGemmMaxOutputPositions)) {
-    // Tiny outputs: reduced im2col + GEMM over the kept positions, with
-    // the caller's OIHW filter as the K x (C/groups*KH*KW) GEMM operand.
+      (path == PerforationPath::Auto && preferGemm(g0, cols))) {
+    // Reduced im2col + GEMM over the kept positions, with the caller's
+    // OIHW filter as the K x (C/groups*KH*KW) GEMM operand.
     const std::vector<bool> kept =
         perforationKept(cols ? g0.wo : g0.ho, knob.rate, knob.offset);
     std::vector<int64_t> elems(g0.cg * g0.kh * g0.kw), keptRows, keptCols;
@@ -544,8 +562,7 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
   // Column perforation runs as row perforation of the transposed problem
   // (oneDNN's kernels are faster with the class stride on rows).
   const ConvGeometry g = cols ? transposed(g0) : g0;
-  const std::vector<bool> kept =
-      perforationKept(g.ho, knob.rate, knob.offset);
+  const std::vector<bool> kept = perforationKept(g.ho, knob.rate, knob.offset);
   const std::vector<OutputClass> classes =
       keptClasses(kept, knob.rate, knob.offset);
 
@@ -557,13 +574,13 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
   //    internal problem sees them (H and W swapped for columns).
   const int64_t rowStride = cols ? 1 : g0.w, colStride = cols ? g0.w : 1;
   auto inputView = [&](int64_t shift, int64_t viewH) {
-    return memory(memory::desc({g.n, g.c, viewH, g.w}, dt::f32,
-                               {g0.c * g0.h * g0.w, g0.h * g0.w, rowStride,
-                                colStride}),
-                  eng, const_cast<float*>(x) + shift * rowStride);
+    return memory(
+        memory::desc({g.n, g.c, viewH, g.w}, dt::f32,
+                     {g0.c * g0.h * g0.w, g0.h * g0.w, rowStride, colStride}),
+        eng, const_cast<float*>(x) + shift * rowStride);
   };
-  memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw,
-                          cols ? 1 : g.kw, cols ? g.kh : 1};
+  memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw, cols ? 1 : g.kw,
+                          cols ? g.kh : 1};
   if (g.groups > 1)
     weiStrides.insert(weiStrides.begin(), g.kg * g.cg * g.kh * g.kw);
   const memory weiUser(memory::desc(weightsDims(g), dt::f32, weiStrides), eng,

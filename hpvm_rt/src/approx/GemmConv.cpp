@@ -5,8 +5,8 @@
 #include "approx/GemmConv.h"
 #include "approx/Scratch.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -35,8 +35,7 @@ struct Positions {
 /// selected output position (0 in the padding); image ni starts at column
 /// ni * pos.count().
 void im2colRow(const float* x, const ConvGeometry& g, const Positions& pos,
-               int64_t grp, int64_t elem, int64_t n0, int64_t nb,
-               float* row) {
+               int64_t grp, int64_t elem, int64_t n0, int64_t nb, float* row) {
   const int64_t area = g.kh * g.kw;
   const int64_t c = elem / area, i = (elem % area) / g.kw, j = elem % g.kw;
   const int64_t wc = static_cast<int64_t>(pos.cols.size());
@@ -93,9 +92,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
 
 /// Copies output channel k's row of a Kg x (nb * P) GEMM result into the
 /// selected positions of image n0 + ni's NCHW plane.
-void scatterPlane(const float* tmp, const ConvGeometry& g,
-                  const Positions& pos, int64_t grp, int64_t n0, int64_t nb,
-                  int64_t k, int64_t ni, float* y) {
+void scatterPlane(const float* tmp, const ConvGeometry& g, const Positions& pos,
+                  int64_t grp, int64_t n0, int64_t nb, int64_t k, int64_t ni,
+                  float* y) {
   const int64_t p = pos.count(), wc = static_cast<int64_t>(pos.cols.size());
   const float* s = tmp + k * nb * p + ni * p;
   float* plane = y + ((n0 + ni) * g.k + grp * g.kg + k) * g.ho * g.wo;
@@ -163,8 +162,7 @@ void gemmConv(const float* x, const ConvGeometry& g,
     // a single-threaded GEMM.
     std::vector<float*> colBuf(threads), tmpBuf(threads);
     for (int t = 0; t < threads; ++t) {
-      colBuf[t] =
-          static_cast<float*>(lease.slot(firstSlot + 2 * t, colBytes));
+      colBuf[t] = static_cast<float*>(lease.slot(firstSlot + 2 * t, colBytes));
       tmpBuf[t] =
           static_cast<float*>(lease.slot(firstSlot + 2 * t + 1, tmpBytes));
     }

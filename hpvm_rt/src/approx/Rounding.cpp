@@ -3,17 +3,93 @@
 // back, so that accuracy effects of half precision are real on the CPU.
 #include "kernels/Kernels.h"
 
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace hpvm::rt::approx {
 
-void roundToHalf(float* data, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i)
-    data[i] = static_cast<float>(static_cast<_Float16>(data[i]));
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
 }
 
+float fromBits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+/// IEEE binary16 round-to-nearest-even of one float, widened back (the
+/// portable path and the tail of the vector loops).
+float roundHalfScalar(float f) {
+  const uint32_t x = bitsOf(f);
+  const uint32_t sign = x & 0x80000000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return fromBits(x | 0x00400000u); // NaN stays a (quiet) NaN.
+  if (a >= 0x477ff000u)               // >= 65520 rounds to infinity.
+    return fromBits(sign | 0x7f800000u);
+  if (a <= 0x33000000u) // <= 2^-25 rounds to zero (the tie goes even).
+    return fromBits(sign);
+  if (a < 0x38800000u) {
+    // Subnormal half: a multiple of 2^-24; scaling by powers of two is
+    // exact and nearbyint rounds to nearest even.
+    const float q = std::nearbyint(std::fabs(f) * 16777216.f) / 16777216.f;
+    return fromBits(sign | bitsOf(q));
+  }
+  // Normal half: keep 10 of the 23 mantissa bits, ties to even.
+  const uint32_t r = (a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu;
+  return fromBits(sign | r);
+}
+
+} // namespace
+
+// GCC 12's conversion intrinsics trip -W(maybe-)uninitialized on their
+// internal undefined-value operand (a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+void roundToHalf(float* data, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t b = 0; b < n; b += 4096) {
+    const int64_t end = std::min<int64_t>(n, b + 4096);
+    int64_t i = b;
+#if defined(__AVX512F__)
+    // Hardware conversion (round to nearest even), 16 at a time.
+    for (; i + 16 <= end; i += 16) {
+      const __m256i h =
+          _mm512_cvtps_ph(_mm512_loadu_ps(data + i),
+                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_storeu_ps(data + i, _mm512_cvtph_ps(h));
+    }
+#elif defined(__F16C__)
+    for (; i + 8 <= end; i += 8) {
+      const __m128i h =
+          _mm256_cvtps_ph(_mm256_loadu_ps(data + i),
+                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_storeu_ps(data + i, _mm256_cvtph_ps(h));
+    }
+#endif
+    for (; i < end; ++i)
+      data[i] = roundHalfScalar(data[i]);
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 void roundToBf16(float* data, int64_t n) {
+  // Integer rounding on the float's bits (vectorised by the compiler); not
+  // the AVX512-BF16 instruction, which flushes subnormals to zero.
 #pragma omp parallel for simd schedule(static) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;

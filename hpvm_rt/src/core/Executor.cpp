@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -25,20 +27,33 @@ constexpr int32_t kNoOperand = INT32_MIN;
 
 /// Plans cached per executor (different batch sizes, graphs).
 constexpr size_t kMaxPlans = 8;
-/// Above this many bytes of intermediate storage a plan frees each buffer
-/// after its last use instead of keeping it for the next launch.
-constexpr int64_t kKeepStorageBytes = int64_t(3) << 30;
+/// Above this many bytes of intermediate storage (default 3 GiB, or
+/// HPVM_RT_KEEP_BYTES) a plan frees each buffer after its last use instead
+/// of keeping it for the next launch, and plans cached for other shapes
+/// drop their buffers.
+int64_t keepStorageBytes() {
+  if (const char* env = std::getenv("HPVM_RT_KEEP_BYTES")) {
+    char* end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    if (end != env && !*end && v >= 0)
+      return v;
+    warning(std::string("ignoring HPVM_RT_KEEP_BYTES='") + env +
+            "' (not a byte count)");
+  }
+  return int64_t(3) << 30;
+}
 
+/// One recorded op call.
 struct TraceOp {
   HpvmOp op;
-  const char* api;
-  int leaf;
+  int leaf; ///< Index in Trace::leaves.
   int numIn;
   int32_t in[kMaxTensorArgs];
   double scalars[kMaxScalarArgs];
   Shape out;
 };
 
+/// One leaf node function that ran ops, in execution order.
 struct LeafRec {
   std::string name;
   int hint;
@@ -48,6 +63,7 @@ struct LeafRec {
   int numOps;
 };
 
+/// Everything one launch recorded.
 struct Trace {
   std::vector<TraceOp> ops;
   std::vector<LeafRec> leaves;
@@ -94,6 +110,7 @@ struct Schedule {
   std::vector<OpRecord> records; ///< Per op, timing fields zero.
 };
 
+/// A cached execution plan for one trace signature.
 struct Plan {
   api::AnyFn root = nullptr;
   std::vector<uint64_t> sig;
@@ -119,6 +136,7 @@ struct Plan {
   }
 };
 
+/// The executor's state (one per process; launches do not nest).
 struct ExecState {
   Trace trace;
   api::AnyFn root = nullptr;
@@ -132,6 +150,8 @@ struct ExecState {
   uint64_t configGen = 1;
   bool recording = false;
   std::vector<OpRecord> records;
+  int64_t keepBytes = 0; ///< keepStorageBytes() at the last schedule build.
+  int64_t plansBuilt = 0;
 };
 
 ExecState& S() {
@@ -358,8 +378,27 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
     byKey[line.key] = &line;
     byName[line.name] = &line;
   }
+  // As in HPVM, only hpvm::TENSOR_TARGET nodes are configured; others
+  // (HPVM's cudnn target) run exact FP32.
+  auto configurable = [&](size_t f) {
+    return p.leaves[p.ops[p.fusedOps[f][0]].leaf].hint == hpvm::TENSOR_TARGET;
+  };
+  bool any = false;
+  for (size_t f = 0; f < p.fused.size(); ++f)
+    any |= configurable(f);
+  if (!any) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "hpvm_rt: note: %s has no hpvm::TENSOR_TARGET nodes "
+                 "(HPVM's cudnn target); configuration '%s' is not applied, "
+                 "every op runs exact FP32\n",
+                 st.rootName.c_str(), conf->name.c_str());
+    return knobs;
+  }
   std::vector<char> used(conf->nodes.size(), 0);
   for (size_t f = 0; f < p.fused.size(); ++f) {
+    if (!configurable(f))
+      continue;
     const FusedNodeInfo& node = p.fused[f];
     std::string desc =
         "fused node " + std::to_string(node.ordinal) + " (" +
@@ -621,7 +660,8 @@ void buildSchedule(Plan& p) {
       bytes += numElements(p.ops[g.last].out) * 4;
     }
   }
-  if (bytes > kKeepStorageBytes) {
+  S().keepBytes = keepStorageBytes();
+  if (bytes > S().keepBytes) {
     std::vector<int> lastUse(n, -1);
     for (size_t gi = 0; gi < s.groups.size(); ++gi)
       for (int m : s.groups[gi].members)
@@ -775,7 +815,6 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   auto where = [&] { return "node " + *leaf.name + ": " + api; };
   TraceOp r;
   r.op = op;
-  r.api = api;
   r.leaf = leaf.leafIndex;
   r.numIn = info.tensorArgs;
   Shape shapes[kMaxTensorArgs];
@@ -832,6 +871,7 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
                               return p->hash == hash && p->sig == sig;
                             });
   if (found == st.plans.end()) {
+    ++st.plansBuilt;
     st.plans.insert(st.plans.begin(),
                     buildPlan(t, st.root, std::move(sig), hash));
     if (st.plans.size() > kMaxPlans)
@@ -849,7 +889,7 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
   int64_t held = 0;
   for (const std::unique_ptr<Plan>& q : st.plans)
     held += q->storeBytes;
-  if (held > kKeepStorageBytes)
+  if (held > st.keepBytes)
     for (size_t i = 1; i < st.plans.size(); ++i) {
       for (Tensor*& s : st.plans[i]->store) {
         deleteTensor(s);
@@ -895,5 +935,7 @@ void setRecording(bool on) {
 }
 
 const std::vector<OpRecord>& lastLaunchRecords() { return S().records; }
+
+int64_t plansBuilt() { return S().plansBuilt; }
 
 } // namespace hpvm::rt

@@ -7,6 +7,7 @@
 #include "Core.h"
 #include "hpvm_rt/Dataflow.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
 void traceEnd(std::vector<api::Value>& rootOutputs);
 /// Abandons a trace after an error.
 void traceAbort();
+
+/// Number of execution plans built so far (a launch whose trace matches a
+/// cached plan builds none); for tests and diagnostics.
+int64_t plansBuilt();
 
 /// Evaluates an op eagerly (outside a launch), HPVM's in-place semantics.
 void* eagerOp(HpvmOp op, const char* api, void* const* tensors,

@@ -1,12 +1,25 @@
 // Layers.cpp - the layer kernels of Kernels.h on oneDNN: convolution and
 // inner product with fused post-ops (bias, folded batch norm, activation,
 // residual sum), pooling, batch norm, add, activations and softmax. The
-// knob picks the numerics (fp32, fp16 rounding, bf16) or hands the
-// convolution to the approximate algorithms of namespace approx.
+// knob picks the numerics or hands the convolution to the approximate
+// algorithms of namespace approx:
+//   FP32 exact  oneDNN, fp32 throughout.
+//   FP16        operands (input, weights after batch-norm folding, bias) and
+//               the result rounded to binary16, fp32 arithmetic between:
+//               the CPU stand-in for HPVM's half-precision GPU kernels.
+//   BF16        oneDNN bf16 convolution/inner product (bf16 operands, fp32
+//               accumulation and result) where the CPU has avx512_bf16 or
+//               AMX; elsewhere the same numerics emulated by rounding the
+//               operands (one warning per process).
+//   PerfRow/PerfCol/Samp  approx:: on NCHW host data, then the post-ops
+//               unfused in reference order; FP16 variants round operands
+//               and result as above.
+// Non-convolution ops given a reduced-precision knob round their result.
 #include "kernels/TensorImpl.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -290,6 +303,19 @@ void hostPostOps(const PostOps& post, int64_t N, int64_t K, int64_t HW,
   }
 }
 
+/// memcpy split over the kernel threads.
+void parallelCopy(void* to, const void* from, size_t bytes) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < chunks; ++i) {
+    size_t off = static_cast<size_t>(i) * kChunk;
+    std::memcpy(static_cast<char*>(to) + off,
+                static_cast<const char*>(from) + off,
+                std::min(kChunk, bytes - off));
+  }
+}
+
 /// Loads the residual into the output memory ahead of a sum post-op.
 void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
   if (!post.residual)
@@ -304,6 +330,13 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
     dnnl::memory plain(dst.get_desc(), engine(),
                        const_cast<float*>(hostData(post.residual)));
     reorder(plain, dst);
+    return;
+  }
+  if (res.get_desc() == dst.get_desc()) {
+    // Same layout: a parallel copy (oneDNN's reorder would take its slow
+    // generic path for an identity reorder of a blocked layout).
+    parallelCopy(dst.get_data_handle(), res.get_data_handle(),
+                 dst.get_desc().get_size());
     return;
   }
   reorder(res, dst);
@@ -604,7 +637,8 @@ void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
              float lo, float hi) {
   if (act == Act::None) {
     if (src.get_data_handle() != dst.get_data_handle())
-      reorder(src, dst);
+      parallelCopy(dst.get_data_handle(), src.get_data_handle(),
+                   src.get_desc().get_size());
     return;
   }
   std::string key =
