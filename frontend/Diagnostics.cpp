@@ -66,8 +66,8 @@ std::string ErrorList::message() const {
     return "";
   if (entries_.size() == 1)
     return path_ + ": " + entries_.front();
-  std::string msg = path_ + ": " + std::to_string(entries_.size()) +
-                    " unsupported nodes:";
+  std::string msg =
+      path_ + ": " + std::to_string(entries_.size()) + " unsupported nodes:";
   for (const std::string& entry : entries_)
     msg += "\n  " + entry;
   return msg;

@@ -65,7 +65,7 @@ private:
   do {                                                                         \
     if (!(cond))                                                               \
       ::hpvm::fe::reportBug(__FILE__, __LINE__,                                \
-                            std::string("assertion '" #cond "' failed: ") +   \
+                            std::string("assertion '" #cond "' failed: ") +    \
                                 (msg));                                        \
   } while (0)
 #define HPVM_UNREACHABLE(msg) ::hpvm::fe::reportBug(__FILE__, __LINE__, (msg))

@@ -29,7 +29,12 @@ Options parseOptions(const std::vector<std::string>& args) {
   std::string target = "hpvm_tensor", toolchain = "clang";
   std::string batch;
   std::string opset;
-  app.add_option("MODEL", o.model, "Model to export (.onnx, or .onnxtxt)");
+  app.add_option("MODEL", o.model, "Model to export (.onnx, or .onnxtxt)")
+      ->type_name("FILE");
+  app.footer("Writes OUT/hpvm_c.cpp, OUT/weights/, the four dataset files, "
+             "ops.json,\nmanifest.json, CMakeLists.txt and builds "
+             "OUT/build/<model>.\nExit status: 0 success, 1 bad model, "
+             "options or datasets, 2 toolchain failure.");
   app.add_option("--tune", o.tuneInput,
                  "Tune set input (HPVM bin: float32 NCHW)")
       ->type_name("FILE");

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -93,6 +94,25 @@ nlohmann::ordered_json fileEntry(const std::string& root,
   if (hash)
     e["sha256"] = sha256File(root + "/" + rel);
   return e;
+}
+
+/// Removes "<parent>/.<name>.tmp-<pid>" directories left by exports to the
+/// same place that were interrupted or failed to build, once their process
+/// is gone.
+void removeStaleTempDirs(const fs::path& outPath) {
+  std::string prefix = "." + outPath.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const fs::directory_entry& e :
+       fs::directory_iterator(outPath.parent_path(), ec)) {
+    std::string name = e.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
+      fs::remove_all(e.path(), ec);
+  }
 }
 
 /// True if \p dir holds a manifest.json written by torch2hpvm-export, so
@@ -249,6 +269,7 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
       (outPath.parent_path() / ("." + outPath.filename().string() + ".tmp-" +
                                 std::to_string(::getpid())))
           .string();
+  removeStaleTempDirs(outPath);
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec) || ec)
     throw UserError("cannot create '" + tmp + "': " + ec.message());

@@ -412,10 +412,11 @@ std::string reshapeAliasBlocker(const Node& r) {
   if (!in4.empty() && in4 == out4)
     return "";
   const std::vector<int64_t>& s = in->shape;
-  if (s.size() == 4 && out.size() == 2 && out[0] == s[0] &&
-      s[1] >= 0 && out[1] == s[1] * s[2] * s[3]) {
+  if (s.size() == 4 && out.size() == 2 && out[0] == s[0] && s[1] >= 0 &&
+      out[1] == s[1] * s[2] * s[3]) {
     for (const Node* user : r.output->users)
-      if ((user->kind != OpKind::OnnxGemm && user->kind != OpKind::OnnxMatMul) ||
+      if ((user->kind != OpKind::OnnxGemm &&
+           user->kind != OpKind::OnnxMatMul) ||
           user->inputs[0] != r.output)
         return what + " " + formatShape(s) + " to " + formatShape(out) +
                " is only supported right before Gemm or MatMul (it feeds " +
@@ -468,8 +469,8 @@ std::string padFoldBlocker(const Node& pad) {
            std::to_string(pad.output->users.size()) +
            " nodes; Pad is only folded into a single Conv or pool";
   const Node& user = *pad.output->users.front();
-  bool isPool = user.kind == OpKind::OnnxMaxPool ||
-                user.kind == OpKind::OnnxAveragePool;
+  bool isPool =
+      user.kind == OpKind::OnnxMaxPool || user.kind == OpKind::OnnxAveragePool;
   if ((user.kind != OpKind::OnnxConv && !isPool) ||
       user.inputs[0] != pad.output)
     return "Pad is only folded into the Conv, MaxPool or AveragePool it "
@@ -481,9 +482,9 @@ std::string padFoldBlocker(const Node& pad) {
     return "Pad feeds " + describeProducer(user.output) + " with auto_pad " +
            autoPad + ", which cannot be combined";
   std::vector<int64_t> own = userAttrs.getInts("pads", {});
-  bool ownPads = std::any_of(own.begin(), own.end(),
-                             [](int64_t p) { return p != 0; }) &&
-                 autoPad == "NOTSET";
+  bool ownPads =
+      std::any_of(own.begin(), own.end(), [](int64_t p) { return p != 0; }) &&
+      autoPad == "NOTSET";
   // Zero padding is what Conv pads with, and what AveragePool averages in
   // with count_include_pad=1. -inf padding is what MaxPool assumes.
   if (user.kind == OpKind::OnnxConv)
@@ -503,9 +504,9 @@ std::string padFoldBlocker(const Node& pad) {
   // Relu, or a Clip with min >= 0) and every window holds at least one real
   // element (each side's total pad is smaller than the window).
   const Node* producer = in->producer;
-  bool nonNegative = producer != nullptr &&
-                     (producer->kind == OpKind::OnnxRelu ||
-                      producer->kind == OpKind::OnnxClip);
+  bool nonNegative =
+      producer != nullptr && (producer->kind == OpKind::OnnxRelu ||
+                              producer->kind == OpKind::OnnxClip);
   if (producer != nullptr && producer->kind == OpKind::OnnxClip) {
     AttrReader clip(producer->attrs);
     double lo = clip.getFloat("min", -std::numeric_limits<double>::infinity());

@@ -64,9 +64,8 @@ std::string formatScalars(const Node& n) {
   auto it = labels.find(static_cast<int>(n.kind));
   std::string s;
   for (size_t i = 0; i < n.scalars.size(); ++i) {
-    const char* label = it != labels.end() && i < it->second.size()
-                            ? it->second[i]
-                            : "";
+    const char* label =
+        it != labels.end() && i < it->second.size() ? it->second[i] : "";
     if (!s.empty())
       s += " ";
     if (*label)

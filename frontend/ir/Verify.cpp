@@ -53,9 +53,9 @@ void verify(const Graph& g) {
                 where + ": " + std::to_string(n.scalars.size()) +
                     " scalar operands, expected " +
                     std::to_string(desc.scalarArgs));
-    HPVM_ASSERT(n.output->shape.size() == 4,
-                where + ": output shape " + formatShape(n.output->shape) +
-                    " is not 4-D");
+    HPVM_ASSERT(n.output->shape.size() == 4, where + ": output shape " +
+                                                 formatShape(n.output->shape) +
+                                                 " is not 4-D");
     for (const Value* in : n.inputs) {
       HPVM_ASSERT(in->shape.size() == 4,
                   where + ": operand '" + in->name + "' shape " +

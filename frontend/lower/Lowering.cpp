@@ -131,8 +131,8 @@ std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
     a.padBegin = a.padEnd = 0;
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     int64_t out = (a.in + a.stride - 1) / a.stride;
-    int64_t total = std::max<int64_t>((out - 1) * a.stride + a.kernel - a.in,
-                                      0);
+    int64_t total =
+        std::max<int64_t>((out - 1) * a.stride + a.kernel - a.in, 0);
     a.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
     a.padEnd = total - a.padBegin;
   }
@@ -148,8 +148,8 @@ std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
     if ((ceilOut - 1) * a.stride >= a.in + a.padBegin)
       --ceilOut;
     if (ceilOut != floorOut)
-      return std::string("ceil_mode=1 changes the output ") + axisName +
-             " (" + std::to_string(ceilOut) + " instead of " +
+      return std::string("ceil_mode=1 changes the output ") + axisName + " (" +
+             std::to_string(ceilOut) + " instead of " +
              std::to_string(floorOut) + "); only floor rounding is supported";
   }
   a.out = floorOut;
@@ -218,16 +218,16 @@ std::string lowerConv(Lowering& L, Node* n) {
     if (auto r = needConstant(b, "bias"); !r.empty())
       return r;
     if (b->constant->numElements() != K)
-      return "bias has shape " + formatShape(b->constant->dims) + ", expected " +
-             std::to_string(K);
+      return "bias has shape " + formatShape(b->constant->dims) +
+             ", expected " + std::to_string(K);
     bias = L.constantAs(b, {1, K, 1, 1});
   }
   Value* filter = L.constantAs(wv, w);
   int pos = L.position(n);
   std::vector<int64_t> shape = {x->shape[0], K, h.out, wd.out};
-  std::vector<Scalar> scalars = {Scalar::integer(h.pad), Scalar::integer(wd.pad),
-                                 Scalar::integer(h.stride),
-                                 Scalar::integer(wd.stride)};
+  std::vector<Scalar> scalars = {
+      Scalar::integer(h.pad), Scalar::integer(wd.pad),
+      Scalar::integer(h.stride), Scalar::integer(wd.stride)};
   OpKind kind = OpKind::Conv;
   if (group != 1) {
     kind = OpKind::GroupConv;
@@ -247,8 +247,7 @@ std::string lowerConv(Lowering& L, Node* n) {
 /// \p transB (PyTorch's Linear) and K x N otherwise. Transposes in 64 x 64
 /// tiles: classifier weights reach hundreds of MB.
 std::shared_ptr<TensorData> transposeScale(const TensorData& b, bool transB,
-                                           int64_t K, int64_t N,
-                                           double alpha) {
+                                           int64_t K, int64_t N, double alpha) {
   std::vector<float> converted;
   const float* src;
   if (b.dtype == DataType::Float) {
@@ -358,11 +357,11 @@ std::string lowerPool(Lowering& L, Node* n) {
   int pos = L.position(n);
   if (n->kind == OpKind::OnnxGlobalAveragePool) {
     int64_t H = x->shape[2], W = x->shape[3];
-    Value* out = L.emit(
-        OpKind::AvgPool, {x},
-        {Scalar::integer(H), Scalar::integer(W), Scalar::integer(0),
-         Scalar::integer(0), Scalar::integer(1), Scalar::integer(1)},
-        {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos);
+    Value* out =
+        L.emit(OpKind::AvgPool, {x},
+               {Scalar::integer(H), Scalar::integer(W), Scalar::integer(0),
+                Scalar::integer(0), Scalar::integer(1), Scalar::integer(1)},
+               {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos);
     L.finish(n, out);
     return "";
   }
@@ -372,8 +371,8 @@ std::string lowerPool(Lowering& L, Node* n) {
     return "kernel_shape " + formatInts(kernel) + " is not a 2-D window";
   bool ceilMode = attrs.getInt("ceil_mode", 0) != 0;
   Axis h, w;
-  if (auto r = windowGeometry(attrs, x->shape, kernel[0], kernel[1], ceilMode,
-                              h, w);
+  if (auto r =
+          windowGeometry(attrs, x->shape, kernel[0], kernel[1], ceilMode, h, w);
       !r.empty())
     return r;
   bool avg = n->kind == OpKind::OnnxAveragePool;
@@ -381,12 +380,12 @@ std::string lowerPool(Lowering& L, Node* n) {
       (h.padBegin || h.padEnd || w.padBegin || w.padEnd))
     return "count_include_pad=0 with padding is not supported (the average "
            "always divides by the full window)";
-  Value* out = L.emit(
-      avg ? OpKind::AvgPool : OpKind::MaxPool, {x},
-      {Scalar::integer(kernel[0]), Scalar::integer(kernel[1]),
-       Scalar::integer(h.pad), Scalar::integer(w.pad),
-       Scalar::integer(h.stride), Scalar::integer(w.stride)},
-      {x->shape[0], x->shape[1], h.out, w.out}, n->output->name, *n, pos);
+  Value* out = L.emit(avg ? OpKind::AvgPool : OpKind::MaxPool, {x},
+                      {Scalar::integer(kernel[0]), Scalar::integer(kernel[1]),
+                       Scalar::integer(h.pad), Scalar::integer(w.pad),
+                       Scalar::integer(h.stride), Scalar::integer(w.stride)},
+                      {x->shape[0], x->shape[1], h.out, w.out}, n->output->name,
+                      *n, pos);
   L.finish(n, out);
   return "";
 }
@@ -478,7 +477,8 @@ std::string lowerBatchNorm(Lowering& L, Node* n) {
     ops.push_back(L.constantAs(v, {1, C, 1, 1}));
   }
   AttrReader attrs(n->attrs);
-  double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon", 1e-5)));
+  double eps =
+      shortestFloat(static_cast<float>(attrs.getFloat("epsilon", 1e-5)));
   int pos = L.position(n);
   L.finish(n, L.emit(OpKind::BatchNorm, ops, {Scalar::real(eps)}, x4,
                      n->output->name, *n, pos));
@@ -492,8 +492,8 @@ std::string lowerUnary(Lowering& L, Node* n, OpKind kind,
     return r;
   std::vector<int64_t> x4 = form4d(x->shape);
   int pos = L.position(n);
-  L.finish(n, L.emit(kind, {x}, std::move(scalars), x4, n->output->name, *n,
-                     pos));
+  L.finish(n,
+           L.emit(kind, {x}, std::move(scalars), x4, n->output->name, *n, pos));
   return "";
 }
 
@@ -504,8 +504,7 @@ std::string lowerClip(Lowering& L, Node* n) {
   for (size_t i = 1; i < n->inputs.size() && i < 3; ++i) {
     const Value* v = n->inputs[i];
     if (!v->isConstant() || v->constant->numElements() != 1)
-      return std::string(i == 1 ? "min" : "max") +
-             " is not a constant scalar";
+      return std::string(i == 1 ? "min" : "max") + " is not a constant scalar";
     (i == 1 ? lo : hi) = v->constant->asDouble(0);
   }
   // opset < 11 spells "no bound" as the float range's limits.
@@ -516,10 +515,9 @@ std::string lowerClip(Lowering& L, Node* n) {
   if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
     return "Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
            ") is not supported (only finite bounds, or min 0 without max)";
-  return lowerUnary(
-      L, n, OpKind::ClippedRelu,
-      {Scalar::real(shortestFloat(static_cast<float>(lo))),
-       Scalar::real(shortestFloat(static_cast<float>(hi)))});
+  return lowerUnary(L, n, OpKind::ClippedRelu,
+                    {Scalar::real(shortestFloat(static_cast<float>(lo))),
+                     Scalar::real(shortestFloat(static_cast<float>(hi)))});
 }
 
 std::string lowerSoftmax(Lowering& L, Node* n) {

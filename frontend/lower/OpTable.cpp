@@ -32,11 +32,10 @@ bool knobFits(KnobApplies applies, KnobApplies op) {
 
 const std::vector<HpvmOpDesc>& hpvmOps() {
   static const std::vector<HpvmOpDesc> table = {
-#define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,      \
+#define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce)               \
-  {OpKind::Kind, #Kind,      ConfName,   JsonType,     #Intrinsic,             \
-   RtCall,       TensorArgs, ScalarArgs, Knobs,        FlopsPerElem,           \
-   FlopsPerReduce},
+  {OpKind::Kind, #Kind,      ConfName, JsonType,     #Intrinsic,    RtCall,    \
+   TensorArgs,   ScalarArgs, Knobs,    FlopsPerElem, FlopsPerReduce},
 #include "hpvm_rt/Ops.def"
   };
   return table;

@@ -16,16 +16,16 @@ enum class KnobApplies { KnobAll, KnobConv, KnobDense };
 
 /// One HPVM_OP row.
 struct HpvmOpDesc {
-  OpKind kind;          ///< IR kind after lowering.
-  const char* kindName; ///< "Conv".
-  const char* confName; ///< Op token in configuration files ("conv").
-  const char* jsonType; ///< Op type in ops.json ("convolution").
+  OpKind kind;           ///< IR kind after lowering.
+  const char* kindName;  ///< "Conv".
+  const char* confName;  ///< Op token in configuration files ("conv").
+  const char* jsonType;  ///< Op type in ops.json ("convolution").
   const char* intrinsic; ///< "__hpvm__tensor_convolution".
-  const char* rtCall;   ///< Direct runtime call format ("tensorAdd({0}, {1})").
-  int tensorArgs;       ///< Number of tensor operands.
-  int scalarArgs;       ///< Number of scalar operands after them.
-  KnobApplies knobs;    ///< Which knob rows apply.
-  double flopsPerElem;  ///< FLOPs per output element, independent of R.
+  const char* rtCall;  ///< Direct runtime call format ("tensorAdd({0}, {1})").
+  int tensorArgs;      ///< Number of tensor operands.
+  int scalarArgs;      ///< Number of scalar operands after them.
+  KnobApplies knobs;   ///< Which knob rows apply.
+  double flopsPerElem; ///< FLOPs per output element, independent of R.
   double flopsPerReduce; ///< FLOPs per output element and reduction step.
 };
 

@@ -17,8 +17,8 @@
 #include <google/protobuf/text_format.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -206,8 +206,8 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
     std::string file = modelDir + location;
     std::ifstream in(file, std::ios::binary);
     if (!in)
-      throw UserError(what + ": cannot open external data file " + file +
-                      ": " + std::strerror(errno));
+      throw UserError(what + ": cannot open external data file " + file + ": " +
+                      std::strerror(errno));
     if (length >= 0 && static_cast<size_t>(length) != bytes)
       throw UserError(what + ": external data length " +
                       std::to_string(length) + " does not match its shape (" +
@@ -336,8 +336,7 @@ void checkAttributes(OpKind kind, AttrReader& r,
     std::string mode = r.getString("auto_pad", "NOTSET");
     if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" &&
         mode != "SAME_LOWER")
-      reasons.push_back("auto_pad '" + escapeName(mode) +
-                        "' is not supported");
+      reasons.push_back("auto_pad '" + escapeName(mode) + "' is not supported");
   };
   auto positive = [&](const char* name) {
     std::vector<int64_t> v = r.getInts(name, {});
@@ -621,9 +620,9 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   std::unordered_map<std::string, Value*> values;
   for (int i = 0; i < graph.initializer_size(); ++i) {
     const TensorProto& init = graph.initializer(i);
-    auto data = convertTensor(init, modelDir,
-                              path + ": initializer '" +
-                                  escapeName(init.name()) + "'");
+    auto data =
+        convertTensor(init, modelDir,
+                      path + ": initializer '" + escapeName(init.name()) + "'");
     values[init.name()] = g->addConstant(init.name(), std::move(data), i);
   }
   if (graph.sparse_initializer_size() != 0)
@@ -639,7 +638,8 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     for (const auto* vi : inputs)
       names.push_back(vi->name());
     throw UserError(path + ": the model has " + std::to_string(inputs.size()) +
-                    " inputs" + (names.empty() ? "" : " (" + quotedList(names) + ")") +
+                    " inputs" +
+                    (names.empty() ? "" : " (" + quotedList(names) + ")") +
                     "; torch2hpvm needs exactly one, the image batch");
   }
   const onnx::ValueInfoProto& in = *inputs.front();
@@ -722,8 +722,8 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     TypeInfo t;
     if (auto it = types.find(outName); it != types.end())
       t = it->second;
-    Value* out = g->addValue(outName, t.dtype, t.known ? t.shape
-                                                       : std::vector<int64_t>{});
+    Value* out = g->addValue(outName, t.dtype,
+                             t.known ? t.shape : std::vector<int64_t>{});
     values[outName] = out;
     if (!ok)
       continue;
@@ -736,11 +736,10 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   HPVM_ASSERT(outIt != values.end(), "checked model has an undefined output");
   g->output = outIt->second;
   if (g->output == g->input || g->output->isConstant())
-    throw UserError(path + ": output '" + escapeName(g->output->name) +
-                    "' is " +
-                    (g->output == g->input ? "the input itself"
-                                           : "a constant") +
-                    "; the model computes nothing");
+    throw UserError(
+        path + ": output '" + escapeName(g->output->name) + "' is " +
+        (g->output == g->input ? "the input itself" : "a constant") +
+        "; the model computes nothing");
   return g;
 }
 
@@ -780,9 +779,10 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
     }
 
     if (opts.targetOpset != 0 && opts.targetOpset != opset) {
-      int64_t latest =
-          onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(
-              onnx::ONNX_DOMAIN).second;
+      int64_t latest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                           .Map()
+                           .at(onnx::ONNX_DOMAIN)
+                           .second;
       if (opts.targetOpset < 7 || opts.targetOpset > latest)
         throw UserError(path + ": cannot convert to opset " +
                         std::to_string(opts.targetOpset) +
@@ -799,9 +799,9 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
                         std::to_string(opts.targetOpset) + ": " + e.what());
       }
       opset = defaultOpset(model);
-      scan = preScan(model, path + " (converted to opset " +
-                                std::to_string(opset) + ")",
-                     opset);
+      scan = preScan(
+          model, path + " (converted to opset " + std::to_string(opset) + ")",
+          opset);
     }
 
     try {

@@ -40,8 +40,8 @@ void compress(std::array<uint32_t, 8>& h, const unsigned char* block) {
     uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5],
-           g = h[6], k = h[7];
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6],
+           k = h[7];
   for (int i = 0; i < 64; ++i) {
     uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
     uint32_t ch = (e & f) ^ (~e & g);
@@ -95,16 +95,17 @@ compressShaNi(std::array<uint32_t, 8>& h, const unsigned char* data,
             byteSwap);
       } else {
         __m128i t = _mm_sha256msg1_epu32(w[(g - 4) & 3], w[(g - 3) & 3]);
-        t = _mm_add_epi32(t, _mm_alignr_epi8(w[(g - 1) & 3], w[(g - 2) & 3], 4));
+        t = _mm_add_epi32(t,
+                          _mm_alignr_epi8(w[(g - 1) & 3], w[(g - 2) & 3], 4));
         words = _mm_sha256msg2_epu32(t, w[(g - 1) & 3]);
       }
       w[g & 3] = words;
-      __m128i msg = _mm_add_epi32(
-          words, _mm_loadu_si128(
-                     reinterpret_cast<const __m128i*>(&RoundConstants[4 * g])));
+      __m128i msg =
+          _mm_add_epi32(words, _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                                   &RoundConstants[4 * g])));
       state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
-      state0 = _mm_sha256rnds2_epu32(state0, state1,
-                                     _mm_shuffle_epi32(msg, 0x0E));
+      state0 =
+          _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
     }
     state0 = _mm_add_epi32(state0, saved0);
     state1 = _mm_add_epi32(state1, saved1);
@@ -122,8 +123,8 @@ compressShaNi(std::array<uint32_t, 8>& h, const unsigned char* data,
 void compressBlocks(std::array<uint32_t, 8>& h, const unsigned char* data,
                     size_t blocks) {
 #ifdef HPVM_SHA_NI
-  static const bool hasShaNi = __builtin_cpu_supports("sha") &&
-                               __builtin_cpu_supports("sse4.1");
+  static const bool hasShaNi =
+      __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
   if (hasShaNi) {
     compressShaNi(h, data, blocks);
     return;
@@ -136,9 +137,8 @@ void compressBlocks(std::array<uint32_t, 8>& h, const unsigned char* data,
 } // namespace
 
 std::string sha256Hex(std::string_view bytes) {
-  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
-                               0xa54ff53a, 0x510e527f, 0x9b05688c,
-                               0x1f83d9ab, 0x5be0cd19};
+  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   size_t full = bytes.size() / 64;
   compressBlocks(h, data, full);

@@ -16,6 +16,10 @@ import os
 import re
 
 
+class ConfFormatError(Exception):
+    """A configuration file (or Ops.def) that does not follow its grammar."""
+
+
 class OpTable:
     """The rows of Ops.def this test needs, read from the file (never a
     second hand-kept list): ops (config name <-> ops.json type, which knob
@@ -47,12 +51,13 @@ class OpTable:
                 self.conf_of_json[jtype] = conf
                 self.applies_of_op[conf] = cols[7]
         if not self.knobs or not self.conf_of_json:
-            raise ValueError(f"{ops_def}: no HPVM_OP/HPVM_KNOB rows found")
+            raise ConfFormatError(f"{ops_def}: no HPVM_OP/HPVM_KNOB rows "
+                                  f"found")
 
     def knob_name(self, knob_id):
         """The configuration-file knob name of `knob_id`."""
         if knob_id not in self.knobs:
-            raise ValueError(f"knob id {knob_id} has no Ops.def row")
+            raise ConfFormatError(f"knob id {knob_id} has no Ops.def row")
         return self.knobs[knob_id]["name"]
 
     def knobs_for(self, conf_op):
@@ -65,10 +70,6 @@ class OpTable:
               "KnobConv": {"KnobConv"}}
         return sorted(k for k, row in self.knobs.items()
                       if op_family in ok[row["applies"]])
-
-
-class ConfFormatError(Exception):
-    """A configuration file that does not follow the grammar."""
 
 
 class NodeLine:

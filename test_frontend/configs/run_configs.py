@@ -22,9 +22,10 @@
       HPVM's FIFO protocol (piped.py): every answer equals the normal
       binary's outputs and final_accuracy for the same configuration.
   run_configs.py table NET --exporter EXE --workdir DIR [--images N]
-                 [--fashion-epochs E]
+                 [--fashion-epochs E [--train-images M]]
       measurement, not a test: the --all-configs table of HPVM's file on
-      our NET at N images (LeNet: optionally trained on Fashion-MNIST).
+      our NET at N images (LeNet: optionally trained for E epochs on M
+      Fashion-MNIST images, tested on Fashion-MNIST's test split).
 
 Inputs are smooth random images (blurred Gaussian noise, renormalised):
 perforation interpolates neighbouring output rows, which only approximates
@@ -170,6 +171,13 @@ def export(exporter, prep, out_dir, extra=(), timeout=900):
     return binary
 
 
+def tail_of(text, lines=20):
+    """The last `lines` lines of a tool's output, newline-terminated."""
+    if not text:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:]) + "\n"
+
+
 def run_binary(binary, cwd, args, timeout=600):
     """Runs the generated binary; returns (CompletedProcess, argv)."""
     cmd = [binary, *args]
@@ -201,7 +209,8 @@ def rel_change(out, exact):
 
 
 def fused_nodes(ops_json_path, table):
-    """Our fused nodes from ops.json: [(first op id, [config op names])]."""
+    """Our fused nodes from ops.json (its "fused_nodes", HPVM's fusion
+    groups): [(first op id, [config-file op names])]."""
     with open(ops_json_path) as f:
         meta = json.load(f)
     if "fused_nodes" not in meta:
@@ -216,7 +225,7 @@ def fused_nodes(ops_json_path, table):
                                     f"Ops.def row")
             ops.append(table.conf_of_json[jtype])
         out.append((int(node["id"]), ops))
-    return out, meta
+    return out
 
 
 def structure_problems(ours, block, conf_path):
@@ -266,13 +275,26 @@ def cmd_accept(args):
     binary = export(args.exporter, prep, out_dir,
                     ["--batch-size", str(args.batch)])
 
-    ours, _ = fused_nodes(os.path.join(out_dir, "ops.json"), table)
+    ours = fused_nodes(os.path.join(out_dir, "ops.json"), table)
     problems = structure_problems(ours, blocks[0], conf)
+    # Every block lists the same ops as the first (true of all of HPVM's
+    # files); a block that does not is reported by its first odd line.
+    first = [n.op_names() for n in blocks[0].nodes]
+    for block in blocks[1:]:
+        odd = [n for n, ops in zip(block.nodes, first) if n.op_names() != ops]
+        if odd or len(block.nodes) != len(first):
+            line = odd[0].line if odd else block.line
+            problems.append(f"{conf}:{line}: block '{block.name}' lists "
+                            f"other ops than the first block")
     if problems:
+        # The runtime's own verdict on the file, for the report.
+        run_dir = H.fresh_dir(os.path.join(work, "run"))
+        proc, _ = run_binary(binary, run_dir, ["test", "-c", conf, "--quiet"])
         raise H.TestFailure(
             f"{args.net}: our op numbering does not match HPVM's "
             f"({len(ours)} fused nodes):\n  " + "\n  ".join(problems) +
-            f"\n  files kept in {work}")
+            f"\n  the binary with -c {conf}: exit status {proc.returncode}"
+            f"\n{tail_of(proc.stderr, 5)}  files kept in {work}")
     H.log(f"[{args.net}] {len(ours)} fused nodes = the {len(blocks[0].nodes)}"
           f" lines of {os.path.basename(conf)} (keys and op lists)")
 
@@ -309,7 +331,7 @@ def cmd_accept(args):
         where = f"block {i} '{block.name}' ({conf}:{block.line - 1})"
         if proc.returncode != 0:
             failures.append(f"{where}: exit status {proc.returncode}: "
-                            f"{H.quote(cmd)}\n{H._tail(proc.stderr, 5)}")
+                            f"{H.quote(cmd)}\n{tail_of(proc.stderr, 5)}")
             continue
         out = load_output(npy, args.images)
         if not np.all(np.isfinite(out)):
@@ -370,7 +392,7 @@ def device_problems(binary, run_dir, conf, blocks, images):
         if proc.returncode != 0:
             problems.append(f"block {i} with cpu devices: exit status "
                             f"{proc.returncode}: {H.quote(cmd)}\n"
-                            f"{H._tail(proc.stderr, 5)}")
+                            f"{tail_of(proc.stderr, 5)}")
             continue
         gpu = np.load(os.path.join(run_dir, f"config_{i}.npy"))
         if not np.array_equal(load_output(npy, images), gpu):
@@ -544,7 +566,7 @@ def cmd_sweep(args):
     if args.via == "inspect":
         extra += ["--target", "hpvm_tensor_inspect"]
     binary = export(args.exporter, prep, out_dir, extra)
-    ours, _ = fused_nodes(os.path.join(out_dir, "ops.json"), table)
+    ours = fused_nodes(os.path.join(out_dir, "ops.json"), table)
     cases = sweep_cases(ours, table)
     exact_nodes = [(str(o), [(op, 11) for op in ops])
                    for o, (_, ops) in enumerate(ours, start=1)]
@@ -759,9 +781,10 @@ def read_idx_gz(path):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def fashion_lenet(epochs, seed):
-    """HPVM's LeNet architecture trained on Fashion-MNIST (inputs scaled to
-    [-1, 1]); returns (model, test images, test labels)."""
+def fashion_lenet(epochs, train_images, seed):
+    """HPVM's LeNet architecture trained on the first `train_images` images
+    of Fashion-MNIST's training split (inputs scaled to [-1, 1]); returns
+    (model, test images, test labels)."""
     import numpy as np
     import torch
     import nets
@@ -775,7 +798,8 @@ def fashion_lenet(epochs, seed):
         return torch.from_numpy((a.astype(np.float32) / 255 - 0.5) / 0.5)[
             :, None]
 
-    x, y = norm(xs), torch.from_numpy(ys.astype(np.int64))
+    x = norm(xs[:train_images])
+    y = torch.from_numpy(ys[:train_images].astype(np.int64))
     model = nets.model("lenet_mnist").build()
     # The network ends in softmax: train on log of its output.
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -799,7 +823,8 @@ def cmd_table(args):
     if args.fashion_epochs:
         if args.net != "lenet_mnist":
             raise H.TestFailure("--fashion-epochs needs lenet_mnist")
-        model, tx, ty = fashion_lenet(args.fashion_epochs, seed_of("table"))
+        model, tx, ty = fashion_lenet(args.fashion_epochs,
+                                      args.train_images, seed_of("table"))
         # HPVM's split: the test split's first half tunes, the rest tests.
         data = (tx[5000:5000 + args.images], ty[5000:5000 + args.images],
                 tx[:8], ty[:8])
@@ -854,10 +879,18 @@ def main():
     sp.add_argument("--batch", type=int, default=100)
     sp.add_argument("--threads", type=int, default=0)
     sp.add_argument("--fashion-epochs", type=int, default=0)
+    sp.add_argument("--train-images", type=int, default=12000)
     common(sp)
     sp.set_defaults(fn=cmd_table)
     args = p.parse_args()
-    H.main_guard(lambda: args.fn(args))
+
+    def guarded():
+        try:
+            args.fn(args)
+        except hpvmconf.ConfFormatError as e:
+            raise H.TestFailure(str(e))
+
+    H.main_guard(guarded)
 
 
 if __name__ == "__main__":

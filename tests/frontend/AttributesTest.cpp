@@ -26,8 +26,8 @@ TEST_CASE("Attributes: typed reads return values or defaults") {
 }
 
 TEST_CASE("Attributes: a value of the wrong type names the attribute") {
-  std::map<std::string, AttrValue> attrs = {
-      {"group", std::string("two")}, {"pads", int64_t{1}}};
+  std::map<std::string, AttrValue> attrs = {{"group", std::string("two")},
+                                            {"pads", int64_t{1}}};
   AttrReader r(attrs);
   CHECK_THROWS_WITH_AS(r.getInt("group", 1),
                        "attribute 'group' must be an integer, not a string",

@@ -298,3 +298,18 @@ TEST_CASE("Cli: --template-dir renders the user's templates") {
   o.force = true;
   CHECK(exportError(o) == tpl + "/hpvm_c.cpp.in:1: unknown variable 'numOpz'");
 }
+
+TEST_CASE("Cli: a failed build is exit code 2 and leaves no output") {
+  std::string data = makeDatasets("cli-buildfail");
+  std::string out = data + "/out";
+  Options o = exportOptions(data, "lenet_small.onnxtxt", out);
+  o.noBuild = false;
+  o.cxx = "/bin/false"; // a compiler that fails every compile
+  std::string error = exportError(o, ExitToolchainError);
+  CHECK(error.find("build command failed (exit status 1):\n  ") == 0);
+  CHECK(error.find("-DCMAKE_CXX_COMPILER=/bin/false") != std::string::npos);
+  CHECK(error.find("\nlast lines of ") != std::string::npos);
+  CHECK(error.find("nothing was written to '" + out + "')") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+}

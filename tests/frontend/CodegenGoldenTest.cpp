@@ -9,6 +9,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 using namespace hpvm::fe;
 using namespace hpvm::fe::testing;
 
@@ -99,4 +102,53 @@ TEST_CASE("Codegen: a graph that cannot become a program is rejected") {
                        "dimension 1 (1x?x8x8); only the batch dimension may "
                        "be symbolic",
                        UserError);
+}
+
+TEST_CASE("Codegen: every fixture model renders to compiling programs") {
+  std::string dir = scratchDir("fixtures");
+  std::vector<std::string> sources;
+  std::vector<std::string> models;
+  for (const auto& e : std::filesystem::directory_iterator(
+           std::string(HPVM_SOURCE_DIR) + "/test_frontend/models"))
+    if (e.path().extension() == ".onnxtxt")
+      models.push_back(e.path().string());
+  models.push_back(std::string(HPVM_SOURCE_DIR) +
+                   "/test_frontend/models/codegen/lenet_small.onnxtxt");
+  std::sort(models.begin(), models.end());
+  REQUIRE(models.size() > 1);
+  for (const std::string& model : models) {
+    INFO("model " << model);
+    std::unique_ptr<Graph> g = loadModel(model, {});
+    lowerToHpvm(*g);
+    ProgramLayout layout = layoutProgram(*g, model);
+    // The tensor target once (it shares the layout); HPVM-C for every model.
+    std::vector<Target> targets = {Target::HpvmTensor};
+    if (model == models.front())
+      targets.push_back(Target::Tensor);
+    for (Target target : targets) {
+      CodegenOptions opts = testCodegenOptions(target);
+      opts.modelPath = model;
+      std::string src = dir + "/" +
+                        std::filesystem::path(model).stem().string() + "_" +
+                        targetName(target) + ".cpp";
+      writeFile(src, renderProgram(layout, opts));
+      sources.push_back(src);
+    }
+  }
+  // One compiler run checks them all.
+  std::vector<std::string> argv = {findExecutable("clang++"),
+                                   "-fsyntax-only",
+                                   "-std=c++17",
+                                   "-Wall",
+                                   "-Werror",
+                                   "-I" + std::string(HPVM_SOURCE_DIR) +
+                                       "/hpvm_rt/include"};
+  argv.insert(argv.end(), sources.begin(), sources.end());
+  std::string errors;
+  try {
+    runLogged(argv, "", dir + "/log", nullptr);
+  } catch (const UserError& e) {
+    errors = e.what();
+  }
+  CHECK_MESSAGE(errors.empty(), errors);
 }

@@ -12,8 +12,8 @@ using namespace hpvm::fe;
 namespace {
 
 std::string errorFixture(const std::string& name) {
-  return std::string(HPVM_SOURCE_DIR) + "/test_frontend/models/errors/" +
-         name + ".onnxtxt";
+  return std::string(HPVM_SOURCE_DIR) + "/test_frontend/models/errors/" + name +
+         ".onnxtxt";
 }
 
 /// The message of the UserError that loading and lowering \p path throws
@@ -110,6 +110,5 @@ TEST_CASE("Frontend: zero padding before MaxPool of signed values is "
 
 TEST_CASE("Frontend: a missing model file is a user error") {
   std::string path = errorFixture("does_not_exist");
-  CHECK(failure(path) ==
-        path + ": cannot open: No such file or directory");
+  CHECK(failure(path) == path + ": cannot open: No such file or directory");
 }

@@ -25,7 +25,8 @@ TEST_CASE("IrPrinter: one line per node with shapes, operands and origins") {
   g.input = g.addValue("input", DataType::Float, {1, 1, 28, 28});
   Value* w = g.addConstant("conv1.weight", zeros({32, 1, 5, 5}), 0);
   Value* c = g.addValue("c", DataType::Float, {1, 32, 28, 28});
-  Node* conv = g.addNode(OpKind::Conv, {g.input, w}, c, {{"Conv_0", "Conv", 0}});
+  Node* conv =
+      g.addNode(OpKind::Conv, {g.input, w}, c, {{"Conv_0", "Conv", 0}});
   conv->scalars = {Scalar::integer(2), Scalar::integer(2), Scalar::integer(1),
                    Scalar::integer(1)};
   Value* p = g.addValue("p", DataType::Float, {1, 32, 14, 14});

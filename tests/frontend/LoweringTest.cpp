@@ -108,9 +108,9 @@ TEST_CASE("Frontend: opFlops counts exactly, strided outputs only") {
   std::unique_ptr<Graph> lenet = loadModel(fixture("lenet_small"), {});
   lowerToHpvm(*lenet);
   const auto& n = lenet->nodes();
-  CHECK(opFlops(*n[3]) == 4 * 14 * 14 * 4);   // max pool: KH*KW per output
-  CHECK(opFlops(*n[8]) == 16 * 392 * 2);      // mul: K per output
-  CHECK(opFlops(*n[14]) == 10 * 4);           // softmax: 4 per element
+  CHECK(opFlops(*n[3]) == 4 * 14 * 14 * 4); // max pool: KH*KW per output
+  CHECK(opFlops(*n[8]) == 16 * 392 * 2);    // mul: K per output
+  CHECK(opFlops(*n[14]) == 10 * 4);         // softmax: 4 per element
 }
 
 TEST_CASE("Frontend: knob lists follow the op's Knobs column") {

@@ -1,8 +1,8 @@
 // ModelLoaderTest.cpp - loading .onnx/.onnxtxt files into the ONNX-level
 // IR: initializer encodings, external data, inputs, opset conversion.
+#include "onnx/ModelLoader.h"
 #include "Diagnostics.h"
 #include "ir/Passes.h"
-#include "onnx/ModelLoader.h"
 #include "onnx/Sha256.h"
 
 #include <onnx/onnx_pb.h>

@@ -1,7 +1,7 @@
 // PassesTest.cpp - the simplification passes, checked on IR dumps before
 // and after each one, and on the constants they rewrite.
-#include "Diagnostics.h"
 #include "ir/Passes.h"
+#include "Diagnostics.h"
 #include "onnx/ModelLoader.h"
 
 #include <doctest/doctest.h>
@@ -167,10 +167,10 @@ TEST_CASE("Passes: asymmetric pads fold when the extra pad is never read") {
 
 TEST_CASE("Passes: a scalar added to an activation becomes a per-channel "
           "constant") {
-  std::unique_ptr<Graph> g = loadText(model(
-      "node { input: 'input' input: 'c' output: 'y' name: 'add' op_type: "
-      "'Add' } initializer { name: 'c' data_type: 1 float_data: 0.25 }",
-      "y", "1,2,6,6"));
+  std::unique_ptr<Graph> g = loadText(
+      model("node { input: 'input' input: 'c' output: 'y' name: 'add' op_type: "
+            "'Add' } initializer { name: 'c' data_type: 1 float_data: 0.25 }",
+            "y", "1,2,6,6"));
   lowerToHpvm(*g);
   CHECK(dumpIr(*g) == "%1 = Add(%input: 1x2x6x6, %c: 1x2x1x1) -> 1x2x6x6  "
                       "# add\n"
@@ -211,6 +211,24 @@ TEST_CASE("Passes: zero Pad after Relu folds into MaxPool") {
                       "return %2: 1x2x3x3\n");
 }
 
+TEST_CASE("Passes: opset-13 Softmax's default axis is the class axis") {
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' output: 'f' name: 'flatten' op_type: 'Flatten' }"
+      " node { input: 'f' input: 'w' output: 'g' name: 'fc' op_type: 'MatMul'"
+      " } node { input: 'g' output: 'y' name: 'softmax' op_type: 'Softmax' }"
+      " initializer { name: 'w' dims: 72 dims: 1 data_type: 1 float_data: ["
+      "0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
+      " 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
+      " 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0"
+      "] }",
+      "y", "1,1"));
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) == "%1 = Mul(%input: 1x2x6x6, %w: 1x1x72x1) -> 1x1x1x1  "
+                      "# fc\n"
+                      "%2 = Softmax(%1: 1x1x1x1) -> 1x1x1x1  # softmax\n"
+                      "return %2: 1x1x1x1\n");
+}
+
 TEST_CASE("Passes: afterPass sees every pass in order") {
   std::unique_ptr<Graph> g = loadModel(fixture("Relu"), {});
   std::vector<std::string> passes;
@@ -221,7 +239,6 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
   lowerToHpvm(*g, opts);
   CHECK(passes == std::vector<std::string>{
                       "eliminate-dead-nodes", "fold-constants",
-                      "remove-identities", "eliminate-dead-nodes",
-                      "fold-pads", "alias-reshapes", "lower",
-                      "eliminate-dead-nodes"});
+                      "remove-identities", "eliminate-dead-nodes", "fold-pads",
+                      "alias-reshapes", "lower", "eliminate-dead-nodes"});
 }
