@@ -3,9 +3,11 @@
 
   run_e2e.py list [--set ci|full]          model tests of a set, one a line
   run_e2e.py list-stability                torchvision stability tests
-  run_e2e.py model NAME --exporter EXE --workdir DIR
+  run_e2e.py model NAME --exporter EXE --workdir DIR [--hpvm-configs DIR]
       PyTorch model with seeded random weights -> ONNX -> torch2hpvm-export
-      -> generated binary `test --output` -> compared with PyTorch.
+      -> generated binary `test --output` -> compared with PyTorch; HPVM's
+      benchmarks also have their op sequence checked against HPVM's
+      configuration file for them.
   run_e2e.py stability NAME --exporter EXE --workdir DIR [--set ci|full]
       torchvision NAME at opset 10 and 13, with and without constant folding
       (some of that in the ci set): each exports, and two exports give
@@ -17,13 +19,14 @@
   run_e2e.py onnx-node update --workdir DIR --exporter EXE
       runs all of them and rewrites onnx_node/expected.txt
 
-Run with /usr/bin/python3 (torch, torchvision, onnx, numpy).
+Run with /usr/bin/python3 (torch, torchvision, onnx, numpy). A passing test
+deletes its files (hundreds of MB for the ImageNet networks) unless
+HPVM_E2E_KEEP=1; a failing one keeps them and says where.
 """
 import argparse
 import copy
 import filecmp
 import os
-import shutil
 import sys
 import zlib
 
@@ -75,12 +78,22 @@ def pick_inputs(model, shape, count, seed):
 
 
 def cmd_model(args):
-    import numpy as np
-    import torch
+    """One model test; on failure its files stay in WORKDIR/NAME."""
     import nets
     spec = nets.model(args.name)
-    seed = seed_of(spec.name)
     work = H.fresh_dir(os.path.join(args.workdir, spec.name))
+    try:
+        model_test(spec, work, args)
+    except H.TestFailure as e:
+        raise H.TestFailure(f"{spec.name}: {e}\n  files kept in {work}")
+    H.discard(work)
+
+
+def model_test(spec, work, args):
+    """PyTorch -> ONNX -> torch2hpvm-export -> binary -> compare."""
+    import numpy as np
+    import torch
+    seed = seed_of(spec.name)
     big = spec.shape[1] >= 100
     H.log(f"[{spec.name}] {spec.about}; seed {seed}, opset {spec.opset}, "
           f"{spec.images} test images, batch {spec.batch}")
@@ -105,6 +118,19 @@ def cmd_model(args):
     proc = H.run(cmd, args.export_timeout, what="torch2hpvm-export")
     H.check_ok(proc, cmd, "torch2hpvm-export")
     H.log(f"[{spec.name}] exported and built in {proc.seconds:.1f} s")
+    if spec.hpvm_ops:
+        conf = os.path.join(args.hpvm_configs, spec.name + ".txt")
+        if not os.path.isfile(conf):
+            raise H.TestFailure(f"no HPVM configuration file {conf} to "
+                                f"check the op sequence against")
+        ours = H.generated_ops(os.path.join(out_dir, "ops.json"))
+        hpvm = H.hpvm_config_ops(conf,
+                                 H.conf_to_json_types(args.ops_def))
+        problem = H.same_op_sequence(ours, hpvm)
+        if problem:
+            raise H.TestFailure(problem)
+        H.log(f"[{spec.name}] {len(ours)} ops, in the order of HPVM's "
+              f"{os.path.basename(conf)}")
 
     run_dir = H.fresh_dir(os.path.join(work, "run"))
     ours, acc, proc = H.run_binary(
@@ -137,12 +163,12 @@ def cmd_model(args):
         problems.append(f"final_accuracy is {acc}, expected 100.0 (labels "
                         f"are PyTorch's top-1)")
     if problems:
-        raise H.TestFailure(f"{spec.name}: " + "; ".join(problems) +
-                            f"\n  files kept in {work}")
+        raise H.TestFailure("; ".join(problems))
     H.log(f"[{spec.name}] PASS")
 
 
 def tree_files(root):
+    """Every file under `root`, as sorted relative paths."""
     out = []
     for d, _, files in os.walk(root):
         for f in files:
@@ -151,6 +177,7 @@ def tree_files(root):
 
 
 def cmd_stability(args):
+    """Deterministic export of a torchvision network, every variant."""
     import numpy as np
     import onnx
     import nets
@@ -207,10 +234,7 @@ def cmd_stability(args):
         H.log(f"[{tag}] exported twice ({results[0]:.1f} s, "
               f"{results[1]:.1f} s): {len(a)} files byte-identical")
         for done in (first, out, path):
-            if os.path.isdir(done):
-                shutil.rmtree(done)
-            else:
-                os.remove(done)
+            H.discard(done)
     if failures:
         raise H.TestFailure("\n".join(failures))
     H.log(f"[{args.name}] PASS")
@@ -272,7 +296,7 @@ def cmd_node_run(args):
         if got != want:
             diffs.append(f"{case}:\n    expected: {want}\n    got:      "
                          f"{got}")
-    H.log(f"part {args.part} of {args.parts}: {len(mine)} cases, "
+    H.log(f"part {args.part + 1} of {args.parts}: {len(mine)} cases, "
           f"{len(mine) - len(diffs)} as recorded")
     if diffs:
         raise H.TestFailure(f"{len(diffs)} node cases differ from "
@@ -296,6 +320,7 @@ def cmd_node_update(args):
 
 
 def cmd_list(args):
+    """Prints the model tests of a set."""
     import nets
     for spec in nets.MODELS:
         if spec.ci or args.set == "full":
@@ -303,6 +328,7 @@ def cmd_list(args):
 
 
 def cmd_list_stability(args):
+    """Prints the stability tests."""
     import nets
     for name, _, _ in nets.STABILITY:
         print(name)
@@ -316,6 +342,15 @@ def main():
     ls.add_argument("--set", choices=["ci", "full"], default="ci")
     ls.set_defaults(fn=cmd_list)
     sub.add_parser("list-stability").set_defaults(fn=cmd_list_stability)
+    defaults = {
+        "tool": os.path.join(HERE, "..", "..", "shared", "tools",
+                             "onnx-node-tests.py"),
+        "ops_def": os.path.join(HERE, "..", "hpvm_rt", "include", "hpvm_rt",
+                                "Ops.def"),
+        "expected": os.path.join(HERE, "onnx_node", "expected.txt"),
+        "configs": os.path.join(HERE, "..", "..", "shared", "reference",
+                                "hpvm-configs"),
+    }
     for name, fn in (("model", cmd_model), ("stability", cmd_stability)):
         sp = sub.add_parser(name)
         sp.add_argument("name")
@@ -325,16 +360,12 @@ def main():
         sp.add_argument("--run-timeout", type=int, default=600)
         if name == "stability":
             sp.add_argument("--set", choices=["ci", "full"], default="ci")
+        else:
+            sp.add_argument("--hpvm-configs", default=defaults["configs"])
+            sp.add_argument("--ops-def", default=defaults["ops_def"])
         sp.set_defaults(fn=fn)
     node = sub.add_parser("onnx-node").add_subparsers(dest="step",
                                                       required=True)
-    defaults = {
-        "tool": os.path.join(HERE, "..", "..", "shared", "tools",
-                             "onnx-node-tests.py"),
-        "ops_def": os.path.join(HERE, "..", "hpvm_rt", "include", "hpvm_rt",
-                                "Ops.def"),
-        "expected": os.path.join(HERE, "onnx_node", "expected.txt"),
-    }
     for step, fn in (("generate", cmd_node_generate), ("run", cmd_node_run),
                      ("update", cmd_node_update)):
         sp = node.add_parser(step)

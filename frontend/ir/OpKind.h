@@ -7,9 +7,9 @@
 
 namespace hpvm::fe {
 
-/// Every node kind: first the ONNX-level kinds (prefix Onnx, one per
-/// HPVM_ONNX row, named after its Lowering column), then the HPVM tensor ops
-/// (one per HPVM_OP row).
+/// Every node kind, in Ops.def's row order: the HPVM tensor ops (one per
+/// HPVM_OP row) and the ONNX-level kinds (prefix Onnx, one per HPVM_ONNX row,
+/// named after its Lowering column), which exist only until lowering.
 enum class OpKind : uint8_t {
 #define HPVM_ONNX(OnnxName, MinOpset, Lowering, Produces, IgnoredAttrs)        \
   Onnx##Lowering,

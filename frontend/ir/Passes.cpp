@@ -111,14 +111,16 @@ std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
       return {};
     }
   }
-  // A symbolic input dimension (-1) is only allowed when copied to the same
-  // position; count the known input elements without it.
+  // A symbolic input dimension (-1, the batch) is allowed where the target
+  // keeps it in place: copied (0) or inferred (-1) at the same position.
   int64_t inKnown = 1;
+  bool symbolicInferred = false;
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] >= 0) {
       inKnown *= in[i];
-    } else if (i >= target.size() || target[i] != in[i] ||
-               static_cast<int>(i) == inferAt) {
+    } else if (static_cast<int>(i) == inferAt) {
+      symbolicInferred = true;
+    } else if (i >= target.size() || target[i] != in[i]) {
       return {};
     }
   }
@@ -128,6 +130,12 @@ std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
   for (size_t i = 0; i < target.size(); ++i)
     if (static_cast<int>(i) != inferAt && target[i] >= 0)
       outKnown *= target[i];
+  if (symbolicInferred) {
+    // x.view(-1, K) on a batch of unknown size: the rest must match.
+    if (outKnown != inKnown)
+      return {};
+    return target;
+  }
   if (outKnown == 0 || inKnown % outKnown != 0)
     return {};
   target[static_cast<size_t>(inferAt)] = inKnown / outKnown;
@@ -218,8 +226,8 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
       std::vector<bool> isNew(static_cast<size_t>(rank), false);
       for (int64_t a : axes) {
         a = a < 0 ? a + rank : a;
-        if (a < 0 || a >= rank)
-          return nullptr;
+        if (a < 0 || a >= rank || isNew[static_cast<size_t>(a)])
+          return nullptr; // out of range or repeated: ONNX rejects both
         isNew[static_cast<size_t>(a)] = true;
       }
       size_t k = 0;
@@ -464,7 +472,7 @@ std::string padFoldBlocker(const Node& pad) {
   if (value != 0.0 && !minusInf)
     return "padding value " + std::to_string(value) +
            " is not supported (only 0)";
-  if (pad.output->users.size() != 1 || pad.output == nullptr)
+  if (pad.output->users.size() != 1)
     return "the padded tensor feeds " +
            std::to_string(pad.output->users.size()) +
            " nodes; Pad is only folded into a single Conv or pool";

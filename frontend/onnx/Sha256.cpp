@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define HPVM_SHA_NI 1
 #endif
@@ -123,8 +124,14 @@ compressShaNi(std::array<uint32_t, 8>& h, const unsigned char* data,
 void compressBlocks(std::array<uint32_t, 8>& h, const unsigned char* data,
                     size_t blocks) {
 #ifdef HPVM_SHA_NI
-  static const bool hasShaNi =
-      __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  static const bool hasShaNi = [] {
+    // CPUID leaf 1: ECX bit 9 SSSE3, bit 19 SSE4.1; leaf 7: EBX bit 29 SHA.
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 9)) ||
+        !(c & (1u << 19)))
+      return false;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+  }();
   if (hasShaNi) {
     compressShaNi(h, data, blocks);
     return;

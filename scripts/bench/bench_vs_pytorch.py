@@ -17,9 +17,11 @@ The PyTorch side is the end-to-end tests' model named by --net
 torchvision nets) with the tests' seeded, well-scaled random weights.
 
 Timing: every configuration runs --warmup batches, then --repeat batches; the
-fastest batch gives images/s (as `tvmc run` reports min). The process CPU time
-of the fastest batch is reported too: on a shared machine it is the steadier
-figure at 1 thread. PyTorch runs in a child process with OPENBLAS_CORETYPE and
+fastest batch gives images/s (as `tvmc run` reports min). The CPU time per
+batch (process CPU time, all threads, mean over the timed batches; for a
+binary, the difference between a run with and without the timed batches) is
+compared too: on a shared machine it is the steadier figure, at 1 thread
+above all. PyTorch runs in a child process with OPENBLAS_CORETYPE and
 OPENBLAS_L2_SIZE removed from its environment (they halve PyTorch's speed on
 this machine) and torch.set_num_threads(T) set explicitly (PyTorch 1.13 would
 use 1 thread otherwise). Nothing else in the environment changes.
@@ -34,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -89,7 +92,7 @@ def torch_worker(args):
                 walls.append(time.perf_counter() - t0)
                 cpus.append(time.process_time() - c0)
         best = min(range(len(walls)), key=walls.__getitem__)
-        return {"min_s": walls[best], "min_cpu_s": min(cpus),
+        return {"min_s": walls[best], "cpu_s": sum(cpus) / len(cpus),
                 "median_s": sorted(walls)[len(walls) // 2],
                 "images_per_s": args.batch_one / walls[best]}
 
@@ -112,7 +115,7 @@ def run_kernel_bench(net, batch, threads, repeat, warmup):
         sys.exit("bench_vs_pytorch: %s failed (exit %d):\n%s"
                  % (" ".join(cmd), res.returncode, res.stderr))
     r = json.loads(res.stdout.strip().splitlines()[-1])
-    return {"min_s": r["min_s"], "min_cpu_s": r["min_cpu_s"],
+    return {"min_s": r["min_s"], "cpu_s": r["mean_cpu_s"],
             "median_s": r["median_s"], "images_per_s": r["images_per_s"]}
 
 
@@ -147,7 +150,7 @@ def export_facts(folder):
     return tuple(m["input_shape"]), int(m["datasets"]["test"]["images"])
 
 
-def run_binary(binary, folder, batch, threads, repeat, workdir):
+def run_binary(binary, folder, batch, threads, repeat, warmup, workdir):
     """Times batches of `batch` images, `repeat` times, through the
     generated program. A model folder in `workdir` links the export's
     weights and holds random images, as many as the export's test set (the
@@ -168,15 +171,27 @@ def run_binary(binary, folder, batch, threads, repeat, workdir):
             os.path.join(model_dir, "test_input.bin"))
         np.zeros(images, dtype=np.int32).tofile(
             os.path.join(model_dir, "test_labels.bin"))
-    cmd = [binary, "test", "--model-dir", model_dir, "--batch-size",
-           str(batch), "--limit", str(batch), "--repeat", str(repeat),
-           "--print-time", "--threads", str(threads), "--quiet"]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                         cwd=model_dir)
-    if res.returncode != 0:
-        sys.exit("bench_vs_pytorch: %s failed (exit %d):\n%s%s"
-                 % (" ".join(cmd), res.returncode, res.stdout, res.stderr))
-    text = res.stdout + res.stderr
+    def once(rep):
+        cmd = [binary, "test", "--model-dir", model_dir, "--batch-size",
+               str(batch), "--limit", str(batch), "--repeat", str(rep),
+               "--print-time", "--threads", str(threads), "--quiet"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res = subprocess.run(cmd, capture_output=True, text=True,
+                             check=False, cwd=model_dir)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if res.returncode != 0:
+            sys.exit("bench_vs_pytorch: %s failed (exit %d):\n%s%s"
+                     % (" ".join(cmd), res.returncode, res.stdout,
+                        res.stderr))
+        cpu = (after.ru_utime + after.ru_stime -
+               before.ru_utime - before.ru_stime)
+        return cmd, res.stdout + res.stderr, cpu
+
+    # The CPU time of `repeat` batches: a run of warmup + repeat batches
+    # minus a run of the warmup alone (start-up, weight loading and the
+    # first batch's weight reorders cancel out).
+    cmd, text, cpu_all = once(warmup + repeat)
+    _, _, cpu_warm = once(warmup)
     # --print-time prints a header "mean (ms) median (ms) max (ms) min (ms)
     # std (ms)", a row of numbers, and "Throughput: X images/s" (mean-based,
     # first batch included).
@@ -190,7 +205,7 @@ def run_binary(binary, folder, batch, threads, repeat, workdir):
     return {"images_per_s": batch / best if best > 0 else float(m.group(1)),
             "throughput_images_per_s": float(m.group(1)),
             "min_s": best, "median_s": float(row.group(2)) / 1000.0,
-            "min_cpu_s": None}
+            "cpu_s": max(cpu_all - cpu_warm, 0.0) / repeat}
 
 
 def run_torch(net, batch, threads, repeat, warmup):
@@ -259,7 +274,8 @@ def main():
             for threads in args.threads:
                 if binary:
                     ours = run_binary(binary, folder, batch, threads,
-                                      args.repeat + args.warmup, workdir)
+                                      args.repeat, max(args.warmup, 1),
+                                      workdir)
                 else:
                     ours = run_kernel_bench(args.net, batch, threads,
                                             args.repeat, args.warmup)
@@ -271,9 +287,8 @@ def main():
                 for k in ("eager", "frozen"):
                     row["vs_" + k] = (ours["images_per_s"] /
                                       pt[k]["images_per_s"])
-                    if ours["min_cpu_s"]:
-                        row["cpu_vs_" + k] = (pt[k]["min_cpu_s"] /
-                                              ours["min_cpu_s"])
+                    if ours["cpu_s"] > 0:
+                        row["cpu_vs_" + k] = pt[k]["cpu_s"] / ours["cpu_s"]
                 rows.append(row)
                 print_row(row, header=len(rows) == 1,
                           source="binary" if binary else "kernels")

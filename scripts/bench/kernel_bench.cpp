@@ -394,6 +394,7 @@ int main(int argc, char** argv) {
     secs.push_back(std::chrono::duration<double>(t1 - t0).count());
   }
   double bestCpu = *std::min_element(cpus.begin(), cpus.end());
+  double meanCpu = std::accumulate(cpus.begin(), cpus.end(), 0.0) / cpus.size();
   std::vector<double> sorted = secs;
   std::sort(sorted.begin(), sorted.end());
   double mean = std::accumulate(secs.begin(), secs.end(), 0.0) / secs.size();
@@ -402,9 +403,10 @@ int main(int argc, char** argv) {
   if (json)
     std::printf("{\"net\": \"%s\", \"batch\": %ld, \"threads\": %d, "
                 "\"mean_s\": %.6f, \"median_s\": %.6f, \"min_s\": %.6f, "
-                "\"images_per_s\": %.3f, \"min_cpu_s\": %.6f}\n",
+                "\"images_per_s\": %.3f, \"min_cpu_s\": %.6f, "
+                "\"mean_cpu_s\": %.6f}\n",
                 net.c_str(), batch, numThreads(), mean, median, best,
-                batch / best, bestCpu);
+                batch / best, bestCpu, meanCpu);
   else
     std::printf("%s batch %ld threads %d: mean %.4f s, median %.4f s, min "
                 "%.4f s per batch, %.1f images/s (min CPU time %.4f s)\n",

@@ -72,6 +72,7 @@ ORACLE_TOL = H.TOLERANCE
 
 
 def seed_of(name):
+    """A stable per-network seed (crc32), independent of the e2e tests'."""
     return zlib.crc32(("configs/" + name).encode()) & 0x7FFFFFFF
 
 
@@ -185,6 +186,7 @@ def run_binary(binary, cwd, args, timeout=600):
 
 
 def load_output(path, rows):
+    """The binary's --output .npy, checked to hold `rows` rows."""
     import numpy as np
     out = np.load(path)
     if out.ndim != 2 or out.shape[0] != rows:
@@ -528,31 +530,33 @@ class Oracle:
 
 
 def check_case(table, oracle, conv_index, knob_id, out, exact):
-    """(change, '' or why `out` is implausible for the knob)."""
+    """(change from exact, error against the reference algorithm or None,
+    '' or why `out` is wrong for the knob)."""
     row = table.knobs[knob_id]
     change = rel_change(out, exact)
     if change == float("inf"):
-        return change, "output has NaN or Inf"
+        return change, None, "output has NaN or Inf"
     if row["variant"] == "Exact":
         if row["precision"] == "FP32":
-            return change, ("" if change == 0 else
-                            f"fp32 must be exact, changed {change:.3g}")
+            return change, None, ("" if change == 0 else
+                                  f"fp32 must be exact, changed "
+                                  f"{change:.3g}")
         if change == 0:
-            return change, f"{row['name']} left the output unchanged"
+            return change, None, f"{row['name']} left the output unchanged"
         if change > PRECISION_MAX:
-            return change, (f"{row['name']} changed the output by "
-                            f"{change:.3g} > {PRECISION_MAX:g}")
-        return change, ""
+            return change, None, (f"{row['name']} changed the output by "
+                                  f"{change:.3g} > {PRECISION_MAX:g}")
+        return change, None, ""
     approximate = [r for r in table.knobs.values() if r["variant"] != "Exact"]
     err = rel_change(out, oracle.output(conv_index, row, approximate))
     tol = ORACLE_TOL if row["precision"] == "FP32" else PRECISION_MAX
     if err > tol:
-        return change, (f"{row['name']} rate {row['rate']} offset "
-                        f"{row['offset']} differs from the reference "
-                        f"algorithm by {err:.3g} of max|output| (tolerance "
-                        f"{tol:g}; the exact output differs by "
-                        f"{change:.3g})")
-    return change, ""
+        return change, err, (f"{row['name']} rate {row['rate']} offset "
+                             f"{row['offset']} differs from the reference "
+                             f"algorithm by {err:.3g} of max|output| "
+                             f"(tolerance {tol:g}; the exact output "
+                             f"differs by {change:.3g})")
+    return change, err, ""
 
 
 def cmd_sweep(args):
@@ -621,13 +625,15 @@ def cmd_sweep(args):
         if out.shape != exact.shape:
             failures.append(f"{what}: output shape {list(out.shape)}")
             continue
-        change, why = check_case(table, oracle, conv_index.get((ordinal, j)),
-                                 knob, out, exact)
+        change, err, why = check_case(table, oracle,
+                                      conv_index.get((ordinal, j)), knob,
+                                      out, exact)
         if why:
             failures.append(f"{what}: {why}")
         by_family.setdefault((op, table.knob_name(knob)), []).append(change)
         report.append({"node": ordinal, "op": op, "knob": knob,
-                       "change": change, "problem": why})
+                       "change": change, "reference_error": err,
+                       "problem": why})
     with open(os.path.join(work, "sweep.json"), "w") as f:
         json.dump(report, f, indent=1)
     H.log(f"[{args.net}] output change (max|delta| / max|exact|) by op and "
@@ -636,6 +642,13 @@ def cmd_sweep(args):
         c = np.array(changes)
         H.log(f"  {op:>10} {family:>10}: {len(c):4d} cases, min {c.min():.3g}"
               f", median {np.median(c):.3g}, max {c.max():.3g}")
+    errors = [r["reference_error"] for r in report
+              if r["reference_error"] is not None and
+              table.knobs[r["knob"]]["precision"] == "FP32"]
+    if errors:
+        H.log(f"[{args.net}] perforation/sampling (fp32) vs the reference "
+              f"algorithm: max error {max(errors):.3g} of max|output| "
+              f"(tolerance {ORACLE_TOL:g})")
     if failures:
         raise H.TestFailure(f"{args.net}: {len(failures)} of {len(cases)} "
                             f"knob cases wrong:\n  " +

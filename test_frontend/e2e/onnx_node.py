@@ -190,4 +190,5 @@ def run_case(case, node_dir, work_root, exporter, timeout):
     if rel > H.TOLERANCE:
         return (f"fail: output differs by {rel:.3g} of max|expected| "
                 f"(tolerance {H.TOLERANCE:g}) at {tuple(map(int, worst))}")
+    H.discard(work)
     return "pass"

@@ -189,8 +189,12 @@ class _Bottleneck(nn.Module):
         self.relu = nn.ReLU()
 
     def forward(self, x):
+        # Main branch first, then the shortcut: the ONNX node order (and so
+        # the HPVM op numbering) then matches HPVM's ResNet-50 and its
+        # configuration files.
+        y = self.main(x)
         s = self.shortcut(x) if self.shortcut is not None else x
-        return self.relu(self.main(x) + s)
+        return self.relu(y + s)
 
 
 def _bn(c):

@@ -237,3 +237,14 @@ TEST_CASE("ModelLoader: the ONNX checker's complaints are user errors") {
   writeBinary(m, path);
   CHECK(loadError(path).rfind(path + ": invalid ONNX model: ", 0) == 0);
 }
+
+TEST_CASE("ModelLoader: model hashes are standard SHA-256") {
+  CHECK(sha256Hex("") ==
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256Hex("abc") ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256Hex(std::string(1000, 'a')) ==
+        "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+  CHECK(sha256Hex(std::string(1000000, 'a')) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}

@@ -229,6 +229,46 @@ TEST_CASE("Passes: opset-13 Softmax's default axis is the class axis") {
                       "return %2: 1x1x1x1\n");
 }
 
+TEST_CASE("Passes: zero Pad folds into AveragePool, counting the pads") {
+  std::unique_ptr<Graph> g = loadText(model(
+      "node { input: 'input' input: 'pads' output: 'p' name: 'pad' op_type: "
+      "'Pad' } node { input: 'p' output: 'y' name: 'pool' op_type: "
+      "'AveragePool' attribute { name: 'kernel_shape' ints: 2 ints: 2 type: "
+      "INTS } attribute { name: 'strides' ints: 2 ints: 2 type: INTS } } "
+      "initializer { name: 'pads' dims: 8 data_type: 7 int64_data: [0, 0, 1, "
+      "1, 0, 0, 1, 1] }",
+      "y", "1,2,4,4"));
+  foldPads(*g);
+  CHECK(dumpIr(*g) == "%1 = OnnxAveragePool(%input: 1x2x6x6) -> 1x2x4x4  "
+                      "[auto_pad='NOTSET' count_include_pad=1 "
+                      "kernel_shape=[2 2] pads=[1 1 1 1] strides=[2 2]]  # "
+                      "pool, pad\n"
+                      "return %1: 1x2x4x4\n");
+  lowerNodes(*g);
+  CHECK(dumpIr(*g) == "%1 = AvgPool(%input: 1x2x6x6) -> 1x2x4x4  [window 2 "
+                      "2 pads 1 1 strides 2 2]  # pool, pad\n"
+                      "return %1: 1x2x4x4\n");
+}
+
+TEST_CASE("Passes: view(-1, K) on a symbolic batch aliases before Gemm") {
+  std::unique_ptr<Graph> g = loadText(
+      "ir_version: 7 opset_import { version: 13 } graph { name: 'g' "
+      "node { input: 'input' input: 'shape' output: 'f' name: 'view' "
+      "op_type: 'Reshape' } node { input: 'f' input: 'w' output: 'y' name: "
+      "'fc' op_type: 'Gemm' } initializer { name: 'shape' dims: 2 "
+      "data_type: 7 int64_data: [-1, 8] } initializer { name: 'w' dims: 8 "
+      "dims: 1 data_type: 1 float_data: [1, 2, 3, 4, 5, 6, 7, 8] } "
+      "input { name: 'input' type { tensor_type { elem_type: 1 shape { "
+      "dim { dim_param: 'N' } dim { dim_value: 2 } dim { dim_value: 2 } "
+      "dim { dim_value: 2 } } } } } output { name: 'y' type { tensor_type { "
+      "elem_type: 1 shape { dim { dim_param: 'N' } dim { dim_value: 1 } } } "
+      "} } }");
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) == "%1 = Mul(%input: ?x2x2x2, %w: 1x1x8x1) -> ?x1x1x1  "
+                      "# fc\n"
+                      "return %1: ?x1x1x1\n");
+}
+
 TEST_CASE("Passes: afterPass sees every pass in order") {
   std::unique_ptr<Graph> g = loadModel(fixture("Relu"), {});
   std::vector<std::string> passes;

@@ -98,3 +98,37 @@ TEST_CASE("Kernels: dense reads a blocked conv output without changing "
   ref::dense(cRef.data(), s.N, K, fw.values().data(), N, want.data());
   checkClose(y.values(), want, kRtol, kAtol, "conv -> dense");
 }
+
+TEST_CASE("Kernels: conv adds a residual left blocked by another conv, or "
+          "given with other dims") {
+  // shortcut = conv1x1(x) stays blocked; y = relu(conv3x3(x) + shortcut).
+  TestTensor x({2, 32, 8, 8}), w3({32, 32, 3, 3}), w1({32, 32, 1, 1});
+  x.set(randomVec(x.size(), 70));
+  w3.set(randomVec(w3.size(), 71, -0.06f, 0.06f));
+  w1.set(randomVec(w1.size(), 72, -0.2f, 0.2f));
+  TestTensor s({2, 32, 8, 8}), y({2, 32, 8, 8});
+  runConv(x.get(), w1.get(), ConvArgs{}, PostOps{}, KnobSpec{}, s.get());
+  ConvArgs pad1;
+  pad1.padH = pad1.padW = 1;
+  PostOps post;
+  post.residual = s.get();
+  post.act2 = Act::Relu;
+  runConv(x.get(), w3.get(), pad1, post, KnobSpec{}, y.get());
+
+  std::vector<float> sRef(s.size()), want(y.size());
+  ref::conv2d(x.values().data(), 2, 32, 8, 8, w1.values().data(), 32, 1, 1,
+              ConvArgs{}, sRef.data());
+  ref::conv2d(x.values().data(), 2, 32, 8, 8, w3.values().data(), 32, 3, 3,
+              pad1, want.data());
+  ref::add(want.data(), sRef.data(), 2, 32, 64, false, want.data());
+  ref::act(want.data(), int64_t(want.size()), Act::Relu, 0, 0, want.data());
+  checkClose(y.values(), want, kRtol, kAtol, "blocked residual");
+
+  // The same residual values as a 2 x 2048 tensor (same element count).
+  TestTensor flat({2, 2048});
+  flat.set(sRef);
+  post.residual = flat.get();
+  TestTensor y2({2, 32, 8, 8});
+  runConv(x.get(), w3.get(), pad1, post, KnobSpec{}, y2.get());
+  checkClose(y2.values(), want, kRtol, kAtol, "residual with other dims");
+}

@@ -81,91 +81,103 @@ TEST_CASE("Kernels: pooling keeps HPVM's output size when the last window "
 
 TEST_CASE("Kernels: batch norm matches the reference with each "
           "activation, in place and not") {
-  const int64_t N = 2, C = 19, H = 7, W = 5;
-  TestTensor g({1, C, 1, 1}), b({1, C, 1, 1}), m({1, C, 1, 1}), v({1, C, 1, 1});
-  g.set(randomVec(C, 1, 0.5f, 1.5f));
-  b.set(randomVec(C, 2));
-  m.set(randomVec(C, 3));
-  v.set(randomVec(C, 4, 0.01f, 2.f));
   unsigned seed = 300;
-  for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh})
-    for (bool blocked : {false, true})
-      for (bool inPlace : {false, true}) {
-        TestTensor x({N, C, H, W});
-        fill(x, ++seed, blocked);
-        std::vector<float> want(x.size());
-        ref::batchNorm(x.values().data(), N, C, H * W, g.values().data(),
-                       b.values().data(), m.values().data(), v.values().data(),
-                       1e-3, want.data());
-        ref::act(want.data(), int64_t(want.size()), act, -0.5f, 0.75f,
-                 want.data());
-        TestTensor y({N, C, H, W});
-        Tensor* out = inPlace ? x.get() : y.get();
-        runBatchNorm(x.get(), g.get(), b.get(), m.get(), v.get(), 1e-3, act,
-                     -0.5f, 0.75f, KnobSpec{}, out);
-        std::vector<float> got = inPlace ? x.values() : y.values();
-        checkClose(got, want, 1e-5, 1e-6,
-                   "act " + std::to_string(int(act)) +
-                       (blocked ? " blocked" : " host") +
-                       (inPlace ? " in place" : ""));
-      }
+  for (const Shape& sh : readShapes("eltwise.txt")) {
+    const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
+                 W = sh.get("iw", sh.get("ih", 1));
+    TestTensor g({1, C, 1, 1}), b({1, C, 1, 1}), m({1, C, 1, 1}),
+        v({1, C, 1, 1});
+    g.set(randomVec(C, ++seed, 0.5f, 1.5f));
+    b.set(randomVec(C, ++seed));
+    m.set(randomVec(C, ++seed));
+    v.set(randomVec(C, ++seed, 0.01f, 2.f));
+    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh})
+      for (bool blocked : {false, true})
+        for (bool inPlace : {false, true}) {
+          TestTensor x({N, C, H, W});
+          fill(x, ++seed, blocked);
+          std::vector<float> want(x.size());
+          ref::batchNorm(x.values().data(), N, C, H * W, g.values().data(),
+                         b.values().data(), m.values().data(),
+                         v.values().data(), 1e-3, want.data());
+          ref::act(want.data(), int64_t(want.size()), act, -0.5f, 0.75f,
+                   want.data());
+          TestTensor y({N, C, H, W});
+          Tensor* out = inPlace ? x.get() : y.get();
+          runBatchNorm(x.get(), g.get(), b.get(), m.get(), v.get(), 1e-3, act,
+                       -0.5f, 0.75f, KnobSpec{}, out);
+          std::vector<float> got = inPlace ? x.values() : y.values();
+          checkClose(got, want, 1e-5, 1e-6,
+                     sh.name() + " act " + std::to_string(int(act)) +
+                         (blocked ? " blocked" : " host") +
+                         (inPlace ? " in place" : ""));
+        }
+  }
 }
 
 TEST_CASE("Kernels: add matches the reference, elementwise and per "
           "channel, across layouts") {
-  const int64_t N = 3, C = 13, H = 6, W = 7;
   unsigned seed = 400;
-  for (bool perChannel : {false, true})
-    for (bool aBlocked : {false, true})
-      for (bool bBlocked : {false, true})
-        for (bool inPlace : {false, true}) {
-          if (perChannel && bBlocked)
-            continue;
-          TestTensor a({N, C, H, W});
-          fill(a, ++seed, aBlocked);
-          std::vector<size_t> bDims = perChannel
-                                          ? std::vector<size_t>{1, C, 1, 1}
-                                          : std::vector<size_t>{N, C, H, W};
-          TestTensor b(bDims);
-          fill(b, ++seed, bBlocked);
-          std::vector<float> want(a.size());
-          ref::add(a.values().data(), b.values().data(), N, C, H * W,
-                   perChannel, want.data());
-          ref::act(want.data(), int64_t(want.size()), Act::Relu, 0, 0,
-                   want.data());
-          TestTensor y({N, C, H, W});
-          Tensor* out = inPlace ? a.get() : y.get();
-          runAdd(a.get(), b.get(), Act::Relu, 0, 0, KnobSpec{}, out);
-          std::vector<float> got = inPlace ? a.values() : y.values();
-          checkClose(got, want, kRtol, kAtol,
-                     std::string(perChannel ? "per channel" : "elementwise") +
-                         (aBlocked ? " a blocked" : "") +
-                         (bBlocked ? " b blocked" : "") +
-                         (inPlace ? " in place" : ""));
-        }
+  for (const Shape& sh : readShapes("eltwise.txt")) {
+    const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
+                 W = sh.get("iw", sh.get("ih", 1));
+    for (bool perChannel : {false, true})
+      for (bool aBlocked : {false, true})
+        for (bool bBlocked : {false, true})
+          for (bool inPlace : {false, true}) {
+            if (perChannel && bBlocked)
+              continue;
+            TestTensor a({N, C, H, W});
+            fill(a, ++seed, aBlocked);
+            std::vector<size_t> bDims = perChannel
+                                            ? std::vector<size_t>{1, C, 1, 1}
+                                            : std::vector<size_t>{N, C, H, W};
+            TestTensor b(bDims);
+            fill(b, ++seed, bBlocked);
+            std::vector<float> want(a.size());
+            ref::add(a.values().data(), b.values().data(), N, C, H * W,
+                     perChannel, want.data());
+            ref::act(want.data(), int64_t(want.size()), Act::Relu, 0, 0,
+                     want.data());
+            TestTensor y({N, C, H, W});
+            Tensor* out = inPlace ? a.get() : y.get();
+            runAdd(a.get(), b.get(), Act::Relu, 0, 0, KnobSpec{}, out);
+            std::vector<float> got = inPlace ? a.values() : y.values();
+            checkClose(got, want, kRtol, kAtol,
+                       sh.name() +
+                           (perChannel ? " per channel" : " elementwise") +
+                           (aBlocked ? " a blocked" : "") +
+                           (bBlocked ? " b blocked" : "") +
+                           (inPlace ? " in place" : ""));
+          }
+  }
 }
 
 TEST_CASE("Kernels: activations match the reference") {
   unsigned seed = 500;
-  for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh})
-    for (bool blocked : {false, true})
-      for (bool inPlace : {false, true}) {
-        TestTensor x({2, 17, 5, 3});
-        fill(x, ++seed, blocked);
-        std::vector<float> want(x.size());
-        ref::act(x.values().data(), int64_t(x.size()), act, 0.f, 6.f,
-                 want.data());
-        TestTensor y({2, 17, 5, 3});
-        Tensor* out = inPlace ? x.get() : y.get();
-        runAct(x.get(), act, 0.f, 6.f, KnobSpec{}, out);
-        std::vector<float> got = inPlace ? x.values() : y.values();
-        // tanh: oneDNN's vectorised tanh is within a few ulps of tanhf.
-        checkClose(got, want, act == Act::Tanh ? 1e-6 : 0.0,
-                   act == Act::Tanh ? 1e-6 : 0.0,
-                   "act " + std::to_string(int(act)) +
-                       (blocked ? " blocked" : "") +
-                       (inPlace ? " in place" : ""));
-      }
+  for (const Shape& sh : readShapes("eltwise.txt")) {
+    const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
+                 W = sh.get("iw", sh.get("ih", 1));
+    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh})
+      for (bool blocked : {false, true})
+        for (bool inPlace : {false, true}) {
+          TestTensor x({N, C, H, W});
+          fill(x, ++seed, blocked);
+          std::vector<float> want(x.size());
+          ref::act(x.values().data(), int64_t(x.size()), act, 0.f, 6.f,
+                   want.data());
+          TestTensor y({N, C, H, W});
+          Tensor* out = inPlace ? x.get() : y.get();
+          runAct(x.get(), act, 0.f, 6.f, KnobSpec{}, out);
+          std::vector<float> got = inPlace ? x.values() : y.values();
+          // tanh: oneDNN's vectorised tanh is within a few ulps of tanhf.
+          checkClose(got, want, act == Act::Tanh ? 1e-6 : 0.0,
+                     act == Act::Tanh ? 1e-6 : 0.0,
+                     sh.name() + " act " + std::to_string(int(act)) +
+                         (blocked ? " blocked" : "") +
+                         (inPlace ? " in place" : ""));
+        }
+  }
 }
 
 TEST_CASE("Kernels: reference activations compute relu, clip and tanh") {

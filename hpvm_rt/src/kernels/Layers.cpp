@@ -37,13 +37,20 @@ using dims = dnnl::memory::dims;
 
 // --- Primitive cache --------------------------------------------------------
 
+/// How a primitive adds PostOps::residual.
+enum class ResidualAs : uint8_t {
+  Binary, ///< A binary-add post-op reading the residual in place.
+  Sum,    ///< A sum post-op: the residual is copied into dst first.
+  Split,  ///< A separate add after the primitive (no fast fused kernel).
+};
+
 /// A created primitive with the layouts it was created for.
 struct Prim {
   dnnl::primitive prim;
   dnnl::memory::desc src, weights, dst;
-  /// The residual sum (and act2) runs as a separate binary add, because
-  /// only oneDNN's slow reference code fuses it for this problem.
-  bool splitResidual = false;
+  ResidualAs residual = ResidualAs::Split;
+  int binaryIndex = 0;    ///< Post-op index of the binary add.
+  bool reference = false; ///< oneDNN's (slow) reference implementation.
 };
 
 /// True if a primitive descriptor fell back to oneDNN's reference code.
@@ -261,14 +268,18 @@ dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
   return out;
 }
 
-/// Post-ops attr for the eltwise/sum chain after bias and batch norm
-/// (without the residual part when \p withResidual is false).
-dnnl::primitive_attr postOpsAttr(const PostOps& post,
-                                 bool withResidual = true) {
+/// Post-ops attr for the activation/residual chain after bias and batch
+/// norm; the residual is added as \p how says (\p dst: the layout of the
+/// output, which a binary post-op's residual must have).
+dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
+                                 const dnnl::memory::desc& dst = {}) {
   dnnl::post_ops ops;
   appendAct(ops, post.act, post.actLo, post.actHi);
-  if (post.residual && withResidual) {
-    ops.append_sum(1.f);
+  if (post.residual && how != ResidualAs::Split) {
+    if (how == ResidualAs::Binary)
+      ops.append_binary(dnnl::algorithm::binary_add, dst);
+    else
+      ops.append_sum(1.f);
     appendAct(ops, post.act2, post.act2Lo, post.act2Hi);
   }
   dnnl::primitive_attr attr;
@@ -321,14 +332,18 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
   if (!post.residual)
     return;
   dnnl::memory res = currentMemory(post.residual);
-  HPVM_KCHECK(res.get_desc().dims() == dst.get_desc().dims() ||
-                  static_cast<int64_t>(res.get_desc().get_size()) ==
-                      static_cast<int64_t>(dst.get_desc().get_size()),
-              "residual shape differs from the output");
-  if (res.get_desc().dims() != dst.get_desc().dims()) {
-    // Same element count, other dims (dense output 2-D vs 4-D): plain copy.
-    dnnl::memory plain(dst.get_desc(), engine(),
-                       const_cast<float*>(hostData(post.residual)));
+  const dims dd = dst.get_desc().dims();
+  int64_t count = 1;
+  for (int64_t d : dd)
+    count *= d;
+  HPVM_KCHECK(numElems(post.residual) == count,
+              "residual " + dimsStr(post.residual) +
+                  " has not the output's element count");
+  if (res.get_desc().dims() != dd) {
+    // Same element count, other dims (say 2-D vs 4-D): view the NCHW
+    // values with the output's dims, row-major, and reorder from there.
+    dnnl::memory plain({dd, dt::f32, dd.size() == 2 ? tag::nc : tag::nchw},
+                       engine(), const_cast<float*>(hostData(post.residual)));
     reorder(plain, dst);
     return;
   }
@@ -399,6 +414,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
 void markInPlace(Tensor* y, const dnnl::memory& dst) {
   TensorImpl& impl = implOf(y);
   impl.version = nextVersion();
+  impl.derived.clear();
   if (dst.get_data_handle() == impl.host) {
     impl.hostValid = true;
     impl.memValid = false;
@@ -439,10 +455,12 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dnnl::memory::desc wPlain(wDims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
   dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
 
+  // A binary post-op needs the residual with the output's dims.
+  const bool residualDims = post.residual && dims4(post.residual) == yd;
   std::string key = fmt::format(
-      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}", xd[0], xd[1], xd[2],
-      xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
-      args.strideW, G, static_cast<int>(inType), postKey(post));
+      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}", xd[0], xd[1],
+      xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
+      args.strideW, G, static_cast<int>(inType), postKey(post), residualDims);
   const Prim& p = cachedPrim(key, [&] {
     // Layout policy: for fp32, channels in blocks of 16 (nChw16c) select
     // oneDNN's direct AVX-512 kernels, measured faster here than what
@@ -450,37 +468,51 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     // sizes of CIFAR nets. Fall back to format any where that has no
     // optimised implementation (odd groups, bf16).
     auto makePd = [&](const dnnl::memory::desc& src,
-                      const dnnl::memory::desc& dst, bool withResidual) {
+                      const dnnl::memory::desc& dst, ResidualAs how) {
       dnnl::convolution_forward::desc desc(
           dnnl::prop_kind::forward_inference,
           dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
-      return dnnl::convolution_forward::primitive_desc(
-          desc, postOpsAttr(post, withResidual), engine());
+      dnnl::convolution_forward::primitive_desc pd(
+          desc, postOpsAttr(post, how, dst), engine());
+      Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
+                pd.dst_desc(), how};
+      made.binaryIndex = post.act == Act::None ? 0 : 1;
+      made.reference = isRefImpl(pd);
+      return made;
     };
-    auto choose = [&](bool withResidual) {
-      if (inType == dt::f32 && K % 16 == 0 && (G == 1 || G == K)) {
-        dnnl::memory::desc srcBlk({xd[0], xd[1], xd[2], xd[3]}, dt::f32,
-                                  xd[1] % 16 == 0 ? tag::nChw16c : tag::any);
-        dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
-                                  tag::nChw16c);
+    // The residual, best first: read in place by a binary post-op (needs
+    // the output's layout fixed in advance), copied into dst for a sum
+    // post-op, or added separately. A choice is taken unless oneDNN offers
+    // only its slow reference kernel for it.
+    std::vector<ResidualAs> hows{ResidualAs::Split};
+    if (post.residual)
+      hows = {ResidualAs::Sum, ResidualAs::Split};
+    if (inType == dt::f32 && K % 16 == 0 && (G == 1 || G == K)) {
+      dnnl::memory::desc srcBlk({xd[0], xd[1], xd[2], xd[3]}, dt::f32,
+                                xd[1] % 16 == 0 ? tag::nChw16c : tag::any);
+      dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
+                                tag::nChw16c);
+      std::vector<ResidualAs> blkHows = hows;
+      if (post.residual && residualDims)
+        blkHows.insert(blkHows.begin(), ResidualAs::Binary);
+      for (ResidualAs how : blkHows) {
         try {
-          auto pd = makePd(srcBlk, dstBlk, withResidual);
-          if (!isRefImpl(pd))
-            return pd;
+          Prim made = makePd(srcBlk, dstBlk, how);
+          if (!made.reference)
+            return made;
         } catch (const dnnl::error&) {
-          // No blocked implementation for this problem: use format any.
+          // No blocked implementation for this problem: try the next.
         }
       }
-      return makePd(srcAny, dstAny, withResidual);
-    };
-    auto pd = choose(true);
-    bool split = post.residual && isRefImpl(pd);
-    if (split)
-      pd = choose(false);
-    return Prim{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
-                pd.dst_desc(), split};
+    }
+    for (ResidualAs how : hows) {
+      Prim made = makePd(srcAny, dstAny, how);
+      if (how == ResidualAs::Split || !made.reference)
+        return made;
+    }
+    reportBug(__FILE__, __LINE__, "no convolution primitive chosen");
   });
 
   // Weights: folded with bias/batch norm and reordered once, then cached.
@@ -492,14 +524,19 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dnnl::memory src = sourceFor(x, p.src, nm.roundOperands, scratch);
   // Destination: y keeps the blocked layout for the next layer.
   dnnl::memory dst = outputMemory(y, p.dst);
-  if (!p.splitResidual)
+  std::unordered_map<int, dnnl::memory> execArgs{
+      {DNNL_ARG_SRC, src},
+      {DNNL_ARG_WEIGHTS, wts.weights},
+      {DNNL_ARG_BIAS, wts.bias},
+      {DNNL_ARG_DST, dst}};
+  if (post.residual && p.residual == ResidualAs::Sum)
     preloadResidual(post, dst);
-  p.prim.execute(stream(), {{DNNL_ARG_SRC, src},
-                            {DNNL_ARG_WEIGHTS, wts.weights},
-                            {DNNL_ARG_BIAS, wts.bias},
-                            {DNNL_ARG_DST, dst}});
+  if (post.residual && p.residual == ResidualAs::Binary)
+    execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
+        memoryAs(post.residual, p.dst);
+  p.prim.execute(stream(), execArgs);
   stream().wait();
-  if (p.splitResidual)
+  if (post.residual && p.residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
            y);
   roundResult(nm.roundOutput, y);
@@ -539,14 +576,17 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
   auto make = [&](const dnnl::memory::desc& srcDesc) {
     dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference,
                                            srcDesc, wAny, biasDesc, dstDesc);
-    dnnl::inner_product_forward::primitive_desc pd(desc, postOpsAttr(post),
-                                                   engine());
-    bool split = post.residual && isRefImpl(pd);
-    if (split)
+    dnnl::inner_product_forward::primitive_desc pd(
+        desc, postOpsAttr(post, ResidualAs::Sum), engine());
+    ResidualAs how = ResidualAs::Sum;
+    if (post.residual && isRefImpl(pd)) {
+      // Only the reference kernel fuses the sum here: add it separately.
+      how = ResidualAs::Split;
       pd = dnnl::inner_product_forward::primitive_desc(
-          desc, postOpsAttr(post, false), engine());
+          desc, postOpsAttr(post, how), engine());
+    }
     return Prim{dnnl::inner_product_forward(pd), pd.src_desc(),
-                pd.weights_desc(), pd.dst_desc(), split};
+                pd.weights_desc(), pd.dst_desc(), how};
   };
   std::string key = fmt::format("ip|{}|{}|{}|{}", descKey(srcWant), N,
                                 static_cast<int>(inType), postKey(post));
@@ -568,7 +608,7 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
   // The M x N result is written straight into y's NCHW host buffer.
   allocHost(y);
   dnnl::memory dst(dstDesc, engine(), y->impl->host);
-  if (!p->splitResidual)
+  if (post.residual && p->residual == ResidualAs::Sum)
     preloadResidual(post, dst);
   p->prim.execute(stream(), {{DNNL_ARG_SRC, src},
                              {DNNL_ARG_WEIGHTS, wts.weights},
@@ -576,7 +616,7 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
                              {DNNL_ARG_DST, dst}});
   stream().wait();
   markHostWritten(y);
-  if (p->splitResidual)
+  if (post.residual && p->residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
            y);
   roundResult(nm.roundOutput, y);

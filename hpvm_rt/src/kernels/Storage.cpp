@@ -174,6 +174,7 @@ dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
   TensorImpl& impl = implOf(y);
   syncCounts(y);
   impl.version = nextVersion();
+  impl.derived.clear();
   if (d == nchwDesc(y)) {
     // Plain layout: the kernel writes the host buffer directly.
     allocHost(y);
@@ -202,6 +203,7 @@ void markHostWritten(Tensor* y) {
   impl.hostValid = true;
   impl.memValid = false;
   impl.version = nextVersion();
+  impl.derived.clear();
 }
 
 std::string descKey(const dnnl::memory::desc& d) {

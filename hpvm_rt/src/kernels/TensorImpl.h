@@ -28,7 +28,7 @@ struct TensorImpl {
   bool memValid = false;  ///< `mem` holds the current values.
   uint64_t version = 0;   ///< Changes whenever the values change.
   /// Weights derived from this tensor (reordered, folded, rounded), keyed
-  /// by what they were derived with; dropped by hostModified().
+  /// by what they were derived with; dropped whenever the values change.
   struct Derived {
     std::string key;
     dnnl::memory weights, bias;
