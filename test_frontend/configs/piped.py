@@ -86,7 +86,7 @@ class PipedBinary:
                  if self.proc.returncode is not None else "still running")
         return ProtocolError(f"inspect binary {state} while {step}:\n{tail}")
 
-    def _send(self, word):
+    def send(self, word):
         """Writes `word` (no newline, as the tuner does) into the request
         FIFO once the binary has opened it for reading."""
         deadline = time.monotonic() + self.timeout
@@ -144,7 +144,7 @@ class PipedBinary:
         with open(tmp, "w") as f:
             f.write(conf_text)
         os.replace(tmp, self.conf_path)
-        self._send(dataset)
+        self.send(dataset)
         data = self._receive()
         records = decode_records(data, self.fifo_w)
         if not records:
@@ -164,7 +164,7 @@ class PipedBinary:
 
     def stop(self):
         """Sends 'stop'; returns the binary's exit status."""
-        self._send("stop")
+        self.send("stop")
         try:
             return self.proc.wait(self.timeout)
         except subprocess.TimeoutExpired:

@@ -761,7 +761,7 @@ def cmd_inspect(args):
     app = piped.PipedBinary(inspect, os.path.join(inspect_dir, "ops.json"),
                             bad_dir)
     try:
-        app._send("bogus")
+        app.send("bogus")
         status = app.proc.wait(60)
         with open(app.log_path, errors="replace") as f:
             err = f.read()

@@ -1,0 +1,205 @@
+// Toolchain.cpp - locate clang++/cmake/hpvm-clang and run them, logged.
+#include "build/Toolchain.h"
+
+#include "Diagnostics.h"
+#include "codegen/Sanitizer.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace hpvm::fe {
+
+namespace fs = std::filesystem;
+
+std::string findExecutable(const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    return ::access(name.c_str(), X_OK) == 0 ? name : std::string();
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos)
+      end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (dir.empty())
+      dir = ".";
+    std::string candidate = dir + "/" + name;
+    std::error_code ec;
+    if (::access(candidate.c_str(), X_OK) == 0 &&
+        fs::is_regular_file(candidate, ec))
+      return fs::absolute(candidate, ec).string();
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string formatCommand(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv)
+    out += (out.empty() ? "" : " ") + shellQuote(a);
+  return out;
+}
+
+std::string lastLines(const std::string& path, int n) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (static_cast<int>(lines.size()) > n)
+      lines.pop_front();
+  }
+  std::string out;
+  for (const std::string& l : lines)
+    out += l + "\n";
+  return out;
+}
+
+void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
+               const std::string& logPath, std::ostream* echo) {
+  HPVM_ASSERT(!argv.empty(), "empty command");
+  std::string command = formatCommand(argv);
+  if (echo)
+    *echo << command << std::endl;
+  int log =
+      ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0)
+    throw UserError("cannot write build log '" + logPath +
+                        "': " + std::strerror(errno),
+                    ExitToolchainError);
+  std::string header = "$ " + command + "\n";
+  if (::write(log, header.data(), header.size()) < 0) {
+    // The log is advisory; the command's own output still goes to it.
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, log, 1);
+  posix_spawn_file_actions_adddup2(&actions, log, 2);
+  if (!cwd.empty())
+    posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(),
+                         environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(log);
+  if (rc != 0)
+    throw UserError("cannot run '" + argv[0] + "': " + std::strerror(rc) +
+                        "\n  command: " + command,
+                    ExitToolchainError);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      throw UserError("lost track of '" + argv[0] +
+                          "': " + std::strerror(errno),
+                      ExitToolchainError);
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return;
+  std::string how = WIFEXITED(status)
+                        ? "exit status " + std::to_string(WEXITSTATUS(status))
+                        : "signal " + std::to_string(WTERMSIG(status));
+  throw UserError("build command failed (" + how + "):\n  " + command +
+                      "\nlast lines of " + logPath + ":\n" +
+                      lastLines(logPath, 20),
+                  ExitToolchainError);
+}
+
+std::string hpvmRtPackageDir() {
+  std::error_code ec;
+  std::string build = HPVM_RT_BUILD_DIR;
+  std::string install = HPVM_RT_INSTALL_DIR;
+  if (fs::exists(build + "/hpvm_rtConfig.cmake", ec))
+    return build;
+  if (fs::exists(install + "/hpvm_rtConfig.cmake", ec))
+    return install;
+  throw UserError("the hpvm_rt CMake package was found neither in the "
+                  "build tree ('" +
+                      build + "') nor installed ('" + install +
+                      "'); build or install torch2hpvm first, or use "
+                      "--no-build",
+                  ExitToolchainError);
+}
+
+std::string defaultTemplateDir() {
+  std::error_code ec;
+  std::string source = HPVM_TEMPLATE_DIR;
+  if (fs::is_directory(source, ec))
+    return source;
+  return HPVM_INSTALLED_TEMPLATE_DIR;
+}
+
+void buildProgram(const BuildRequest& req) {
+  std::string log = req.projectDir + "/build.log";
+  std::string buildDir = req.projectDir + "/build";
+  std::error_code ec;
+  fs::create_directories(buildDir, ec);
+  if (ec)
+    throw UserError("cannot create '" + buildDir + "': " + ec.message(),
+                    ExitToolchainError);
+
+  if (req.toolchain == Toolchain::Hpvm) {
+    std::string hpvmClang = findExecutable("hpvm-clang");
+    if (hpvmClang.empty())
+      throw UserError("--toolchain hpvm needs HPVM's hpvm-clang on PATH; it "
+                      "was not found (use the default --toolchain clang)",
+                      ExitToolchainError);
+    runLogged({hpvmClang, "-O3", "hpvm_c.cpp", "build/" + req.binaryName, "-t",
+               "tensor", "--conf-file", req.configFile},
+              req.projectDir, log, req.echo);
+  } else {
+    std::string cxx = findExecutable(req.cxx.empty() ? "clang++" : req.cxx);
+    if (cxx.empty())
+      throw UserError(req.cxx.empty()
+                          ? "clang++ was not found on PATH (install clang or "
+                            "give --cxx PATH)"
+                          : "--cxx '" + req.cxx + "' is not an executable",
+                      ExitToolchainError);
+    std::string cmake = findExecutable(req.cmake.empty() ? "cmake" : req.cmake);
+    if (cmake.empty())
+      throw UserError(req.cmake.empty()
+                          ? "cmake was not found on PATH (install cmake or "
+                            "give --cmake PATH)"
+                          : "--cmake '" + req.cmake + "' is not an executable",
+                      ExitToolchainError);
+    std::string rtDir = hpvmRtPackageDir();
+    runLogged({cmake, "-S", req.projectDir, "-B", buildDir,
+               "-DCMAKE_CXX_COMPILER=" + cxx, "-Dhpvm_rt_DIR=" + rtDir,
+               "-DCMAKE_BUILD_TYPE=Release"},
+              "", log, req.echo);
+    unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+    runLogged({cmake, "--build", buildDir, "--parallel", std::to_string(jobs)},
+              "", log, req.echo);
+  }
+
+  std::string binary = buildDir + "/" + req.binaryName;
+  if (!fs::is_regular_file(binary, ec))
+    throw UserError("the build finished but did not produce '" + binary +
+                        "'; see " + log,
+                    ExitToolchainError);
+  // Keep only the executable: the CMake tree names the temporary directory
+  // it was configured in and would break a later rebuild in place.
+  for (const fs::directory_entry& e : fs::directory_iterator(buildDir, ec))
+    if (e.path().filename() != req.binaryName)
+      fs::remove_all(e.path(), ec);
+}
+
+} // namespace hpvm::fe
