@@ -72,9 +72,9 @@ struct Value {
 };
 
 /// An attribute value of an ONNX-level node.
-using AttrValue = std::variant<int64_t, double, std::string,
-                               std::vector<int64_t>, std::vector<double>,
-                               std::shared_ptr<const TensorData>>;
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                 std::vector<double>, std::shared_ptr<const TensorData>>;
 
 /// A scalar operand of an HPVM intrinsic, printed in the generated call.
 struct Scalar {
@@ -107,10 +107,10 @@ struct Node {
 
 /// Facts about the source model, for banners, manifests and messages.
 struct ModelSource {
-  std::string path;       ///< As given on the command line.
-  std::string sha256;     ///< Of the model file's bytes.
-  std::string producer;   ///< producer_name + " " + producer_version.
-  int64_t opset = 0;      ///< Default-domain opset (after conversion).
+  std::string path;     ///< As given on the command line.
+  std::string sha256;   ///< Of the model file's bytes.
+  std::string producer; ///< producer_name + " " + producer_version.
+  int64_t opset = 0;    ///< Default-domain opset (after conversion).
   std::string graphName;
 };
 
@@ -124,8 +124,7 @@ public:
   Graph& operator=(const Graph&) = delete;
 
   /// Creates a value owned by the graph.
-  Value* addValue(std::string name, DataType dtype,
-                  std::vector<int64_t> shape);
+  Value* addValue(std::string name, DataType dtype, std::vector<int64_t> shape);
   /// Creates a constant value owned by the graph.
   Value* addConstant(std::string name, std::shared_ptr<const TensorData> data,
                      int initializerIndex = -1);

@@ -71,9 +71,9 @@ struct OpChoice {
 
 /// One configuration line: a fused HPVM node.
 struct NodeConfig {
-  std::string name;      ///< First token (string key, HPVM's ordinal).
-  int key = 0;           ///< 1 + ops on earlier lines (integer key).
-  bool gpu = true;       ///< Device token: gpu (run on CPU, same knobs) / cpu.
+  std::string name; ///< First token (string key, HPVM's ordinal).
+  int key = 0;      ///< 1 + ops on earlier lines (integer key).
+  bool gpu = true;  ///< Device token: gpu (run on CPU, same knobs) / cpu.
   std::vector<OpChoice> ops;
   int line = 0;
 };
@@ -104,17 +104,17 @@ public:
 /// One HPVM fused node of the launched program (HPVM's FuseHPVMTensorNodes
 /// rules, reference section 7.1), in execution order.
 struct FusedNodeInfo {
-  int ordinal = 0;        ///< 1-based position (HPVM's string id).
-  int firstOpId = 0;      ///< Node id of the first op (integer key); 0 if
-                          ///< the program sets no node ids.
+  int ordinal = 0;   ///< 1-based position (HPVM's string id).
+  int firstOpId = 0; ///< Node id of the first op (integer key); 0 if
+                     ///< the program sets no node ids.
   std::vector<HpvmOp> ops;
   std::vector<std::string> leafNames; ///< Node functions, for messages.
 };
 
 /// One executed tensor op of the last launch, for profiles and call logs.
 struct OpRecord {
-  int opId = 0;           ///< __hpvm__node_id of the op's leaf (0 if none).
-  int fusedOrdinal = 0;   ///< FusedNodeInfo::ordinal it belongs to.
+  int opId = 0;         ///< __hpvm__node_id of the op's leaf (0 if none).
+  int fusedOrdinal = 0; ///< FusedNodeInfo::ordinal it belongs to.
   HpvmOp op;
   KnobSpec knob;
   std::vector<std::vector<int64_t>> inputShapes;

@@ -238,8 +238,8 @@ np.save('c.npy', b.reshape(4, 12).astype('<f8'))
   CHECK(readFile(dir / "out/a_input.bin") == readFile(dir / "ax"));
   CHECK(readFile(dir / "out/a_labels.bin") ==
         std::string("\2\0\0\0\0\0\0\0\1\0\0\0", 12));
-  ToolRun b = runTool({"convert", dir / "b.npy", dir / "lb.npy", "--name",
-                       "b", "-q", "-o", dir / "out"});
+  ToolRun b = runTool({"convert", dir / "b.npy", dir / "lb.npy", "--name", "b",
+                       "-q", "-o", dir / "out"});
   REQUIRE_MESSAGE(b.code == 0, b.err);
   CHECK(readFile(dir / "out/b_input.bin") == readFile(dir / "bx"));
   CHECK(readFile(dir / "out/b_labels.bin") ==

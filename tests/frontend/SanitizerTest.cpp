@@ -54,7 +54,7 @@ TEST_CASE("Sanitizer: escapeText is safe in strings and comments") {
   CHECK(escapeText("tab\there") == "tab\\there");
   CHECK(escapeText("*/ end") == "*\\057 end");
   CHECK(escapeText("/* open") == "\\057* open");
-  CHECK(escapeText("what??!") == "what\\??!");
+  CHECK(escapeText("what?\?!") == "what\\?\?!");
   CHECK(escapeText("\x01\x7f") == "\\001\\177");
   CHECK(escapeText("caf\xc3\xa9") == "caf\\303\\251");
   // No escape ends in a backslash, so a // comment never continues.
@@ -78,7 +78,7 @@ TEST_CASE("Sanitizer: hostile names produce a harmless program") {
   names.fcWeight = "line\nbreak\\";
   names.fcBias = "root";
   names.convNode = evil;
-  names.tanhNode = "??/\n#include </etc/passwd>";
+  names.tanhNode = "?\?/\n#include </etc/passwd>";
   names.poolNode = "\\";
   names.gemmNode = "\xff\xfe";
   names.softmaxNode = "var_0_node";

@@ -3,6 +3,7 @@
 // convolutions are the approximate algorithm followed by the post-ops, and
 // non-convolution ops apply the knob's precision.
 #include "KernelTestUtil.h"
+#include "approx/ConvGeometry.h"
 
 using namespace hpvm::rt;
 using namespace hpvm::rt::test;
@@ -140,6 +141,60 @@ TEST_CASE("Kernels: perforated and sampled convs are the approximate "
     TestPost none(0, c.s.K, c.yDims, 0);
     checkClose(c.run(none.ops, knobOf(Variant::PerfRow, Precision::FP32, 1)),
                c.reference(none), 1e-5, 2e-5, std::string(name) + " rate 1");
+  }
+}
+
+TEST_CASE("Kernels: approximate convs fuse every post-op chain bit for bit "
+          "on every perforation engine, fp32 and fp16") {
+  using approx::PerforationPath;
+  struct K {
+    Variant v;
+    int rate, offset;
+  };
+  for (const char* name : {"lenet_like_5x5", "tail13"}) {
+    ConvCase c(name, 950);
+    const int64_t HW = c.s.Ho() * c.s.Wo();
+    for (PerforationPath path :
+         {PerforationPath::Auto, PerforationPath::DnnlFused,
+          PerforationPath::DnnlGeneric, PerforationPath::Gemm}) {
+      approx::setPerforationPath(path);
+      for (K k : {K{Variant::PerfRow, 2, 1}, K{Variant::PerfCol, 3, 0},
+                  K{Variant::Samp, 2, 1}}) {
+        if (k.v == Variant::Samp && path != PerforationPath::Auto)
+          continue;
+        for (Precision p : {Precision::FP32, Precision::FP16}) {
+          KnobSpec knob = knobOf(k.v, p, k.rate, k.offset);
+          for (int v = 0; v < TestPost::kVariants; ++v) {
+            TestPost post(v, c.s.K, c.yDims, 960 + v);
+            std::vector<float> got = c.run(post.ops, knob);
+            // The algorithm on the (rounded) operands, then the reference
+            // post-ops, then the (rounded) result.
+            std::vector<float> xv = c.x->values(), wv = c.w->values();
+            if (p == Precision::FP16) {
+              approx::roundToHalf(xv.data(), int64_t(xv.size()));
+              approx::roundToHalf(wv.data(), int64_t(wv.size()));
+            }
+            std::vector<float> want(got.size());
+            if (k.v == Variant::Samp)
+              approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
+                                  wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
+                                  knob, want.data());
+            else
+              approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
+                                     wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
+                                     knob, want.data());
+            post.reference(want, c.s.N, c.s.K, HW);
+            if (p == Precision::FP16)
+              approx::roundToHalf(want.data(), int64_t(want.size()));
+            CHECK_MESSAGE(got == want,
+                          name << " path " << int(path) << " variant "
+                               << int(k.v) << " rate " << k.rate
+                               << " precision " << int(p) << " chain " << v);
+          }
+        }
+      }
+    }
+    approx::setPerforationPath(PerforationPath::Auto);
   }
 }
 

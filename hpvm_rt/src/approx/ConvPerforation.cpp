@@ -21,7 +21,10 @@
 //  - Tiny outputs (VGG16-CIFAR's 4x4 and 2x2 layers), 1x1 and few-channel
 //    filters run as reduced im2col + GEMM over the kept positions
 //    (GemmConv.h), which is faster there (see preferGemm).
+//  - The caller's post-ops (an Epilogue) run on each output row or plane
+//    right after the pass that completes it, while it is in cache.
 #include "approx/ConvGeometry.h"
+#include "approx/Epilogue.h"
 #include "approx/GemmConv.h"
 #include "approx/Scratch.h"
 #include "kernels/Kernels.h"
@@ -378,39 +381,53 @@ std::vector<Source> sourcesOf(const std::vector<bool>& kept,
   return src;
 }
 
-/// Fills the skipped rows (or columns) of every NCHW output plane from
-/// their computed neighbours: index 0 copies index 1, the last index copies
-/// the one before it, any other index averages both neighbours.
-void fillSkipped(float* y, const ConvGeometry& g, bool rows,
-                 const std::vector<bool>& kept) {
-  const int64_t len = rows ? g.ho : g.wo;
+/// The skipped indices of a perforated axis.
+std::vector<int64_t> skippedOf(const std::vector<bool>& kept) {
   std::vector<int64_t> skipped;
-  for (int64_t i = 0; i < len; ++i)
+  for (size_t i = 0; i < kept.size(); ++i)
     if (!kept[i])
-      skipped.push_back(i);
-  if (skipped.empty())
-    return;
-  const int64_t ho = g.ho, wo = g.wo;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < g.n * g.k; ++p) {
-    float* plane = y + p * ho * wo;
-    for (int64_t r = 0; r < (rows ? 1 : ho); ++r)
-      for (int64_t i : skipped) {
-        const int64_t lo = i == 0 ? 1 : i - 1;
-        const int64_t hi = i == len - 1 ? len - 2 : i + 1;
-        if (rows) {
-          float* dst = plane + i * wo;
-          const float* a = plane + lo * wo;
-          const float* b = plane + hi * wo;
+      skipped.push_back(static_cast<int64_t>(i));
+  return skipped;
+}
+
+/// Fills the skipped rows (or columns) of one NCHW output plane of g from
+/// their computed neighbours: index 0 copies index 1, the last index copies
+/// the one before it, any other index averages both neighbours. Then the
+/// plane (image n, channel k) goes through `epi` (if not null) while it is
+/// in cache.
+void fillPlane(float* plane, int64_t n, int64_t k, const ConvGeometry& g,
+               bool rows, const std::vector<int64_t>& skipped,
+               const Epilogue* epi) {
+  const int64_t ho = g.ho, wo = g.wo, len = rows ? ho : wo;
+  for (int64_t r = 0; r < (rows ? 1 : ho); ++r)
+    for (int64_t i : skipped) {
+      const int64_t lo = i == 0 ? 1 : i - 1;
+      const int64_t hi = i == len - 1 ? len - 2 : i + 1;
+      if (rows) {
+        float* dst = plane + i * wo;
+        const float* a = plane + lo * wo;
+        const float* b = plane + hi * wo;
 #pragma omp simd
-          for (int64_t x = 0; x < wo; ++x)
-            dst[x] = (a[x] + b[x]) * 0.5f;
-        } else {
-          float* row = plane + r * wo;
-          row[i] = (row[lo] + row[hi]) * 0.5f;
-        }
+        for (int64_t x = 0; x < wo; ++x)
+          dst[x] = (a[x] + b[x]) * 0.5f;
+      } else {
+        float* row = plane + r * wo;
+        row[i] = (row[lo] + row[hi]) * 0.5f;
       }
-  }
+    }
+  if (epi)
+    epi->apply(n, k, 0, plane, ho * wo);
+}
+
+/// fillPlane on every output plane.
+void fillSkipped(float* y, const ConvGeometry& g, bool rows,
+                 const std::vector<bool>& kept, const Epilogue* epi) {
+  const std::vector<int64_t> skipped = skippedOf(kept);
+  if (skipped.empty() && !epi)
+    return;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < g.n * g.k; ++p)
+    fillPlane(y + p * g.ho * g.wo, p / g.k, p % g.k, g, rows, skipped, epi);
 }
 
 #if defined(__AVX512F__)
@@ -484,11 +501,11 @@ void transposeRow(const float* src, int64_t wo, int64_t K, float* dst,
 /// The fused output pass: writes every NCHW output row (n, :, h, :) of the
 /// original problem g0 from the classes' NHWC results of the internal row
 /// problem (transposed for columns), averaging skipped positions on the
-/// fly.
+/// fly, and runs `epi` (if not null) on each row just written.
 void writeOutput(const std::vector<const float*>& dst,
                  const std::vector<const ClassPrim*>& prims,
                  const std::vector<Source>& src, const ConvGeometry& g0,
-                 bool cols, float* y) {
+                 bool cols, float* y, const Epilogue* epi) {
   const int64_t K = g0.k, ho = g0.ho, wo = g0.wo;
   // Internal output (n, a, b) is original (n, h, w) = cols ? (b, a) : (a, b)
   // and lives at row `t` of its class, whose rows hold bLen K-vectors.
@@ -505,9 +522,15 @@ void writeOutput(const std::vector<const float*>& dst,
     for (int64_t nh = 0; nh < g0.n * ho; ++nh) {
       const int64_t n = nh / ho, h = nh % ho;
       float* out = y + n * K * ho * wo + h * wo;
+      auto finish = [&] {
+        if (epi)
+          for (int64_t k = 0; k < K; ++k)
+            epi->apply(n, k, h * wo, out + k * ho * wo, wo);
+      };
       if (!cols && src[h].cls >= 0) {
         // A kept row is one contiguous NHWC row of its class.
         transposeRow(at(n, h, 0), wo, K, out, ho * wo);
+        finish();
         continue;
       }
       for (int64_t w = 0; w < wo; ++w) {
@@ -525,6 +548,7 @@ void writeOutput(const std::vector<const float*>& dst,
           t[k] = (lo[k] + hi[k]) * 0.5f;
       }
       transposeRow(tile.data(), wo, K, out, ho * wo);
+      finish();
     }
   }
 }
@@ -536,6 +560,13 @@ void setPerforationPath(PerforationPath path) { forcedPath = path; }
 void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                     const float* w, int64_t K, int64_t KH, int64_t KW,
                     const ConvArgs& a, const KnobSpec& knob, float* y) {
+  convPerforated(x, N, C, H, W, w, K, KH, KW, a, knob, y, nullptr);
+}
+
+void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                    const float* w, int64_t K, int64_t KH, int64_t KW,
+                    const ConvArgs& a, const KnobSpec& knob, float* y,
+                    const Epilogue* epi) {
   const ConvGeometry g0 = checkConv("convPerforated", N, C, H, W, K, KH, KW, a,
                                     knob, Variant::PerfRow, Variant::PerfCol);
   const bool cols = knob.variant == Variant::PerfCol;
@@ -554,9 +585,14 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     for (int64_t i = 0; i < g0.wo; ++i)
       if (!cols || kept[i])
         keptCols.push_back(i);
+    // Each plane's skipped positions are filled, and the epilogue run, as
+    // soon as its kept ones are written.
+    const std::vector<int64_t> skipped = skippedOf(kept);
     ScratchPool::Lease lease(scratchPool());
-    gemmConv(x, g0, elems, w, keptRows, keptCols, y, lease, 0);
-    fillSkipped(y, g0, !cols, kept);
+    gemmConv(x, g0, elems, w, keptRows, keptCols, y, lease, 0,
+             [&](int64_t n, int64_t k, float* plane) {
+               fillPlane(plane, n, k, g0, !cols, skipped, epi);
+             });
     return;
   }
   // Column perforation runs as row perforation of the transposed problem
@@ -626,7 +662,7 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     std::vector<const float*> ptr;
     for (const memory& d : dsts)
       ptr.push_back(static_cast<const float*>(d.get_data_handle()));
-    writeOutput(ptr, prims, sourcesOf(kept, classes, prims), g0, cols, y);
+    writeOutput(ptr, prims, sourcesOf(kept, classes, prims), g0, cols, y, epi);
     return;
   }
   // 3b. Other layouts: a oneDNN reorder scatters each class into a strided
@@ -655,7 +691,7 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     scatter(fits, c.count - fits);
   }
   strm.wait();
-  fillSkipped(y, g0, !cols, kept);
+  fillSkipped(y, g0, !cols, kept, epi);
 }
 
 } // namespace hpvm::rt::approx

@@ -10,6 +10,7 @@
 // traffic. Images are processed in chunks; chunks of tiny outputs are
 // batched so that the GEMM stays wide.
 #include "approx/ConvGeometry.h"
+#include "approx/Epilogue.h"
 #include "approx/GemmConv.h"
 #include "approx/Scratch.h"
 #include "kernels/Kernels.h"
@@ -21,6 +22,13 @@ namespace hpvm::rt::approx {
 void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                  const float* w, int64_t K, int64_t KH, int64_t KW,
                  const ConvArgs& a, const KnobSpec& knob, float* y) {
+  convSampled(x, N, C, H, W, w, K, KH, KW, a, knob, y, nullptr);
+}
+
+void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                 const float* w, int64_t K, int64_t KH, int64_t KW,
+                 const ConvArgs& a, const KnobSpec& knob, float* y,
+                 const Epilogue* epi) {
   const ConvGeometry g = checkConv("convSampled", N, C, H, W, K, KH, KW, a,
                                    knob, Variant::Samp, Variant::Samp);
   const std::vector<int64_t> kept =
@@ -37,11 +45,17 @@ void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     for (int64_t t = 0; t < r; ++t)
       wr[k * r + t] = w[k * filterLen + kept[t]] * scale;
 
-  // 2. Reduced im2col + GEMM over every output position.
+  // 2. Reduced im2col + GEMM over every output position, the epilogue on
+  //    each plane as soon as it is computed.
   std::vector<int64_t> rows(g.ho), cols(g.wo);
   std::iota(rows.begin(), rows.end(), 0);
   std::iota(cols.begin(), cols.end(), 0);
-  gemmConv(x, g, kept, wr, rows, cols, y, lease, 1);
+  PlaneFinish finish;
+  if (epi)
+    finish = [&](int64_t n, int64_t k, float* plane) {
+      epi->apply(n, k, 0, plane, g.ho * g.wo);
+    };
+  gemmConv(x, g, kept, wr, rows, cols, y, lease, 1, finish);
 }
 
 } // namespace hpvm::rt::approx

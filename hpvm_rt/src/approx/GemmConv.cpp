@@ -119,7 +119,8 @@ void gemmConv(const float* x, const ConvGeometry& g,
               const std::vector<int64_t>& elems, const float* wr,
               const std::vector<int64_t>& rows,
               const std::vector<int64_t>& cols, float* y,
-              ScratchPool::Lease& lease, size_t firstSlot) {
+              ScratchPool::Lease& lease, size_t firstSlot,
+              const PlaneFinish& finish) {
   const Positions pos{rows, cols, int64_t(rows.size()) == g.ho,
                       int64_t(cols.size()) == g.wo};
   const int64_t r = static_cast<int64_t>(elems.size());
@@ -146,15 +147,28 @@ void gemmConv(const float* x, const ConvGeometry& g,
     for (int64_t t = 0; t < r; ++t)
       im2colRow(x, g, pos, grp, elems[t], n0, cnt, col + t * cnt * p);
     const float* wg = wr + grp * g.kg * r;
+    // `finish` on the job's planes once they are written.
+    auto done = [&](int64_t k, int64_t ni) {
+      const int64_t n = n0 + ni, ch = grp * g.kg + k;
+      finish(n, ch, y + (n * g.k + ch) * g.ho * g.wo);
+    };
     if (direct && cnt == 1) {
       gemm(g.kg, p, r, wg, col, y + (n0 * g.k + grp * g.kg) * p, p);
+      if (finish) {
+#pragma omp parallel for schedule(static) if (parallel)
+        for (int64_t k = 0; k < g.kg; ++k)
+          done(k, 0);
+      }
       return;
     }
     gemm(g.kg, cnt * p, r, wg, col, tmp, cnt * p);
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
     for (int64_t k = 0; k < g.kg; ++k)
-      for (int64_t ni = 0; ni < cnt; ++ni)
+      for (int64_t ni = 0; ni < cnt; ++ni) {
         scatterPlane(tmp, g, pos, grp, n0, cnt, k, ni, y);
+        if (finish)
+          done(k, ni);
+      }
   };
 
   if (jobs >= threads) {

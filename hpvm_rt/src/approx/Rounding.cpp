@@ -29,6 +29,9 @@ float fromBits(uint32_t b) {
 
 /// IEEE binary16 round-to-nearest-even of one float, widened back (the
 /// portable path and the tail of the vector loops).
+/// Elements below which rounding runs on the calling thread alone.
+constexpr int64_t kParallelMin = int64_t(1) << 16;
+
 float roundHalfScalar(float f) {
   const uint32_t x = bitsOf(f);
   const uint32_t sign = x & 0x80000000u, a = x & 0x7fffffffu;
@@ -58,40 +61,65 @@ float roundHalfScalar(float f) {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-void roundToHalf(float* data, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t b = 0; b < n; b += 4096) {
-    const int64_t end = std::min<int64_t>(n, b + 4096);
-    int64_t i = b;
+namespace {
+
+/// Rounds data[b..end) to binary16 and back.
+void roundHalfRange(float* data, int64_t b, int64_t end) {
+  int64_t i = b;
 #if defined(__AVX512F__)
-    // Hardware conversion (round to nearest even), 16 at a time.
-    for (; i + 16 <= end; i += 16) {
-      const __m256i h =
-          _mm512_cvtps_ph(_mm512_loadu_ps(data + i),
-                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_storeu_ps(data + i, _mm512_cvtph_ps(h));
-    }
-#elif defined(__F16C__)
-    for (; i + 8 <= end; i += 8) {
-      const __m128i h =
-          _mm256_cvtps_ph(_mm256_loadu_ps(data + i),
-                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm256_storeu_ps(data + i, _mm256_cvtph_ps(h));
-    }
-#endif
-    for (; i < end; ++i)
-      data[i] = roundHalfScalar(data[i]);
+  // Hardware conversion (round to nearest even), 16 at a time.
+  for (; i + 16 <= end; i += 16) {
+    const __m256i h =
+        _mm512_cvtps_ph(_mm512_loadu_ps(data + i),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_storeu_ps(data + i, _mm512_cvtph_ps(h));
   }
+  if (i < end) {
+    // The tail (whole short rows, in the epilogues) under a mask.
+    const __mmask16 m = static_cast<__mmask16>((1u << (end - i)) - 1u);
+    const __m256i h =
+        _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, data + i),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_mask_storeu_ps(data + i, m, _mm512_cvtph_ps(h));
+    i = end;
+  }
+#elif defined(__F16C__)
+  for (; i + 8 <= end; i += 8) {
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_loadu_ps(data + i),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(data + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < end; ++i)
+    data[i] = roundHalfScalar(data[i]);
+}
+
+} // namespace
+
+void roundToHalf(float* data, int64_t n) {
+  // Short runs (the convolutions' epilogues call this per output row)
+  // stay out of OpenMP: even an if(false) region costs a team setup.
+  if (n <= kParallelMin) {
+    roundHalfRange(data, 0, n);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n; b += 4096)
+    roundHalfRange(data, b, std::min<int64_t>(n, b + 4096));
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 
-void roundToBf16(float* data, int64_t n) {
+namespace {
+
+/// Rounds data[b..end) to bfloat16 and back.
+void roundBf16Range(float* data, int64_t b, int64_t end) {
   // Integer rounding on the float's bits (vectorised by the compiler); not
   // the AVX512-BF16 instruction, which flushes subnormals to zero.
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i) {
+#pragma omp simd
+  for (int64_t i = b; i < end; ++i) {
     uint32_t bits;
     std::memcpy(&bits, &data[i], sizeof bits);
     if ((bits & 0x7fffffffu) > 0x7f800000u)
@@ -101,6 +129,18 @@ void roundToBf16(float* data, int64_t n) {
     bits &= 0xffff0000u;
     std::memcpy(&data[i], &bits, sizeof bits);
   }
+}
+
+} // namespace
+
+void roundToBf16(float* data, int64_t n) {
+  if (n <= kParallelMin) {
+    roundBf16Range(data, 0, n);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n; b += 4096)
+    roundBf16Range(data, b, std::min<int64_t>(n, b + 4096));
 }
 
 } // namespace hpvm::rt::approx

@@ -41,15 +41,15 @@ enum class Act : uint8_t { None, Relu, Clip, Tanh };
 /// add (elementwise, same shape as the output), second activation. Tensors
 /// here are never written.
 struct PostOps {
-  const Tensor* bias = nullptr;       ///< 1xKx1x1 (conv) or 1xNx1x1 (dense).
-  const Tensor* bnGamma = nullptr;    ///< All four set or all null.
+  const Tensor* bias = nullptr;    ///< 1xKx1x1 (conv) or 1xNx1x1 (dense).
+  const Tensor* bnGamma = nullptr; ///< All four set or all null.
   const Tensor* bnBeta = nullptr;
   const Tensor* bnMean = nullptr;
   const Tensor* bnVar = nullptr;
   double bnEps = 0.0;
   Act act = Act::None;
-  float actLo = 0.f, actHi = 0.f;     ///< Clip bounds for Act::Clip.
-  const Tensor* residual = nullptr;   ///< Elementwise add, output shape.
+  float actLo = 0.f, actHi = 0.f;   ///< Clip bounds for Act::Clip.
+  const Tensor* residual = nullptr; ///< Elementwise add, output shape.
   Act act2 = Act::None;
   float act2Lo = 0.f, act2Hi = 0.f;
 };
@@ -102,8 +102,8 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
 void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
             const KnobSpec& knob, Tensor* y);
 /// y = act(x) (y may be x).
-void runAct(const Tensor* x, Act act, float lo, float hi,
-            const KnobSpec& knob, Tensor* y);
+void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
+            Tensor* y);
 /// y = softmax over dim 1 of x viewed as N x (C*H*W) (y may be x).
 void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
 
@@ -138,10 +138,9 @@ namespace approx {
 /// Row or column perforation (KnobSpec.variant PerfRow/PerfCol): computes
 /// only the kept output rows/columns, at proportionally lower cost, and
 /// interpolates the skipped ones as HPVM does (reference section 6.2).
-void convPerforated(const float* x, int64_t N, int64_t C, int64_t H,
-                    int64_t W, const float* w, int64_t K, int64_t KH,
-                    int64_t KW, const ConvArgs& a, const KnobSpec& knob,
-                    float* y);
+void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                    const float* w, int64_t K, int64_t KH, int64_t KW,
+                    const ConvArgs& a, const KnobSpec& knob, float* y);
 /// Filter sampling (reference section 6.3), regular and irregular variants.
 void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                  const float* w, int64_t K, int64_t KH, int64_t KW,

@@ -11,10 +11,12 @@
 //               accumulation and result) where the CPU has avx512_bf16 or
 //               AMX; elsewhere the same numerics emulated by rounding the
 //               operands (one warning per process).
-//   PerfRow/PerfCol/Samp  approx:: on NCHW host data, then the post-ops
-//               unfused in reference order; FP16 variants round operands
-//               and result as above.
+//   PerfRow/PerfCol/Samp  approx:: on NCHW host data; the post-ops run
+//               in the reference order (bit for bit) inside the
+//               approximate kernel's output pass (approx/Epilogue.h);
+//               FP16 variants round operands and result as above.
 // Non-convolution ops given a reduced-precision knob round their result.
+#include "approx/Epilogue.h"
 #include "kernels/TensorImpl.h"
 
 #include <fmt/format.h>
@@ -293,26 +295,104 @@ std::string postKey(const PostOps& post) {
                         : std::string());
 }
 
-/// Applies post-ops after an unfused host computation of y (NCHW): bias,
-/// batch norm, act, residual, act2 in the reference order.
-void hostPostOps(const PostOps& post, int64_t N, int64_t K, int64_t HW,
-                 float* y) {
-  if (post.bias) {
-    checkPerChannel(post.bias, K, "bias");
-    ref::add(y, hostData(post.bias), N, K, HW, true, y);
+/// The post-ops of a convolution computed unfused on the host (NCHW):
+/// bias, batch norm, act, residual, act2 in the reference order (bit for
+/// bit ref::add, ref::batchNorm and ref::act), then the rounding to
+/// `roundOutput`. The approximate convolutions run it on their output
+/// while it is in cache.
+class HostPostOps final : public approx::Epilogue {
+public:
+  HostPostOps(const PostOps& post, int64_t N, int64_t K, int64_t HW,
+              Precision roundOutput)
+      : post_(post), k_(K), hw_(HW), round_(roundOutput) {
+    if (post.bias) {
+      checkPerChannel(post.bias, K, "bias");
+      bias_ = hostData(post.bias);
+    }
+    if (hasBn(post)) {
+      checkPerChannel(post.bnGamma, K, "batch norm gamma");
+      checkPerChannel(post.bnBeta, K, "batch norm beta");
+      checkPerChannel(post.bnMean, K, "batch norm mean");
+      checkPerChannel(post.bnVar, K, "batch norm variance");
+      gamma_ = hostData(post.bnGamma);
+      beta_ = hostData(post.bnBeta);
+      mean_ = hostData(post.bnMean);
+      const float* var = hostData(post.bnVar);
+      den_.resize(K);
+      for (int64_t k = 0; k < K; ++k)
+        den_[k] = static_cast<float>(std::sqrt(post.bnEps + var[k]));
+    }
+    if (post.residual) {
+      HPVM_KCHECK(numElems(post.residual) == N * K * HW,
+                  "residual must have the output's shape, has " +
+                      dimsStr(post.residual));
+      residual_ = hostData(post.residual);
+    }
   }
-  if (hasBn(post))
-    ref::batchNorm(y, N, K, HW, hostData(post.bnGamma), hostData(post.bnBeta),
-                   hostData(post.bnMean), hostData(post.bnVar), post.bnEps, y);
-  ref::act(y, N * K * HW, post.act, post.actLo, post.actHi, y);
-  if (post.residual) {
-    HPVM_KCHECK(numElems(post.residual) == N * K * HW,
-                "residual must have the output's shape, has " +
-                    dimsStr(post.residual));
-    ref::add(y, hostData(post.residual), N, K, HW, false, y);
-    ref::act(y, N * K * HW, post.act2, post.act2Lo, post.act2Hi, y);
+
+  /// True when apply() changes nothing.
+  bool empty() const {
+    return !bias_ && !gamma_ && post_.act == Act::None && !residual_ &&
+           round_ == Precision::FP32;
   }
-}
+
+  void apply(int64_t n, int64_t k, int64_t off, float* v,
+             int64_t len) const override {
+    if (bias_) {
+      const float b = bias_[k];
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i)
+        v[i] = v[i] + b;
+    }
+    if (gamma_) {
+      const float g = gamma_[k], be = beta_[k], m = mean_[k], den = den_[k];
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i)
+        v[i] = be + g * (v[i] - m) / den;
+    }
+    actInPlace(v, len, post_.act, post_.actLo, post_.actHi);
+    if (residual_) {
+      const float* r = residual_ + (n * k_ + k) * hw_ + off;
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i)
+        v[i] = v[i] + r[i];
+      actInPlace(v, len, post_.act2, post_.act2Lo, post_.act2Hi);
+    }
+    roundTo(round_, v, len);
+  }
+
+private:
+  /// Applies act to n floats in place with ref::act's arithmetic, the
+  /// activation chosen outside the loop so that the loop vectorises.
+  static void actInPlace(float* v, int64_t n, Act act, float lo, float hi) {
+    switch (act) {
+    case Act::None:
+      return;
+    case Act::Relu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = v[i] < 0.f ? 0.f : v[i];
+      return;
+    case Act::Clip:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = v[i] < lo ? lo : (v[i] > hi ? hi : v[i]);
+      return;
+    case Act::Tanh:
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = std::tanh(v[i]);
+      return;
+    }
+  }
+
+  const PostOps& post_;
+  int64_t k_, hw_;
+  Precision round_;
+  const float* bias_ = nullptr;
+  const float *gamma_ = nullptr, *beta_ = nullptr, *mean_ = nullptr;
+  std::vector<float> den_;
+  const float* residual_ = nullptr;
+};
 
 /// memcpy split over the kernel threads.
 void parallelCopy(void* to, const void* from, size_t bytes) {
@@ -379,34 +459,61 @@ void checkConvShapes(const Dims4& xd, const Dims4& wd, const Dims4& yd,
               "conv output dims wrong: " + shapes());
 }
 
+/// w's values (NCHW) rounded to precision p, computed once per version of
+/// w and cached with its other derived weights.
+const float* roundedWeights(const Tensor* w, Precision p) {
+  TensorImpl& impl = implOf(w);
+  const std::string key =
+      fmt::format("approx-rounded|p{}", static_cast<int>(p));
+  for (const auto& d : impl.derived)
+    if (d.key == key)
+      return static_cast<const float*>(d.weights.get_data_handle());
+  const float* wp = hostData(w);
+  const int64_t n = numElems(w);
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{n}, dt::f32, tag::x}, engine());
+  float* out = static_cast<float*>(d.weights.get_data_handle());
+  std::copy(wp, wp + n, out);
+  roundTo(p, out, n);
+  // A handful of variants per weight tensor at most; drop the oldest.
+  if (impl.derived.size() >= 4)
+    impl.derived.erase(impl.derived.begin());
+  impl.derived.push_back(std::move(d));
+  return out;
+}
+
 /// Perforated/sampled convolution on NCHW host data, then the post-ops.
 void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
                 const PostOps& post, const KnobSpec& knob, Tensor* y,
                 const Dims4& xd, const Dims4& wd, const Dims4& yd) {
-  std::vector<float> xs, ws;
   const float* xp = hostData(x);
   const float* wp = hostData(w);
   if (knob.precision != Precision::FP32) {
-    // Reduced precision: the operands are rounded first.
+    // Reduced precision: the operands are rounded first, the input into a
+    // buffer kept across calls (no allocation and page faults per call),
+    // the weights once per version of w.
+    static thread_local std::vector<float> xs;
     xs.assign(xp, xp + numElems(x));
-    ws.assign(wp, wp + numElems(w));
     roundTo(knob.precision, xs.data(), numElems(x));
-    roundTo(knob.precision, ws.data(), numElems(w));
     xp = xs.data();
-    wp = ws.data();
+    wp = roundedWeights(w, knob.precision);
   }
+  // The post-ops run inside the approximate convolution's output pass;
+  // FP16 variants round the result there too.
+  const HostPostOps epi(post, yd[0], yd[1], yd[2] * yd[3],
+                        knob.precision == Precision::FP16 ? Precision::FP16
+                                                          : Precision::FP32);
+  const approx::Epilogue* ep = epi.empty() ? nullptr : &epi;
   allocHost(y);
   float* yp = y->impl->host;
   if (knob.variant == Variant::Samp)
     approx::convSampled(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2], wd[3],
-                        a, knob, yp);
+                        a, knob, yp, ep);
   else
     approx::convPerforated(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
-                           wd[3], a, knob, yp);
-  hostPostOps(post, yd[0], yd[1], yd[2] * yd[3], yp);
+                           wd[3], a, knob, yp, ep);
   markHostWritten(y);
-  if (knob.precision == Precision::FP16)
-    roundResult(Precision::FP16, y);
 }
 
 /// Marks the result of an in-place kernel (dst == src memory) as y's
