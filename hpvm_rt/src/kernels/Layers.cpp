@@ -12,9 +12,10 @@
 //               AMX; elsewhere the same numerics emulated by rounding the
 //               operands (one warning per process).
 //   PerfRow/PerfCol/Samp  approx:: on NCHW host data; the post-ops run
-//               in the reference order (bit for bit) inside the
-//               approximate kernel's output pass (approx/Epilogue.h);
-//               FP16 variants round operands and result as above.
+//               in the reference order (bit for bit; tanh as oneDNN's
+//               eltwise, as in the exact path) inside the approximate
+//               kernel's output pass (approx/Epilogue.h); FP16 variants
+//               round operands and result as above.
 // Non-convolution ops given a reduced-precision knob round their result.
 #include "approx/Epilogue.h"
 #include "kernels/TensorImpl.h"
@@ -299,12 +300,16 @@ std::string postKey(const PostOps& post) {
 /// bias, batch norm, act, residual, act2 in the reference order (bit for
 /// bit ref::add, ref::batchNorm and ref::act), then the rounding to
 /// `roundOutput`. The approximate convolutions run it on their output
-/// while it is in cache.
+/// while it is in cache. `part` selects the steps: all of them, the head
+/// (bias and batch norm: the steps before the activation) or the tail
+/// (residual, act2 and rounding: the steps after it).
 class HostPostOps final : public approx::Epilogue {
 public:
+  enum class Part : uint8_t { All, Head, Tail };
+
   HostPostOps(const PostOps& post, int64_t N, int64_t K, int64_t HW,
-              Precision roundOutput)
-      : post_(post), k_(K), hw_(HW), round_(roundOutput) {
+              Precision roundOutput, Part part)
+      : post_(post), k_(K), hw_(HW), round_(roundOutput), part_(part) {
     if (post.bias) {
       checkPerChannel(post.bias, K, "bias");
       bias_ = hostData(post.bias);
@@ -332,12 +337,22 @@ public:
 
   /// True when apply() changes nothing.
   bool empty() const {
-    return !bias_ && !gamma_ && post_.act == Act::None && !residual_ &&
-           round_ == Precision::FP32;
+    const bool head =
+        bias_ || gamma_ || (part_ == Part::All && post_.act != Act::None);
+    const bool tail = residual_ || round_ != Precision::FP32;
+    return !(part_ != Part::Tail && head) && !(part_ != Part::Head && tail);
   }
 
   void apply(int64_t n, int64_t k, int64_t off, float* v,
              int64_t len) const override {
+    if (part_ != Part::Tail)
+      applyHead(k, v, len);
+    if (part_ != Part::Head)
+      applyTail(n, k, off, v, len);
+  }
+
+private:
+  void applyHead(int64_t k, float* v, int64_t len) const {
     if (bias_) {
       const float b = bias_[k];
 #pragma omp simd
@@ -350,7 +365,12 @@ public:
       for (int64_t i = 0; i < len; ++i)
         v[i] = be + g * (v[i] - m) / den;
     }
-    actInPlace(v, len, post_.act, post_.actLo, post_.actHi);
+    if (part_ == Part::All)
+      actInPlace(v, len, post_.act, post_.actLo, post_.actHi);
+  }
+
+  void applyTail(int64_t n, int64_t k, int64_t off, float* v,
+                 int64_t len) const {
     if (residual_) {
       const float* r = residual_ + (n * k_ + k) * hw_ + off;
 #pragma omp simd
@@ -361,7 +381,6 @@ public:
     roundTo(round_, v, len);
   }
 
-private:
   /// Applies act to n floats in place with ref::act's arithmetic, the
   /// activation chosen outside the loop so that the loop vectorises.
   static void actInPlace(float* v, int64_t n, Act act, float lo, float hi) {
@@ -388,6 +407,7 @@ private:
   const PostOps& post_;
   int64_t k_, hw_;
   Precision round_;
+  Part part_;
   const float* bias_ = nullptr;
   const float *gamma_ = nullptr, *beta_ = nullptr, *mean_ = nullptr;
   std::vector<float> den_;
@@ -459,6 +479,10 @@ void checkConvShapes(const Dims4& xd, const Dims4& wd, const Dims4& yd,
               "conv output dims wrong: " + shapes());
 }
 
+/// dst = act(src) with oneDNN (defined with the activations below).
+void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
+             float lo, float hi);
+
 /// w's values (NCHW) rounded to precision p, computed once per version of
 /// w and cached with its other derived weights.
 const float* roundedWeights(const Tensor* w, Precision p) {
@@ -500,10 +524,17 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
     wp = roundedWeights(w, knob.precision);
   }
   // The post-ops run inside the approximate convolution's output pass;
-  // FP16 variants round the result there too.
-  const HostPostOps epi(post, yd[0], yd[1], yd[2] * yd[3],
-                        knob.precision == Precision::FP16 ? Precision::FP16
-                                                          : Precision::FP32);
+  // FP16 variants round the result there too. A tanh (scalar std::tanh
+  // would cost more than the convolution) runs afterwards as oneDNN's
+  // vectorised eltwise over the whole output, as in the exact
+  // convolution, and the steps after it in one more pass.
+  const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
+  const Precision outRound =
+      knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
+  const bool tanhAfter = post.act == Act::Tanh;
+  using Part = HostPostOps::Part;
+  const HostPostOps epi(post, N, K, HW, outRound,
+                        tanhAfter ? Part::Head : Part::All);
   const approx::Epilogue* ep = epi.empty() ? nullptr : &epi;
   allocHost(y);
   float* yp = y->impl->host;
@@ -513,6 +544,16 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
   else
     approx::convPerforated(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
                            wd[3], a, knob, yp, ep);
+  if (tanhAfter) {
+    dnnl::memory all({{N * K * HW}, dt::f32, tag::x}, engine(), yp);
+    eltwise(all, all, Act::Tanh, 0.f, 0.f);
+    const HostPostOps tail(post, N, K, HW, outRound, Part::Tail);
+    if (!tail.empty()) {
+#pragma omp parallel for schedule(static)
+      for (int64_t plane = 0; plane < N * K; ++plane)
+        tail.apply(plane / K, plane % K, 0, yp + plane * HW, HW);
+    }
+  }
   markHostWritten(y);
 }
 
