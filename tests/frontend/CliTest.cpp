@@ -121,6 +121,7 @@ TEST_CASE("Cli: export writes HPVM's layout and our files") {
   // The program, with the machine-specific paths masked.
   std::string src = readFile(out + "/hpvm_c.cpp");
   src = replaceAll(src, out, "@OUT@");
+  src = replaceAll(src, HPVM_SOURCE_DIR, "@SOURCE_DIR@");
   src =
       replaceAll(src, sha256File(ModelDir + "lenet_small.onnxtxt"), "@SHA256@");
   std::string diff = checkGolden("lenet_small_hpvm_c.cpp", src);
