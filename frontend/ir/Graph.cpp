@@ -9,9 +9,6 @@
 
 namespace hpvm::fe {
 
-namespace {
-
-/// Bytes of one element of \p dtype; 0 for Undefined.
 size_t elementSize(DataType dtype) {
   switch (dtype) {
   case DataType::Float:
@@ -29,6 +26,8 @@ size_t elementSize(DataType dtype) {
   }
   return 0;
 }
+
+namespace {
 
 /// Reads element \p i of \p t as type T from its little-endian bytes.
 template <typename T> T load(const TensorData& t, int64_t i) {

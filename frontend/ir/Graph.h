@@ -10,6 +10,7 @@
 
 #include "ir/OpKind.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,6 +31,9 @@ enum class DataType : int32_t {
   Bool = 9,
   Double = 11,
 };
+
+/// Bytes of one element of \p dtype; 0 for Undefined.
+size_t elementSize(DataType dtype);
 
 /// Host data of a constant tensor, always little-endian, C order.
 struct TensorData {

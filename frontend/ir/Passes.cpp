@@ -65,19 +65,6 @@ std::shared_ptr<TensorData> withDims(const TensorData& t,
   return out;
 }
 
-size_t byteSize(DataType t) {
-  switch (t) {
-  case DataType::Float:
-  case DataType::Int32:
-    return 4;
-  case DataType::Int64:
-  case DataType::Double:
-    return 8;
-  default:
-    return 1;
-  }
-}
-
 /// Axes from attribute "axes" or constant input 1; false if unknown.
 bool axesOf(Node* n, std::vector<int64_t>& axes) {
   if (n->inputs.size() > 1) {
@@ -202,7 +189,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
     auto t = std::make_shared<TensorData>();
     t->dtype = data.dtype;
     t->dims = idx.dims;
-    size_t size = byteSize(data.dtype);
+    size_t size = elementSize(data.dtype);
     for (int64_t i = 0; i < idx.numElements(); ++i) {
       int64_t k = idx.asInt(i);
       if (k < 0)
@@ -272,7 +259,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
         return nullptr;
       t->dims[static_cast<size_t>(axis)] += d.dims[static_cast<size_t>(axis)];
     }
-    size_t size = byteSize(first.dtype);
+    size_t size = elementSize(first.dtype);
     for (int64_t o = 0; o < outer; ++o)
       for (const Value* v : n->inputs) {
         const TensorData& d = *v->constant;

@@ -147,19 +147,6 @@ std::string onnxTypeName(int32_t onnxType) {
   return "type " + std::to_string(onnxType);
 }
 
-size_t elementBytes(DataType t) {
-  switch (t) {
-  case DataType::Float:
-  case DataType::Int32:
-    return 4;
-  case DataType::Int64:
-  case DataType::Double:
-    return 8;
-  default:
-    return 1;
-  }
-}
-
 /// Appends \p v as \p n little-endian bytes.
 template <typename T> void appendValue(std::vector<uint8_t>& out, T v) {
   uint8_t buf[sizeof(T)];
@@ -183,7 +170,7 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
     data->dims.push_back(d);
   }
   size_t count = static_cast<size_t>(data->numElements());
-  size_t bytes = count * elementBytes(data->dtype);
+  size_t bytes = count * elementSize(data->dtype);
 
   if (t.data_location() == TensorProto::EXTERNAL) {
     std::string location;
