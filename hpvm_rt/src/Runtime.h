@@ -138,6 +138,16 @@ void setRecording(bool on);
 /// Records of the most recent launch (when recording is on).
 const std::vector<OpRecord>& lastLaunchRecords();
 
+/// HPVM's top-1 prediction (computeAccuracy3): the first index of the
+/// largest of the \p classes scores in \p row.
+inline int64_t top1(const float* row, int64_t classes) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < classes; ++c)
+    if (row[best] < row[c])
+      best = c;
+  return best;
+}
+
 } // namespace hpvm::rt
 
 #endif // HPVM_RT_RUNTIME_H

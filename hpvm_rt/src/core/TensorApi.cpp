@@ -358,12 +358,7 @@ float computeAccuracy3(uint32_t* labels, void* result) {
       fatal("label " + std::to_string(labels[i]) + " of image " +
             std::to_string(i) + " is out of range for " + std::to_string(c) +
             " classes");
-    const float* row = data + i * c;
-    int64_t best = 0;
-    for (int64_t j = 1; j < c; ++j)
-      if (row[best] < row[j])
-        best = j;
-    correct += best == static_cast<int64_t>(labels[i]);
+    correct += top1(data + i * c, c) == static_cast<int64_t>(labels[i]);
   }
   float accuracy = n ? 100.0f * float(correct) / float(n) : 0.0f;
   std::printf("batch_dim = %lld, num_classes = %lld\n",

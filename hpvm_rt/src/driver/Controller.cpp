@@ -153,17 +153,13 @@ void RuntimeController::invoke(void* result, const char* labelsPath, int start,
   const float* data = static_cast<const float*>(t->host_data);
   size_t correct = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float* row = data + i * classes;
-    size_t best = 0;
-    for (size_t c = 1; c < classes; ++c)
-      if (row[best] < row[c])
-        best = c;
+    int64_t best = top1(data + i * classes, static_cast<int64_t>(classes));
     int32_t label = labels_[static_cast<size_t>(start) + i];
     if (label < 0 || static_cast<size_t>(label) >= classes)
       throw RunError(fmt::format("{}: label {} at index {} is out of range; "
                                  "the model has {} classes",
                                  labelsPath_, label, start + i, classes));
-    correct += best == static_cast<size_t>(label);
+    correct += best == label;
   }
   double accuracy = 100.0 * static_cast<double>(correct) / n;
   std::printf("batch_dim = %zu, num_classes = %zu\n****** Accuracy = %f\n", n,

@@ -292,13 +292,8 @@ private:
     const int64_t classes = info_.numClasses;
     int64_t correct = 0;
     for (int64_t i = 0; i < n; ++i) {
-      // Top-1: the first index of the maximum (HPVM's computeAccuracy3).
-      const float* row = data + i * classes;
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; ++c)
-        if (row[best] < row[c])
-          best = c;
-      correct += best == ds.labels[static_cast<size_t>(start + i)];
+      correct += top1(data + i * classes, classes) ==
+                 ds.labels[static_cast<size_t>(start + i)];
     }
     return correct;
   }
