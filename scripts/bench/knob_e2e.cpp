@@ -11,6 +11,7 @@
 //                    blocked layout) instead of a host NCHW buffer
 // Threads: OMP_NUM_THREADS. Prints the best of --reps runs per knob, in
 // ms, and the speedup over knob 11.
+#include "Runtime.h"
 #include "kernels/Kernels.h"
 #include "tensor.h"
 
@@ -78,18 +79,9 @@ const std::vector<Layer> kLayers = {
 /// The convolution knobs of Ops.def (bf16 left out).
 std::vector<KnobSpec> convKnobs() {
   std::vector<KnobSpec> out;
-#define HPVM_KNOB(Id, ConfName, Var, Prec, Speedup, Rate, Offset, Applies)     \
-  {                                                                            \
-    KnobSpec s;                                                                \
-    s.id = Id;                                                                 \
-    s.variant = Variant::Var;                                                  \
-    s.precision = Precision::Prec;                                             \
-    s.rate = Rate;                                                             \
-    s.offset = Offset;                                                         \
-    if (s.precision != Precision::BF16)                                        \
-      out.push_back(s);                                                        \
-  }
-#include "hpvm_rt/Ops.def"
+  for (const KnobInfo& k : allKnobs())
+    if (k.spec.precision != Precision::BF16)
+      out.push_back(k.spec);
   return out;
 }
 

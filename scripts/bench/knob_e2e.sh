@@ -13,7 +13,8 @@ mkdir -p "$out"
 cxx=${CXX:-c++}
 bin="$out/knob_e2e"
 srcs="$root/scripts/bench/knob_e2e.cpp $root/hpvm_rt/src/kernels/*.cpp
-      $root/hpvm_rt/src/approx/*.cpp"
+      $root/hpvm_rt/src/approx/*.cpp
+      $root/hpvm_rt/src/core/OpTable.cpp"
 stale=1
 if [ -x "$bin" ]; then
   stale=0

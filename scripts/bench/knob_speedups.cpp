@@ -8,6 +8,7 @@
 //                included), the interface of the approximate kernels;
 //   exact_blk  - input already in the kernel's layout and output left in
 //                it, as between two exact layers of a network.
+#include "Runtime.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
 
@@ -62,26 +63,12 @@ const std::vector<Layer>& layers() {
 }
 
 /// A knob row of Ops.def that applies to convolutions.
-struct Knob {
-  int id;
-  const char* name;
-  KnobSpec spec;
-};
-
-std::vector<Knob> convKnobs() {
-  std::vector<Knob> out;
-#define HPVM_KNOB(Id, ConfName, Var, Prec, Speedup, Rate, Offset, Applies)     \
-  {                                                                            \
-    KnobSpec s;                                                                \
-    s.id = Id;                                                                 \
-    s.variant = Variant::Var;                                                  \
-    s.precision = Precision::Prec;                                             \
-    s.rate = Rate;                                                             \
-    s.offset = Offset;                                                         \
-    if (s.precision != Precision::BF16)                                        \
-      out.push_back({Id, ConfName, s});                                        \
-  }
-#include "hpvm_rt/Ops.def"
+/// The convolution knobs of Ops.def (bf16 left out).
+std::vector<KnobInfo> convKnobs() {
+  std::vector<KnobInfo> out;
+  for (const KnobInfo& k : allKnobs())
+    if (k.spec.precision != Precision::BF16)
+      out.push_back(k);
   return out;
 }
 
@@ -257,8 +244,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "knob_speedups: --batch and --reps must be > 0\n");
     return 1;
   }
-  std::vector<Knob> knobs;
-  for (const Knob& k : convKnobs())
+  std::vector<KnobInfo> knobs;
+  for (const KnobInfo& k : convKnobs())
     if (only.empty() || std::count(only.begin(), only.end(), k.id))
       knobs.push_back(k);
 
@@ -287,7 +274,7 @@ int main(int argc, char** argv) {
     const ConvArgs args{static_cast<int>(l.pad), static_cast<int>(l.pad),
                         static_cast<int>(l.stride), static_cast<int>(l.stride),
                         1};
-    for (const Knob& k : knobs) {
+    for (const KnobInfo& k : knobs) {
       const bool half = k.spec.precision == Precision::FP16;
       auto run = [&] {
         const float* xs = x.data();
@@ -328,7 +315,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < knobs.size(); ++i) {
       char cell[48];
       std::snprintf(cell, sizeof cell, "  %3d %-9s %5.2fx", knobs[i].id,
-                    knobs[i].name, lr.exactMs / lr.knobs[i].ms);
+                    knobs[i].confName, lr.exactMs / lr.knobs[i].ms);
       line += cell;
       if (i % 4 == 3 || i + 1 == knobs.size()) {
         std::printf("%s\n", line.c_str());

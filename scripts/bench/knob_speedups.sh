@@ -11,7 +11,8 @@ out=${KNOB_BENCH_BUILD:-${TMPDIR:-/tmp}/knob_speedups_build}
 mkdir -p "$out"
 cxx=${CXX:-c++}
 bin="$out/knob_speedups"
-srcs="$root/scripts/bench/knob_speedups.cpp $root/hpvm_rt/src/approx/*.cpp"
+srcs="$root/scripts/bench/knob_speedups.cpp $root/hpvm_rt/src/approx/*.cpp
+      $root/hpvm_rt/src/core/OpTable.cpp"
 # Rebuild when any source is newer than the binary.
 stale=1
 if [ -x "$bin" ]; then
