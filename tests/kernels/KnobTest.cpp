@@ -23,18 +23,30 @@ bool representable(std::vector<float> v, Precision p) {
 /// An approximate convolution's result `got` against the algorithm
 /// followed by the reference post-ops `want`: bit for bit, except after a
 /// tanh, which runs as oneDNN's vectorised eltwise (a few ulp from
-/// std::tanh; one binary16 step once rounded to fp16).
+/// std::tanh; one binary16 step once rounded to fp16), and when the
+/// blocked engine ran (`blocked`): its convolutions sum in another order
+/// than the NCHW engine's, a few ulp apart (one binary16 step once
+/// rounded to fp16).
 void checkFused(const std::vector<float>& got, const std::vector<float>& want,
-                const PostOps& ops, Precision p, const std::string& what) {
-  if (ops.act != Act::Tanh) {
+                const PostOps& ops, Precision p, const std::string& what,
+                bool blocked = false) {
+  if (ops.act != Act::Tanh && !blocked) {
     CHECK_MESSAGE(got == want, what);
     return;
   }
-  checkClose(got, want, p == Precision::FP16 ? 1e-3 : 2e-6, 1e-7, what);
+  checkClose(got, want, p == Precision::FP16 ? 1e-3 : 2e-6,
+             p == Precision::FP16 ? 1e-3 : 1e-6, what);
 }
 
 struct ConvCase {
   ConvShape s;
+  /// True when runConv computes knob variant v on the blocked engine
+  /// (approx::convPerforatedBlocked) under perforation path `path`.
+  bool blocked(Variant v, approx::PerforationPath path) const {
+    return (v == Variant::PerfRow || v == Variant::PerfCol) &&
+           path == approx::PerforationPath::Auto && s.K % 16 == 0 &&
+           (s.args.groups == 1 || s.args.groups == s.K) && s.Ho() * s.Wo() > 16;
+  }
   std::unique_ptr<TestTensor> x, w;
   std::vector<size_t> yDims;
   ConvCase(const char* name, unsigned seed) {
@@ -148,8 +160,8 @@ TEST_CASE("Kernels: perforated and sampled convs are the approximate "
         checkFused(got, want, post.ops, Precision::FP32,
                    std::string(name) + " variant " + std::to_string(int(k.v)) +
                        " rate " + std::to_string(k.rate) + " offset " +
-                       std::to_string(k.offset) + " chain " +
-                       std::to_string(v));
+                       std::to_string(k.offset) + " chain " + std::to_string(v),
+                   c.blocked(k.v, approx::PerforationPath::Auto));
       }
     }
     // Rate 1 is the exact convolution.
@@ -159,8 +171,8 @@ TEST_CASE("Kernels: perforated and sampled convs are the approximate "
   }
 }
 
-TEST_CASE("Kernels: approximate convs fuse every post-op chain bit for bit "
-          "on every perforation engine, fp32 and fp16") {
+TEST_CASE("Kernels: approximate convs fuse every post-op chain on every "
+          "perforation engine, fp32 and fp16") {
   using approx::PerforationPath;
   struct K {
     Variant v;
@@ -206,12 +218,60 @@ TEST_CASE("Kernels: approximate convs fuse every post-op chain bit for bit "
                 std::string(name) + " path " + std::to_string(int(path)) +
                     " variant " + std::to_string(int(k.v)) + " rate " +
                     std::to_string(k.rate) + " precision " +
-                    std::to_string(int(p)) + " chain " + std::to_string(v));
+                    std::to_string(int(p)) + " chain " + std::to_string(v),
+                c.blocked(k.v, path));
           }
         }
       }
     }
     approx::setPerforationPath(PerforationPath::Auto);
+  }
+}
+
+TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
+          "every rate, offset and axis, from blocked and from host input") {
+  // Shapes the blocked engine takes (K a multiple of 16, dense or
+  // depthwise, more than 16 output positions): nChw16c and plain NCHW
+  // input (vgg_first has 3 channels), stride 2, 1x1, depthwise.
+  for (const char* name : {"vgg_first", "tail13", "stride2", "shortcut_1x1_s2",
+                           "pointwise", "depthwise", "depthwise_s2_tail"}) {
+    ConvCase c(name, 1100);
+    REQUIRE_MESSAGE(c.blocked(Variant::PerfRow, approx::PerforationPath::Auto),
+                    name);
+    const int64_t HW = c.s.Ho() * c.s.Wo();
+    for (bool blockedInput : {false, true}) {
+      if (blockedInput) {
+        // x becomes the blocked output of an exact 1x1 convolution.
+        TestTensor x0(
+            {size_t(c.s.N), size_t(c.s.C), size_t(c.s.H), size_t(c.s.W)}),
+            w0({size_t(c.s.C), size_t(c.s.C), 1, 1});
+        x0.set(randomVec(x0.size(), 1101));
+        w0.set(randomVec(w0.size(), 1102, -0.3f, 0.3f));
+        runConv(x0.get(), w0.get(), ConvArgs{}, PostOps{}, KnobSpec{},
+                c.x->get());
+      }
+      for (Variant v : {Variant::PerfRow, Variant::PerfCol})
+        for (int rate = 2; rate <= 4; ++rate)
+          for (int offset = 0; offset < rate; ++offset)
+            for (int chain : {1, 3}) {
+              KnobSpec knob = knobOf(v, Precision::FP32, rate, offset);
+              TestPost post(chain, c.s.K, c.yDims, 1110 + chain);
+              std::vector<float> got = c.run(post.ops, knob);
+              std::vector<float> xv = c.x->values(), wv = c.w->values();
+              std::vector<float> want(got.size());
+              approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
+                                     wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
+                                     knob, want.data());
+              post.reference(want, c.s.N, c.s.K, HW);
+              checkFused(got, want, post.ops, Precision::FP32,
+                         std::string(name) + (blockedInput ? " blocked" : "") +
+                             " variant " + std::to_string(int(v)) + " rate " +
+                             std::to_string(rate) + " offset " +
+                             std::to_string(offset) + " chain " +
+                             std::to_string(chain),
+                         true);
+            }
+    }
   }
 }
 

@@ -56,14 +56,18 @@ inline float samplingScale(int rate) {
 /// How perforated convolutions compute (Auto: by output size; the others
 /// force one engine so that tests cover each).
 enum class PerforationPath : uint8_t {
-  Auto,        ///< GEMM for tiny outputs, 1x1 and few-channel filters,
-               ///< oneDNN with the fused output pass otherwise.
+  Auto,        ///< From runConv: the blocked engine where it applies
+               ///< (PerforationBlocked.cpp). Otherwise GEMM for tiny
+               ///< outputs, 1x1 and few-channel filters, oneDNN with the
+               ///< fused output pass for the rest.
   DnnlFused,   ///< oneDNN per class, fused NHWC output pass.
   DnnlGeneric, ///< oneDNN per class, scatter reorders and a fill pass.
   Gemm,        ///< Reduced im2col + GEMM over the kept positions.
 };
 /// Test hook: selects the engine of later perforated convolutions.
 void setPerforationPath(PerforationPath path);
+/// The engine setPerforationPath() selected (Auto by default).
+PerforationPath perforationPath();
 
 } // namespace hpvm::rt::approx
 

@@ -26,6 +26,7 @@
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "approx/GemmConv.h"
+#include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
 #include "kernels/Kernels.h"
 
@@ -44,7 +45,7 @@
 
 namespace hpvm::rt::approx {
 
-namespace {
+namespace detail {
 
 using dnnl::memory;
 using dt = memory::data_type;
@@ -74,12 +75,6 @@ dnnl::engine& cpuEngine() {
   return eng;
 }
 
-/// Output rows start, start + step, ... (count of them): the rows one
-/// strided convolution computes.
-struct OutputClass {
-  int64_t start = 0, step = 1, count = 0;
-};
-
 /// How the kept rows of an axis are computed, with as few convolutions as
 /// possible: the residue classes modulo the rate (all but the offset's, one
 /// convolution with stride rate each), or, on short axes where that is
@@ -108,17 +103,6 @@ std::vector<OutputClass> keptClasses(const std::vector<bool>& kept, int rate,
   return runs.size() < classes.size() ? runs : classes;
 }
 
-/// The rows of one class's convolution (the internal problem is always a
-/// row perforation; column perforation transposes it).
-struct ClassPlan {
-  int64_t shift = 0;  ///< Input row the class's input view starts at.
-  int64_t viewH = 0;  ///< Input rows in the view.
-  int64_t stride = 1; ///< Row stride: strideH * step.
-  int64_t padT = 0, padB = 0;
-  int64_t first = 0;  ///< Computed rows before the class's first.
-  int64_t outLen = 0; ///< Rows the convolution computes (count + first).
-};
-
 /// Relative cost of reordering one input element against one flop of the
 /// convolution (memory-bound copy versus AVX-512 FMAs), for choosing how a
 /// class whose first window starts inside the input is computed.
@@ -132,7 +116,8 @@ constexpr int64_t kFlopsPerReorderedElement = 150;
 /// class strides and the extra first rows are computed and dropped,
 /// whichever costs less. The bottom padding is trimmed to what the last
 /// window reads, so the row count is exact.
-ClassPlan planClass(const ConvGeometry& g, const OutputClass& c) {
+ClassPlan planClass(const ConvGeometry& g, const OutputClass& c,
+                    int64_t flopsPerShiftedElement) {
   ClassPlan p;
   p.stride = g.strideH * c.step;
   const int64_t begin = c.start * g.strideH - g.padH;
@@ -142,7 +127,7 @@ ClassPlan planClass(const ConvGeometry& g, const OutputClass& c) {
     const int64_t wasteFlops =
         extra * g.n * g.k * g.wo * g.cg * g.kh * g.kw * 2;
     const int64_t reorderElems = g.n * g.c * (g.h - begin) * g.w;
-    if (wasteFlops > reorderElems * kFlopsPerReorderedElement) {
+    if (wasteFlops > reorderElems * flopsPerShiftedElement) {
       p.shift = begin;
     } else {
       p.first = extra;
@@ -207,7 +192,7 @@ const ClassPrim& classPrim(const ConvGeometry& g, const OutputClass& c) {
     return it->second;
 
   ClassPrim cp;
-  cp.plan = planClass(g, c);
+  cp.plan = planClass(g, c, kFlopsPerReorderedElement);
   const ClassPlan& p = cp.plan;
   const int64_t padR = padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
   const memory::dims dstDims{g.n, g.k, p.outLen, g.wo};
@@ -350,18 +335,9 @@ ConvGeometry transposed(const ConvGeometry& g) {
   return t;
 }
 
-/// Where output row a of the internal row problem comes from: a kept row
-/// reads class `cls` at row `t` (counting dropped first rows); a
-/// skipped one averages rows lo and hi (lo == hi: copy).
-struct Source {
-  int cls = -1;
-  int64_t t = 0;
-  int64_t lo = 0, hi = 0;
-};
-
 std::vector<Source> sourcesOf(const std::vector<bool>& kept,
                               const std::vector<OutputClass>& classes,
-                              const std::vector<const ClassPrim*>& prims) {
+                              const std::vector<int64_t>& firsts) {
   const int64_t len = static_cast<int64_t>(kept.size());
   std::vector<Source> src(len);
   for (size_t ci = 0; ci < classes.size(); ++ci) {
@@ -369,7 +345,7 @@ std::vector<Source> sourcesOf(const std::vector<bool>& kept,
     for (int64_t t = 0; t < c.count; ++t) {
       Source& s = src[c.start + t * c.step];
       s.cls = static_cast<int>(ci);
-      s.t = t + prims[ci]->plan.first;
+      s.t = t + firsts[ci];
     }
   }
   for (int64_t i = 0; i < len; ++i) {
@@ -553,9 +529,12 @@ void writeOutput(const std::vector<const float*>& dst,
   }
 }
 
-} // namespace
+} // namespace detail
+
+using namespace detail;
 
 void setPerforationPath(PerforationPath path) { forcedPath = path; }
+PerforationPath perforationPath() { return forcedPath; }
 
 void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                     const float* w, int64_t K, int64_t KH, int64_t KW,
@@ -662,7 +641,10 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     std::vector<const float*> ptr;
     for (const memory& d : dsts)
       ptr.push_back(static_cast<const float*>(d.get_data_handle()));
-    writeOutput(ptr, prims, sourcesOf(kept, classes, prims), g0, cols, y, epi);
+    std::vector<int64_t> firsts;
+    for (const ClassPrim* cp : prims)
+      firsts.push_back(cp->plan.first);
+    writeOutput(ptr, prims, sourcesOf(kept, classes, firsts), g0, cols, y, epi);
     return;
   }
   // 3b. Other layouts: a oneDNN reorder scatters each class into a strided

@@ -6,7 +6,10 @@
 
 #include "kernels/Kernels.h"
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <cstdint>
+#include <functional>
 
 namespace hpvm::rt::approx {
 
@@ -35,6 +38,41 @@ void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                  const float* w, int64_t K, int64_t KH, int64_t KW,
                  const ConvArgs& a, const KnobSpec& knob, float* y,
                  const Epilogue* epi);
+
+/// Elementwise work on the rows of an nChw16c output (the blocked engine's
+/// counterpart of Epilogue): applyRow() is called exactly once for every
+/// output row (image n, channel block cb, row h), from several threads at
+/// once; v holds wo x 16 values, channel cb * 16 + l of column x at
+/// v[x * 16 + l].
+class BlockedEpilogue {
+public:
+  virtual ~BlockedEpilogue() = default;
+  virtual void applyRow(int64_t n, int64_t cb, int64_t h, float* v,
+                        int64_t wo) const = 0;
+};
+
+/// A perforated convolution on the layer kernels' blocked activations.
+struct BlockedConv {
+  dnnl::memory x; ///< N x C x H x W in any layout (nChw16c: no reorder).
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  const float* weights = nullptr; ///< K x C/groups x KH x KW, OIHW.
+  int64_t k = 0, kh = 0, kw = 0;
+  ConvArgs args;
+  KnobSpec knob; ///< PerfRow or PerfCol.
+  /// Rounds a copy of the input in place (fp16 knobs); none if empty.
+  std::function<void(float*, int64_t)> roundInput;
+  /// Returns the dense nChw16c N x K x Ho x Wo output buffer; called once,
+  /// only when the convolution runs.
+  std::function<float*()> output;
+  const BlockedEpilogue* epilogue = nullptr; ///< Null: none.
+};
+
+/// Runs bc with oneDNN's blocked kernels, the kept rows or columns only,
+/// and returns true; returns false without touching anything when this
+/// engine does not apply (K not a multiple of 16, grouped but not
+/// depthwise, tiny outputs, no fast oneDNN kernel), in which case the
+/// caller uses convPerforated on NCHW data.
+bool convPerforatedBlocked(const BlockedConv& bc);
 
 } // namespace hpvm::rt::approx
 

@@ -17,6 +17,7 @@
 //               kernel's output pass (approx/Epilogue.h); FP16 variants
 //               round operands and result as above.
 // Non-convolution ops given a reduced-precision knob round their result.
+#include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "kernels/TensorImpl.h"
 
@@ -303,12 +304,15 @@ std::string postKey(const PostOps& post) {
 /// while it is in cache. `part` selects the steps: all of them, the head
 /// (bias and batch norm: the steps before the activation) or the tail
 /// (residual, act2 and rounding: the steps after it).
-class HostPostOps final : public approx::Epilogue {
+class HostPostOps final : public approx::Epilogue,
+                          public approx::BlockedEpilogue {
 public:
   enum class Part : uint8_t { All, Head, Tail };
 
+  /// With `blocked`, the output (and the residual, given later by
+  /// setBlockedResidual) is nChw16c and applyRow() is the entry point.
   HostPostOps(const PostOps& post, int64_t N, int64_t K, int64_t HW,
-              Precision roundOutput, Part part)
+              Precision roundOutput, Part part, bool blocked = false)
       : post_(post), k_(K), hw_(HW), round_(roundOutput), part_(part) {
     if (post.bias) {
       checkPerChannel(post.bias, K, "bias");
@@ -331,15 +335,19 @@ public:
       HPVM_KCHECK(numElems(post.residual) == N * K * HW,
                   "residual must have the output's shape, has " +
                       dimsStr(post.residual));
-      residual_ = hostData(post.residual);
+      if (!blocked)
+        residual_ = hostData(post.residual);
     }
   }
+
+  /// The residual's values in the output's nChw16c layout.
+  void setBlockedResidual(const float* r) { residual_ = r; }
 
   /// True when apply() changes nothing.
   bool empty() const {
     const bool head =
         bias_ || gamma_ || (part_ == Part::All && post_.act != Act::None);
-    const bool tail = residual_ || round_ != Precision::FP32;
+    const bool tail = post_.residual || round_ != Precision::FP32;
     return !(part_ != Part::Tail && head) && !(part_ != Part::Head && tail);
   }
 
@@ -349,6 +357,40 @@ public:
       applyHead(k, v, len);
     if (part_ != Part::Head)
       applyTail(n, k, off, v, len);
+  }
+
+  void applyRow(int64_t n, int64_t cb, int64_t h, float* v,
+                int64_t wo) const override {
+    const int64_t k0 = cb * 16, len = wo * 16;
+    if (part_ != Part::Tail) {
+      if (bias_) {
+        const float* b = bias_ + k0;
+        for (int64_t x = 0; x < wo; ++x)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l)
+            v[x * 16 + l] = v[x * 16 + l] + b[l];
+      }
+      if (gamma_) {
+        const float *g = gamma_ + k0, *be = beta_ + k0, *m = mean_ + k0;
+        const float* den = den_.data() + k0;
+        for (int64_t x = 0; x < wo; ++x)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l)
+            v[x * 16 + l] = be[l] + g[l] * (v[x * 16 + l] - m[l]) / den[l];
+      }
+      if (part_ == Part::All)
+        actInPlace(v, len, post_.act, post_.actLo, post_.actHi);
+    }
+    if (part_ != Part::Head) {
+      if (residual_) {
+        const float* r = residual_ + ((n * (k_ / 16) + cb) * hw_ + h * wo) * 16;
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i)
+          v[i] = v[i] + r[i];
+        actInPlace(v, len, post_.act2, post_.act2Lo, post_.act2Hi);
+      }
+      roundTo(round_, v, len);
+    }
   }
 
 private:
@@ -507,6 +549,50 @@ const float* roundedWeights(const Tensor* w, Precision p) {
   return out;
 }
 
+/// Perforated convolution on the activations' blocked layout (no NCHW
+/// round trip), the post-ops in its output pass. Returns false when the
+/// blocked engine does not apply to this problem.
+bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
+                       const PostOps& post, const KnobSpec& knob, Tensor* y,
+                       const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
+  if (K % 16 != 0 || post.act == Act::Tanh ||
+      (post.residual && dims4(post.residual) != yd))
+    return false;
+  const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
+  const Precision outRound =
+      knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
+  HostPostOps epi(post, N, K, HW, outRound, HostPostOps::Part::All,
+                  /*blocked=*/true);
+  dnnl::memory residual;
+  approx::BlockedConv bc;
+  bc.x = currentMemory(x);
+  bc.n = xd[0];
+  bc.c = xd[1];
+  bc.h = xd[2];
+  bc.w = xd[3];
+  bc.weights = knob.precision == Precision::FP32
+                   ? hostData(w)
+                   : roundedWeights(w, knob.precision);
+  bc.k = wd[0];
+  bc.kh = wd[2];
+  bc.kw = wd[3];
+  bc.args = a;
+  bc.knob = knob;
+  if (knob.precision != Precision::FP32)
+    bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
+  bc.output = [&] {
+    if (post.residual) {
+      residual = memoryAs(post.residual, yDesc);
+      epi.setBlockedResidual(
+          static_cast<const float*>(residual.get_data_handle()));
+    }
+    return static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
+  };
+  bc.epilogue = epi.empty() ? nullptr : &epi;
+  return approx::convPerforatedBlocked(bc);
+}
+
 /// Perforated/sampled convolution on NCHW host data, then the post-ops.
 void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
                 const PostOps& post, const KnobSpec& knob, Tensor* y,
@@ -586,7 +672,12 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   Dims4 xd = dims4(x), wd = dims4(w), yd = dims4(y);
   checkConvShapes(xd, wd, yd, args);
   if (knob.variant != Variant::Exact && knob.rate > 1) {
-    convApprox(x, w, args, post, knob, y, xd, wd, yd);
+    const bool perforated =
+        knob.variant == Variant::PerfRow || knob.variant == Variant::PerfCol;
+    if (!perforated ||
+        approx::perforationPath() != approx::PerforationPath::Auto ||
+        !convApproxBlocked(x, w, args, post, knob, y, xd, wd, yd))
+      convApprox(x, w, args, post, knob, y, xd, wd, yd);
     return;
   }
   Numerics nm = numericsOf(knob);

@@ -1,0 +1,283 @@
+// PerforationBlocked.cpp - perforated convolution on the layer kernels'
+// own activation layout (nChw16c in and out, or plain NCHW in for inputs
+// with a channel count not divisible by 16), so that an approximated layer
+// between exact ones costs no layout round trip.
+//
+// The kept rows (columns) are computed by one oneDNN strided convolution
+// per class (PerforationPlan.h) reading the caller's blocked input in
+// place; each writes its rows into a scratch buffer in nChw16c. One pass
+// then writes every output row (image, channel block, row): kept rows are
+// copied from their class, skipped ones averaged from their neighbours'
+// class rows, and the caller's epilogue runs on the row while it is in
+// cache. The arithmetic is the classes' share of the exact convolution;
+// the extra memory traffic is one read of the classes' results.
+#include "approx/Epilogue.h"
+#include "approx/PerforationPlan.h"
+#include "approx/Scratch.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace hpvm::rt::approx {
+
+namespace {
+
+using namespace detail;
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+/// Copying one input element into a shifted view costs about this many
+/// convolution flops (a memcpy of contiguous rows, cheaper than the NCHW
+/// engine's reorder).
+constexpr int64_t kFlopsPerCopiedElement = 50;
+
+/// Output extent below which the blocked engine is not used: oneDNN's
+/// direct kernels lose most of their efficiency there (VGG16-CIFAR's 2x2
+/// layers) and the NCHW engine's reduced GEMM is faster.
+constexpr int64_t kMinOutputPositions = 16;
+
+/// One class's convolution in the blocked engine.
+struct BlockedPrim {
+  dnnl::convolution_forward prim;
+  memory::desc src, weights, dst;
+  ClassPlan plan;
+  bool ok = false; ///< A fast (non-reference) kernel exists.
+};
+
+std::mutex blockedMutex;
+std::map<std::vector<int64_t>, BlockedPrim>& blockedCache() {
+  static std::map<std::vector<int64_t>, BlockedPrim> cache;
+  return cache;
+}
+
+/// The source layout of the blocked engine for g: nChw16c when the
+/// channels fill whole blocks, plain NCHW otherwise.
+tag srcTag(const ConvGeometry& g) {
+  return g.c % 16 == 0 ? tag::nChw16c : tag::nchw;
+}
+
+/// The cached convolution computing class `c` of g's rows (cols: of its
+/// columns), or one with ok == false when oneDNN has no fast kernel.
+const BlockedPrim& blockedPrim(const ConvGeometry& g, bool cols,
+                               const OutputClass& c) {
+  const std::vector<int64_t> key{
+      g.n,      g.c,     g.h,       g.w,       g.k,     g.kh,
+      g.kw,     g.groups, g.padH,   g.padW,    g.strideH, g.strideW,
+      cols,     c.start, c.step,    c.count,   omp_get_max_threads()};
+  std::lock_guard<std::mutex> lock(blockedMutex);
+  auto it = blockedCache().find(key);
+  if (it != blockedCache().end())
+    return it->second;
+
+  BlockedPrim bp;
+  // Plan along the perforated axis (the transposed geometry for columns).
+  const ConvGeometry axis = cols ? transposed(g) : g;
+  ClassPlan p = planClass(axis, c, kFlopsPerCopiedElement);
+  if (p.shift == 0) {
+    // No copy: read the whole input and let a negative bottom padding end
+    // the last window where the plan cropped the view.
+    p.viewH = axis.h;
+    p.padB = -p.padT + (p.outLen - 1) * p.stride + axis.kh - 1 - (axis.h - 1);
+  }
+  bp.plan = p;
+  const int64_t padFull =
+      cols ? padRight(g.h, g.kh, g.strideH, g.padH, g.ho)
+           : padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
+  const memory::dims srcDims =
+      cols ? memory::dims{g.n, g.c, g.h, p.viewH}
+           : memory::dims{g.n, g.c, p.viewH, g.w};
+  const memory::dims dstDims = cols ? memory::dims{g.n, g.k, g.ho, p.outLen}
+                                    : memory::dims{g.n, g.k, p.outLen, g.wo};
+  const memory::dims strides = cols ? memory::dims{g.strideH, p.stride}
+                                    : memory::dims{p.stride, g.strideW};
+  const memory::dims padL =
+      cols ? memory::dims{g.padH, p.padT} : memory::dims{p.padT, g.padW};
+  const memory::dims padR =
+      cols ? memory::dims{padFull, p.padB} : memory::dims{p.padB, padFull};
+  try {
+    dnnl::convolution_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference,
+         dnnl::algorithm::convolution_direct,
+         memory::desc(srcDims, dt::f32, srcTag(g)),
+         memory::desc(weightsDims(g), dt::f32, tag::any),
+         memory::desc(dstDims, dt::f32, tag::nChw16c), strides, padL, padR},
+        cpuEngine());
+    bp.ok = !isRefImpl(pd);
+    if (bp.ok) {
+      bp.prim = dnnl::convolution_forward(pd);
+      bp.src = pd.src_desc();
+      bp.weights = pd.weights_desc();
+      bp.dst = pd.dst_desc();
+    }
+  } catch (const dnnl::error&) {
+    bp.ok = false;
+  }
+  return blockedCache().emplace(key, std::move(bp)).first->second;
+}
+
+/// Copies the view of `x` (layout srcTag(g)) starting `shift` rows (cols:
+/// columns) in, `len` of them, into the dense buffer `to`.
+void copyView(const float* x, const ConvGeometry& g, bool cols, int64_t shift,
+              int64_t len, float* to) {
+  const bool blocked = srcTag(g) == tag::nChw16c;
+  const int64_t lanes = blocked ? 16 : 1;
+  const int64_t planes = g.n * (blocked ? g.c / 16 : g.c);
+  const int64_t rows = cols ? g.h : len, rowLen = cols ? len : g.w;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t inRow = cols ? r : r + shift;
+      const int64_t inCol = cols ? shift : 0;
+      std::memcpy(to + (p * rows + r) * rowLen * lanes,
+                  x + ((p * g.h + inRow) * g.w + inCol) * lanes,
+                  static_cast<size_t>(rowLen * lanes) * sizeof(float));
+    }
+}
+
+/// out[0..n) = (a + b) * 0.5, the interpolation of a skipped position.
+inline void average(const float* a, const float* b, float* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = (a[i] + b[i]) * 0.5f;
+}
+
+} // namespace
+
+bool convPerforatedBlocked(const BlockedConv& bc) {
+  const ConvGeometry g =
+      checkConv("convPerforatedBlocked", bc.n, bc.c, bc.h, bc.w, bc.k, bc.kh,
+                bc.kw, bc.args, bc.knob, Variant::PerfRow, Variant::PerfCol);
+  const bool cols = bc.knob.variant == Variant::PerfCol;
+  if (g.k % 16 != 0 || (g.groups != 1 && g.groups != g.k) ||
+      g.ho * g.wo <= kMinOutputPositions)
+    return false;
+  const std::vector<bool> kept =
+      perforationKept(cols ? g.wo : g.ho, bc.knob.rate, bc.knob.offset);
+  const std::vector<OutputClass> classes =
+      keptClasses(kept, bc.knob.rate, bc.knob.offset);
+  std::vector<const BlockedPrim*> prims;
+  for (const OutputClass& c : classes) {
+    prims.push_back(&blockedPrim(g, cols, c));
+    if (!prims.back()->ok)
+      return false;
+  }
+
+  dnnl::engine& eng = cpuEngine();
+  dnnl::stream strm(eng);
+  ScratchPool::Lease lease(scratchPool());
+
+  // The input in the engine's layout (a reorder only when the caller's is
+  // another), rounded when the caller asks.
+  const memory::desc dense(memory::dims{g.n, g.c, g.h, g.w}, dt::f32,
+                           srcTag(g));
+  // (Rewrapped: the caller's memory may belong to another engine object.)
+  memory src(bc.x.get_desc(), eng, bc.x.get_data_handle());
+  if (src.get_desc() != dense) {
+    memory to(dense, eng, lease.slot(0, dense.get_size()));
+    dnnl::reorder(src, to).execute(strm, src, to);
+    strm.wait();
+    src = to;
+  }
+  if (bc.roundInput) {
+    const int64_t n = static_cast<int64_t>(dense.get_size() / sizeof(float));
+    float* to = static_cast<float*>(lease.slot(1, dense.get_size()));
+    std::memcpy(to, src.get_data_handle(), dense.get_size());
+    bc.roundInput(to, n);
+    src = memory(dense, eng, to);
+  }
+  const float* xp = static_cast<const float*>(src.get_data_handle());
+
+  // The filter, reordered once per layout and contents.
+  memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1};
+  if (g.groups > 1)
+    weiStrides.insert(weiStrides.begin(), g.kg * g.cg * g.kh * g.kw);
+  const memory weiUser(memory::desc(weightsDims(g), dt::f32, weiStrides), eng,
+                       const_cast<float*>(bc.weights));
+  memory weiMem;
+
+  // One strided convolution per class; shifted views are copied once per
+  // shift.
+  std::vector<std::pair<int64_t, memory>> views;
+  std::vector<const float*> dsts;
+  std::vector<int64_t> firsts;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const BlockedPrim& bp = *prims[ci];
+    memory in;
+    if (bp.plan.shift == 0) {
+      in = memory(bp.src, eng, const_cast<float*>(xp));
+    } else {
+      for (const auto& v : views)
+        if (v.first == bp.plan.shift && v.second.get_desc() == bp.src)
+          in = v.second;
+      if (!in) {
+        float* to =
+            static_cast<float*>(lease.slot(2 + views.size(), bp.src.get_size()));
+        copyView(xp, g, cols, bp.plan.shift, bp.plan.viewH, to);
+        in = memory(bp.src, eng, to);
+        views.emplace_back(bp.plan.shift, in);
+      }
+    }
+    if (!weiMem || weiMem.get_desc() != bp.weights)
+      weiMem = cachedFilter(weiUser, bc.weights, g.k * g.cg * g.kh * g.kw,
+                            bp.weights, strm);
+    memory dst(bp.dst, eng, lease.slot(8 + ci, bp.dst.get_size()));
+    bp.prim.execute(strm, {{DNNL_ARG_SRC, in},
+                           {DNNL_ARG_WEIGHTS, weiMem},
+                           {DNNL_ARG_DST, dst}});
+    dsts.push_back(static_cast<const float*>(dst.get_data_handle()));
+    firsts.push_back(bp.plan.first);
+  }
+  strm.wait();
+
+  // The output pass: every nChw16c row (n, channel block, h) written once.
+  const std::vector<Source> from = sourcesOf(kept, classes, firsts);
+  const int64_t kb = g.k / 16, ho = g.ho, wo = g.wo;
+  float* y = bc.output();
+  // Row (cols: position) t of class c for image n, block b, output row h.
+  auto classRow = [&](size_t c, int64_t n, int64_t b, int64_t t) {
+    return dsts[c] + ((n * kb + b) * prims[c]->plan.outLen + t) * wo * 16;
+  };
+  auto classCol = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t t) {
+    const int64_t len = prims[c]->plan.outLen;
+    return dsts[c] + (((n * kb + b) * ho + h) * len + t) * 16;
+  };
+#pragma omp parallel for schedule(static)
+  for (int64_t nbh = 0; nbh < g.n * kb * ho; ++nbh) {
+    const int64_t h = nbh % ho, nb = nbh / ho, n = nb / kb, b = nb % kb;
+    float* out = y + nbh * wo * 16;
+    if (!cols) {
+      const Source& s = from[h];
+      if (s.cls >= 0) {
+        std::memcpy(out, classRow(s.cls, n, b, s.t), wo * 16 * sizeof(float));
+      } else {
+        const Source& lo = from[s.lo];
+        const Source& hi = from[s.hi];
+        average(classRow(lo.cls, n, b, lo.t), classRow(hi.cls, n, b, hi.t),
+                out, wo * 16);
+      }
+    } else {
+      for (int64_t w = 0; w < wo; ++w) {
+        const Source& s = from[w];
+        if (s.cls >= 0) {
+          std::memcpy(out + w * 16, classCol(s.cls, n, b, h, s.t),
+                      16 * sizeof(float));
+        } else {
+          const Source& lo = from[s.lo];
+          const Source& hi = from[s.hi];
+          average(classCol(lo.cls, n, b, h, lo.t),
+                  classCol(hi.cls, n, b, h, hi.t), out + w * 16, 16);
+        }
+      }
+    }
+    if (bc.epilogue)
+      bc.epilogue->applyRow(n, b, h, out, wo);
+  }
+  return true;
+}
+
+} // namespace hpvm::rt::approx
