@@ -67,12 +67,24 @@ struct Layer {
 const std::vector<Layer> kLayers = {
     {"lenet conv1 1-32 28", true, 1, 28, 32, 5, 1, 2},
     {"lenet conv2 32-64 14", true, 32, 14, 64, 5, 1, 2},
+    // Every distinct convolution of HPVM's VGG16-CIFAR10.
+    {"vgg conv1 3-64 32", false, 3, 32, 64, 3, 1, 1},
     {"vgg conv2 64-64 32", false, 64, 32, 64, 3, 1, 1},
+    {"vgg conv3 64-128 16", false, 64, 16, 128, 3, 1, 1},
     {"vgg conv4 128-128 16", false, 128, 16, 128, 3, 1, 1},
+    {"vgg conv5 128-256 8", false, 128, 8, 256, 3, 1, 1},
     {"vgg conv6 256-256 8", false, 256, 8, 256, 3, 1, 1},
+    {"vgg conv8 256-512 4", false, 256, 4, 512, 3, 1, 1},
     {"vgg conv9 512-512 4", false, 512, 4, 512, 3, 1, 1},
+    {"vgg conv11 512-512 2", false, 512, 2, 512, 3, 1, 1},
+    // Every distinct convolution of HPVM's ResNet-18-CIFAR10.
+    {"res conv1 3-16 32", false, 3, 32, 16, 3, 1, 1},
     {"res s1 16-16 32", false, 16, 32, 16, 3, 1, 1},
+    {"res down2 16-32 32 s2", false, 16, 32, 32, 3, 2, 1},
+    {"res short2 16-32 1x1 s2", false, 16, 32, 32, 1, 2, 0},
     {"res s2 32-32 16", false, 32, 16, 32, 3, 1, 1},
+    {"res down3 32-64 16 s2", false, 32, 16, 64, 3, 2, 1},
+    {"res short3 32-64 1x1 s2", false, 32, 16, 64, 1, 2, 0},
     {"res s3 64-64 8", false, 64, 8, 64, 3, 1, 1},
 };
 

@@ -45,7 +45,7 @@ struct ConvCase {
   bool blocked(Variant v, approx::PerforationPath path) const {
     return (v == Variant::PerfRow || v == Variant::PerfCol) &&
            path == approx::PerforationPath::Auto && s.K % 16 == 0 &&
-           (s.args.groups == 1 || s.args.groups == s.K) && s.Ho() * s.Wo() > 16;
+           (s.args.groups == 1 || s.args.groups == s.K) && s.Ho() * s.Wo() > 3;
   }
   std::unique_ptr<TestTensor> x, w;
   std::vector<size_t> yDims;
@@ -233,8 +233,9 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
   // Shapes the blocked engine takes (K a multiple of 16, dense or
   // depthwise, more than 16 output positions): nChw16c and plain NCHW
   // input (vgg_first has 3 channels), stride 2, 1x1, depthwise.
-  for (const char* name : {"vgg_first", "tail13", "stride2", "shortcut_1x1_s2",
-                           "pointwise", "depthwise", "depthwise_s2_tail"}) {
+  for (const char* name :
+       {"vgg_first", "tail13", "stride2", "shortcut_1x1_s2", "pointwise",
+        "depthwise", "depthwise_s2_tail", "tiny4x4", "tiny2x2"}) {
     ConvCase c(name, 1100);
     REQUIRE_MESSAGE(c.blocked(Variant::PerfRow, approx::PerforationPath::Auto),
                     name);

@@ -16,8 +16,13 @@
 #include "approx/Scratch.h"
 
 #include <omp.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -36,10 +41,13 @@ using tag = memory::format_tag;
 /// engine's reorder).
 constexpr int64_t kFlopsPerCopiedElement = 50;
 
-/// Output extent below which the blocked engine is not used: oneDNN's
-/// direct kernels lose most of their efficiency there (VGG16-CIFAR's 2x2
-/// layers) and the NCHW engine's reduced GEMM is faster.
-constexpr int64_t kMinOutputPositions = 16;
+/// Output extent below which the blocked engine is not used (single-row or
+/// single-column outputs have nothing to perforate worth a pass).
+constexpr int64_t kMinOutputPositions = 3;
+
+/// Output bytes of one chunk of images: their class results (a fraction
+/// of this) stay in the cores' L2 caches until the output pass reads them.
+constexpr int64_t kChunkBytes = int64_t(1) << 20;
 
 /// One class's convolution in the blocked engine.
 struct BlockedPrim {
@@ -61,36 +69,16 @@ tag srcTag(const ConvGeometry& g) {
   return g.c % 16 == 0 ? tag::nChw16c : tag::nchw;
 }
 
-/// The cached convolution computing class `c` of g's rows (cols: of its
-/// columns), or one with ok == false when oneDNN has no fast kernel.
-const BlockedPrim& blockedPrim(const ConvGeometry& g, bool cols,
-                               const OutputClass& c) {
-  const std::vector<int64_t> key{
-      g.n,      g.c,     g.h,       g.w,       g.k,     g.kh,
-      g.kw,     g.groups, g.padH,   g.padW,    g.strideH, g.strideW,
-      cols,     c.start, c.step,    c.count,   omp_get_max_threads()};
-  std::lock_guard<std::mutex> lock(blockedMutex);
-  auto it = blockedCache().find(key);
-  if (it != blockedCache().end())
-    return it->second;
-
+/// The convolution of plan p along g's rows (cols: columns); ok == false
+/// when oneDNN offers only its reference kernel or nothing.
+BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool cols,
+                            const ClassPlan& p) {
   BlockedPrim bp;
-  // Plan along the perforated axis (the transposed geometry for columns).
-  const ConvGeometry axis = cols ? transposed(g) : g;
-  ClassPlan p = planClass(axis, c, kFlopsPerCopiedElement);
-  if (p.shift == 0) {
-    // No copy: read the whole input and let a negative bottom padding end
-    // the last window where the plan cropped the view.
-    p.viewH = axis.h;
-    p.padB = -p.padT + (p.outLen - 1) * p.stride + axis.kh - 1 - (axis.h - 1);
-  }
   bp.plan = p;
-  const int64_t padFull =
-      cols ? padRight(g.h, g.kh, g.strideH, g.padH, g.ho)
-           : padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
-  const memory::dims srcDims =
-      cols ? memory::dims{g.n, g.c, g.h, p.viewH}
-           : memory::dims{g.n, g.c, p.viewH, g.w};
+  const int64_t padFull = cols ? padRight(g.h, g.kh, g.strideH, g.padH, g.ho)
+                               : padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
+  const memory::dims srcDims = cols ? memory::dims{g.n, g.c, g.h, p.viewH}
+                                    : memory::dims{g.n, g.c, p.viewH, g.w};
   const memory::dims dstDims = cols ? memory::dims{g.n, g.k, g.ho, p.outLen}
                                     : memory::dims{g.n, g.k, p.outLen, g.wo};
   const memory::dims strides = cols ? memory::dims{g.strideH, p.stride}
@@ -117,6 +105,52 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool cols,
   } catch (const dnnl::error&) {
     bp.ok = false;
   }
+  return bp;
+}
+
+/// The cached convolution computing class `c` of g's rows (cols: of its
+/// columns), or one with ok == false when oneDNN has no fast kernel.
+const BlockedPrim& blockedPrim(const ConvGeometry& g, bool cols,
+                               const OutputClass& c) {
+  const std::vector<int64_t> key{g.n,
+                                 g.c,
+                                 g.h,
+                                 g.w,
+                                 g.k,
+                                 g.kh,
+                                 g.kw,
+                                 g.groups,
+                                 g.padH,
+                                 g.padW,
+                                 g.strideH,
+                                 g.strideW,
+                                 cols,
+                                 c.start,
+                                 c.step,
+                                 c.count,
+                                 omp_get_max_threads()};
+  std::lock_guard<std::mutex> lock(blockedMutex);
+  auto it = blockedCache().find(key);
+  if (it != blockedCache().end())
+    return it->second;
+
+  // Plan along the perforated axis (the transposed geometry for columns):
+  // by cost first; if oneDNN has no fast kernel for that plan (a top
+  // padding as large as the window), with a shifted view instead.
+  const ConvGeometry axis = cols ? transposed(g) : g;
+  BlockedPrim bp;
+  for (int64_t flopsPerShift : {kFlopsPerCopiedElement, int64_t(0)}) {
+    ClassPlan p = planClass(axis, c, flopsPerShift);
+    if (p.shift == 0) {
+      // No copy: read the whole input and let a negative bottom padding
+      // end the last window where the plan cropped the view.
+      p.viewH = axis.h;
+      p.padB = -p.padT + (p.outLen - 1) * p.stride + axis.kh - 1 - (axis.h - 1);
+    }
+    bp = makeBlockedPrim(g, cols, p);
+    if (bp.ok)
+      break;
+  }
   return blockedCache().emplace(key, std::move(bp)).first->second;
 }
 
@@ -139,11 +173,96 @@ void copyView(const float* x, const ConvGeometry& g, bool cols, int64_t shift,
     }
 }
 
+/// Copies n floats (a multiple of 16) to 64-byte aligned `to` with
+/// non-temporal stores: the output is not read back before the next layer,
+/// and streaming it spares reading each line before writing it.
+inline void streamRow(const float* from, float* to, int64_t n) {
+#if defined(__AVX512F__)
+  if (reinterpret_cast<uintptr_t>(to) % 64 == 0) {
+    for (int64_t i = 0; i < n; i += 16)
+      _mm512_stream_ps(to + i, _mm512_load_ps(from + i));
+    return;
+  }
+#endif
+  std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
+}
+
 /// out[0..n) = (a + b) * 0.5, the interpolation of a skipped position.
 inline void average(const float* a, const float* b, float* out, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     out[i] = (a[i] + b[i]) * 0.5f;
+}
+
+/// The output pass over the images n0.. of one chunk (geometry gc): every
+/// nChw16c row (image, channel block, row) written once, from the classes'
+/// results, then `epi` on it.
+void writeChunk(const std::vector<const float*>& dsts,
+                const std::vector<const BlockedPrim*>& prims,
+                const std::vector<Source>& from, const ConvGeometry& gc,
+                int64_t n0, bool cols, float* y, const BlockedEpilogue* epi) {
+  const int64_t kb = gc.k / 16, ho = gc.ho, wo = gc.wo;
+  // Row t of class c for image n, block b (rows), or its position t in
+  // output row h (columns).
+  auto classRow = [&](size_t c, int64_t n, int64_t b, int64_t t) {
+    return dsts[c] + ((n * kb + b) * prims[c]->plan.outLen + t) * wo * 16;
+  };
+  auto classCol = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t t) {
+    const int64_t len = prims[c]->plan.outLen;
+    return dsts[c] + (((n * kb + b) * ho + h) * len + t) * 16;
+  };
+#pragma omp parallel
+  {
+    // One output row, assembled and finished in L1, then streamed out.
+    float* tile = static_cast<float*>(
+        std::aligned_alloc(64, static_cast<size_t>(wo) * 16 * sizeof(float)));
+#pragma omp for schedule(static)
+    for (int64_t nbh = 0; nbh < gc.n * kb * ho; ++nbh) {
+      const int64_t h = nbh % ho, nb = nbh / ho, n = nb / kb, b = nb % kb;
+      if (!cols) {
+        const Source& s = from[h];
+        if (s.cls >= 0) {
+          std::memcpy(tile, classRow(s.cls, n, b, s.t),
+                      wo * 16 * sizeof(float));
+        } else {
+          const Source& lo = from[s.lo];
+          const Source& hi = from[s.hi];
+          average(classRow(lo.cls, n, b, lo.t), classRow(hi.cls, n, b, hi.t),
+                  tile, wo * 16);
+        }
+      } else {
+        for (int64_t w = 0; w < wo; ++w) {
+          const Source& s = from[w];
+          if (s.cls >= 0) {
+            std::memcpy(tile + w * 16, classCol(s.cls, n, b, h, s.t),
+                        16 * sizeof(float));
+          } else {
+            const Source& lo = from[s.lo];
+            const Source& hi = from[s.hi];
+            average(classCol(lo.cls, n, b, h, lo.t),
+                    classCol(hi.cls, n, b, h, hi.t), tile + w * 16, 16);
+          }
+        }
+      }
+      if (epi)
+        epi->applyRow(n0 + n, b, h, tile, wo);
+      streamRow(tile, y + nbh * wo * 16, wo * 16);
+    }
+    std::free(tile);
+#if defined(__AVX512F__)
+    _mm_sfence(); // The streamed rows are visible before the pass returns.
+#endif
+  }
+}
+
+/// Output bytes per chunk of images (HPVM_RT_PERF_CHUNK_KB overrides, for
+/// tuning).
+int64_t chunkBytes() {
+  static const int64_t bytes = [] {
+    const char* v = std::getenv("HPVM_RT_PERF_CHUNK_KB");
+    return v ? std::max<int64_t>(1, std::atoll(v)) * 1024 : kChunkBytes;
+  }();
+  return bytes;
 }
 
 } // namespace
@@ -160,12 +279,29 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
       perforationKept(cols ? g.wo : g.ho, bc.knob.rate, bc.knob.offset);
   const std::vector<OutputClass> classes =
       keptClasses(kept, bc.knob.rate, bc.knob.offset);
-  std::vector<const BlockedPrim*> prims;
-  for (const OutputClass& c : classes) {
-    prims.push_back(&blockedPrim(g, cols, c));
-    if (!prims.back()->ok)
-      return false;
-  }
+
+  // Images go through in chunks whose class results fit in cache, so that
+  // the output pass reads them from there.
+  const int64_t perImage = g.k * g.ho * g.wo * int64_t(sizeof(float));
+  const int64_t chunk = std::clamp<int64_t>(chunkBytes() / perImage, 1, g.n);
+  auto chunkPrims = [&](int64_t n) {
+    ConvGeometry gc = g;
+    gc.n = n;
+    std::vector<const BlockedPrim*> prims;
+    for (const OutputClass& c : classes) {
+      prims.push_back(&blockedPrim(gc, cols, c));
+      if (!prims.back()->ok)
+        prims.clear();
+      if (prims.empty())
+        break;
+    }
+    return prims;
+  };
+  const std::vector<const BlockedPrim*> full = chunkPrims(chunk);
+  const std::vector<const BlockedPrim*> tail =
+      g.n % chunk ? chunkPrims(g.n % chunk) : full;
+  if (full.empty() || tail.empty())
+    return false;
 
   dnnl::engine& eng = cpuEngine();
   dnnl::stream strm(eng);
@@ -190,7 +326,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
     bc.roundInput(to, n);
     src = memory(dense, eng, to);
   }
-  const float* xp = static_cast<const float*>(src.get_data_handle());
+  const float* x = static_cast<const float*>(src.get_data_handle());
 
   // The filter, reordered once per layout and contents.
   memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1};
@@ -200,82 +336,48 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
                        const_cast<float*>(bc.weights));
   memory weiMem;
 
-  // One strided convolution per class; shifted views are copied once per
-  // shift.
-  std::vector<std::pair<int64_t, memory>> views;
-  std::vector<const float*> dsts;
-  std::vector<int64_t> firsts;
-  for (size_t ci = 0; ci < classes.size(); ++ci) {
-    const BlockedPrim& bp = *prims[ci];
-    memory in;
-    if (bp.plan.shift == 0) {
-      in = memory(bp.src, eng, const_cast<float*>(xp));
-    } else {
-      for (const auto& v : views)
-        if (v.first == bp.plan.shift && v.second.get_desc() == bp.src)
-          in = v.second;
-      if (!in) {
-        float* to =
-            static_cast<float*>(lease.slot(2 + views.size(), bp.src.get_size()));
-        copyView(xp, g, cols, bp.plan.shift, bp.plan.viewH, to);
-        in = memory(bp.src, eng, to);
-        views.emplace_back(bp.plan.shift, in);
-      }
-    }
-    if (!weiMem || weiMem.get_desc() != bp.weights)
-      weiMem = cachedFilter(weiUser, bc.weights, g.k * g.cg * g.kh * g.kw,
-                            bp.weights, strm);
-    memory dst(bp.dst, eng, lease.slot(8 + ci, bp.dst.get_size()));
-    bp.prim.execute(strm, {{DNNL_ARG_SRC, in},
-                           {DNNL_ARG_WEIGHTS, weiMem},
-                           {DNNL_ARG_DST, dst}});
-    dsts.push_back(static_cast<const float*>(dst.get_data_handle()));
-    firsts.push_back(bp.plan.first);
-  }
-  strm.wait();
-
-  // The output pass: every nChw16c row (n, channel block, h) written once.
-  const std::vector<Source> from = sourcesOf(kept, classes, firsts);
-  const int64_t kb = g.k / 16, ho = g.ho, wo = g.wo;
   float* y = bc.output();
-  // Row (cols: position) t of class c for image n, block b, output row h.
-  auto classRow = [&](size_t c, int64_t n, int64_t b, int64_t t) {
-    return dsts[c] + ((n * kb + b) * prims[c]->plan.outLen + t) * wo * 16;
-  };
-  auto classCol = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t t) {
-    const int64_t len = prims[c]->plan.outLen;
-    return dsts[c] + (((n * kb + b) * ho + h) * len + t) * 16;
-  };
-#pragma omp parallel for schedule(static)
-  for (int64_t nbh = 0; nbh < g.n * kb * ho; ++nbh) {
-    const int64_t h = nbh % ho, nb = nbh / ho, n = nb / kb, b = nb % kb;
-    float* out = y + nbh * wo * 16;
-    if (!cols) {
-      const Source& s = from[h];
-      if (s.cls >= 0) {
-        std::memcpy(out, classRow(s.cls, n, b, s.t), wo * 16 * sizeof(float));
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    ConvGeometry gc = g;
+    gc.n = std::min(chunk, g.n - n0);
+    const std::vector<const BlockedPrim*>& prims = gc.n == chunk ? full : tail;
+    const float* xc = x + n0 * g.c * g.h * g.w;
+
+    // One strided convolution per class; shifted views are copied once per
+    // shift.
+    std::vector<std::pair<int64_t, memory>> views;
+    std::vector<const float*> dsts;
+    std::vector<int64_t> firsts;
+    for (size_t ci = 0; ci < classes.size(); ++ci) {
+      const BlockedPrim& bp = *prims[ci];
+      memory in;
+      if (bp.plan.shift == 0) {
+        in = memory(bp.src, eng, const_cast<float*>(xc));
       } else {
-        const Source& lo = from[s.lo];
-        const Source& hi = from[s.hi];
-        average(classRow(lo.cls, n, b, lo.t), classRow(hi.cls, n, b, hi.t),
-                out, wo * 16);
-      }
-    } else {
-      for (int64_t w = 0; w < wo; ++w) {
-        const Source& s = from[w];
-        if (s.cls >= 0) {
-          std::memcpy(out + w * 16, classCol(s.cls, n, b, h, s.t),
-                      16 * sizeof(float));
-        } else {
-          const Source& lo = from[s.lo];
-          const Source& hi = from[s.hi];
-          average(classCol(lo.cls, n, b, h, lo.t),
-                  classCol(hi.cls, n, b, h, hi.t), out + w * 16, 16);
+        for (const auto& v : views)
+          if (v.first == bp.plan.shift && v.second.get_desc() == bp.src)
+            in = v.second;
+        if (!in) {
+          float* to = static_cast<float*>(
+              lease.slot(2 + views.size(), bp.src.get_size()));
+          copyView(xc, gc, cols, bp.plan.shift, bp.plan.viewH, to);
+          in = memory(bp.src, eng, to);
+          views.emplace_back(bp.plan.shift, in);
         }
       }
+      if (!weiMem || weiMem.get_desc() != bp.weights)
+        weiMem = cachedFilter(weiUser, bc.weights, g.k * g.cg * g.kh * g.kw,
+                              bp.weights, strm);
+      memory dst(bp.dst, eng, lease.slot(8 + ci, bp.dst.get_size()));
+      bp.prim.execute(strm, {{DNNL_ARG_SRC, in},
+                             {DNNL_ARG_WEIGHTS, weiMem},
+                             {DNNL_ARG_DST, dst}});
+      dsts.push_back(static_cast<const float*>(dst.get_data_handle()));
+      firsts.push_back(bp.plan.first);
     }
-    if (bc.epilogue)
-      bc.epilogue->applyRow(n, b, h, out, wo);
+    strm.wait();
+    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), gc, n0, cols,
+               y + n0 * g.k * g.ho * g.wo, bc.epilogue);
   }
   return true;
 }
