@@ -49,6 +49,13 @@ public:
   virtual ~BlockedEpilogue() = default;
   virtual void applyRow(int64_t n, int64_t cb, int64_t h, float* v,
                         int64_t wo) const = 0;
+  /// True when applyImages() has work: the engine then writes the rows
+  /// through the cache and calls it on each chunk of finished images.
+  virtual bool wantsImages() const { return false; }
+  /// Work on whole finished images n0 .. n0 + count - 1, whose nChw16c
+  /// values start at y (after applyRow() ran on all their rows).
+  virtual void applyImages(float* /*y*/, int64_t /*n0*/,
+                           int64_t /*count*/) const {}
 };
 
 /// A perforated convolution on the layer kernels' blocked activations.

@@ -202,6 +202,8 @@ void writeChunk(const std::vector<const float*>& dsts,
                 const std::vector<Source>& from, const ConvGeometry& gc,
                 int64_t n0, bool cols, float* y, const BlockedEpilogue* epi) {
   const int64_t kb = gc.k / 16, ho = gc.ho, wo = gc.wo;
+  // Rows that applyImages() reads back stay in cache; others are streamed.
+  const bool throughCache = epi && epi->wantsImages();
   // Row t of class c for image n, block b (rows), or its position t in
   // output row h (columns).
   auto classRow = [&](size_t c, int64_t n, int64_t b, int64_t t) {
@@ -246,7 +248,10 @@ void writeChunk(const std::vector<const float*>& dsts,
       }
       if (epi)
         epi->applyRow(n0 + n, b, h, tile, wo);
-      streamRow(tile, y + nbh * wo * 16, wo * 16);
+      if (throughCache)
+        std::memcpy(y + nbh * wo * 16, tile, wo * 16 * sizeof(float));
+      else
+        streamRow(tile, y + nbh * wo * 16, wo * 16);
     }
     std::free(tile);
 #if defined(__AVX512F__)
@@ -376,8 +381,11 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
       firsts.push_back(bp.plan.first);
     }
     strm.wait();
-    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), gc, n0, cols,
-               y + n0 * g.k * g.ho * g.wo, bc.epilogue);
+    float* yc = y + n0 * g.k * g.ho * g.wo;
+    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), gc, n0, cols, yc,
+               bc.epilogue);
+    if (bc.epilogue && bc.epilogue->wantsImages())
+      bc.epilogue->applyImages(yc, n0, gc.n);
   }
   return true;
 }

@@ -549,6 +549,45 @@ const float* roundedWeights(const Tensor* w, Precision p) {
   return out;
 }
 
+/// The blocked engine's post-ops when the activation is a tanh: bias and
+/// batch norm on each row (head), then oneDNN's vectorised tanh (as in the
+/// exact convolution) over each chunk of finished images while it is in
+/// cache, then residual, act2 and rounding (tail).
+class BlockedTanhPostOps final : public approx::BlockedEpilogue {
+public:
+  BlockedTanhPostOps(const PostOps& post, int64_t N, int64_t K, int64_t Ho,
+                     int64_t Wo, Precision roundOutput)
+      : head_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Head,
+              /*blocked=*/true),
+        tail_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Tail,
+              /*blocked=*/true),
+        k_(K), ho_(Ho), wo_(Wo) {}
+
+  void setBlockedResidual(const float* r) { tail_.setBlockedResidual(r); }
+
+  void applyRow(int64_t n, int64_t cb, int64_t h, float* v,
+                int64_t wo) const override {
+    head_.applyRow(n, cb, h, v, wo);
+  }
+  bool wantsImages() const override { return true; }
+  void applyImages(float* y, int64_t n0, int64_t count) const override {
+    const int64_t len = count * k_ * ho_ * wo_;
+    dnnl::memory all({{len}, dt::f32, tag::x}, engine(), y);
+    eltwise(all, all, Act::Tanh, 0.f, 0.f);
+    if (tail_.empty())
+      return;
+    const int64_t rows = count * (k_ / 16) * ho_;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      tail_.applyRow(n0 + r / ((k_ / 16) * ho_), (r / ho_) % (k_ / 16), r % ho_,
+                     y + r * wo_ * 16, wo_);
+  }
+
+private:
+  HostPostOps head_, tail_;
+  int64_t k_, ho_, wo_;
+};
+
 /// Perforated convolution on the activations' blocked layout (no NCHW
 /// round trip), the post-ops in its output pass. Returns false when the
 /// blocked engine does not apply to this problem.
@@ -556,14 +595,15 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
                        const PostOps& post, const KnobSpec& knob, Tensor* y,
                        const Dims4& xd, const Dims4& wd, const Dims4& yd) {
   const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
-  if (K % 16 != 0 || post.act == Act::Tanh ||
-      (post.residual && dims4(post.residual) != yd))
+  if (K % 16 != 0 || (post.residual && dims4(post.residual) != yd))
     return false;
   const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
   const Precision outRound =
       knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
   HostPostOps epi(post, N, K, HW, outRound, HostPostOps::Part::All,
                   /*blocked=*/true);
+  BlockedTanhPostOps tanhEpi(post, N, K, yd[2], yd[3], outRound);
+  const bool tanh = post.act == Act::Tanh;
   dnnl::memory residual;
   approx::BlockedConv bc;
   bc.x = currentMemory(x);
@@ -584,12 +624,16 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.output = [&] {
     if (post.residual) {
       residual = memoryAs(post.residual, yDesc);
-      epi.setBlockedResidual(
-          static_cast<const float*>(residual.get_data_handle()));
+      const float* r = static_cast<const float*>(residual.get_data_handle());
+      epi.setBlockedResidual(r);
+      tanhEpi.setBlockedResidual(r);
     }
     return static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
   };
-  bc.epilogue = epi.empty() ? nullptr : &epi;
+  if (tanh)
+    bc.epilogue = &tanhEpi;
+  else if (!epi.empty())
+    bc.epilogue = &epi;
   return approx::convPerforatedBlocked(bc);
 }
 
