@@ -3,6 +3,8 @@
 
 #include "lower/OpTable.h"
 
+#include "hpvm_rt/Fusion.h"
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -11,11 +13,27 @@ namespace hpvm::fe {
 
 namespace {
 
-bool isActivation(OpKind k) {
-  return k == OpKind::Relu || k == OpKind::Tanh || k == OpKind::ClippedRelu;
+/// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h).
+hpvm::rt::FuseRole fuseRole(OpKind k) {
+  using hpvm::rt::FuseRole;
+  switch (k) {
+  case OpKind::Conv:
+    return FuseRole::Conv;
+  case OpKind::Mul:
+    return FuseRole::Mul;
+  case OpKind::Add:
+    return FuseRole::Add;
+  case OpKind::Relu:
+  case OpKind::Tanh:
+  case OpKind::ClippedRelu:
+    return FuseRole::Activation;
+  case OpKind::MaxPool:
+  case OpKind::AvgPool:
+    return FuseRole::Pool;
+  default:
+    return FuseRole::Other;
+  }
 }
-
-bool isPool(OpKind k) { return k == OpKind::MaxPool || k == OpKind::AvgPool; }
 
 /// "11-12, 121-138": sorted ids with consecutive runs collapsed.
 std::string idRanges(std::vector<int> ids) {
@@ -83,43 +101,30 @@ std::vector<FusedNode> fuseLikeHpvm(const ProgramLayout& layout) {
     for (const OperandLayout& op : layout.nodes[i].operands)
       if (op.producerNode >= 0)
         users[op.producerNode].push_back(static_cast<int>(i));
-  // The node that may fuse after node a, or -1.
+  std::vector<bool> taken(n, false);
+  // The node that may join node a's group, or -1.
   auto next = [&](int a) {
     if (users[a].size() != 1)
       return -1;
     int b = users[a].front();
+    if (taken[b])
+      return -1;
     for (const OperandLayout& op : layout.nodes[b].operands)
       if (op.producerNode >= 0 && op.producerNode != a)
         return -1;
     return b;
   };
-  auto kindOf = [&](int i) { return layout.nodes[i].node->kind; };
+  auto roleOf = [&](int i) { return fuseRole(layout.nodes[i].node->kind); };
 
   std::vector<FusedNode> groups;
-  std::vector<bool> taken(n, false);
   for (size_t i = 0; i < n; ++i) {
     if (taken[i])
       continue;
     FusedNode g;
     g.firstId = layout.nodes[i].id;
     g.opIndices.push_back(static_cast<int>(i));
-    OpKind k = kindOf(static_cast<int>(i));
-    if (k == OpKind::Conv || k == OpKind::Mul) {
-      int add = next(static_cast<int>(i));
-      if (add >= 0 && !taken[add] && kindOf(add) == OpKind::Add) {
-        g.opIndices.push_back(add);
-        int c = next(add);
-        if (c >= 0 && !taken[c] && isActivation(kindOf(c))) {
-          g.opIndices.push_back(c);
-          int p = next(c);
-          if (k == OpKind::Conv && p >= 0 && !taken[p] && isPool(kindOf(p)))
-            g.opIndices.push_back(p);
-        } else if (k == OpKind::Conv && c >= 0 && !taken[c] &&
-                   isPool(kindOf(c))) {
-          g.opIndices.push_back(c);
-        }
-      }
-    }
+    for (int op : hpvm::rt::hpvmFusedAfter(static_cast<int>(i), next, roleOf))
+      g.opIndices.push_back(op);
     for (int op : g.opIndices)
       taken[op] = true;
     groups.push_back(std::move(g));

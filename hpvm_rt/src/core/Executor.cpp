@@ -6,6 +6,7 @@
 // the plan and its intermediate buffers across launches with the same trace.
 #include "Executor.h"
 #include "hpvm.h"
+#include "hpvm_rt/Fusion.h"
 #include "kernels/Kernels.h"
 
 #include <algorithm>
@@ -167,6 +168,21 @@ bool isPool(HpvmOp op) {
   return op == HpvmOp::MaxPool || op == HpvmOp::AvgPool;
 }
 
+/// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h).
+FuseRole fuseRole(HpvmOp op) {
+  if (op == HpvmOp::Conv)
+    return FuseRole::Conv;
+  if (op == HpvmOp::Mul)
+    return FuseRole::Mul;
+  if (op == HpvmOp::Add)
+    return FuseRole::Add;
+  if (isAct(op))
+    return FuseRole::Activation;
+  if (isPool(op))
+    return FuseRole::Pool;
+  return FuseRole::Other;
+}
+
 Act actOf(HpvmOp op) {
   switch (op) {
   case HpvmOp::Relu:
@@ -278,25 +294,12 @@ void buildFusedNodes(Plan& p) {
     std::vector<int> ops;
     for (int k = 0; k < leaf.numOps; ++k)
       ops.push_back(leaf.firstOp + k);
-    HpvmOp first = p.ops[leaf.firstOp].op;
-    if (leaf.numOps == 1 && leaf.hint == hpvm::TENSOR_TARGET &&
-        (first == HpvmOp::Conv || first == HpvmOp::Mul)) {
-      auto take = [&](int j) {
+    if (leaf.numOps == 1 && leaf.hint == hpvm::TENSOR_TARGET) {
+      auto next = [&](int i) { return fusableSuccessor(p, i); };
+      auto roleOf = [&](int i) { return fuseRole(p.ops[i].op); };
+      for (int j : hpvmFusedAfter(leaf.firstOp, next, roleOf)) {
         ops.push_back(j);
         done[p.ops[j].leaf] = 1;
-      };
-      int a = fusableSuccessor(p, leaf.firstOp);
-      if (a >= 0 && p.ops[a].op == HpvmOp::Add) {
-        take(a);
-        int b = fusableSuccessor(p, a);
-        if (b >= 0 && isAct(p.ops[b].op)) {
-          take(b);
-          int c = fusableSuccessor(p, b);
-          if (first == HpvmOp::Conv && c >= 0 && isPool(p.ops[c].op))
-            take(c);
-        } else if (first == HpvmOp::Conv && b >= 0 && isPool(p.ops[b].op)) {
-          take(b);
-        }
       }
     }
     FusedNodeInfo info;
