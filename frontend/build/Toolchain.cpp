@@ -123,24 +123,55 @@ void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
                   ExitToolchainError);
 }
 
+namespace {
+
+/// The installation prefix this executable runs from, when it runs from
+/// one (<prefix>/bin/torch2hpvm-export next to <prefix>/share/torch2hpvm):
+/// an installed tree works wherever it was installed or moved to. Empty
+/// for a build-tree executable.
+fs::path installPrefix() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return {};
+  const fs::path bin = exe.parent_path();
+  if (bin.filename() != fs::path(HPVM_INSTALL_BINDIR).filename())
+    return {};
+  const fs::path prefix = bin.parent_path();
+  if (!fs::is_directory(prefix / HPVM_INSTALL_DATADIR / "torch2hpvm", ec))
+    return {};
+  return prefix;
+}
+
+} // namespace
+
 std::string hpvmRtPackageDir() {
   std::error_code ec;
-  std::string build = HPVM_RT_BUILD_DIR;
-  std::string install = HPVM_RT_INSTALL_DIR;
-  if (fs::exists(build + "/hpvm_rtConfig.cmake", ec))
-    return build;
-  if (fs::exists(install + "/hpvm_rtConfig.cmake", ec))
-    return install;
-  throw UserError("the hpvm_rt CMake package was found neither in the "
-                  "build tree ('" +
-                      build + "') nor installed ('" + install +
-                      "'); build or install torch2hpvm first, or use "
+  std::vector<std::string> candidates;
+  if (const fs::path prefix = installPrefix(); !prefix.empty())
+    candidates.push_back(
+        (prefix / HPVM_INSTALL_LIBDIR / "cmake" / "hpvm_rt").string());
+  candidates.push_back(HPVM_RT_BUILD_DIR);
+  candidates.push_back(HPVM_RT_INSTALL_DIR);
+  for (const std::string& dir : candidates)
+    if (fs::exists(dir + "/hpvm_rtConfig.cmake", ec))
+      return dir;
+  std::string tried;
+  for (const std::string& dir : candidates)
+    tried += "\n  " + dir;
+  throw UserError("the hpvm_rt CMake package (hpvm_rtConfig.cmake) is in "
+                  "none of:" +
+                      tried +
+                      "\nbuild or install torch2hpvm first, or use "
                       "--no-build",
                   ExitToolchainError);
 }
 
 std::string defaultTemplateDir() {
   std::error_code ec;
+  if (const fs::path prefix = installPrefix(); !prefix.empty())
+    return (prefix / HPVM_INSTALL_DATADIR / "torch2hpvm" / "templates")
+        .string();
   std::string source = HPVM_TEMPLATE_DIR;
   if (fs::is_directory(source, ec))
     return source;

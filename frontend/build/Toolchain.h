@@ -35,14 +35,17 @@ void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
 /// The last \p n lines of file \p path ("" if unreadable).
 std::string lastLines(const std::string& path, int n);
 
-/// The hpvm_rt CMake package directory: the build tree's
-/// (HPVM_RT_BUILD_DIR) when it holds hpvm_rtConfig.cmake, else the
-/// installed one (HPVM_RT_INSTALL_DIR). UserError (exit 2) when neither has
-/// the package.
+/// The hpvm_rt CMake package directory. An installed exporter (run from
+/// <prefix>/bin) uses the package installed beside it, wherever the tree
+/// was installed; otherwise the build tree's (HPVM_RT_BUILD_DIR), else the
+/// configured install location (HPVM_RT_INSTALL_DIR). UserError (exit 2)
+/// naming every place tried when none has the package.
 std::string hpvmRtPackageDir();
 
-/// The default template directory: the source tree's (HPVM_TEMPLATE_DIR)
-/// when it exists, else the installed one (HPVM_INSTALLED_TEMPLATE_DIR).
+/// The default template directory: an installed exporter's own
+/// (<prefix>/share/torch2hpvm/templates); otherwise the source tree's
+/// (HPVM_TEMPLATE_DIR) when it exists, else the configured install
+/// location (HPVM_INSTALLED_TEMPLATE_DIR).
 std::string defaultTemplateDir();
 
 /// How to build one generated project.

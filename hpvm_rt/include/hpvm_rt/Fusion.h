@@ -35,8 +35,7 @@ std::vector<int> hpvmFusedAfter(int first, Next next, RoleOf roleOf) {
     const int c = next(b);
     if (head == FuseRole::Conv && c >= 0 && roleOf(c) == FuseRole::Pool)
       tail.push_back(c);
-  } else if (head == FuseRole::Conv && b >= 0 &&
-             roleOf(b) == FuseRole::Pool) {
+  } else if (head == FuseRole::Conv && b >= 0 && roleOf(b) == FuseRole::Pool) {
     tail.push_back(b);
   }
   return tail;
