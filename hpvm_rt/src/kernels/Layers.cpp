@@ -105,6 +105,18 @@ void roundTo(Precision p, float* data, int64_t n) {
 void roundResult(Precision p, Tensor* y) {
   if (p == Precision::FP32)
     return;
+  TensorImpl& impl = implOf(y);
+  if (impl.memValid) {
+    // Rounding is elementwise: round the (blocked) oneDNN copy in place,
+    // padding included (zeros stay zeros), without a layout round trip.
+    roundTo(p, static_cast<float*>(impl.mem.get_data_handle()),
+            static_cast<int64_t>(impl.mem.get_desc().get_size() /
+                                 sizeof(float)));
+    impl.hostValid = false;
+    impl.version = nextVersion();
+    impl.derived.clear();
+    return;
+  }
   ensureHost(y);
   roundTo(p, y->impl->host, numElems(y));
   markHostWritten(y);
