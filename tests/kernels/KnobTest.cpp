@@ -276,6 +276,41 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
   }
 }
 
+TEST_CASE("Kernels: an fp16 op's input already rounded by the op before it "
+          "is not rounded again, and new values are") {
+  // y1 = relu(x) with fp16 numerics is fp16-representable; an fp16
+  // convolution of y1 (which skips rounding its input) must equal one of a
+  // fresh tensor holding the same values (which rounds them), and so must
+  // one of y1 after its values are overwritten with unrounded ones.
+  ConvCase c("tail13", 1200);
+  for (Variant v : {Variant::Exact, Variant::PerfRow, Variant::Samp}) {
+    const KnobSpec knob =
+        knobOf(v, Precision::FP16, v == Variant::Exact ? 1 : 2);
+    TestTensor y1({size_t(c.s.N), size_t(c.s.C), size_t(c.s.H), size_t(c.s.W)});
+    runAct(c.x->get(), Act::Relu, 0, 0, knobOf(Variant::Exact, Precision::FP16),
+           y1.get());
+    TestTensor fresh(
+        {size_t(c.s.N), size_t(c.s.C), size_t(c.s.H), size_t(c.s.W)});
+    fresh.set(y1.values());
+    TestTensor a(c.yDims), b(c.yDims);
+    runConv(y1.get(), c.w->get(), c.s.args, PostOps{}, knob, a.get());
+    runConv(fresh.get(), c.w->get(), c.s.args, PostOps{}, knob, b.get());
+    CHECK_MESSAGE(a.values() == b.values(), "variant " << int(v));
+    // Unrounded values written into y1 must be rounded by the next op.
+    std::vector<float> raw = randomVec(y1.size(), 1201);
+    y1.set(raw);
+    fresh.set(raw);
+    runConv(y1.get(), c.w->get(), c.s.args, PostOps{}, knob, a.get());
+    runConv(fresh.get(), c.w->get(), c.s.args, PostOps{}, knob, b.get());
+    CHECK_MESSAGE(a.values() == b.values(), "variant " << int(v) << " new");
+    TestTensor e(c.yDims);
+    runConv(y1.get(), c.w->get(), c.s.args, PostOps{},
+            knobOf(v, Precision::FP32, v == Variant::Exact ? 1 : 2), e.get());
+    CHECK_MESSAGE(a.values() != e.values(),
+                  "variant " << int(v) << ": fp16 == fp32");
+  }
+}
+
 TEST_CASE("Kernels: non-conv ops apply the knob's precision to their "
           "result") {
   TestTensor x({2, 8, 5, 5});

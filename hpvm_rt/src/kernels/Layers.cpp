@@ -109,17 +109,36 @@ void roundResult(Precision p, Tensor* y) {
   if (impl.memValid) {
     // Rounding is elementwise: round the (blocked) oneDNN copy in place,
     // padding included (zeros stay zeros), without a layout round trip.
-    roundTo(p, static_cast<float*>(impl.mem.get_data_handle()),
-            static_cast<int64_t>(impl.mem.get_desc().get_size() /
-                                 sizeof(float)));
+    roundTo(
+        p, static_cast<float*>(impl.mem.get_data_handle()),
+        static_cast<int64_t>(impl.mem.get_desc().get_size() / sizeof(float)));
     impl.hostValid = false;
     impl.version = nextVersion();
     impl.derived.clear();
+    impl.roundedTo = p;
     return;
   }
   ensureHost(y);
   roundTo(p, y->impl->host, numElems(y));
   markHostWritten(y);
+  impl.roundedTo = p;
+}
+
+/// True when x's values are known to be exactly representable in p (so
+/// rounding them to p would change nothing).
+bool alreadyRounded(const Tensor* x, Precision p) {
+  return p != Precision::FP32 && implOf(x).roundedTo == p;
+}
+
+/// to[0..n) = from[0..n) rounded to p, in one parallel pass.
+void roundCopy(Precision p, const float* from, float* to, int64_t n) {
+  constexpr int64_t kBlock = 4096;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    std::memcpy(to + b, from + b, static_cast<size_t>(len) * sizeof(float));
+    roundTo(p, to + b, len);
+  }
 }
 
 /// How a conv/dense knob is computed on oneDNN: natively in bf16, or in
@@ -271,16 +290,21 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
 /// values rounded first when the knob emulates a lower precision.
 dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
                        Precision roundOperands, std::vector<float>& scratch) {
-  if (roundOperands == Precision::FP32)
+  if (roundOperands == Precision::FP32 || alreadyRounded(x, roundOperands))
     return memoryAs(x, want);
-  const float* xp = hostData(x);
-  scratch.assign(xp, xp + numElems(x));
-  roundTo(roundOperands, scratch.data(), numElems(x));
-  dnnl::memory host(nchwDesc(x), engine(), scratch.data());
-  if (host.get_desc() == want)
-    return host;
+  // Rounded in x's current layout (elementwise, padding stays zero), then
+  // reordered only if the primitive wants another.
+  const dnnl::memory cur = currentMemory(x);
+  const int64_t n =
+      static_cast<int64_t>(cur.get_desc().get_size() / sizeof(float));
+  scratch.resize(static_cast<size_t>(n));
+  roundCopy(roundOperands, static_cast<const float*>(cur.get_data_handle()),
+            scratch.data(), n);
+  dnnl::memory rounded(cur.get_desc(), engine(), scratch.data());
+  if (rounded.get_desc() == want)
+    return rounded;
   dnnl::memory out(want, engine());
-  reorder(host, out);
+  reorder(rounded, out);
   return out;
 }
 
@@ -631,7 +655,7 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.kw = wd[3];
   bc.args = a;
   bc.knob = knob;
-  if (knob.precision != Precision::FP32)
+  if (knob.precision != Precision::FP32 && !alreadyRounded(x, knob.precision))
     bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
   bc.output = [&] {
     if (post.residual) {
@@ -646,7 +670,11 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     bc.epilogue = &tanhEpi;
   else if (!epi.empty())
     bc.epilogue = &epi;
-  return approx::convPerforatedBlocked(bc);
+  if (!approx::convPerforatedBlocked(bc))
+    return false;
+  if (outRound != Precision::FP32)
+    implOf(y).roundedTo = outRound;
+  return true;
 }
 
 /// Perforated/sampled convolution on NCHW host data, then the post-ops.
@@ -656,13 +684,16 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
   const float* xp = hostData(x);
   const float* wp = hostData(w);
   if (knob.precision != Precision::FP32) {
-    // Reduced precision: the operands are rounded first, the input into a
-    // buffer kept across calls (no allocation and page faults per call),
-    // the weights once per version of w.
-    static thread_local std::vector<float> xs;
-    xs.assign(xp, xp + numElems(x));
-    roundTo(knob.precision, xs.data(), numElems(x));
-    xp = xs.data();
+    // Reduced precision: the operands are rounded first (unless they
+    // already are), the input into a buffer kept across calls (no
+    // allocation and page faults per call), the weights once per version
+    // of w.
+    if (!alreadyRounded(x, knob.precision)) {
+      static thread_local std::vector<float> xs;
+      xs.resize(static_cast<size_t>(numElems(x)));
+      roundCopy(knob.precision, xp, xs.data(), numElems(x));
+      xp = xs.data();
+    }
     wp = roundedWeights(w, knob.precision);
   }
   // The post-ops run inside the approximate convolution's output pass;
@@ -697,6 +728,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
     }
   }
   markHostWritten(y);
+  implOf(y).roundedTo = outRound;
 }
 
 /// Marks the result of an in-place kernel (dst == src memory) as y's
@@ -704,6 +736,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
 void markInPlace(Tensor* y, const dnnl::memory& dst) {
   TensorImpl& impl = implOf(y);
   impl.version = nextVersion();
+  impl.roundedTo = Precision::FP32;
   impl.derived.clear();
   if (dst.get_data_handle() == impl.host) {
     impl.hostValid = true;

@@ -174,6 +174,7 @@ dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
   TensorImpl& impl = implOf(y);
   syncCounts(y);
   impl.version = nextVersion();
+  impl.roundedTo = Precision::FP32;
   impl.derived.clear();
   if (d == nchwDesc(y)) {
     // Plain layout: the kernel writes the host buffer directly.
@@ -203,6 +204,7 @@ void markHostWritten(Tensor* y) {
   impl.hostValid = true;
   impl.memValid = false;
   impl.version = nextVersion();
+  impl.roundedTo = Precision::FP32;
   impl.derived.clear();
 }
 
@@ -286,6 +288,7 @@ void hostModified(Tensor* t) {
   impl.hostValid = true;
   impl.memValid = false;
   impl.version = nextVersion();
+  impl.roundedTo = Precision::FP32;
   impl.derived.clear();
 }
 

@@ -27,6 +27,11 @@ struct TensorImpl {
   size_t memBytes = 0;    ///< Size of `memBuf`.
   bool memValid = false;  ///< `mem` holds the current values.
   uint64_t version = 0;   ///< Changes whenever the values change.
+  /// The values are known to be exactly representable in this precision
+  /// (a reduced-precision op rounded them), so a consumer with that knob
+  /// need not round them again; FP32 when nothing is known. Reset with
+  /// every new version.
+  hpvm::rt::Precision roundedTo = hpvm::rt::Precision::FP32;
   /// Weights derived from this tensor (reordered, folded, rounded), keyed
   /// by what they were derived with; dropped whenever the values change.
   struct Derived {
