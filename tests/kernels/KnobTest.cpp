@@ -235,7 +235,7 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
   // input (vgg_first has 3 channels), stride 2, 1x1, depthwise.
   for (const char* name :
        {"vgg_first", "tail13", "stride2", "shortcut_1x1_s2", "pointwise",
-        "depthwise", "depthwise_s2_tail", "tiny4x4", "tiny2x2"}) {
+        "depthwise", "depthwise_s2_tail", "tiny4x4", "tiny2x2", "rect16"}) {
     ConvCase c(name, 1100);
     REQUIRE_MESSAGE(c.blocked(Variant::PerfRow, approx::PerforationPath::Auto),
                     name);

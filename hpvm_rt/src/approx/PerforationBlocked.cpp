@@ -11,6 +11,13 @@
 // class rows, and the caller's epilogue runs on the row while it is in
 // cache. The arithmetic is the classes' share of the exact convolution;
 // the extra memory traffic is one read of the classes' results.
+//
+// Column perforation runs as row perforation of the transposed problem:
+// each chunk of images is transposed (H and W swapped, 16-channel vectors
+// moved whole) into a cache-resident buffer, the filter is read
+// transposed, and the output pass reads the classes' results transposed.
+// oneDNN's kernels are much faster with full-width rows than with the few
+// strided columns a column class has on CIFAR-sized layers.
 #include "approx/Epilogue.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
@@ -49,6 +56,18 @@ constexpr int64_t kMinOutputPositions = 3;
 /// of this) stay in the cores' L2 caches until the output pass reads them.
 constexpr int64_t kChunkBytes = int64_t(1) << 20;
 
+/// How the classes of a column perforation are computed.
+enum class ColumnMode : uint8_t {
+  None,       ///< Row perforation.
+  Strided,    ///< Convolutions strided along the columns.
+  Transposed, ///< Row perforation of the transposed input.
+};
+
+/// Column perforation transposes the input when the convolution does at
+/// least this many flops per input element (the transposition is one pass
+/// over the input; below this, strided columns cost less than it saves).
+constexpr int64_t kTransposeMinFlopsPerInput = 1000;
+
 /// One class's convolution in the blocked engine.
 struct BlockedPrim {
   dnnl::convolution_forward prim;
@@ -69,31 +88,31 @@ tag srcTag(const ConvGeometry& g) {
   return g.c % 16 == 0 ? tag::nChw16c : tag::nchw;
 }
 
-/// The convolution of plan p along g's rows (cols: columns); ok == false
-/// when oneDNN offers only its reference kernel or nothing.
-BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool cols,
+/// The convolution of plan p along g's rows (stridedCols: along its
+/// columns, planned on the transposed geometry); ok == false when oneDNN
+/// offers only its reference kernel or nothing.
+BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
                             const ClassPlan& p) {
   BlockedPrim bp;
   bp.plan = p;
-  const int64_t padFull = cols ? padRight(g.h, g.kh, g.strideH, g.padH, g.ho)
-                               : padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
-  const memory::dims srcDims = cols ? memory::dims{g.n, g.c, g.h, p.viewH}
-                                    : memory::dims{g.n, g.c, p.viewH, g.w};
-  const memory::dims dstDims = cols ? memory::dims{g.n, g.k, g.ho, p.outLen}
-                                    : memory::dims{g.n, g.k, p.outLen, g.wo};
-  const memory::dims strides = cols ? memory::dims{g.strideH, p.stride}
-                                    : memory::dims{p.stride, g.strideW};
-  const memory::dims padL =
-      cols ? memory::dims{g.padH, p.padT} : memory::dims{p.padT, g.padW};
-  const memory::dims padR =
-      cols ? memory::dims{padFull, p.padB} : memory::dims{p.padB, padFull};
+  const bool sc = stridedCols;
+  const int64_t padFull = sc ? padRight(g.h, g.kh, g.strideH, g.padH, g.ho)
+                             : padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
   try {
     dnnl::convolution_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_inference,
          dnnl::algorithm::convolution_direct,
-         memory::desc(srcDims, dt::f32, srcTag(g)),
+         memory::desc(sc ? memory::dims{g.n, g.c, g.h, p.viewH}
+                         : memory::dims{g.n, g.c, p.viewH, g.w},
+                      dt::f32, srcTag(g)),
          memory::desc(weightsDims(g), dt::f32, tag::any),
-         memory::desc(dstDims, dt::f32, tag::nChw16c), strides, padL, padR},
+         memory::desc(sc ? memory::dims{g.n, g.k, g.ho, p.outLen}
+                         : memory::dims{g.n, g.k, p.outLen, g.wo},
+                      dt::f32, tag::nChw16c),
+         sc ? memory::dims{g.strideH, p.stride}
+            : memory::dims{p.stride, g.strideW},
+         sc ? memory::dims{g.padH, p.padT} : memory::dims{p.padT, g.padW},
+         sc ? memory::dims{padFull, p.padB} : memory::dims{p.padB, padFull}},
         cpuEngine());
     bp.ok = !isRefImpl(pd);
     if (bp.ok) {
@@ -108,9 +127,9 @@ BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool cols,
   return bp;
 }
 
-/// The cached convolution computing class `c` of g's rows (cols: of its
-/// columns), or one with ok == false when oneDNN has no fast kernel.
-const BlockedPrim& blockedPrim(const ConvGeometry& g, bool cols,
+/// The cached convolution computing class `c` of g's rows, or one with
+/// ok == false when oneDNN has no fast kernel for it.
+const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
                                const OutputClass& c) {
   const std::vector<int64_t> key{g.n,
                                  g.c,
@@ -124,52 +143,76 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool cols,
                                  g.padW,
                                  g.strideH,
                                  g.strideW,
-                                 cols,
                                  c.start,
                                  c.step,
                                  c.count,
+                                 stridedCols,
                                  omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(blockedMutex);
   auto it = blockedCache().find(key);
   if (it != blockedCache().end())
     return it->second;
 
-  // Plan along the perforated axis (the transposed geometry for columns):
-  // by cost first; if oneDNN has no fast kernel for that plan (a top
-  // padding as large as the window), with a shifted view instead.
-  const ConvGeometry axis = cols ? transposed(g) : g;
+  // The first plan oneDNN has a fast kernel for: by cost, reading the input
+  // in place with a negative bottom padding ending the last window early;
+  // by cost, with a cropped copy of the input instead (oneDNN rejects some
+  // negative paddings); with a copied view wherever the first window
+  // starts inside the input (a top padding as large as the window has no
+  // fast kernel).
+  const ConvGeometry axis = stridedCols ? transposed(g) : g;
+  ClassPlan inPlace = planClass(axis, c, kFlopsPerCopiedElement);
+  const ClassPlan cropped = inPlace;
+  if (inPlace.shift == 0) {
+    inPlace.viewH = axis.h;
+    inPlace.padB = -inPlace.padT + (inPlace.outLen - 1) * inPlace.stride +
+                   axis.kh - 1 - (axis.h - 1);
+  }
   BlockedPrim bp;
-  for (int64_t flopsPerShift : {kFlopsPerCopiedElement, int64_t(0)}) {
-    ClassPlan p = planClass(axis, c, flopsPerShift);
-    if (p.shift == 0) {
-      // No copy: read the whole input and let a negative bottom padding
-      // end the last window where the plan cropped the view.
-      p.viewH = axis.h;
-      p.padB = -p.padT + (p.outLen - 1) * p.stride + axis.kh - 1 - (axis.h - 1);
-    }
-    bp = makeBlockedPrim(g, cols, p);
+  for (const ClassPlan& p : {inPlace, cropped, planClass(axis, c, 0)}) {
+    bp = makeBlockedPrim(g, stridedCols, p);
     if (bp.ok)
       break;
   }
   return blockedCache().emplace(key, std::move(bp)).first->second;
 }
 
-/// Copies the view of `x` (layout srcTag(g)) starting `shift` rows (cols:
-/// columns) in, `len` of them, into the dense buffer `to`.
-void copyView(const float* x, const ConvGeometry& g, bool cols, int64_t shift,
-              int64_t len, float* to) {
-  const bool blocked = srcTag(g) == tag::nChw16c;
-  const int64_t lanes = blocked ? 16 : 1;
-  const int64_t planes = g.n * (blocked ? g.c / 16 : g.c);
-  const int64_t rows = cols ? g.h : len, rowLen = cols ? len : g.w;
+/// Floats per spatial position of an activation in layout srcTag(g), and
+/// the number of (image, channel block) planes.
+int64_t lanesOf(const ConvGeometry& g) {
+  return srcTag(g) == tag::nChw16c ? 16 : 1;
+}
+int64_t planesOf(const ConvGeometry& g) { return g.n * g.c / lanesOf(g); }
+
+/// Copies rows (stridedCols: columns) shift .. shift + len - 1 of every
+/// plane of `x` (layout srcTag(g)) into the dense buffer `to`.
+void copyView(const float* x, const ConvGeometry& g, bool stridedCols,
+              int64_t shift, int64_t len, float* to) {
+  const int64_t lanes = lanesOf(g), planes = planesOf(g);
+  const int64_t rows = stridedCols ? g.h : len;
+  const int64_t rowLen = stridedCols ? len : g.w;
+  const size_t bytes = static_cast<size_t>(rowLen * lanes) * sizeof(float);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t inRow = cols ? r : r + shift;
-      const int64_t inCol = cols ? shift : 0;
+      const int64_t inRow = stridedCols ? r : r + shift;
+      const int64_t inCol = stridedCols ? shift : 0;
       std::memcpy(to + (p * rows + r) * rowLen * lanes,
-                  x + ((p * g.h + inRow) * g.w + inCol) * lanes,
-                  static_cast<size_t>(rowLen * lanes) * sizeof(float));
+                  x + ((p * g.h + inRow) * g.w + inCol) * lanes, bytes);
+    }
+}
+
+/// xt = x with rows and columns swapped in every plane (x has g's layout
+/// srcTag(g); each position's channel vector moves whole).
+void transposeInput(const float* x, const ConvGeometry& g, float* xt) {
+  const int64_t lanes = lanesOf(g), planes = planesOf(g);
+  const size_t bytes = static_cast<size_t>(lanes) * sizeof(float);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t w = 0; w < g.w; ++w) {
+      const float* from = x + (p * g.h * g.w + w) * lanes;
+      float* to = xt + (p * g.w + w) * g.h * lanes;
+      for (int64_t h = 0; h < g.h; ++h)
+        std::memcpy(to + h * lanes, from + h * g.w * lanes, bytes);
     }
 }
 
@@ -200,18 +243,22 @@ inline void average(const float* a, const float* b, float* out, int64_t n) {
 void writeChunk(const std::vector<const float*>& dsts,
                 const std::vector<const BlockedPrim*>& prims,
                 const std::vector<Source>& from, const ConvGeometry& gc,
-                int64_t n0, bool cols, float* y, const BlockedEpilogue* epi) {
+                int64_t n0, ColumnMode cols, float* y,
+                const BlockedEpilogue* epi) {
   const int64_t kb = gc.k / 16, ho = gc.ho, wo = gc.wo;
   // Rows that applyImages() reads back stay in cache; others are streamed.
   const bool throughCache = epi && epi->wantsImages();
-  // Row t of class c for image n, block b (rows), or its position t in
-  // output row h (columns).
+  // Row t of class c for image n, block b (rows), or column t's value in
+  // output row h (columns; the classes hold the transposed output when the
+  // input was transposed).
   auto classRow = [&](size_t c, int64_t n, int64_t b, int64_t t) {
     return dsts[c] + ((n * kb + b) * prims[c]->plan.outLen + t) * wo * 16;
   };
   auto classCol = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t t) {
     const int64_t len = prims[c]->plan.outLen;
-    return dsts[c] + (((n * kb + b) * ho + h) * len + t) * 16;
+    return cols == ColumnMode::Transposed
+               ? dsts[c] + (((n * kb + b) * len + t) * ho + h) * 16
+               : dsts[c] + (((n * kb + b) * ho + h) * len + t) * 16;
   };
 #pragma omp parallel
   {
@@ -221,7 +268,7 @@ void writeChunk(const std::vector<const float*>& dsts,
 #pragma omp for schedule(static)
     for (int64_t nbh = 0; nbh < gc.n * kb * ho; ++nbh) {
       const int64_t h = nbh % ho, nb = nbh / ho, n = nb / kb, b = nb % kb;
-      if (!cols) {
+      if (cols == ColumnMode::None) {
         const Source& s = from[h];
         if (s.cls >= 0) {
           std::memcpy(tile, classRow(s.cls, n, b, s.t),
@@ -280,6 +327,18 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   if (g.k % 16 != 0 || (g.groups != 1 && g.groups != g.k) ||
       g.ho * g.wo <= kMinOutputPositions)
     return false;
+  // Columns: transposed where the convolution is heavy enough per input
+  // element (and the input is blocked), else strided. gi is the geometry
+  // the class convolutions see.
+  const int64_t flopsPerInput =
+      2 * g.kg * g.kh * g.kw * g.ho * g.wo / (g.h * g.w);
+  const ColumnMode mode =
+      !cols ? ColumnMode::None
+      : srcTag(g) == tag::nChw16c && flopsPerInput >= kTransposeMinFlopsPerInput
+          ? ColumnMode::Transposed
+          : ColumnMode::Strided;
+  const bool strided = mode == ColumnMode::Strided;
+  const ConvGeometry gi = mode == ColumnMode::Transposed ? transposed(g) : g;
   const std::vector<bool> kept =
       perforationKept(cols ? g.wo : g.ho, bc.knob.rate, bc.knob.offset);
   const std::vector<OutputClass> classes =
@@ -290,15 +349,13 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   const int64_t perImage = g.k * g.ho * g.wo * int64_t(sizeof(float));
   const int64_t chunk = std::clamp<int64_t>(chunkBytes() / perImage, 1, g.n);
   auto chunkPrims = [&](int64_t n) {
-    ConvGeometry gc = g;
+    ConvGeometry gc = gi;
     gc.n = n;
     std::vector<const BlockedPrim*> prims;
     for (const OutputClass& c : classes) {
-      prims.push_back(&blockedPrim(gc, cols, c));
+      prims.push_back(&blockedPrim(gc, strided, c));
       if (!prims.back()->ok)
-        prims.clear();
-      if (prims.empty())
-        break;
+        return std::vector<const BlockedPrim*>{};
     }
     return prims;
   };
@@ -333,47 +390,61 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   }
   const float* x = static_cast<const float*>(src.get_data_handle());
 
-  // The filter, reordered once per layout and contents.
-  memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw, g.kw, 1};
+  // The filter (OIHW, read transposed for columns), reordered once per
+  // layout and contents.
+  const bool tr = mode == ColumnMode::Transposed;
+  memory::dims weiStrides{g.cg * g.kh * g.kw, g.kh * g.kw, tr ? 1 : g.kw,
+                          tr ? g.kw : 1};
   if (g.groups > 1)
     weiStrides.insert(weiStrides.begin(), g.kg * g.cg * g.kh * g.kw);
-  const memory weiUser(memory::desc(weightsDims(g), dt::f32, weiStrides), eng,
+  const memory weiUser(memory::desc(weightsDims(gi), dt::f32, weiStrides), eng,
                        const_cast<float*>(bc.weights));
   memory weiMem;
 
+  const int64_t imageIn = g.c * g.h * g.w;
+  float* transposedIn =
+      tr ? static_cast<float*>(lease.slot(2, chunk * imageIn * sizeof(float)))
+         : nullptr;
   float* y = bc.output();
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
-    ConvGeometry gc = g;
+    ConvGeometry gc = gi;
     gc.n = std::min(chunk, g.n - n0);
     const std::vector<const BlockedPrim*>& prims = gc.n == chunk ? full : tail;
-    const float* xc = x + n0 * g.c * g.h * g.w;
+    const float* xc = x + n0 * imageIn;
+    if (tr) {
+      ConvGeometry orig = g;
+      orig.n = gc.n;
+      transposeInput(xc, orig, transposedIn);
+      xc = transposedIn;
+    }
 
-    // One strided convolution per class; shifted views are copied once per
-    // shift.
-    std::vector<std::pair<int64_t, memory>> views;
+    // One strided convolution per class; cropped or shifted views are
+    // copied once each.
+    std::vector<std::pair<std::pair<int64_t, int64_t>, memory>> views;
     std::vector<const float*> dsts;
     std::vector<int64_t> firsts;
     for (size_t ci = 0; ci < classes.size(); ++ci) {
       const BlockedPrim& bp = *prims[ci];
+      const std::pair<int64_t, int64_t> view{bp.plan.shift, bp.plan.viewH};
       memory in;
-      if (bp.plan.shift == 0) {
+      if (bp.plan.shift == 0 && bp.plan.viewH == (strided ? gc.w : gc.h)) {
         in = memory(bp.src, eng, const_cast<float*>(xc));
       } else {
         for (const auto& v : views)
-          if (v.first == bp.plan.shift && v.second.get_desc() == bp.src)
+          if (v.first == view && v.second.get_desc() == bp.src)
             in = v.second;
         if (!in) {
           float* to = static_cast<float*>(
-              lease.slot(2 + views.size(), bp.src.get_size()));
-          copyView(xc, gc, cols, bp.plan.shift, bp.plan.viewH, to);
+              lease.slot(3 + views.size(), bp.src.get_size()));
+          copyView(xc, gc, strided, bp.plan.shift, bp.plan.viewH, to);
           in = memory(bp.src, eng, to);
-          views.emplace_back(bp.plan.shift, in);
+          views.emplace_back(view, in);
         }
       }
       if (!weiMem || weiMem.get_desc() != bp.weights)
         weiMem = cachedFilter(weiUser, bc.weights, g.k * g.cg * g.kh * g.kw,
                               bp.weights, strm);
-      memory dst(bp.dst, eng, lease.slot(8 + ci, bp.dst.get_size()));
+      memory dst(bp.dst, eng, lease.slot(16 + ci, bp.dst.get_size()));
       bp.prim.execute(strm, {{DNNL_ARG_SRC, in},
                              {DNNL_ARG_WEIGHTS, weiMem},
                              {DNNL_ARG_DST, dst}});
@@ -381,8 +452,10 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
       firsts.push_back(bp.plan.first);
     }
     strm.wait();
+    ConvGeometry out = g;
+    out.n = gc.n;
     float* yc = y + n0 * g.k * g.ho * g.wo;
-    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), gc, n0, cols, yc,
+    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), out, n0, mode, yc,
                bc.epilogue);
     if (bc.epilogue && bc.epilogue->wantsImages())
       bc.epilogue->applyImages(yc, n0, gc.n);

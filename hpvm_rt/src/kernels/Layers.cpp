@@ -760,9 +760,25 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
               "conv output must not alias its input or residual");
   Dims4 xd = dims4(x), wd = dims4(w), yd = dims4(y);
   checkConvShapes(xd, wd, yd, args);
+  const bool perforated =
+      knob.variant == Variant::PerfRow || knob.variant == Variant::PerfCol;
+  if (perforated && knob.rate > 1 &&
+      approx::perforationPath() == approx::PerforationPath::Auto) {
+    // A perforation that skips nothing on this output (an offset beyond a
+    // short axis) is the exact convolution at the knob's precision.
+    const std::vector<bool> kept = approx::perforationKept(
+        knob.variant == Variant::PerfRow ? yd[2] : yd[3], knob.rate,
+        knob.offset);
+    if (std::find(kept.begin(), kept.end(), false) == kept.end()) {
+      KnobSpec exact = knob;
+      exact.variant = Variant::Exact;
+      exact.rate = 1;
+      exact.offset = 0;
+      runConv(x, w, args, post, exact, y);
+      return;
+    }
+  }
   if (knob.variant != Variant::Exact && knob.rate > 1) {
-    const bool perforated =
-        knob.variant == Variant::PerfRow || knob.variant == Variant::PerfCol;
     if (!perforated ||
         approx::perforationPath() != approx::PerforationPath::Auto ||
         !convApproxBlocked(x, w, args, post, knob, y, xd, wd, yd))
