@@ -40,11 +40,15 @@ void checkFused(const std::vector<float>& got, const std::vector<float>& want,
 
 struct ConvCase {
   ConvShape s;
-  /// True when runConv computes knob variant v on the blocked engine
-  /// (approx::convPerforatedBlocked) under perforation path `path`.
+  /// True when runConv may compute knob variant v on a blocked engine
+  /// (approx::convPerforatedBlocked, approx::convSampledBlocked) under
+  /// perforation path `path`.
   bool blocked(Variant v, approx::PerforationPath path) const {
+    if (path != approx::PerforationPath::Auto || s.K % 16 != 0)
+      return false;
+    if (v == Variant::Samp)
+      return s.args.groups == 1 && s.C % 16 == 0;
     return (v == Variant::PerfRow || v == Variant::PerfCol) &&
-           path == approx::PerforationPath::Auto && s.K % 16 == 0 &&
            (s.args.groups == 1 || s.args.groups == s.K) && s.Ho() * s.Wo() > 3;
   }
   std::unique_ptr<TestTensor> x, w;
@@ -273,6 +277,46 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
                          true);
             }
     }
+  }
+}
+
+TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
+          "every rate and offset, fp32 and fp16") {
+  // Shapes it takes (C and K multiples of 16, small outputs or 1x1):
+  // 3x3 on 4x4, 2x2 and 8x8 (stride 2) outputs, 1x1 with and without
+  // stride; the regular (rate 3 on 3x3) and irregular variants.
+  for (const char* name :
+       {"tiny4x4", "tiny2x2", "stride2", "pointwise", "shortcut_1x1_s2"}) {
+    ConvCase c(name, 1300);
+    REQUIRE_MESSAGE(c.blocked(Variant::Samp, approx::PerforationPath::Auto),
+                    name);
+    const int64_t HW = c.s.Ho() * c.s.Wo();
+    for (Precision p : {Precision::FP32, Precision::FP16})
+      for (int rate = 2; rate <= 4; ++rate)
+        for (int offset = 0; offset < rate; ++offset)
+          for (int chain : {1, 3}) {
+            KnobSpec knob = knobOf(Variant::Samp, p, rate, offset);
+            TestPost post(chain, c.s.K, c.yDims, 1310 + chain);
+            std::vector<float> got = c.run(post.ops, knob);
+            std::vector<float> xv = c.x->values(), wv = c.w->values();
+            if (p == Precision::FP16) {
+              approx::roundToHalf(xv.data(), int64_t(xv.size()));
+              approx::roundToHalf(wv.data(), int64_t(wv.size()));
+            }
+            std::vector<float> want(got.size());
+            approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
+                                wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
+                                knob, want.data());
+            post.reference(want, c.s.N, c.s.K, HW);
+            if (p == Precision::FP16)
+              approx::roundToHalf(want.data(), int64_t(want.size()));
+            checkFused(
+                got, want, post.ops, p,
+                std::string(name) + " precision " + std::to_string(int(p)) +
+                    " rate " + std::to_string(rate) + " offset " +
+                    std::to_string(offset) + " chain " + std::to_string(chain),
+                true);
+          }
   }
 }
 

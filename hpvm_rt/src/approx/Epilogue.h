@@ -58,14 +58,14 @@ public:
                            int64_t /*count*/) const {}
 };
 
-/// A perforated convolution on the layer kernels' blocked activations.
+/// An approximate convolution on the layer kernels' blocked activations.
 struct BlockedConv {
   dnnl::memory x; ///< N x C x H x W in any layout (nChw16c: no reorder).
   int64_t n = 0, c = 0, h = 0, w = 0;
   const float* weights = nullptr; ///< K x C/groups x KH x KW, OIHW.
   int64_t k = 0, kh = 0, kw = 0;
   ConvArgs args;
-  KnobSpec knob; ///< PerfRow or PerfCol.
+  KnobSpec knob; ///< PerfRow or PerfCol (perforation), Samp (sampling).
   /// Rounds a copy of the input in place (fp16 knobs); none if empty.
   std::function<void(float*, int64_t)> roundInput;
   /// Returns the dense nChw16c N x K x Ho x Wo output buffer; called once,
@@ -80,6 +80,13 @@ struct BlockedConv {
 /// depthwise, tiny outputs, no fast oneDNN kernel), in which case the
 /// caller uses convPerforated on NCHW data.
 bool convPerforatedBlocked(const BlockedConv& bc);
+
+/// Filter sampling (bc.knob Samp) on blocked activations: a reduced im2col
+/// gathered from nChw16c and one GEMM per chunk of images. Returns false
+/// without touching anything when this engine does not apply (grouped, C
+/// or K not a multiple of 16) or is not the faster one (large outputs, see
+/// SamplingBlocked.cpp); the caller then uses convSampled on NCHW data.
+bool convSampledBlocked(const BlockedConv& bc);
 
 } // namespace hpvm::rt::approx
 

@@ -624,9 +624,9 @@ private:
   int64_t k_, ho_, wo_;
 };
 
-/// Perforated convolution on the activations' blocked layout (no NCHW
-/// round trip), the post-ops in its output pass. Returns false when the
-/// blocked engine does not apply to this problem.
+/// Perforated or sampled convolution on the activations' blocked layout
+/// (no NCHW round trip), the post-ops in its output pass. Returns false
+/// when the blocked engines do not apply to this problem.
 bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
                        const PostOps& post, const KnobSpec& knob, Tensor* y,
                        const Dims4& xd, const Dims4& wd, const Dims4& yd) {
@@ -670,7 +670,10 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     bc.epilogue = &tanhEpi;
   else if (!epi.empty())
     bc.epilogue = &epi;
-  if (!approx::convPerforatedBlocked(bc))
+  const bool ran = knob.variant == Variant::Samp
+                       ? approx::convSampledBlocked(bc)
+                       : approx::convPerforatedBlocked(bc);
+  if (!ran)
     return false;
   if (outRound != Precision::FP32)
     implOf(y).roundedTo = outRound;
@@ -779,8 +782,7 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     }
   }
   if (knob.variant != Variant::Exact && knob.rate > 1) {
-    if (!perforated ||
-        approx::perforationPath() != approx::PerforationPath::Auto ||
+    if (approx::perforationPath() != approx::PerforationPath::Auto ||
         !convApproxBlocked(x, w, args, post, knob, y, xd, wd, yd))
       convApprox(x, w, args, post, knob, y, xd, wd, yd);
     return;
