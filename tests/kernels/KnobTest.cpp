@@ -74,6 +74,28 @@ struct ConvCase {
     runConv(x->get(), w->get(), s.args, post, knob, y.get());
     return y.values();
   }
+  /// The approximate algorithm (the NCHW engines of approx::) on the
+  /// operands rounded to p, then the reference post-ops, then the result
+  /// rounded to p: what runConv with `knob` must give.
+  std::vector<float> approximate(const TestPost& post, const KnobSpec& knob,
+                                 Precision p) {
+    std::vector<float> xv = x->values(), wv = w->values();
+    if (p == Precision::FP16) {
+      approx::roundToHalf(xv.data(), int64_t(xv.size()));
+      approx::roundToHalf(wv.data(), int64_t(wv.size()));
+    }
+    std::vector<float> want(s.N * s.K * s.Ho() * s.Wo());
+    if (knob.variant == Variant::Samp)
+      approx::convSampled(xv.data(), s.N, s.C, s.H, s.W, wv.data(), s.K, s.KH,
+                          s.KW, s.args, knob, want.data());
+    else
+      approx::convPerforated(xv.data(), s.N, s.C, s.H, s.W, wv.data(), s.K,
+                             s.KH, s.KW, s.args, knob, want.data());
+    post.reference(want, s.N, s.K, s.Ho() * s.Wo());
+    if (p == Precision::FP16)
+      approx::roundToHalf(want.data(), int64_t(want.size()));
+    return want;
+  }
   std::vector<float> reference(const TestPost& post) {
     std::vector<float> y(s.N * s.K * s.Ho() * s.Wo());
     ref::conv2d(x->values().data(), s.N, s.C, s.H, s.W, w->values().data(), s.K,
@@ -150,17 +172,7 @@ TEST_CASE("Kernels: perforated and sampled convs are the approximate "
       for (int v : {0, 2, 3}) {
         TestPost post(v, c.s.K, c.yDims, 910 + v);
         std::vector<float> got = c.run(post.ops, knob);
-        std::vector<float> want(got.size());
-        auto xv = c.x->values(), wv = c.w->values();
-        if (k.v == Variant::Samp)
-          approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W, wv.data(),
-                              c.s.K, c.s.KH, c.s.KW, c.s.args, knob,
-                              want.data());
-        else
-          approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
-                                 wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
-                                 knob, want.data());
-        post.reference(want, c.s.N, c.s.K, c.s.Ho() * c.s.Wo());
+        std::vector<float> want = c.approximate(post, knob, Precision::FP32);
         checkFused(got, want, post.ops, Precision::FP32,
                    std::string(name) + " variant " + std::to_string(int(k.v)) +
                        " rate " + std::to_string(k.rate) + " offset " +
@@ -184,7 +196,6 @@ TEST_CASE("Kernels: approximate convs fuse every post-op chain on every "
   };
   for (const char* name : {"lenet_like_5x5", "tail13"}) {
     ConvCase c(name, 950);
-    const int64_t HW = c.s.Ho() * c.s.Wo();
     for (PerforationPath path :
          {PerforationPath::Auto, PerforationPath::DnnlFused,
           PerforationPath::DnnlGeneric, PerforationPath::Gemm}) {
@@ -198,25 +209,7 @@ TEST_CASE("Kernels: approximate convs fuse every post-op chain on every "
           for (int v = 0; v < TestPost::kVariants; ++v) {
             TestPost post(v, c.s.K, c.yDims, 960 + v);
             std::vector<float> got = c.run(post.ops, knob);
-            // The algorithm on the (rounded) operands, then the reference
-            // post-ops, then the (rounded) result.
-            std::vector<float> xv = c.x->values(), wv = c.w->values();
-            if (p == Precision::FP16) {
-              approx::roundToHalf(xv.data(), int64_t(xv.size()));
-              approx::roundToHalf(wv.data(), int64_t(wv.size()));
-            }
-            std::vector<float> want(got.size());
-            if (k.v == Variant::Samp)
-              approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
-                                  wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
-                                  knob, want.data());
-            else
-              approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
-                                     wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
-                                     knob, want.data());
-            post.reference(want, c.s.N, c.s.K, HW);
-            if (p == Precision::FP16)
-              approx::roundToHalf(want.data(), int64_t(want.size()));
+            std::vector<float> want = c.approximate(post, knob, p);
             checkFused(
                 got, want, post.ops, p,
                 std::string(name) + " path " + std::to_string(int(path)) +
@@ -243,7 +236,6 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
     ConvCase c(name, 1100);
     REQUIRE_MESSAGE(c.blocked(Variant::PerfRow, approx::PerforationPath::Auto),
                     name);
-    const int64_t HW = c.s.Ho() * c.s.Wo();
     for (bool blockedInput : {false, true}) {
       if (blockedInput) {
         // x becomes the blocked output of an exact 1x1 convolution.
@@ -262,12 +254,8 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
               KnobSpec knob = knobOf(v, Precision::FP32, rate, offset);
               TestPost post(chain, c.s.K, c.yDims, 1110 + chain);
               std::vector<float> got = c.run(post.ops, knob);
-              std::vector<float> xv = c.x->values(), wv = c.w->values();
-              std::vector<float> want(got.size());
-              approx::convPerforated(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
-                                     wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
-                                     knob, want.data());
-              post.reference(want, c.s.N, c.s.K, HW);
+              std::vector<float> want =
+                  c.approximate(post, knob, Precision::FP32);
               checkFused(got, want, post.ops, Precision::FP32,
                          std::string(name) + (blockedInput ? " blocked" : "") +
                              " variant " + std::to_string(int(v)) + " rate " +
@@ -290,7 +278,6 @@ TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
     ConvCase c(name, 1300);
     REQUIRE_MESSAGE(c.blocked(Variant::Samp, approx::PerforationPath::Auto),
                     name);
-    const int64_t HW = c.s.Ho() * c.s.Wo();
     for (Precision p : {Precision::FP32, Precision::FP16})
       for (int rate = 2; rate <= 4; ++rate)
         for (int offset = 0; offset < rate; ++offset)
@@ -298,18 +285,7 @@ TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
             KnobSpec knob = knobOf(Variant::Samp, p, rate, offset);
             TestPost post(chain, c.s.K, c.yDims, 1310 + chain);
             std::vector<float> got = c.run(post.ops, knob);
-            std::vector<float> xv = c.x->values(), wv = c.w->values();
-            if (p == Precision::FP16) {
-              approx::roundToHalf(xv.data(), int64_t(xv.size()));
-              approx::roundToHalf(wv.data(), int64_t(wv.size()));
-            }
-            std::vector<float> want(got.size());
-            approx::convSampled(xv.data(), c.s.N, c.s.C, c.s.H, c.s.W,
-                                wv.data(), c.s.K, c.s.KH, c.s.KW, c.s.args,
-                                knob, want.data());
-            post.reference(want, c.s.N, c.s.K, HW);
-            if (p == Precision::FP16)
-              approx::roundToHalf(want.data(), int64_t(want.size()));
+            std::vector<float> want = c.approximate(post, knob, p);
             checkFused(
                 got, want, post.ops, p,
                 std::string(name) + " precision " + std::to_string(int(p)) +

@@ -319,6 +319,26 @@ int64_t chunkBytes() {
 
 } // namespace
 
+const float* detail::blockedInput(const BlockedConv& bc,
+                                  const memory::desc& dense,
+                                  ScratchPool::Lease& lease,
+                                  dnnl::stream& strm) {
+  // (Rewrapped: the caller's memory may belong to another engine object.)
+  memory src(bc.x.get_desc(), cpuEngine(), bc.x.get_data_handle());
+  if (src.get_desc() != dense) {
+    memory to(dense, cpuEngine(), lease.slot(0, dense.get_size()));
+    dnnl::reorder(src, to).execute(strm, src, to);
+    strm.wait();
+    src = to;
+  }
+  if (!bc.roundInput)
+    return static_cast<const float*>(src.get_data_handle());
+  float* to = static_cast<float*>(lease.slot(1, dense.get_size()));
+  std::memcpy(to, src.get_data_handle(), dense.get_size());
+  bc.roundInput(to, static_cast<int64_t>(dense.get_size() / sizeof(float)));
+  return to;
+}
+
 bool convPerforatedBlocked(const BlockedConv& bc) {
   const ConvGeometry g =
       checkConv("convPerforatedBlocked", bc.n, bc.c, bc.h, bc.w, bc.k, bc.kh,
@@ -369,26 +389,9 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   dnnl::stream strm(eng);
   ScratchPool::Lease lease(scratchPool());
 
-  // The input in the engine's layout (a reorder only when the caller's is
-  // another), rounded when the caller asks.
-  const memory::desc dense(memory::dims{g.n, g.c, g.h, g.w}, dt::f32,
-                           srcTag(g));
-  // (Rewrapped: the caller's memory may belong to another engine object.)
-  memory src(bc.x.get_desc(), eng, bc.x.get_data_handle());
-  if (src.get_desc() != dense) {
-    memory to(dense, eng, lease.slot(0, dense.get_size()));
-    dnnl::reorder(src, to).execute(strm, src, to);
-    strm.wait();
-    src = to;
-  }
-  if (bc.roundInput) {
-    const int64_t n = static_cast<int64_t>(dense.get_size() / sizeof(float));
-    float* to = static_cast<float*>(lease.slot(1, dense.get_size()));
-    std::memcpy(to, src.get_data_handle(), dense.get_size());
-    bc.roundInput(to, n);
-    src = memory(dense, eng, to);
-  }
-  const float* x = static_cast<const float*>(src.get_data_handle());
+  // The input in the engine's layout, rounded when the caller asks.
+  const float* x = blockedInput(
+      bc, memory::desc({g.n, g.c, g.h, g.w}, dt::f32, srcTag(g)), lease, strm);
 
   // The filter (OIHW, read transposed for columns), reordered once per
   // layout and contents.

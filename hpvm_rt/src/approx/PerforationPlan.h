@@ -11,6 +11,8 @@
 #define HPVM_RT_APPROX_PERFORATIONPLAN_H
 
 #include "approx/ConvGeometry.h"
+#include "approx/Epilogue.h"
+#include "approx/Scratch.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -83,6 +85,13 @@ bool isRefImpl(const dnnl::primitive_desc_base& pd);
 
 /// The weights dims of g (GOIHW when grouped).
 dnnl::memory::dims weightsDims(const ConvGeometry& g);
+
+/// The blocked engines' input: bc.x's values in layout `dense` (bc.x
+/// itself when it already is, else a reorder into scratch slot 0), copied
+/// into slot 1 and rounded when bc.roundInput is set. Returns the data.
+const float* blockedInput(const BlockedConv& bc,
+                          const dnnl::memory::desc& dense,
+                          ScratchPool::Lease& lease, dnnl::stream& strm);
 
 /// The filter `user` (n floats at `data`) in layout `want`, reordered once
 /// and then served from a process-wide cache while its contents are

@@ -44,8 +44,7 @@ using tag = memory::format_tag;
 /// the NCHW engine's channel-major GEMM.
 bool preferred(const ConvGeometry& g) {
   const int64_t positions = g.ho * g.wo;
-  return g.kh * g.kw == 1 || (positions <= 64 && g.c <= 128) ||
-         positions <= 4;
+  return g.kh * g.kw == 1 || (positions <= 64 && g.c <= 128) || positions <= 4;
 }
 
 /// Bytes of one chunk's im2col matrix (kept in the cores' L2 caches).
@@ -145,25 +144,10 @@ bool convSampledBlocked(const BlockedConv& bc) {
   dnnl::stream strm(eng);
   ScratchPool::Lease lease(scratchPool());
 
-  // The input as dense nChw16c (a reorder only when the caller's layout is
-  // another), rounded when the caller asks.
-  const memory::desc dense(memory::dims{g.n, g.c, g.h, g.w}, dt::f32,
-                           tag::nChw16c);
-  // (Rewrapped: the caller's memory may belong to another engine object.)
-  memory src(bc.x.get_desc(), eng, bc.x.get_data_handle());
-  if (src.get_desc() != dense) {
-    memory to(dense, eng, lease.slot(0, dense.get_size()));
-    dnnl::reorder(src, to).execute(strm, src, to);
-    strm.wait();
-    src = to;
-  }
-  if (bc.roundInput) {
-    float* to = static_cast<float*>(lease.slot(1, dense.get_size()));
-    std::memcpy(to, src.get_data_handle(), dense.get_size());
-    bc.roundInput(to, static_cast<int64_t>(dense.get_size() / sizeof(float)));
-    src = memory(dense, eng, to);
-  }
-  const float* x = static_cast<const float*>(src.get_data_handle());
+  // The input as dense nChw16c, rounded when the caller asks.
+  const float* x = blockedInput(
+      bc, memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nChw16c), lease,
+      strm);
 
   // The reduced, scaled filter: K x R, columns in TapLayout order.
   const float scale = samplingScale(bc.knob.rate);
@@ -188,9 +172,8 @@ bool convSampledBlocked(const BlockedConv& bc) {
     const int64_t count = std::min(chunk, g.n - n0);
     im2colBlocked(x, g, t, n0, count, a);
     // C (positions x K) = A (positions x R) * wr^T.
-    const dnnl_status_t st =
-        dnnl_sgemm('N', 'T', count * perImage, g.k, t.r, 1.f, a, t.r, wr, t.r,
-                   0.f, c, g.k);
+    const dnnl_status_t st = dnnl_sgemm('N', 'T', count * perImage, g.k, t.r,
+                                        1.f, a, t.r, wr, t.r, 0.f, c, g.k);
     if (st != dnnl_success)
       throw std::runtime_error("convSampledBlocked: dnnl_sgemm failed with "
                                "status " +
@@ -199,8 +182,7 @@ bool convSampledBlocked(const BlockedConv& bc) {
     float* yc = y + n0 * g.k * perImage;
 #pragma omp parallel for schedule(static)
     for (int64_t nbh = 0; nbh < count * kb * g.ho; ++nbh) {
-      const int64_t oh = nbh % g.ho, nb = nbh / g.ho, n = nb / kb,
-                    b = nb % kb;
+      const int64_t oh = nbh % g.ho, nb = nbh / g.ho, n = nb / kb, b = nb % kb;
       float* out = yc + nbh * g.wo * 16;
       const float* from = c + (n * perImage + oh * g.wo) * g.k + b * 16;
       for (int64_t w = 0; w < g.wo; ++w)
