@@ -253,7 +253,18 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
             for (int chain : {1, 3}) {
               KnobSpec knob = knobOf(v, Precision::FP32, rate, offset);
               TestPost post(chain, c.s.K, c.yDims, 1110 + chain);
+              // The blocked engine computes it, unless nothing is skipped
+              // on this output (then the exact kernel does).
+              const std::vector<bool> kept = approx::perforationKept(
+                  v == Variant::PerfRow ? c.s.Ho() : c.s.Wo(), rate, offset);
+              const bool skips =
+                  std::find(kept.begin(), kept.end(), false) != kept.end();
+              const uint64_t before = approx::blockedRuns();
               std::vector<float> got = c.run(post.ops, knob);
+              CHECK_MESSAGE(approx::blockedRuns() == before + (skips ? 1 : 0),
+                            name << " variant " << int(v) << " rate " << rate
+                                 << " offset " << offset
+                                 << ": not computed by the blocked engine");
               std::vector<float> want =
                   c.approximate(post, knob, Precision::FP32);
               checkFused(got, want, post.ops, Precision::FP32,
@@ -284,7 +295,11 @@ TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
           for (int chain : {1, 3}) {
             KnobSpec knob = knobOf(Variant::Samp, p, rate, offset);
             TestPost post(chain, c.s.K, c.yDims, 1310 + chain);
+            const uint64_t before = approx::blockedRuns();
             std::vector<float> got = c.run(post.ops, knob);
+            CHECK_MESSAGE(approx::blockedRuns() == before + 1,
+                          name << " rate " << rate << " offset " << offset
+                               << ": not computed by the blocked engine");
             std::vector<float> want = c.approximate(post, knob, p);
             checkFused(
                 got, want, post.ops, p,

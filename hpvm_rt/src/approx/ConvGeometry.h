@@ -68,6 +68,10 @@ enum class PerforationPath : uint8_t {
 void setPerforationPath(PerforationPath path);
 /// The engine setPerforationPath() selected (Auto by default).
 PerforationPath perforationPath();
+/// Test hook: how many convolutions the blocked engines
+/// (convPerforatedBlocked, convSampledBlocked) have computed in this
+/// process; a call they decline does not count.
+uint64_t blockedRuns();
 
 } // namespace hpvm::rt::approx
 

@@ -28,6 +28,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -319,6 +320,13 @@ int64_t chunkBytes() {
 
 } // namespace
 
+namespace {
+std::atomic<uint64_t> blockedRunCounter{0};
+} // namespace
+
+void detail::countBlockedRun() { ++blockedRunCounter; }
+uint64_t blockedRuns() { return blockedRunCounter; }
+
 const float* detail::blockedInput(const BlockedConv& bc,
                                   const memory::desc& dense,
                                   ScratchPool::Lease& lease,
@@ -463,6 +471,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
     if (bc.epilogue && bc.epilogue->wantsImages())
       bc.epilogue->applyImages(yc, n0, gc.n);
   }
+  countBlockedRun();
   return true;
 }
 

@@ -93,6 +93,9 @@ const float* blockedInput(const BlockedConv& bc,
                           const dnnl::memory::desc& dense,
                           ScratchPool::Lease& lease, dnnl::stream& strm);
 
+/// Counts one convolution computed by a blocked engine (blockedRuns()).
+void countBlockedRun();
+
 /// The filter `user` (n floats at `data`) in layout `want`, reordered once
 /// and then served from a process-wide cache while its contents are
 /// unchanged.

@@ -193,6 +193,7 @@ bool convSampledBlocked(const BlockedConv& bc) {
     if (epi && epi->wantsImages())
       epi->applyImages(yc, n0, count);
   }
+  countBlockedRun();
   return true;
 }
 
