@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace hpvm::rt {
@@ -113,8 +114,7 @@ void roundResult(Precision p, Tensor* y) {
         p, static_cast<float*>(impl.mem.get_data_handle()),
         static_cast<int64_t>(impl.mem.get_desc().get_size() / sizeof(float)));
     impl.hostValid = false;
-    impl.version = nextVersion();
-    impl.derived.clear();
+    newValues(impl);
     impl.roundedTo = p;
     return;
   }
@@ -636,10 +636,14 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
   const Precision outRound =
       knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
-  HostPostOps epi(post, N, K, HW, outRound, HostPostOps::Part::All,
-                  /*blocked=*/true);
-  BlockedTanhPostOps tanhEpi(post, N, K, yd[2], yd[3], outRound);
-  const bool tanh = post.act == Act::Tanh;
+  // The post-ops: in the output pass, except a tanh (see BlockedTanhPostOps).
+  std::optional<HostPostOps> epi;
+  std::optional<BlockedTanhPostOps> tanhEpi;
+  if (post.act == Act::Tanh)
+    tanhEpi.emplace(post, N, K, yd[2], yd[3], outRound);
+  else
+    epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
+                /*blocked=*/true);
   dnnl::memory residual;
   approx::BlockedConv bc;
   bc.x = currentMemory(x);
@@ -661,15 +665,17 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     if (post.residual) {
       residual = memoryAs(post.residual, yDesc);
       const float* r = static_cast<const float*>(residual.get_data_handle());
-      epi.setBlockedResidual(r);
-      tanhEpi.setBlockedResidual(r);
+      if (tanhEpi)
+        tanhEpi->setBlockedResidual(r);
+      else
+        epi->setBlockedResidual(r);
     }
     return static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
   };
-  if (tanh)
-    bc.epilogue = &tanhEpi;
-  else if (!epi.empty())
-    bc.epilogue = &epi;
+  if (tanhEpi)
+    bc.epilogue = &*tanhEpi;
+  else if (!epi->empty())
+    bc.epilogue = &*epi;
   const bool ran = knob.variant == Variant::Samp
                        ? approx::convSampledBlocked(bc)
                        : approx::convPerforatedBlocked(bc);
@@ -738,9 +744,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
 /// current values.
 void markInPlace(Tensor* y, const dnnl::memory& dst) {
   TensorImpl& impl = implOf(y);
-  impl.version = nextVersion();
-  impl.roundedTo = Precision::FP32;
-  impl.derived.clear();
+  newValues(impl);
   if (dst.get_data_handle() == impl.host) {
     impl.hostValid = true;
     impl.memValid = false;

@@ -114,6 +114,12 @@ uint64_t nextVersion() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
+void newValues(TensorImpl& impl) {
+  impl.version = nextVersion();
+  impl.roundedTo = Precision::FP32;
+  impl.derived.clear();
+}
+
 TensorImpl& implOf(Tensor* t) {
   HPVM_KCHECK(t != nullptr, "null tensor");
   if (!t->impl) {
@@ -173,9 +179,7 @@ dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want) {
 dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
   TensorImpl& impl = implOf(y);
   syncCounts(y);
-  impl.version = nextVersion();
-  impl.roundedTo = Precision::FP32;
-  impl.derived.clear();
+  newValues(impl);
   if (d == nchwDesc(y)) {
     // Plain layout: the kernel writes the host buffer directly.
     allocHost(y);
@@ -203,9 +207,7 @@ void markHostWritten(Tensor* y) {
   TensorImpl& impl = implOf(y);
   impl.hostValid = true;
   impl.memValid = false;
-  impl.version = nextVersion();
-  impl.roundedTo = Precision::FP32;
-  impl.derived.clear();
+  newValues(impl);
 }
 
 std::string descKey(const dnnl::memory::desc& d) {
@@ -287,9 +289,7 @@ void hostModified(Tensor* t) {
     allocHost(t);
   impl.hostValid = true;
   impl.memValid = false;
-  impl.version = nextVersion();
-  impl.roundedTo = Precision::FP32;
-  impl.derived.clear();
+  newValues(impl);
 }
 
 void releaseStorage(Tensor* t) {

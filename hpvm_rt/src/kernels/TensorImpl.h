@@ -92,6 +92,9 @@ std::string descKey(const dnnl::memory::desc& d);
 const float* hostData(const Tensor* t);
 /// A new version number (monotonic, process wide).
 uint64_t nextVersion();
+/// Records that the values of the tensor behind `impl` changed: a new
+/// version, nothing known about their rounding, derived weights dropped.
+void newValues(TensorImpl& impl);
 
 /// A 64-byte aligned buffer of \p bytes from the process-wide pool of
 /// released tensor buffers (fresh memory when none fits). Reusing buffers
