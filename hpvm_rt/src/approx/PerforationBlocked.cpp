@@ -28,7 +28,6 @@
 #endif
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -308,44 +307,7 @@ void writeChunk(const std::vector<const float*>& dsts,
   }
 }
 
-/// Output bytes per chunk of images (HPVM_RT_PERF_CHUNK_KB overrides, for
-/// tuning).
-int64_t chunkBytes() {
-  static const int64_t bytes = [] {
-    const char* v = std::getenv("HPVM_RT_PERF_CHUNK_KB");
-    return v ? std::max<int64_t>(1, std::atoll(v)) * 1024 : kChunkBytes;
-  }();
-  return bytes;
-}
-
 } // namespace
-
-namespace {
-std::atomic<uint64_t> blockedRunCounter{0};
-} // namespace
-
-void detail::countBlockedRun() { ++blockedRunCounter; }
-uint64_t blockedRuns() { return blockedRunCounter; }
-
-const float* detail::blockedInput(const BlockedConv& bc,
-                                  const memory::desc& dense,
-                                  ScratchPool::Lease& lease,
-                                  dnnl::stream& strm) {
-  // (Rewrapped: the caller's memory may belong to another engine object.)
-  memory src(bc.x.get_desc(), cpuEngine(), bc.x.get_data_handle());
-  if (src.get_desc() != dense) {
-    memory to(dense, cpuEngine(), lease.slot(0, dense.get_size()));
-    dnnl::reorder(src, to).execute(strm, src, to);
-    strm.wait();
-    src = to;
-  }
-  if (!bc.roundInput)
-    return static_cast<const float*>(src.get_data_handle());
-  float* to = static_cast<float*>(lease.slot(1, dense.get_size()));
-  std::memcpy(to, src.get_data_handle(), dense.get_size());
-  bc.roundInput(to, static_cast<int64_t>(dense.get_size() / sizeof(float)));
-  return to;
-}
 
 bool convPerforatedBlocked(const BlockedConv& bc) {
   const ConvGeometry g =
@@ -375,7 +337,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   // Images go through in chunks whose class results fit in cache, so that
   // the output pass reads them from there.
   const int64_t perImage = g.k * g.ho * g.wo * int64_t(sizeof(float));
-  const int64_t chunk = std::clamp<int64_t>(chunkBytes() / perImage, 1, g.n);
+  const int64_t chunk = std::clamp<int64_t>(kChunkBytes / perImage, 1, g.n);
   auto chunkPrims = [&](int64_t n) {
     ConvGeometry gc = gi;
     gc.n = n;
