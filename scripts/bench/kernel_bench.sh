@@ -7,26 +7,8 @@
 # and rebuilt when a source is newer.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out=${KERNEL_BENCH_BUILD:-${TMPDIR:-/tmp}/kernel_bench_build}
-mkdir -p "$out"
-cxx=${CXX:-c++}
-bin="$out/kernel_bench"
-srcs="$root/scripts/bench/kernel_bench.cpp $root/hpvm_rt/src/kernels/*.cpp
-      $root/hpvm_rt/src/approx/*.cpp"
-stale=1
-if [ -x "$bin" ]; then
-  stale=0
-  for s in $srcs "$root"/hpvm_rt/src/kernels/*.h \
-           "$root"/hpvm_rt/src/approx/*.h; do
-    [ "$s" -nt "$bin" ] && stale=1
-  done
-fi
-if [ "$stale" = 1 ]; then
-  echo "kernel_bench.sh: building $bin" >&2
-  # shellcheck disable=SC2086
-  $cxx -std=c++17 -O3 -march=native -fopenmp -DNDEBUG \
-    -I"$root/hpvm_rt/include" -I"$root/hpvm_rt/src" \
-    $srcs -o "$bin.tmp" -ldnnl -lfmt
-  mv "$bin.tmp" "$bin"
-fi
+. "$root/scripts/bench/build_bench.sh"
+bin=${KERNEL_BENCH_BUILD:-${TMPDIR:-/tmp}/kernel_bench_build}/kernel_bench
+build_bench "$bin" "$root/scripts/bench/kernel_bench.cpp" \
+  "$root"/hpvm_rt/src/kernels/*.cpp "$root"/hpvm_rt/src/approx/*.cpp
 exec "$bin" "$@"

@@ -8,28 +8,9 @@
 # rebuilt when a source is newer.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out=${KNOB_E2E_BUILD:-${TMPDIR:-/tmp}/knob_e2e_build}
-mkdir -p "$out"
-cxx=${CXX:-c++}
-bin="$out/knob_e2e"
-srcs="$root/scripts/bench/knob_e2e.cpp $root/hpvm_rt/src/kernels/*.cpp
-      $root/hpvm_rt/src/approx/*.cpp
-      $root/hpvm_rt/src/core/OpTable.cpp"
-stale=1
-if [ -x "$bin" ]; then
-  stale=0
-  for s in $srcs "$root"/hpvm_rt/src/kernels/*.h \
-           "$root"/hpvm_rt/src/approx/*.h \
-           "$root/hpvm_rt/include/hpvm_rt/Ops.def"; do
-    [ "$s" -nt "$bin" ] && stale=1
-  done
-fi
-if [ "$stale" = 1 ]; then
-  echo "knob_e2e.sh: building $bin" >&2
-  # shellcheck disable=SC2086
-  $cxx -std=c++17 -O3 -march=native -fopenmp -DNDEBUG \
-    -I"$root/hpvm_rt/include" -I"$root/hpvm_rt/src" \
-    $srcs -o "$bin.tmp" -ldnnl -lfmt
-  mv "$bin.tmp" "$bin"
-fi
+. "$root/scripts/bench/build_bench.sh"
+bin=${KNOB_E2E_BUILD:-${TMPDIR:-/tmp}/knob_e2e_build}/knob_e2e
+build_bench "$bin" "$root/scripts/bench/knob_e2e.cpp" \
+  "$root"/hpvm_rt/src/kernels/*.cpp "$root"/hpvm_rt/src/approx/*.cpp \
+  "$root/hpvm_rt/src/core/OpTable.cpp"
 exec "$bin" "$@"
