@@ -45,6 +45,29 @@ void checkIndex(const TensorData& t, int64_t i) {
                   std::to_string(t.bytes.size()) + " bytes)");
 }
 
+/// Element \p i of \p t, whatever its element type, converted to T.
+template <typename T> T loadAs(const TensorData& t, int64_t i) {
+  checkIndex(t, i);
+  switch (t.dtype) {
+  case DataType::Float:
+    return static_cast<T>(load<float>(t, i));
+  case DataType::Double:
+    return static_cast<T>(load<double>(t, i));
+  case DataType::Int32:
+    return static_cast<T>(load<int32_t>(t, i));
+  case DataType::Int64:
+    return static_cast<T>(load<int64_t>(t, i));
+  case DataType::Uint8:
+  case DataType::Bool:
+    return static_cast<T>(load<uint8_t>(t, i));
+  case DataType::Int8:
+    return static_cast<T>(load<int8_t>(t, i));
+  case DataType::Undefined:
+    break;
+  }
+  HPVM_UNREACHABLE("constant element read with an undefined element type");
+}
+
 } // namespace
 
 int64_t TensorData::numElements() const {
@@ -55,48 +78,10 @@ int64_t TensorData::numElements() const {
 }
 
 double TensorData::asDouble(int64_t i) const {
-  checkIndex(*this, i);
-  switch (dtype) {
-  case DataType::Float:
-    return load<float>(*this, i);
-  case DataType::Double:
-    return load<double>(*this, i);
-  case DataType::Int32:
-    return load<int32_t>(*this, i);
-  case DataType::Int64:
-    return static_cast<double>(load<int64_t>(*this, i));
-  case DataType::Uint8:
-  case DataType::Bool:
-    return load<uint8_t>(*this, i);
-  case DataType::Int8:
-    return load<int8_t>(*this, i);
-  case DataType::Undefined:
-    break;
-  }
-  HPVM_UNREACHABLE("asDouble on an undefined element type");
+  return loadAs<double>(*this, i);
 }
 
-int64_t TensorData::asInt(int64_t i) const {
-  checkIndex(*this, i);
-  switch (dtype) {
-  case DataType::Float:
-    return static_cast<int64_t>(load<float>(*this, i));
-  case DataType::Double:
-    return static_cast<int64_t>(load<double>(*this, i));
-  case DataType::Int32:
-    return load<int32_t>(*this, i);
-  case DataType::Int64:
-    return load<int64_t>(*this, i);
-  case DataType::Uint8:
-  case DataType::Bool:
-    return load<uint8_t>(*this, i);
-  case DataType::Int8:
-    return load<int8_t>(*this, i);
-  case DataType::Undefined:
-    break;
-  }
-  HPVM_UNREACHABLE("asInt on an undefined element type");
-}
+int64_t TensorData::asInt(int64_t i) const { return loadAs<int64_t>(*this, i); }
 
 std::vector<float> TensorData::toFloats() const {
   int64_t n = numElements();

@@ -248,10 +248,8 @@ std::vector<int64_t> skippedOf(const std::vector<bool>& kept) {
 
 void countBlockedRun() { ++blockedRunCounter; }
 
-const float* blockedInput(const BlockedConv& bc,
-                                  const memory::desc& dense,
-                                  ScratchPool::Lease& lease,
-                                  dnnl::stream& strm) {
+const float* blockedInput(const BlockedConv& bc, const memory::desc& dense,
+                          ScratchPool::Lease& lease, dnnl::stream& strm) {
   // (Rewrapped: the caller's memory may belong to another engine object.)
   memory src(bc.x.get_desc(), cpuEngine(), bc.x.get_data_handle());
   if (src.get_desc() != dense) {

@@ -90,6 +90,23 @@ void aggregate(const std::vector<ProfiledCall>& calls, std::vector<Totals>& ops,
   }
 }
 
+/// What the profile reports: per-op and per-fused-node totals, each
+/// sorted by time (longest first), and the total time.
+struct Summary {
+  std::vector<Totals> ops, nodes;
+  double seconds = 0;
+};
+
+Summary summarise(const std::vector<ProfiledCall>& calls) {
+  Summary s;
+  aggregate(calls, s.ops, s.nodes);
+  for (const Totals& t : s.ops)
+    s.seconds += t.seconds;
+  sortByTime(s.ops);
+  sortByTime(s.nodes);
+  return s;
+}
+
 nlohmann::json shapeJson(const std::vector<int64_t>& shape) {
   return nlohmann::json(shape);
 }
@@ -108,37 +125,27 @@ void Profiler::addLaunch(double launchStart,
 }
 
 nlohmann::json Profiler::profileJson() const {
-  std::vector<Totals> ops, nodes;
-  aggregate(calls_, ops, nodes);
-  double total = 0;
-  for (const Totals& t : ops)
-    total += t.seconds;
-  sortByTime(ops);
-  sortByTime(nodes);
+  const Summary s = summarise(calls_);
   nlohmann::json j;
   j["launches"] = launches_;
-  j["total_ms"] = total * 1e3;
+  j["total_ms"] = s.seconds * 1e3;
   j["fused_nodes"] = nlohmann::json::array();
-  for (const Totals& t : nodes)
+  for (const Totals& t : s.nodes)
     j["fused_nodes"].push_back(totalsJson(t, false));
   j["ops"] = nlohmann::json::array();
-  for (const Totals& t : ops)
+  for (const Totals& t : s.ops)
     j["ops"].push_back(totalsJson(t, true));
   return j;
 }
 
 std::string Profiler::profileTable() const {
-  std::vector<Totals> ops, nodes;
-  aggregate(calls_, ops, nodes);
-  double total = 0;
-  for (const Totals& t : ops)
-    total += t.seconds;
-  sortByTime(ops);
+  const Summary s = summarise(calls_);
+  const double total = s.seconds;
   std::string out = fmt::format("{:>11} {:>7} {:>7} {:>10} {:>9} {:>5} {:>5}  "
                                 "{:<13} {}\n",
                                 "Time (ms)", "Share", "Calls", "Mean (ms)",
                                 "GFLOP/s", "Node", "Op", "Kind", "Knob");
-  for (const Totals& t : ops)
+  for (const Totals& t : s.ops)
     out += fmt::format(
         "{:>11.3f} {:>6.1f}% {:>7} {:>10.4f} {:>9.2f} {:>5} {:>5}  {:<13} "
         "{}\n",
