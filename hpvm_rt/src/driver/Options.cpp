@@ -1,17 +1,15 @@
 // Options.cpp - table-driven parser of the generated programs' command line.
 #include "driver/Options.h"
 
-#include "driver/FileUtil.h"
-
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string_view>
 
 namespace hpvm::rt {
-
-namespace {
 
 int64_t parseCount(std::string_view option, std::string_view value,
                    int64_t min) {
@@ -25,17 +23,21 @@ int64_t parseCount(std::string_view option, std::string_view value,
   return n;
 }
 
-/// One option: its spellings, value name (nullptr: a flag), help and what
-/// it sets.
-struct OptionSpec {
-  const char* shortName; ///< "-c" or nullptr.
-  const char* longName;  ///< "--batch-size".
-  const char* metavar;   ///< "N", or nullptr for flags.
-  const char* help;
-  void (*apply)(RunOptions& o, std::string_view name, std::string_view v);
-};
+double parseNumber(std::string_view option, std::string_view value,
+                   double min) {
+  std::string text(value);
+  char* end = nullptr;
+  double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || !std::isfinite(v) || v < min)
+    throw RunError(fmt::format("bad value '{}' for {}: expected a number >= "
+                               "{}",
+                               value, option, min));
+  return v;
+}
 
-const OptionSpec kOptions[] = {
+namespace {
+
+const OptionSpec<RunOptions> kOptions[] = {
     {"-c", "--config-file", "FILE",
      "configuration file (default: the one baked in at export)",
      [](RunOptions& o, std::string_view, std::string_view v) {
@@ -46,6 +48,12 @@ const OptionSpec kOptions[] = {
      "(default: the first)",
      [](RunOptions& o, std::string_view, std::string_view v) {
        o.configSelector = std::string(v);
+     }},
+    {nullptr, "--qos-loss", "L",
+     "use the fastest configuration of the file whose recorded QoS loss is "
+     "at most L (exact FP32 if none is)",
+     [](RunOptions& o, std::string_view n, std::string_view v) {
+       o.qosLoss = parseNumber(n, v, 0);
      }},
     {nullptr, "--all-configs", nullptr,
      "run the exact program and every configuration of the file; print a "
@@ -114,56 +122,29 @@ const OptionSpec kOptions[] = {
      [](RunOptions& o, std::string_view, std::string_view) { o.help = true; }},
 };
 
-const OptionSpec* findOption(std::string_view name) {
-  for (const OptionSpec& spec : kOptions)
-    if ((spec.shortName && name == spec.shortName) || name == spec.longName)
-      return &spec;
-  return nullptr;
-}
-
 } // namespace
 
 RunOptions parseRunOptions(int argc, const char* const* argv) {
   RunOptions opts;
   bool setGiven = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg.size() > 1 && arg[0] == '-') {
-      std::string_view name = arg, value;
-      size_t eq = arg.find('=');
-      bool inlineValue = arg.substr(0, 2) == "--" && eq != arg.npos;
-      if (inlineValue) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-      }
-      const OptionSpec* spec = findOption(name);
-      if (!spec)
-        throw RunError(fmt::format("unknown option '{}'", name));
-      if (!spec->metavar) {
-        if (inlineValue)
-          throw RunError(
-              fmt::format("option '{}' takes no value", spec->longName));
-      } else if (!inlineValue) {
-        if (i + 1 >= argc)
-          throw RunError(fmt::format("option '{}' needs a value ({})", name,
-                                     spec->metavar));
-        value = argv[++i];
-      }
-      spec->apply(opts, spec->longName, value);
-      continue;
-    }
+  parseOptionTable(argc, argv, 1, kOptions, opts, [&](std::string_view arg) {
+    RunOptions& o = opts;
     if (arg != "test" && arg != "tune")
       throw RunError(fmt::format(
           "unexpected argument '{}'; expected 'test' or 'tune'", arg));
-    if (setGiven && arg != opts.set)
+    if (setGiven && arg != o.set)
       throw RunError("give only one of 'test' and 'tune'");
-    opts.set = std::string(arg);
+    o.set = std::string(arg);
     setGiven = true;
-  }
+  });
   if (opts.allConfigs && !opts.configSelector.empty())
     throw RunError("--all-configs and --config exclude each other");
   if (opts.allConfigs && !opts.outputNpy.empty())
     throw RunError("--all-configs and --output exclude each other");
+  if (opts.qosLoss && !opts.configSelector.empty())
+    throw RunError("--qos-loss and --config exclude each other");
+  if (opts.qosLoss && opts.allConfigs)
+    throw RunError("--qos-loss and --all-configs exclude each other");
   return opts;
 }
 
@@ -174,14 +155,7 @@ std::string runHelp(const std::string& program) {
       "top-1\naccuracy and writes it to final_accuracy (as HPVM "
       "programs do).\n\nOptions:\n",
       program);
-  for (const OptionSpec& spec : kOptions) {
-    std::string names =
-        spec.shortName ? fmt::format("{}, {}", spec.shortName, spec.longName)
-                       : fmt::format("    {}", spec.longName);
-    if (spec.metavar)
-      names += fmt::format(" {}", spec.metavar);
-    out += fmt::format("  {:<30} {}\n", names, spec.help);
-  }
+  out += optionTableHelp(kOptions);
   out += "\nEnvironment: HPVM_NUM_THREADS sets the default thread count.\n";
   return out;
 }

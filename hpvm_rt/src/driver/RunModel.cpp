@@ -12,6 +12,7 @@
 #include "driver/config/Config.h"
 #include "kernels/Kernels.h"
 #include "tensor_runtime.h"
+#include "tuner/Tuner.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unistd.h>
@@ -507,11 +509,132 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
   return 0;
 }
 
+/// The tuner's view of the program: passes over the first images of a set
+/// under a configuration, with per-fused-node times on request.
+class TunerRunner : public tuner::ProgramRunner {
+public:
+  TunerRunner(Runner& runner, const hpvm_rt::ModelInfo& info,
+              const RunOptions& opts)
+      : runner_(runner), info_(info), opts_(opts) {}
+
+  tuner::PassResult pass(const tuner::PassRequest& req) override {
+    Dataset ds = dataset(req.set);
+    ds.count = std::min(req.images, ds.count);
+    ds.labels.resize(static_cast<size_t>(ds.count));
+    setActiveConfiguration(req.config, "(tuning)");
+    if (req.warmup) {
+      Dataset warm = ds;
+      warm.count = std::min(runner_.batchSize(ds), ds.count);
+      runner_.run(warm, 1, false, nullptr, nullptr);
+    }
+    tuner::PassResult result;
+    setRecording(req.nodeTimes);
+    BatchSink sink;
+    if (req.nodeTimes)
+      sink = [&](Tensor*, int64_t) {
+        std::vector<double> node(programNodes().size(), 0.0);
+        for (const OpRecord& r : lastLaunchRecords())
+          if (r.fusedOrdinal >= 1 &&
+              static_cast<size_t>(r.fusedOrdinal) <= node.size())
+            node[static_cast<size_t>(r.fusedOrdinal - 1)] += r.seconds;
+        result.nodeSeconds.push_back(std::move(node));
+      };
+    RunResult r = runner_.run(ds, 1, req.keepOutputs, nullptr, sink);
+    setRecording(false);
+    setActiveConfiguration(nullptr, "");
+    RuntimeController::get().discardIterations();
+    result.outputs = std::move(r.outputs);
+    result.batchSeconds = std::move(r.batchSeconds);
+    return result;
+  }
+  const std::vector<int32_t>& labels(const std::string& set) override {
+    return dataset(set).labels;
+  }
+  int64_t setSize(const std::string& set) const override {
+    return set == "tune" ? info_.tuneCount : info_.testCount;
+  }
+  int64_t classes() const override { return info_.numClasses; }
+  int64_t batchSize() const override {
+    int64_t batch = opts_.batchSize ? *opts_.batchSize : info_.defaultBatch;
+    int64_t count = std::max(info_.tuneCount, int64_t(1));
+    return batch <= 0 || batch > count ? count : batch;
+  }
+  int threads() const override { return numThreads(); }
+  std::string modelName() const override { return info_.name; }
+
+private:
+  /// The whole set, opened and checked once.
+  Dataset& dataset(const std::string& set) {
+    auto it = sets_.find(set);
+    if (it == sets_.end())
+      it = sets_.emplace(set, runner_.openDataset(set, std::nullopt)).first;
+    return it->second;
+  }
+
+  Runner& runner_;
+  const hpvm_rt::ModelInfo& info_;
+  const RunOptions& opts_;
+  std::map<std::string, Dataset> sets_;
+};
+
+/// `<program> tune-search ...`.
+int runTuneSearch(int argc, char** argv, const hpvm_rt::ModelInfo& info,
+                  const hpvm_rt::LoadWeightsFn& loadWeights,
+                  const hpvm_rt::RunBatchFn& runBatch,
+                  const std::string& program) {
+  tuner::TuneOptions topts;
+  try {
+    topts = tuner::parseTuneOptions(argc - 2, argv + 2);
+  } catch (const RunError& e) {
+    throw RunError(
+        fmt::format("{}\nTry '{} tune-search --help'.", e.what(), program));
+  }
+  if (topts.help) {
+    std::fputs(tuner::tuneHelp(program).c_str(), stdout);
+    return 0;
+  }
+  if (info.inspect == 1)
+    throw RunError("tune-search needs a program of the hpvm_tensor target "
+                   "(this one serves HPVM's tuner protocol)");
+  RunOptions opts;
+  opts.batchSize = topts.batchSize;
+  opts.threads = topts.threads;
+  opts.modelDir = topts.modelDir;
+  opts.quiet = true; // the tuner draws its own progress
+  applyThreads(opts);
+  std::string modelDir = opts.modelDir.empty() ? info.modelDir : opts.modelDir;
+  if (modelDir.empty())
+    modelDir = "./";
+  if (modelDir.back() != '/')
+    modelDir += '/';
+  Runner runner(opts, info, runBatch, modelDir);
+  TunerRunner tunerRunner(runner, info, opts);
+  tunerRunner.labels("tune");
+  if (info.testCount > 0)
+    tunerRunner.labels("test");
+  loadWeights(modelDir);
+  DeactivateOnExit deactivate;
+  return tuner::tuneSearch(topts, tunerRunner);
+}
+
+/// The configuration of \p file that --qos-loss \p limit selects: the one
+/// with the largest recorded speedup whose recorded loss is at most
+/// \p limit, or nullptr (exact) if none is.
+const Configuration* selectByLoss(const ConfigFile& file, double limit) {
+  const Configuration* best = nullptr;
+  for (const Configuration& c : file.configs)
+    if (c.accuracyLoss <= limit && (!best || c.speedup > best->speedup))
+      best = &c;
+  return best;
+}
+
 int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
             const hpvm_rt::LoadWeightsFn& loadWeights,
             const hpvm_rt::RunBatchFn& runBatch) {
   std::string program = argc > 0 && argv[0] ? argv[0] : info.name;
   program = program.substr(program.find_last_of('/') + 1);
+  if (argc > 1 && std::strcmp(argv[1], "tune-search") == 0)
+    return runTuneSearch(argc, argv, info, loadWeights, runBatch, program);
   RunOptions opts;
   try {
     opts = parseRunOptions(argc, argv);
@@ -534,10 +657,13 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   if (configPath.empty() && info.defaultConfig && *info.defaultConfig)
     configPath = info.defaultConfig[0] == '/' ? std::string(info.defaultConfig)
                                               : modelDir + info.defaultConfig;
-  if (configPath.empty() && (opts.allConfigs || !opts.configSelector.empty()))
+  if (configPath.empty() &&
+      (opts.allConfigs || !opts.configSelector.empty() || opts.qosLoss))
     throw RunError(fmt::format("{} needs a configuration file: give -c FILE "
                                "(the model has no default configuration)",
-                               opts.allConfigs ? "--all-configs" : "--config"));
+                               opts.allConfigs ? "--all-configs"
+                               : opts.qosLoss  ? "--qos-loss"
+                                               : "--config"));
 
   Runner runner(opts, info, runBatch, modelDir);
   if (info.inspect == 1) {
@@ -549,10 +675,19 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   const Configuration* config = nullptr;
   if (!configPath.empty()) {
     file = std::make_unique<ConfigFile>(parseConfigFile(configPath));
-    config = opts.configSelector.empty()
-                 ? &file->configs.front()
-                 : &selectConfiguration(*file, opts.configSelector);
-    checkOpCount(*config, file->path, info.numOps);
+    if (opts.qosLoss) {
+      config = selectByLoss(*file, *opts.qosLoss);
+      if (!opts.quiet && !config)
+        std::printf("%s: no configuration of %s has a recorded loss of at "
+                    "most %g; running exact FP32\n",
+                    info.name, file->path.c_str(), *opts.qosLoss);
+    } else {
+      config = opts.configSelector.empty()
+                   ? &file->configs.front()
+                   : &selectConfiguration(*file, opts.configSelector);
+    }
+    if (config)
+      checkOpCount(*config, file->path, info.numOps);
   }
   // Check the dataset before the (possibly long) weight loading.
   Dataset ds = runner.openDataset(opts.set, opts.limit);
