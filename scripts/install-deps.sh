@@ -11,6 +11,7 @@ PACKAGES="
   libfmt-dev libcli11-dev nlohmann-json3-dev libkainjow-mustache-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev doctest-dev
   python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  python3-matplotlib
   dataset-fashion-mnist
 "
 

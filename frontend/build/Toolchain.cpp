@@ -178,6 +178,13 @@ std::string defaultTemplateDir() {
   return HPVM_INSTALLED_TEMPLATE_DIR;
 }
 
+std::string plotScriptPath() {
+  if (const fs::path prefix = installPrefix(); !prefix.empty())
+    return (prefix / HPVM_INSTALL_DATADIR / "torch2hpvm" / "plot_tuning.py")
+        .string();
+  return HPVM_SCRIPTS_DIR "/plot_tuning.py";
+}
+
 void buildProgram(const BuildRequest& req) {
   std::string log = req.projectDir + "/build.log";
   std::string buildDir = req.projectDir + "/build";

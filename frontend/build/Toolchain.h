@@ -48,6 +48,10 @@ std::string hpvmRtPackageDir();
 /// location (HPVM_INSTALLED_TEMPLATE_DIR).
 std::string defaultTemplateDir();
 
+/// The tuner's plotting script (plot_tuning.py): beside an installed tool
+/// in <prefix>/share/torch2hpvm, else the source tree's scripts/.
+std::string plotScriptPath();
+
 /// How to build one generated project.
 struct BuildRequest {
   Toolchain toolchain = Toolchain::Clang;
