@@ -3,7 +3,9 @@
 # with sudo) install the dependencies, build torch2hpvm, convert Fashion-MNIST
 # to HPVM's bin format, export and build the shipped LeNet, run its test set
 # exactly and with every configuration of datasets/example/tuner_confs.txt,
-# and print accuracy, images/s and speedup per configuration.
+# print accuracy, images/s and speedup per configuration, then tune the
+# LeNet on this machine (torch2hpvm-tune, small budget) and print the
+# validated front and the fastest configuration within 1 point.
 #
 # Usage: scripts/quickstart.sh [--skip-deps] [--full-build]
 #   --skip-deps   do not run scripts/install-deps.sh
@@ -79,9 +81,9 @@ step "configure ($BUILD, Release)" "$LOGS/configure.log" \
 if [ "$FULL_BUILD" -eq 1 ]; then
   step "build (all targets)" "$LOGS/build.log" cmake --build "$BUILD"
 else
-  step "build torch2hpvm-dataset, torch2hpvm-export and hpvm_rt" \
+  step "build torch2hpvm-dataset, -export, -tune and hpvm_rt" \
     "$LOGS/build.log" cmake --build "$BUILD" --target torch2hpvm-dataset \
-    torch2hpvm-export hpvm_rt
+    torch2hpvm-export torch2hpvm-tune hpvm_rt
 fi
 
 DATA="$QS/data"
@@ -137,4 +139,39 @@ for c in r["configs"]:
     print(f"{c['name']:<16} {c['accuracy']:>8.2f}% {rate(c['time_ms']):>10.0f} "
           f"{c['measured_speedup']:>7.2f}x")
 print(f"\nresults: {sys.argv[1]}")
+EOF
+
+# Tuning: every (fused node, knob) timed and profiled on this machine, the
+# front searched, validated on the tune set and measured on the test set.
+# shellcheck disable=SC2086
+step "tune the LeNet on this machine (torch2hpvm-tune, budget 500)" \
+  "$LOGS/tune.log" \
+  "$BUILD/frontend/torch2hpvm-tune" "$QS/lenet" --qos-loss 1,2,3 \
+    --budget 500 --batch-size 100 $THREADS
+need_file "$QS/lenet/tuning.json" \
+  "the tuner wrote no record (see $LOGS/tune.log)"
+"$PY" - "$QS/lenet/tuning.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s, e = r["settings"], r["exact"]
+print()
+print(f"{r['model']} tuned on this machine: {s['mode']}, budget {s['budget']}, "
+      f"batch {s['batch_size']}, {s['threads']} threads "
+      f"({r['seconds']['total']:.0f} s)")
+print(f"{'configuration':<16} {'test acc':>9} {'loss':>6} {'speedup':>8}  knobs")
+print(f"{'exact fp32':<16} {e['test_qos']:>8.2f}% {0.0:>6.2f} {1.0:>7.2f}x")
+best = None
+for w in r["written"]:
+    c = r["validated"][w["candidate"]]
+    acc = c["test"]["qos"] if "test" in c else c["tune"]["qos"]
+    print(f"{w['name']:<16} {acc:>8.2f}% {w['loss']:>6.2f} "
+          f"{w['speedup']:>7.2f}x  {c['knobs']}")
+    if w["loss"] <= 1.0 and (best is None or w["speedup"] > best["speedup"]):
+        best = w
+if best:
+    print(f"\nfastest within 1 point of exact: {best['name']}, "
+          f"{best['speedup']:.2f}x (tuner_confs.txt, first block)")
+else:
+    print("\nno configuration beat exact within 1 point on this machine")
+print(f"front: {sys.argv[1].rsplit('/', 1)[0]}/tuning_front.png")
 EOF

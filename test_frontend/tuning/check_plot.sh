@@ -6,8 +6,8 @@
 # same bytes when run twice; a missing or malformed record fails with one
 # line "plot_tuning.py: FILE: ..." and no traceback.
 #
-# Exits 0 on success, 1 on failure, 77 (skipped; CTest SKIP_RETURN_CODE)
-# when python3-matplotlib is not installed. WORK_DIR defaults to a fresh
+# Exits 0 on success, 1 on failure (python3-matplotlib missing included:
+# scripts/install-deps.sh installs it). WORK_DIR defaults to a fresh
 # temporary directory, removed on success.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,8 +59,7 @@ printf '{"settings": {}, "search": {"points": []}}\n' >"$work/partial.json"
 expect_error "$work/partial.json" "record without 'validated'"
 
 if ! "$python" -c "import matplotlib" 2>/dev/null; then
-  echo "check_plot: SKIP: python3-matplotlib is not installed"
-  exit 77
+  fail "python3-matplotlib is not installed (scripts/install-deps.sh)"
 fi
 
 mkdir -p "$work/a" "$work/b"
