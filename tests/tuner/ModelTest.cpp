@@ -120,4 +120,13 @@ TEST_CASE("a fused node's knobs and configuration line") {
   FusedNodeInfo pool;
   pool.ops = {HpvmOp::MaxPool};
   CHECK(nodeKnobs(pool) == std::vector<int>{11, 12});
+  // HPVM's own CPU parser knows fp32, perf and samp only.
+  CHECK(hpvmParsesCpuLine(nodeLine(conv, 125)));
+  CHECK(hpvmParsesCpuLine(nodeLine(conv, 231)));
+  CHECK_FALSE(hpvmParsesCpuLine(nodeLine(conv, 152)));
+  CHECK_FALSE(hpvmParsesCpuLine(nodeLine(conv, 301)));
+  std::vector<int> compatible = nodeKnobs(conv, true);
+  CHECK(compatible.size() == 1 + 18 + 9);
+  for (int id : compatible)
+    CHECK(hpvmParsesCpuLine(nodeLine(conv, id)));
 }

@@ -101,6 +101,9 @@ const Opt kTuneOptions[] = {
     {nullptr, "--repeats", "N",
      "interleaved exact/approximate timing rounds per validation (default 3)",
      [](TuneOptions& o, SV n, SV v) { o.repeats = int(parseCount(n, v, 1)); }},
+    {nullptr, "--hpvm-compatible", nullptr,
+     "only knobs HPVM's own CPU runtime parses (fp32, perf, samp)",
+     [](TuneOptions& o, SV, SV) { o.hpvmCompatible = true; }},
     {nullptr, "--no-prune", nullptr,
      "profile and search knobs that save no time on this machine too",
      [](TuneOptions& o, SV, SV) { o.prune = false; }},
@@ -199,10 +202,20 @@ std::string tuneHelp(const std::string& program) {
 // --- Knob choices per fused node
 // ------------------------------------------------
 
-std::vector<int> nodeKnobs(const FusedNodeInfo& node) {
+bool hpvmParsesCpuLine(const NodeConfig& line) {
+  for (const OpChoice& c : line.ops) {
+    std::string name = knobConfName(c.knobId);
+    if (name != "fp32" && name != "perf" && name != "samp")
+      return false;
+  }
+  return true;
+}
+
+std::vector<int> nodeKnobs(const FusedNodeInfo& node, bool hpvmCpu) {
   std::vector<int> ids;
   for (const KnobInfo& k : allKnobs())
-    if (knobAppliesTo(k, node.ops.front()))
+    if (knobAppliesTo(k, node.ops.front()) &&
+        (!hpvmCpu || hpvmParsesCpuLine(nodeLine(node, k.id))))
       ids.push_back(k.id);
   // The exact knob first: choice 0 of every gene.
   auto exact = std::find(ids.begin(), ids.end(), 11);
@@ -669,7 +682,7 @@ void Session::discover() {
   if (nodes_.empty())
     throw RunError("the program ran no tensor operations; nothing to tune");
   for (const FusedNodeInfo& node : nodes_)
-    knobs_.push_back(nodeKnobs(node));
+    knobs_.push_back(nodeKnobs(node, opts_.hpvmCompatible));
 }
 
 void Session::referenceRuns() {
@@ -1166,11 +1179,17 @@ void Session::writeOutputs(double seconds) {
   }
   j["validated"] = cands;
   json written = json::array();
-  for (size_t k = 0; k < order.size(); ++k)
+  size_t hpvmParses = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const std::vector<NodeConfig>& lines = file.configs[k].nodes;
+    bool parses = std::all_of(lines.begin(), lines.end(), hpvmParsesCpuLine);
+    hpvmParses += parses;
     written.push_back({{"name", file.configs[k].name},
                        {"candidate", order[k]},
                        {"speedup", file.configs[k].speedup},
-                       {"loss", file.configs[k].accuracyLoss}});
+                       {"loss", file.configs[k].accuracyLoss},
+                       {"hpvm_parses", parses}});
+  }
   j["written"] = written;
   j["measurements"] = {{"passes", passes_},
                        {"new", cache_->added()},
@@ -1226,8 +1245,13 @@ void Session::writeOutputs(double seconds) {
       std::printf("  <=%g: exact", l);
   }
   std::printf("\n(~ noisy timing, ! test loss over 0.5 points above tune "
-              "loss)\nwrote %s, %s\n",
-              opts_.output.c_str(), opts_.jsonFile.c_str());
+              "loss)\n");
+  if (hpvmParses < order.size())
+    std::printf("%zu of %zu configurations use knobs HPVM's own CPU runtime "
+                "cannot parse (fp16, bf16 on cpu lines: hpvm_rt only; "
+                "--hpvm-compatible avoids them)\n",
+                order.size() - hpvmParses, order.size());
+  std::printf("wrote %s, %s\n", opts_.output.c_str(), opts_.jsonFile.c_str());
   std::fflush(stdout);
 }
 
@@ -1280,7 +1304,8 @@ int Session::run() {
                   {"relative", opts_.relative},
                   {"psnr_threshold", opts_.psnrThreshold},
                   {"profile_images", profileImages_},
-                  {"timing_images", timingImages_}};
+                  {"timing_images", timingImages_},
+                  {"hpvm_compatible", opts_.hpvmCompatible}};
   json nodes = json::array();
   for (size_t f = 0; f < nodes_.size(); ++f)
     nodes.push_back({nodes_[f].firstOpId, knobs_[f]});

@@ -65,6 +65,9 @@ struct TuneOptions {
   int validate = 24;
   int repeats = 3;
   bool prune = true;
+  /// Only knobs HPVM's own CPU runtime parses on `cpu` lines (fp32, perf,
+  /// samp), so that the file runs unchanged under HPVM.
+  bool hpvmCompatible = false;
   std::string output = "tuner_confs.txt";
   std::string jsonFile;   ///< Default: output with .json.
   std::string plotStem;   ///< Default: output stem + "_front".
@@ -95,8 +98,13 @@ int tuneSearch(const TuneOptions& opts, ProgramRunner& runner);
 NodeConfig nodeLine(const FusedNodeInfo& node, int knobId);
 
 /// The knob ids that may be chosen for \p node (its first op's knobs, in
-/// table order; 11 first).
-std::vector<int> nodeKnobs(const FusedNodeInfo& node);
+/// table order; 11 first); with \p hpvmCpu only those HPVM's CPU runtime
+/// parses (fp32, perf, samp).
+std::vector<int> nodeKnobs(const FusedNodeInfo& node, bool hpvmCpu = false);
+
+/// True if HPVM's own runtime parses \p line as a `cpu` line: its CPU
+/// parser knows only the knob names fp32, perf and samp (reference 4.1).
+bool hpvmParsesCpuLine(const NodeConfig& line);
 
 } // namespace hpvm::rt::tuner
 
