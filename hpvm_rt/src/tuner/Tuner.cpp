@@ -104,6 +104,9 @@ const Opt kTuneOptions[] = {
     {nullptr, "--hpvm-compatible", nullptr,
      "only knobs HPVM's own CPU runtime parses (fp32, perf, samp)",
      [](TuneOptions& o, SV, SV) { o.hpvmCompatible = true; }},
+    {nullptr, "--time-every-offset", nullptr,
+     "time every perforation/sampling offset (default: one per rate)",
+     [](TuneOptions& o, SV, SV) { o.timeEveryOffset = true; }},
     {nullptr, "--no-prune", nullptr,
      "profile and search knobs that save no time on this machine too",
      [](TuneOptions& o, SV, SV) { o.prune = false; }},
@@ -470,6 +473,7 @@ public:
     spec_.relative = opts.relative;
     spec_.psnrThreshold = opts.psnrThreshold;
     maxLoss_ = opts.qosLoss.back();
+    qosModel_ = opts.qosModel;
     batch_ = runner.batchSize();
     tuneCount_ = runner.setSize("tune");
     testCount_ = runner.setSize("test");
@@ -480,6 +484,8 @@ public:
     timingImages_ =
         std::min(opts.timingImages.value_or(8 * batch_), tuneCount_);
     classes_ = runner.classes();
+    // Timing probes: four batches after a warm one.
+    probeImages_ = std::min({4 * batch_, timingImages_, profileImages_});
   }
 
   int run();
@@ -637,8 +643,9 @@ private:
   ProgramRunner& runner_;
   QosSpec spec_;
   double maxLoss_ = 1;
+  std::string qosModel_; ///< --qos-model, or p2 when p1 would not fit.
   int64_t batch_ = 1, tuneCount_ = 0, testCount_ = 0, profileImages_ = 0,
-          timingImages_ = 0, classes_ = 0;
+          timingImages_ = 0, probeImages_ = 0, classes_ = 0;
   std::unique_ptr<MeasureCache> cache_;
   std::string lastKey_;
   int64_t passes_ = 0;
@@ -695,13 +702,17 @@ void Session::referenceRuns() {
     if (const json* rec = cache_->find(key)) {
       cache_->noteReuse();
       out = cache_->outputs(*rec, size_t(images * classes_));
-      return std::make_pair(out, (*rec)["ms"].get<double>());
+      return std::make_pair(out, (*rec)["total_ms"].get<double>());
     }
     PassResult r = runPass(nullptr, set, images, true, false);
     json rec;
     rec["ms"] = medianBatchMs(r, images, batch_);
+    double total = 0;
+    for (double t : r.batchSeconds)
+      total += t;
+    rec["total_ms"] = total * 1e3;
     cache_->add(key, rec, &r.outputs);
-    return std::make_pair(std::move(r.outputs), rec["ms"].get<double>());
+    return std::make_pair(std::move(r.outputs), rec["total_ms"].get<double>());
   };
   exactTune_ = exactOutputs("tune", tuneCount_).first;
   bar.update(1);
@@ -711,7 +722,7 @@ void Session::referenceRuns() {
   if (testCount_ > 0) {
     auto [out, ms] = exactOutputs("test", testCount_);
     exactTest_ = std::move(out);
-    exactTestMs_ = ms * double((testCount_ + batch_ - 1) / batch_);
+    exactTestMs_ = ms;
     exactTestQos_ =
         qosValue(spec_, exactTest_.data(), exactTest_.data(),
                  runner_.labels("test").data(), testCount_, classes_);
@@ -723,8 +734,7 @@ void Session::referenceRuns() {
   std::vector<std::vector<double>> reps;
   std::vector<double> batchMs;
   for (int rep = 0; rep < 3; ++rep) {
-    json r = profilePass(exact, std::min(timingImages_, profileImages_),
-                         "exact-timing", false, nullptr);
+    json r = profilePass(exact, probeImages_, "exact-timing", false, nullptr);
     reps.push_back(r["node_ms"].get<std::vector<double>>());
     batchMs.push_back(r["batch_ms"].get<double>());
   }
@@ -740,7 +750,7 @@ void Session::profile() {
   for (size_t f = 0; f < nodes_.size(); ++f)
     for (size_t c = 1; c < knobs_[f].size(); ++c)
       pairs_.push_back({f, int(c)});
-  const int64_t probeImages = std::min(timingImages_, profileImages_);
+  const int64_t probeImages = probeImages_;
   // Time of a single-node change: the node and the one after it (which may
   // pay for a layout or precision change), against the exact medians taken
   // next to it, so that slow drift of the machine cancels.
@@ -752,10 +762,31 @@ void Session::profile() {
     return d;
   };
   Genome exact(nodes_.size(), 0);
+  // Knobs that differ only in their offset do the same work: one of each
+  // (node, algorithm, precision, rate) is timed (unless
+  // --time-every-offset) and the others take its time.
+  auto family = [&](const PairInfo& p) {
+    const KnobSpec k = knobById(knobs_[p.node][size_t(p.choice)])->spec;
+    return std::make_tuple(p.node, int(k.variant), int(k.precision), k.rate);
+  };
+  std::map<std::tuple<size_t, int, int, int>, const PairInfo*> timed;
+  size_t toTime = 0;
+  for (const PairInfo& p : pairs_)
+    toTime += opts_.timeEveryOffset || timed.emplace(family(p), &p).second;
+  timed.clear();
   {
-    Progress bar("timing", int64_t(pairs_.size()), !opts_.quiet);
+    Progress bar("timing", int64_t(toTime), !opts_.quiet);
     size_t done = 0;
     for (PairInfo& p : pairs_) {
+      if (!opts_.timeEveryOffset) {
+        auto [it, first] = timed.emplace(family(p), &p);
+        if (!first) {
+          p.deltaMs = it->second->deltaMs;
+          p.noisy = it->second->noisy;
+          p.pruned = it->second->pruned;
+          continue;
+        }
+      }
       if (done % 16 == 15) { // refresh the exact reference
         json r =
             profilePass(exact, probeImages, "exact-timing", false, nullptr);
@@ -802,7 +833,17 @@ void Session::profile() {
                            [](const PairInfo& p) { return !p.pruned; }));
   Progress bar("profile", int64_t(toProfile), !opts_.quiet);
   size_t done = 0;
-  const bool keepOutputs = opts_.qosModel == "p1";
+  // P1 keeps every profiled output; past 1 GiB it falls back to P2.
+  const double p1Bytes = double(toProfile) * double(profileImages_) *
+                         double(classes_) * sizeof(float);
+  if (qosModel_ == "p1" && p1Bytes > double(int64_t(1) << 30)) {
+    std::printf("note: the output changes of %zu profiled knobs on %lld "
+                "images would take %.1f GiB; predicting with p2 (losses "
+                "add up) instead\n",
+                toProfile, (long long)profileImages_, p1Bytes / (1 << 30));
+    qosModel_ = "p2";
+  }
+  const bool keepOutputs = qosModel_ == "p1";
   for (PairInfo& p : pairs_) {
     if (p.pruned)
       continue;
@@ -901,7 +942,7 @@ std::vector<Evaluated> Session::search() {
   }
 
   const auto kind =
-      opts_.qosModel == "p2" ? Predictor::Kind::P2 : Predictor::Kind::P1;
+      qosModel_ == "p2" ? Predictor::Kind::P2 : Predictor::Kind::P1;
   SearchOptions so;
   so.seed = opts_.seed;
   so.budget = opts_.budget;
@@ -1103,7 +1144,7 @@ void Session::writeOutputs(double seconds) {
                    {"budget", opts_.budget},
                    {"seed", opts_.seed},
                    {"mode", opts_.empirical ? "empirical" : "predictive"},
-                   {"qos_model", opts_.qosModel},
+                   {"qos_model", qosModel_},
                    {"batch_size", batch_},
                    {"threads", runner_.threads()},
                    {"profile_images", profileImages_},
@@ -1293,7 +1334,7 @@ void drawPlot(const TuneOptions& opts) {
 int Session::run() {
   auto start = Clock::now();
   discover();
-  json context = {{"tool", "torch2hpvm tune-search 1"},
+  json context = {{"tool", "torch2hpvm tune-search 2"},
                   {"model", runner_.modelName()},
                   {"batch_size", batch_},
                   {"threads", runner_.threads()},
@@ -1305,6 +1346,7 @@ int Session::run() {
                   {"psnr_threshold", opts_.psnrThreshold},
                   {"profile_images", profileImages_},
                   {"timing_images", timingImages_},
+                  {"time_every_offset", opts_.timeEveryOffset},
                   {"hpvm_compatible", opts_.hpvmCompatible}};
   json nodes = json::array();
   for (size_t f = 0; f < nodes_.size(); ++f)
@@ -1353,6 +1395,10 @@ int tuneSearch(const TuneOptions& opts, ProgramRunner& runner) {
     int rc = session.run();
     drawPlot(opts);
     return rc;
+  } catch (const json::exception& e) {
+    throw RunError(fmt::format("{}: a cached measurement is not what this "
+                               "version records ({}); run again with --fresh",
+                               opts.stateDir, e.what()));
   } catch (const Interrupted&) {
     std::fflush(stdout);
     std::fprintf(stderr,

@@ -65,6 +65,7 @@ struct TuneOptions {
   int validate = 24;
   int repeats = 3;
   bool prune = true;
+  bool timeEveryOffset = false;
   /// Only knobs HPVM's own CPU runtime parses on `cpu` lines (fp32, perf,
   /// samp), so that the file runs unchanged under HPVM.
   bool hpvmCompatible = false;
