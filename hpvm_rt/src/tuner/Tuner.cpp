@@ -453,6 +453,15 @@ double spread(std::vector<double> v) {
   return m > 0 ? (q3 - q1) / m : 0;
 }
 
+/// True if timing rounds disagree: their range is over 15% of their
+/// median, or (with four or more) their interquartile range over 10%.
+bool disagree(const std::vector<double>& ratios) {
+  if (ratios.size() < 2)
+    return false;
+  auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  return (*hi - *lo) > 0.15 * median(ratios) || spread(ratios) > 0.1;
+}
+
 /// Median over full batches (a final partial batch is left out).
 double medianBatchMs(const PassResult& r, int64_t images, int64_t batch) {
   std::vector<double> v = r.batchSeconds;
@@ -602,13 +611,18 @@ private:
       int64_t timing = std::min(timingImages_, runner_.setSize(set));
       double before = medianBatchMs(runPass(nullptr, set, timing, false, false),
                                     timing, batch_);
-      for (int r = 0; r < rounds; ++r) {
+      // Rounds of the configuration between two exact runs; rounds that
+      // disagree by more than 10% get as many again.
+      int total = rounds;
+      for (int r = 0; r < total; ++r) {
         double ms = medianBatchMs(runPass(&g, set, timing, false, false),
                                   timing, batch_);
         double after = medianBatchMs(
             runPass(nullptr, set, timing, false, false), timing, batch_);
         ratios.push_back((before + after) / 2 / ms);
         before = after;
+        if (r + 1 == rounds && rounds >= 2 && disagree(ratios))
+          total = 2 * rounds;
       }
       fresh["ratios"] = ratios;
       fresh["ms"] = medianBatchMs(acc, images, batch_);
@@ -622,12 +636,7 @@ private:
     m.ratios = (*rec)["ratios"].get<std::vector<double>>();
     m.speedup = median(m.ratios);
     m.ms = (*rec)["ms"].get<double>();
-    m.noisy = spread(m.ratios) > 0.1 ||
-              (m.ratios.size() >= 2 &&
-               (*std::max_element(m.ratios.begin(), m.ratios.end()) -
-                *std::min_element(m.ratios.begin(), m.ratios.end())) /
-                       m.speedup >
-                   0.15);
+    m.noisy = disagree(m.ratios);
     return m;
   }
 
@@ -1044,22 +1053,33 @@ void Session::calibrateAndValidate(const std::vector<Evaluated>& archive) {
   std::vector<size_t> front =
       paretoFront(calibrated, maxLoss_ + std::max(0.5, 0.25 * maxLoss_));
   std::vector<size_t> picks = spreadPick(front, size_t(opts_.validate));
-  {
-    Progress bar("validate", int64_t(picks.size()), !opts_.quiet);
-    for (size_t i : picks) {
+  std::vector<Point> measured;
+  auto validate = [&](const std::vector<size_t>& which) {
+    Progress bar("validate", int64_t(which.size()), !opts_.quiet);
+    size_t done = 0;
+    for (size_t i : which) {
       Candidate c;
       c.genome = archive[i].genome;
       c.predicted = predicted[i];
       c.calibrated = calibrated[i];
       c.tune = measure(c.genome, "tune", tuneCount_, opts_.repeats);
+      measured.push_back({c.tune->loss, c.tune->speedup});
       candidates_.push_back(std::move(c));
-      bar.update(int64_t(candidates_.size()));
+      bar.update(int64_t(++done));
     }
+  };
+  validate(picks);
+  // Refill: when fewer than half the validated points survive on the
+  // measured front, validate as many again from the rest of the calibrated
+  // front (predictions that failed are replaced, not just dropped).
+  if (paretoFront(measured, maxLoss_).size() * 2 < picks.size()) {
+    std::vector<size_t> rest;
+    for (size_t i : front)
+      if (std::find(picks.begin(), picks.end(), i) == picks.end())
+        rest.push_back(i);
+    validate(spreadPick(rest, picks.size()));
   }
   // The measured front, then the survivors on the test set.
-  std::vector<Point> measured;
-  for (const Candidate& c : candidates_)
-    measured.push_back({c.tune->loss, c.tune->speedup});
   std::vector<size_t> kept = paretoFront(measured, maxLoss_);
   // Drop points that are no faster than exact: the exact program is always
   // available without a configuration.
