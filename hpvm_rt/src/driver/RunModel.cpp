@@ -9,6 +9,7 @@
 #include "driver/Npy.h"
 #include "driver/Options.h"
 #include "driver/Profiler.h"
+#include "driver/Progress.h"
 #include "driver/config/Config.h"
 #include "kernels/Kernels.h"
 #include "tensor_runtime.h"
@@ -35,12 +36,6 @@
 namespace hpvm::rt {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// The images and labels of one set (first `count` images).
 struct Dataset {
@@ -96,38 +91,6 @@ nlohmann::json timeJson(const TimeStats& s) {
   return {{"mean", s.mean}, {"median", s.median}, {"min", s.min},
           {"max", s.max},   {"std", s.std},       {"total", s.total}};
 }
-
-/// A one-line progress bar on stderr, redrawn at most ten times a second.
-class ProgressBar {
-public:
-  ProgressBar(int64_t total, bool enabled)
-      : total_(total), enabled_(enabled && total > 0) {}
-  void update(int64_t done) {
-    if (!enabled_)
-      return;
-    auto now = Clock::now();
-    if (done < total_ && now - last_ < std::chrono::milliseconds(100))
-      return;
-    last_ = now;
-    constexpr int kWidth = 40;
-    int filled = static_cast<int>(kWidth * done / total_);
-    std::fprintf(stderr, "\r[%s%s] %lld/%lld images",
-                 std::string(static_cast<size_t>(filled), '=').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total_));
-    drawn_ = true;
-  }
-  ~ProgressBar() {
-    if (drawn_)
-      std::fprintf(stderr, "\r%*s\r", 70, "");
-  }
-
-private:
-  int64_t total_;
-  bool enabled_;
-  bool drawn_ = false;
-  Clock::time_point last_{};
-};
 
 /// Called with each batch's output tensor (host data valid) and its size.
 using BatchSink = std::function<void(Tensor* out, int64_t images)>;
@@ -212,8 +175,7 @@ public:
     std::vector<float> staging(static_cast<size_t>(batch) * imageElems());
     if (keepOutputs)
       result.outputs.reserve(static_cast<size_t>(ds.count * info_.numClasses));
-    ProgressBar progress(ds.count * repeat,
-                         !opts_.quiet && isatty(STDERR_FILENO));
+    ProgressBar progress("", ds.count * repeat, !opts_.quiet, "images");
     RuntimeController& controller = RuntimeController::get();
     const auto runStart = Clock::now();
     startMemTracking();

@@ -170,13 +170,9 @@ Calibration calibrate(const std::vector<Point>& predicted,
     for (auto [fit, x, y] :
          {std::tuple{&cal.loss, &pl, &ml}, std::tuple{&cal.time, &pr, &mr}})
       if (fit->b < 0.2) {
-        double mx = 0, my = 0;
-        for (size_t i = 0; i < n; ++i) {
-          mx += (*x)[i];
-          my += (*y)[i];
-        }
+        Moments m = moments(*x, *y);
         fit->b = 1;
-        fit->a = (my - mx) / double(n);
+        fit->a = m.my - m.mx;
       }
   }
   for (size_t i = 0; i < n; ++i) {

@@ -376,51 +376,43 @@ std::vector<double> ranks(const std::vector<double>& v) {
 
 } // namespace
 
+Moments moments(const std::vector<double>& x, const std::vector<double>& y) {
+  Moments m;
+  size_t n = std::min(x.size(), y.size());
+  if (n == 0)
+    return m;
+  for (size_t i = 0; i < n; ++i) {
+    m.mx += x[i];
+    m.my += y[i];
+  }
+  m.mx /= double(n);
+  m.my /= double(n);
+  for (size_t i = 0; i < n; ++i) {
+    m.sxy += (x[i] - m.mx) * (y[i] - m.my);
+    m.sxx += (x[i] - m.mx) * (x[i] - m.mx);
+    m.syy += (y[i] - m.my) * (y[i] - m.my);
+  }
+  return m;
+}
+
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   size_t n = std::min(a.size(), b.size());
   if (n < 2)
     return 0;
-  std::vector<double> ra = ranks({a.begin(), a.begin() + long(n)});
-  std::vector<double> rb = ranks({b.begin(), b.begin() + long(n)});
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ma += ra[i];
-    mb += rb[i];
-  }
-  ma /= double(n);
-  mb /= double(n);
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < n; ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
+  Moments m = moments(ranks({a.begin(), a.begin() + long(n)}),
+                      ranks({b.begin(), b.begin() + long(n)}));
+  return m.sxx > 0 && m.syy > 0 ? m.sxy / std::sqrt(m.sxx * m.syy) : 0;
 }
 
 LineFit fitLine(const std::vector<double>& x, const std::vector<double>& y) {
-  size_t n = std::min(x.size(), y.size());
+  Moments m = moments(x, y);
   LineFit fit;
-  if (n == 0)
-    return fit;
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < n; ++i) {
-    mx += x[i];
-    my += y[i];
-  }
-  mx /= double(n);
-  my /= double(n);
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < n; ++i) {
-    sxy += (x[i] - mx) * (y[i] - my);
-    sxx += (x[i] - mx) * (x[i] - mx);
-  }
-  if (sxx <= 0) {
-    fit.a = my - mx;
+  if (m.sxx <= 0) {
+    fit.a = m.my - m.mx;
     return fit;
   }
-  fit.b = sxy / sxx;
-  fit.a = my - fit.b * mx;
+  fit.b = m.sxy / m.sxx;
+  fit.a = m.my - fit.b * m.mx;
   return fit;
 }
 

@@ -97,6 +97,13 @@ nsga2(const std::vector<GeneSpace>& genes, const std::vector<Genome>& seeds,
       const std::function<Point(const Genome&)>& evaluate,
       const std::function<void(const SearchProgress&)>& progress = {});
 
+/// Means and centred second moments (sums, not divided by n) of two
+/// equally long samples.
+struct Moments {
+  double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+};
+Moments moments(const std::vector<double>& x, const std::vector<double>& y);
+
 /// Spearman's rank correlation of two equally long samples (average ranks
 /// for ties); 0 when fewer than two values or a constant sample.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);

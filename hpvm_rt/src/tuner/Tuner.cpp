@@ -4,6 +4,7 @@
 
 #include "driver/FileUtil.h"
 #include "driver/Options.h"
+#include "driver/Progress.h"
 #include "driver/config/Config.h"
 #include "tuner/Model.h"
 #include "tuner/Search.h"
@@ -265,47 +266,6 @@ void checkInterrupt() {
 
 // --- Progress
 // ---------------------------------------------------------------------
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-/// One phase's progress line on a terminal (stderr), redrawn at most ten
-/// times a second; elsewhere nothing until the phase's summary line.
-class Progress {
-public:
-  Progress(std::string phase, int64_t total, bool enabled)
-      : phase_(std::move(phase)), total_(total),
-        enabled_(enabled && isatty(STDERR_FILENO)) {}
-  void update(int64_t done, const std::string& note = "") {
-    if (!enabled_)
-      return;
-    auto now = Clock::now();
-    if (done < total_ && now - last_ < std::chrono::milliseconds(100))
-      return;
-    last_ = now;
-    constexpr int kWidth = 30;
-    int filled =
-        total_ > 0 ? int(kWidth * std::min(done, total_) / total_) : kWidth;
-    std::fprintf(stderr, "\r%-10s [%s%s] %lld/%lld %s\033[K", phase_.c_str(),
-                 std::string(size_t(filled), '=').c_str(),
-                 std::string(size_t(kWidth - filled), ' ').c_str(),
-                 (long long)done, (long long)total_, note.c_str());
-    drawn_ = true;
-  }
-  ~Progress() {
-    if (drawn_)
-      std::fprintf(stderr, "\r\033[K");
-  }
-
-private:
-  std::string phase_;
-  int64_t total_;
-  bool enabled_, drawn_ = false;
-  Clock::time_point last_{};
-};
 
 // --- Measurement cache
 // ------------------------------------------------------------
@@ -702,7 +662,7 @@ void Session::discover() {
 }
 
 void Session::referenceRuns() {
-  Progress bar("exact", 3, !opts_.quiet);
+  ProgressBar bar("exact", 3, !opts_.quiet);
   Genome exact(nodes_.size(), 0);
   // The exact outputs of both sets: the reference of every QoS value.
   auto exactOutputs = [&](const std::string& set, int64_t images) {
@@ -784,7 +744,7 @@ void Session::profile() {
     toTime += opts_.timeEveryOffset || timed.emplace(family(p), &p).second;
   timed.clear();
   {
-    Progress bar("timing", int64_t(toTime), !opts_.quiet);
+    ProgressBar bar("timing", int64_t(toTime), !opts_.quiet);
     size_t done = 0;
     for (PairInfo& p : pairs_) {
       if (!opts_.timeEveryOffset) {
@@ -840,7 +800,7 @@ void Session::profile() {
   size_t toProfile =
       size_t(std::count_if(pairs_.begin(), pairs_.end(),
                            [](const PairInfo& p) { return !p.pruned; }));
-  Progress bar("profile", int64_t(toProfile), !opts_.quiet);
+  ProgressBar bar("profile", int64_t(toProfile), !opts_.quiet);
   size_t done = 0;
   // P1 keeps every profiled output; past 1 GiB it falls back to P2.
   const double p1Bytes = double(toProfile) * double(profileImages_) *
@@ -977,8 +937,8 @@ std::vector<Evaluated> Session::search() {
     p.speedup = exactEmpiricalMs / r["batch_ms"].get<double>();
     return p;
   };
-  Progress bar(opts_.empirical ? "search*" : "search", opts_.budget,
-               !opts_.quiet);
+  ProgressBar bar(opts_.empirical ? "search*" : "search", opts_.budget,
+                  !opts_.quiet);
   std::vector<Evaluated> archive =
       nsga2(genes_, seeds, so, evaluate, [&](const SearchProgress& s) {
         bar.update(s.evaluated,
@@ -1034,7 +994,7 @@ void Session::calibrateAndValidate(const std::vector<Evaluated>& archive) {
                          std::min(picks.size(), size_t(opts_.calibrate))))
       picks.push_back(i);
     std::vector<Point> pred, meas;
-    Progress bar("calibrate", int64_t(picks.size()), !opts_.quiet);
+    ProgressBar bar("calibrate", int64_t(picks.size()), !opts_.quiet);
     for (size_t i : picks) {
       Measured m = measure(archive[i].genome, "tune", profileImages_, 1);
       m.loss = qosLoss(spec_, predictor_->exactQos(), m.qos);
@@ -1055,7 +1015,7 @@ void Session::calibrateAndValidate(const std::vector<Evaluated>& archive) {
   std::vector<size_t> picks = spreadPick(front, size_t(opts_.validate));
   std::vector<Point> measured;
   auto validate = [&](const std::vector<size_t>& which) {
-    Progress bar("validate", int64_t(which.size()), !opts_.quiet);
+    ProgressBar bar("validate", int64_t(which.size()), !opts_.quiet);
     size_t done = 0;
     for (size_t i : which) {
       Candidate c;
@@ -1088,7 +1048,7 @@ void Session::calibrateAndValidate(const std::vector<Evaluated>& archive) {
                      [&](size_t i) { return measured[i].speedup <= 1.0; }),
       kept.end());
   if (testCount_ > 0) {
-    Progress bar("test", int64_t(kept.size()), !opts_.quiet);
+    ProgressBar bar("test", int64_t(kept.size()), !opts_.quiet);
     size_t done = 0;
     for (size_t i : kept) {
       candidates_[i].test =
