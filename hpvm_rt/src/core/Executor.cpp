@@ -470,8 +470,14 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
 
 // --- Execution groups -------------------------------------------------------
 
+/// True if an op with knob \p b may join the group of a primary op with
+/// knob \p a: an exact op of the same precision, or an fp32 op after a
+/// bf16 convolution or dense layer (whose results are fp32 already, so
+/// fusing the post-op changes nothing but the memory traffic).
 bool samePrecision(const KnobSpec& a, const KnobSpec& b) {
-  return a.precision == b.precision && b.variant == Variant::Exact;
+  return b.variant == Variant::Exact &&
+         (a.precision == b.precision ||
+          (a.precision == Precision::BF16 && b.precision == Precision::FP32));
 }
 
 /// True if op \p i's output may be overwritten by its single reader.
