@@ -150,7 +150,9 @@ RunOptions parseRunOptions(int argc, const char* const* argv) {
 
 std::string runHelp(const std::string& program) {
   std::string out = fmt::format(
-      "Usage: {} [test|tune] [options]\n\n"
+      "Usage: {0} [test|tune] [options]\n"
+      "       {0} tune-search [options]   (tune the approximations: "
+      "{0} tune-search --help)\n\n"
       "Runs the model on its test set (default) or tune set, prints the "
       "top-1\naccuracy and writes it to final_accuracy (as HPVM "
       "programs do).\n\nOptions:\n",
