@@ -85,7 +85,7 @@ const Opt kTuneOptions[] = {
      "prediction: p1 adds output changes (default), p2 adds losses",
      [](TuneOptions& o, SV, SV v) { o.qosModel = std::string(v); }},
     {nullptr, "--profile-images", "N",
-     "tune-set images each (node, knob) is profiled on (default: 2000 or "
+     "tune-set images each (node, knob) is profiled on (default: 1000 or "
      "the set)",
      [](TuneOptions& o, SV n, SV v) { o.profileImages = parseCount(n, v, 1); }},
     {nullptr, "--timing-images", "N",
@@ -449,7 +449,7 @@ public:
     if (tuneCount_ <= 0)
       throw RunError("the model has no tune set (it was exported without "
                      "one); tune-search needs it");
-    profileImages_ = std::min(opts.profileImages.value_or(2000), tuneCount_);
+    profileImages_ = std::min(opts.profileImages.value_or(1000), tuneCount_);
     timingImages_ =
         std::min(opts.timingImages.value_or(8 * batch_), tuneCount_);
     classes_ = runner.classes();
