@@ -14,6 +14,11 @@ def _conv(cin, cout, k, stride=1, pad=0, bias=True, groups=1):
                      groups=groups)
 
 
+def _width(channels, width):
+    """`channels` scaled by the width multiplier `width` (at least 1)."""
+    return max(1, int(round(channels * width)))
+
+
 class LeNet(nn.Module):
     """LeNet for MNIST (1x28x28): two 5x5 conv+tanh+maxpool, two FC+tanh."""
 
@@ -99,31 +104,36 @@ class VGG16(nn.Module):
     """VGG-16: 13 conv3x3+ReLU, maxpool after conv 2, 4, 7, 10 and 13.
 
     CIFAR variants (32x32 input) end in FC 512->512->classes; the ImageNet
-    variant (224x224) in FC 25088->4096->4096->1000.
+    variant (224x224) in FC 25088->4096->4096->1000. `in_channels` is the
+    input's channel count (3, or 1 for gray images); `width` multiplies every
+    channel count and hidden FC width (0.5: convs 32..256, FC 256->256).
     """
 
     CHANNELS = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M",
                 512, 512, 512, "M", 512, 512, 512, "M")
 
-    def __init__(self, classes=10, imagenet=False):
+    def __init__(self, classes=10, imagenet=False, in_channels=3, width=1.0):
         super().__init__()
         layers = []
-        cin = 3
+        cin = in_channels
         for c in self.CHANNELS:
             if c == "M":
                 layers.append(nn.MaxPool2d(2, 2))
             else:
+                c = _width(c, width)
                 layers += [_conv(cin, c, 3, pad=1), nn.ReLU()]
                 cin = c
         self.features = nn.Sequential(*layers)
         if imagenet:
+            hidden = _width(4096, width)
             self.classifier = nn.Sequential(
-                nn.Flatten(), nn.Linear(512 * 7 * 7, 4096), nn.ReLU(),
-                nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, classes))
+                nn.Flatten(), nn.Linear(cin * 7 * 7, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(hidden, classes))
         else:
             self.classifier = nn.Sequential(
-                nn.Flatten(), nn.Linear(512, 512), nn.ReLU(),
-                nn.Linear(512, classes))
+                nn.Flatten(), nn.Linear(cin, cin), nn.ReLU(),
+                nn.Linear(cin, classes))
         self.softmax = nn.Softmax(dim=1)
 
     def forward(self, x):
@@ -149,18 +159,23 @@ class _BasicBlock(nn.Module):
 
 
 class ResNet18Cifar(nn.Module):
-    """HPVM's "ResNet-18" for CIFAR-10: a 3-stage, 9-block CIFAR ResNet."""
+    """HPVM's "ResNet-18" for CIFAR-10: a 3-stage, 9-block CIFAR ResNet.
 
-    def __init__(self, classes=10):
+    `in_channels`: the input's channel count (3, or 1 for gray images);
+    `width` multiplies the stages' channel counts (16, 32, 64).
+    """
+
+    def __init__(self, classes=10, in_channels=3, width=1.0):
         super().__init__()
-        blocks = [_conv(3, 16, 3, pad=1), nn.ReLU()]
-        cin = 16
-        for cout in (16, 32, 64):
+        stages = [_width(c, width) for c in (16, 32, 64)]
+        blocks = [_conv(in_channels, stages[0], 3, pad=1), nn.ReLU()]
+        cin = stages[0]
+        for cout in stages:
             for i in range(3):
                 blocks.append(_BasicBlock(cin, cout, down=(cin != cout)))
                 cin = cout
         self.features = nn.Sequential(*blocks, nn.AvgPool2d(8, 8))
-        self.fc = nn.Linear(64, classes)
+        self.fc = nn.Linear(cin, classes)
         self.softmax = nn.Softmax(dim=1)
 
     def forward(self, x):
@@ -226,24 +241,30 @@ class ResNet50Imagenet(nn.Module):
 
 
 class MobileNetCifar(nn.Module):
-    """MobileNet (v1) for CIFAR-10: bias-free convs, each with BN and ReLU."""
+    """MobileNet (v1) for CIFAR-10: bias-free convs, each with BN and ReLU.
+
+    `in_channels`: the input's channel count (3, or 1 for gray images);
+    `width` multiplies every channel count (0.5: 16..512).
+    """
 
     PAIRS = ((1, 64), (2, 128), (1, 128), (2, 256), (1, 256), (2, 512),
              (1, 512), (1, 512), (1, 512), (1, 512), (1, 512), (2, 1024),
              (1, 1024))
 
-    def __init__(self, classes=10):
+    def __init__(self, classes=10, in_channels=3, width=1.0):
         super().__init__()
-        layers = [_conv(3, 32, 3, pad=1, bias=False), _bn(32), nn.ReLU()]
-        cin = 32
+        cin = _width(32, width)
+        layers = [_conv(in_channels, cin, 3, pad=1, bias=False), _bn(cin),
+                  nn.ReLU()]
         for stride, cout in self.PAIRS:
+            cout = _width(cout, width)
             layers += [
                 _conv(cin, cin, 3, stride=stride, pad=1, bias=False,
                       groups=cin), _bn(cin), nn.ReLU(),
                 _conv(cin, cout, 1, bias=False), _bn(cout), nn.ReLU()]
             cin = cout
         self.features = nn.Sequential(*layers, nn.AvgPool2d(2, 2))
-        self.fc = nn.Linear(1024, classes)
+        self.fc = nn.Linear(cin, classes)
         self.softmax = nn.Softmax(dim=1)
 
     def forward(self, x):
