@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.join(ROOT, "test_frontend"))
 
 from nets import hpvm_benchmarks as hb  # noqa: E402
 from train_lenet_fashion import (MEAN, SEED, STD, accuracy,  # noqa: E402
-                                 load_split)
+                                 export_onnx, load_split)
 
 BATCH = 128
 BLACK = (0.0 - MEAN) / STD  # a black pixel after normalisation
@@ -215,16 +215,7 @@ def train(name, args, data):
     print(f"tune set (test images 0-4999): {tune_acc:.2f}%")
     print(f"test set (test images 5000-9999): {test_acc:.2f}%")
 
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"{name}_fashion.onnx")
-    tmp = path + ".tmp"
-    model.eval()
-    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), tmp,
-                      input_names=["input"], output_names=["output"],
-                      training=torch.onnx.TrainingMode.PRESERVE,
-                      do_constant_folding=False, opset_version=13)
-    os.replace(tmp, path)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes)", flush=True)
+    export_onnx(model, os.path.join(args.out, f"{name}_fashion.onnx"))
 
 
 def main():

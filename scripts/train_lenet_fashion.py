@@ -84,6 +84,21 @@ def accuracy(model, x, y):
     return 100.0 * (pred == y).float().mean().item()
 
 
+def export_onnx(model, path):
+    """Exports model (N x 1 x 28 x 28 input) as HPVM-style exports look,
+    atomically: eval mode, training mode preserved, no constant folding,
+    opset 13, input "input", output "output"."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    model.eval()
+    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), tmp,
+                      input_names=["input"], output_names=["output"],
+                      training=torch.onnx.TrainingMode.PRESERVE,
+                      do_constant_folding=False, opset_version=13)
+    os.replace(tmp, path)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(
         description="Train the LeNet example on Fashion-MNIST; export ONNX.")
@@ -126,16 +141,7 @@ def main():
     print(f"tune set (test images 0-4999): {tune_acc:.2f}%")
     print(f"test set (test images 5000-9999): {test_acc:.2f}%")
 
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "lenet_fashion.onnx")
-    tmp = path + ".tmp"
-    model.eval()
-    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), tmp,
-                      input_names=["input"], output_names=["output"],
-                      training=torch.onnx.TrainingMode.PRESERVE,
-                      do_constant_folding=False, opset_version=13)
-    os.replace(tmp, path)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+    export_onnx(model, os.path.join(args.out, "lenet_fashion.onnx"))
 
 
 if __name__ == "__main__":
