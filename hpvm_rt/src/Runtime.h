@@ -138,6 +138,38 @@ void setRecording(bool on);
 /// Records of the most recent launch (when recording is on).
 const std::vector<OpRecord>& lastLaunchRecords();
 
+// --- int8 calibration --------------------------------------------------------
+
+/// The measured input range of one fused node whose first op is a conv,
+/// group_conv or mul: what its int8 knob quantizes with.
+struct Int8Range {
+  int ordinal = 0; ///< FusedNodeInfo::ordinal.
+  HpvmOp op = HpvmOp::Conv;
+  float lo = 0.f, hi = 0.f;
+  int line = 0; ///< Line in the calibration file.
+};
+
+/// An int8 calibration (driver/Calibration.h reads, measures and writes
+/// them).
+struct Int8Calibration {
+  std::string path; ///< For messages.
+  std::string model, method;
+  int64_t images = 0;
+  std::vector<Int8Range> nodes;
+};
+
+/// Uses \p cal (nullptr: none) for the INT8 knobs of the following
+/// launches; a configuration using one on a node the calibration lacks is
+/// a ConfigError at the next launch.
+void setActiveInt8Calibration(const Int8Calibration* cal);
+
+/// Called with the fp32 NCHW input of every conv, group_conv and mul that
+/// starts a fused node, before it runs (calibration measurements).
+using InputObserver = void (*)(void* context, int ordinal, HpvmOp op,
+                               const float* data, int64_t n);
+/// Installs (or, with nullptr, removes) the input observer.
+void setInputObserver(InputObserver observer, void* context);
+
 /// HPVM's top-1 prediction (computeAccuracy3): the first index of the
 /// largest of the \p classes scores in \p row.
 inline int64_t top1(const float* row, int64_t classes) {

@@ -148,6 +148,9 @@ struct ExecState {
   Plan* last = nullptr;
   const Configuration* config = nullptr;
   std::string configPath;
+  const Int8Calibration* calibration = nullptr;
+  InputObserver observer = nullptr;
+  void* observerContext = nullptr;
   uint64_t configGen = 1;
   bool recording = false;
   std::vector<OpRecord> records;
@@ -363,6 +366,39 @@ std::unique_ptr<Plan> buildPlan(const Trace& t, api::AnyFn root,
 
 // --- Configuration ----------------------------------------------------------
 
+/// Gives an INT8 knob on fused node \p node the input range the active
+/// calibration measured for it; \p where locates the knob for errors.
+void calibrate(KnobSpec& spec, const FusedNodeInfo& node, HpvmOp op,
+               const std::string& where) {
+  const Int8Calibration* cal = S().calibration;
+  auto need = [&] {
+    return where + "knob " + std::to_string(spec.id) + " (" +
+           knobById(spec.id)->confName + ") on " + opInfo(op).confName +
+           " of fused node " + std::to_string(node.ordinal) + " needs";
+  };
+  if (!cal)
+    throw ConfigError(need() + " an int8 calibration: pass --calibration FILE "
+                               "(written by the program's calibrate mode), "
+                               "or use int8_dyn (312)");
+  for (const Int8Range& e : cal->nodes)
+    if (e.ordinal == node.ordinal) {
+      if (e.op != op)
+        throw ConfigError(cal->path + ":" + std::to_string(e.line) + ": node " +
+                          std::to_string(e.ordinal) + " is " +
+                          opInfo(e.op).confName + " in the calibration but " +
+                          opInfo(op).confName +
+                          " in the program: the calibration is of another "
+                          "program");
+      spec.hasRange = true;
+      spec.inLo = e.lo;
+      spec.inHi = e.hi;
+      return;
+    }
+  throw ConfigError(need() + " a range that calibration '" + cal->path +
+                    "' lacks (it has " + std::to_string(cal->nodes.size()) +
+                    " nodes): the calibration is of another program");
+}
+
 /// Resolves the knob of every op from the active configuration, checking
 /// that it describes this program's fused nodes.
 std::vector<KnobSpec> resolveKnobs(const Plan& p) {
@@ -444,7 +480,9 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
         throw ConfigError(where(c.line, c.column) + "knob " +
                           std::to_string(c.knobId) + " cannot be applied to " +
                           opInfo(node.ops[k]).confName + " of " + desc);
-      knobs[p.fusedOps[f][k]] = knob->spec;
+      KnobSpec& spec = knobs[p.fusedOps[f][k]] = knob->spec;
+      if (spec.precision == Precision::INT8)
+        calibrate(spec, node, node.ops[k], where(c.line, c.column));
     }
   }
   for (size_t i = 0; i < conf->nodes.size(); ++i) {
@@ -472,12 +510,13 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
 
 /// True if an op with knob \p b may join the group of a primary op with
 /// knob \p a: an exact op of the same precision, or an fp32 op after a
-/// bf16 convolution or dense layer (whose results are fp32 already, so
-/// fusing the post-op changes nothing but the memory traffic).
+/// bf16 or int8 convolution or dense layer (whose results are fp32
+/// already, so fusing the post-op changes nothing but the memory traffic).
 bool samePrecision(const KnobSpec& a, const KnobSpec& b) {
   return b.variant == Variant::Exact &&
          (a.precision == b.precision ||
-          (a.precision == Precision::BF16 && b.precision == Precision::FP32));
+          ((a.precision == Precision::BF16 || isInt8(a.precision)) &&
+           b.precision == Precision::FP32));
 }
 
 /// True if op \p i's output may be overwritten by its single reader.
@@ -771,6 +810,14 @@ void execute(Plan& p, const Trace& t) {
       }
       out = slot;
     }
+    if (st.observer && (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv ||
+                        g.kind == HpvmOp::Mul)) {
+      Tensor* x = operand(p, t, g.x);
+      ensureHost(x);
+      st.observer(st.observerContext, p.fused[p.fusedOf[g.members[0]]].ordinal,
+                  g.kind, static_cast<const float*>(x->host_data),
+                  int64_t(x->num_elems));
+    }
     if (!st.recording) {
       runGroup(p, t, g, out);
     } else {
@@ -930,6 +977,16 @@ void setActiveConfiguration(const Configuration* config,
   st.config = config;
   st.configPath = path;
   ++st.configGen;
+}
+
+void setActiveInt8Calibration(const Int8Calibration* cal) {
+  S().calibration = cal;
+  ++S().configGen;
+}
+
+void setInputObserver(InputObserver observer, void* context) {
+  S().observer = observer;
+  S().observerContext = context;
 }
 
 const std::vector<FusedNodeInfo>& programNodes() {

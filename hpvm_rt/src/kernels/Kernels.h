@@ -19,8 +19,16 @@
 
 namespace hpvm::rt {
 
-/// Numerics of a knob (Ops.def Precision column).
-enum class Precision : uint8_t { FP32, FP16, BF16 };
+/// Numerics of a knob (Ops.def Precision column). INT8: 8-bit operands
+/// (per-output-channel weight scales, an activation scale from a
+/// calibration), 32-bit accumulation; INT8DYN: the same with the activation
+/// scale taken from each batch's own range (no calibration).
+enum class Precision : uint8_t { FP32, FP16, BF16, INT8, INT8DYN };
+
+/// True for the 8-bit integer precisions.
+inline bool isInt8(Precision p) {
+  return p == Precision::INT8 || p == Precision::INT8DYN;
+}
 /// Algorithm of a knob (Ops.def Variant column).
 enum class Variant : uint8_t { Exact, PerfRow, PerfCol, Samp };
 
@@ -31,6 +39,11 @@ struct KnobSpec {
   Precision precision = Precision::FP32;
   int rate = 1;   ///< Perforation/sampling rate r; 1 means exact.
   int offset = 0; ///< Offset 0..r-1.
+  /// INT8: the calibrated range [inLo, inHi] of the op's input, quantized
+  /// unsigned (0..255) when inLo >= 0, else signed symmetric (-127..127).
+  /// Filled by the executor from the active calibration.
+  bool hasRange = false;
+  float inLo = 0.f, inHi = 0.f;
 };
 
 /// Elementwise activation applied after an op.

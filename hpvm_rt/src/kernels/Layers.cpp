@@ -740,6 +740,349 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
   implOf(y).roundedTo = outRound;
 }
 
+// --- int8 -------------------------------------------------------------------
+
+/// How an int8 knob quantizes a layer's input: unsigned 0..255 when its
+/// range is nonnegative (after a ReLU), else signed symmetric -127..127;
+/// real value = q * scale.
+struct ActQuant {
+  bool u8 = true;
+  float scale = 1.f;
+};
+
+ActQuant actQuantOf(float lo, float hi) {
+  ActQuant q;
+  q.u8 = lo >= 0.f;
+  const float m = q.u8 ? hi : std::max(-lo, hi);
+  if (m > 0.f && std::isfinite(m))
+    q.scale = m / (q.u8 ? 255.f : 127.f);
+  return q;
+}
+
+/// The smallest and largest value of x (over its current memory: the zero
+/// padding of a blocked layout changes neither the sign test nor the
+/// largest magnitude).
+std::pair<float, float> valueRange(const Tensor* x) {
+  const dnnl::memory cur = currentMemory(x);
+  const float* p = static_cast<const float*>(cur.get_data_handle());
+  const int64_t n =
+      static_cast<int64_t>(cur.get_desc().get_size() / sizeof(float));
+  float lo = INFINITY, hi = -INFINITY;
+#pragma omp parallel for reduction(min                                         \
+                                   : lo) reduction(max                         \
+                                                   : hi) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, p[i]);
+    hi = std::max(hi, p[i]);
+  }
+  return {lo, hi};
+}
+
+/// The quantization of an int8 layer's input: from the calibrated range
+/// (INT8) or from this batch's own range (INT8DYN).
+ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
+  if (knob.precision == Precision::INT8) {
+    HPVM_KCHECK(knob.hasRange,
+                fmt::format("int8 knob {} has no calibrated range", knob.id));
+    return actQuantOf(knob.inLo, knob.inHi);
+  }
+  const auto [lo, hi] = valueRange(x);
+  ActQuant q = actQuantOf(lo, hi);
+  // oneDNN 2.6 takes a convolution's output scales only when the primitive
+  // is created: the batch's scale is rounded up to a grid of 16 steps per
+  // octave (at most 4.4% of the 8-bit range unused), so that a handful of
+  // primitives per layer serve every batch.
+  q.scale = std::exp2(std::ceil(std::log2(q.scale) * 16.f) / 16.f);
+  return q;
+}
+
+/// A buffer from the tensor buffer pool, returned on destruction.
+class PoolBuffer {
+public:
+  explicit PoolBuffer(size_t bytes) : bytes_(bytes), p_(poolAlloc(bytes)) {}
+  ~PoolBuffer() { poolFree(p_, bytes_); }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+  void* get() const { return p_; }
+
+private:
+  size_t bytes_;
+  void* p_;
+};
+
+/// x quantized into layout \p want (u8 or s8): q = saturate(round(x /
+/// scale)), in one reorder from x's current layout into \p buf.
+dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
+                             float scale, const PoolBuffer& buf) {
+  const dnnl::memory cur = currentMemory(x);
+  const std::string key =
+      fmt::format("quant|{}|{}", descKey(cur.get_desc()), descKey(want));
+  const Prim& r = cachedPrim(key, [&] {
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+    dnnl::reorder::primitive_desc pd(engine(), cur.get_desc(), engine(), want,
+                                     attr);
+    return Prim{dnnl::reorder(pd), cur.get_desc(), {}, want};
+  });
+  dnnl::memory out(want, engine(), buf.get());
+  float inv = 1.f / scale;
+  dnnl::memory invMem({{1}, dt::f32, tag::x}, engine(), &inv);
+  r.prim.execute(stream(), {{DNNL_ARG_FROM, cur},
+                            {DNNL_ARG_TO, out},
+                            {DNNL_ARG_ATTR_OUTPUT_SCALES, invMem}});
+  stream().wait();
+  return out;
+}
+
+/// The int8 weights of a conv or dense layer in their plain layout
+/// \p plainTag: bias and batch norm folded in (foldPostOps), then each
+/// output channel quantized symmetrically to -127..127 with its own scale
+/// (largest magnitude / 127). Cached on w like derivedWeights(): `weights`
+/// is the plain s8 filter, `bias` the folded fp32 bias, `scales` the
+/// per-channel weight scales.
+const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
+                                     const dims& wDims, tag plainTag, int64_t K,
+                                     int64_t perK, int64_t kStride,
+                                     int64_t kStep) {
+  TensorImpl& impl = implOf(w);
+  std::string key =
+      fmt::format("int8|{}|{}{}{}{}e{}", tensorKey(post.bias),
+                  tensorKey(post.bnGamma), tensorKey(post.bnBeta),
+                  tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
+  for (const auto& d : impl.derived)
+    if (d.key == key)
+      return d;
+  const float* wp = hostData(w);
+  std::vector<float> wf(wp, wp + numElems(w)), bf;
+  foldPostOps(post, K, perK, kStride, kStep, wf, bf);
+  TensorImpl::Derived d;
+  d.key = std::move(key);
+  d.scales.assign(static_cast<size_t>(K), 1.f);
+  d.weights = dnnl::memory({wDims, dt::s8, plainTag}, engine());
+  int8_t* q = static_cast<int8_t*>(d.weights.get_data_handle());
+  for (int64_t k = 0; k < K; ++k) {
+    float m = 0.f;
+    for (int64_t e = 0; e < perK; ++e)
+      m = std::max(m, std::fabs(wf[k * kStride + e * kStep]));
+    const float s = m > 0.f && std::isfinite(m) ? m / 127.f : 1.f;
+    d.scales[k] = s;
+    for (int64_t e = 0; e < perK; ++e) {
+      const int64_t i = k * kStride + e * kStep;
+      q[i] = static_cast<int8_t>(
+          std::clamp(std::nearbyint(wf[i] / s), -127.f, 127.f));
+    }
+  }
+  d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
+  std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
+  if (impl.derived.size() >= 4)
+    impl.derived.erase(impl.derived.begin());
+  impl.derived.push_back(std::move(d));
+  return impl.derived.back();
+}
+
+/// The plain int8 weights \p plain reordered into the primitive's layout
+/// \p want (which may carry oneDNN's signed-source compensation), cached on
+/// w next to them.
+dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
+                         const dnnl::memory::desc& want) {
+  TensorImpl& impl = implOf(w);
+  const std::string key = plain.key + "|" + descKey(want);
+  for (const auto& d : impl.derived)
+    if (d.key == key)
+      return d.weights;
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory(want, engine());
+  reorder(plain.weights, d.weights);
+  dnnl::memory out = d.weights;
+  // Keep the plain entry (the caller holds a reference to it).
+  auto oldest =
+      std::find_if(impl.derived.begin(), impl.derived.end(),
+                   [&](const TensorImpl::Derived& e) { return &e != &plain; });
+  if (impl.derived.size() >= 4 && oldest != impl.derived.end())
+    impl.derived.erase(oldest);
+  impl.derived.push_back(std::move(d));
+  return out;
+}
+
+/// The runtime arguments of an int8 layer for input scale sx: the output
+/// scales sx * ws[k] that turn the 32-bit accumulator into real values,
+/// and the fp32 bias in accumulator units (oneDNN adds the bias before
+/// scaling).
+struct Int8Args {
+  std::vector<float> scales, bias;
+  Int8Args(const TensorImpl::Derived& d, float sx) {
+    const size_t K = d.scales.size();
+    const float* b = static_cast<const float*>(d.bias.get_data_handle());
+    scales.resize(K);
+    bias.resize(K);
+    for (size_t k = 0; k < K; ++k) {
+      scales[k] = sx * d.scales[k];
+      bias[k] = b[k] / scales[k];
+    }
+  }
+};
+
+/// "sx<bits>" of an input scale, for primitive keys.
+std::string scaleKey(float sx) {
+  uint32_t bits;
+  std::memcpy(&bits, &sx, sizeof bits);
+  return fmt::format("sx{:08x}", bits);
+}
+
+/// Conv y = post(x * w) in int8: x quantized per tensor, w per output
+/// channel, 32-bit accumulation rescaled by the output scales (fixed when
+/// the primitive is created: one primitive per layer and input scale),
+/// the fp32 post-ops (activation, residual) fused after it, an fp32
+/// result.
+void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
+              const PostOps& post, const KnobSpec& knob, Tensor* y,
+              const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  const int64_t G = args.groups, K = wd[0], Cg = wd[1];
+  const ActQuant aq = inputQuant(knob, x);
+  const dt srcType = aq.u8 ? dt::u8 : dt::s8;
+  dims wDims =
+      G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
+  const auto& plain = int8Plain(w, post, wDims, G == 1 ? tag::oihw : tag::goihw,
+                                K, Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1);
+  const Int8Args ia(plain, aq.scale);
+  const bool residualDims = post.residual && dims4(post.residual) == yd;
+  std::string key = fmt::format(
+      "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}", xd[0],
+      xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
+      args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
+      residualDims, static_cast<const void*>(w), plain.key, scaleKey(aq.scale));
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
+    dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
+    dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
+    auto makePd = [&](const dnnl::memory::desc& dst, ResidualAs how) {
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference,
+          dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
+          {args.strideH, args.strideW}, {args.padH, args.padW},
+          {args.padH, args.padW});
+      dnnl::primitive_attr attr = postOpsAttr(post, how, dst);
+      attr.set_output_scales(1 << 1, ia.scales);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+      Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
+                pd.dst_desc(), how};
+      made.binaryIndex = post.act == Act::None ? 0 : 1;
+      made.reference = isRefImpl(pd);
+      return made;
+    };
+    // The fp32 result in the exact layers' nChw16c where a fast kernel
+    // writes it, else where oneDNN likes; the residual as for fp32.
+    std::vector<dnnl::memory::desc> dsts{
+        dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::f32, tag::any)};
+    if (K % 16 == 0)
+      dsts.insert(dsts.begin(), dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
+                                                   dt::f32, tag::nChw16c));
+    std::vector<ResidualAs> hows{ResidualAs::Split};
+    if (post.residual)
+      hows = {ResidualAs::Sum, ResidualAs::Split};
+    std::optional<Prim> fallback;
+    for (const auto& dst : dsts) {
+      std::vector<ResidualAs> dstHows = hows;
+      if (post.residual && residualDims && dst.data.format_kind == dnnl_blocked)
+        dstHows.insert(dstHows.begin(), ResidualAs::Binary);
+      for (ResidualAs how : dstHows) {
+        try {
+          Prim made = makePd(dst, how);
+          if (!made.reference)
+            return made;
+          if (!fallback)
+            fallback = made;
+        } catch (const dnnl::error&) {
+          // No implementation for this combination: try the next.
+        }
+      }
+    }
+    // Only oneDNN's reference kernel: correct, slow, and measured so.
+    HPVM_KCHECK(fallback.has_value(), "no int8 convolution primitive");
+    return *fallback;
+  });
+  dnnl::memory weights = int8Weights(w, plain, p.weights);
+  PoolBuffer srcBuf(p.src.get_size());
+  dnnl::memory src = quantizedSource(x, p.src, aq.scale, srcBuf);
+  dnnl::memory dst = outputMemory(y, p.dst);
+  dnnl::memory bias({{K}, dt::f32, tag::x}, engine(),
+                    const_cast<float*>(ia.bias.data()));
+  std::unordered_map<int, dnnl::memory> execArgs{{DNNL_ARG_SRC, src},
+                                                 {DNNL_ARG_WEIGHTS, weights},
+                                                 {DNNL_ARG_BIAS, bias},
+                                                 {DNNL_ARG_DST, dst}};
+  if (post.residual && p.residual == ResidualAs::Sum)
+    preloadResidual(post, dst);
+  if (post.residual && p.residual == ResidualAs::Binary)
+    execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
+        memoryAs(post.residual, p.dst);
+  p.prim.execute(stream(), execArgs);
+  stream().wait();
+  if (post.residual && p.residual == ResidualAs::Split)
+    runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
+           y);
+}
+
+/// Dense y = post(x * w) in int8 (see convInt8; the inner product takes its
+/// output scales at run time): x is M x K viewed 4-D, w is K x N, y an
+/// fp32 M x N written to y's host buffer.
+void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
+               const KnobSpec& knob, Tensor* y) {
+  const Dims4 xd = dims4(x), wd = dims4(w);
+  const int64_t M = xd[0], K = xd[1] * xd[2] * xd[3], N = wd[3];
+  const ActQuant aq = inputQuant(knob, x);
+  const dt srcType = aq.u8 ? dt::u8 : dt::s8;
+  const dims wDims{N, xd[1], xd[2], xd[3]};
+  const auto& plain = int8Plain(w, post, wDims, tag::ihwo, N, K, 1, N);
+  const Int8Args ia(plain, aq.scale);
+  const dnnl::memory::desc dstDesc({M, N}, dt::f32, tag::nc);
+  std::string key =
+      fmt::format("ip8|{}x{}x{}x{}|{}|{}|{}", xd[0], xd[1], xd[2], xd[3], N,
+                  static_cast<int>(srcType), postKey(post));
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::inner_product_forward::desc desc(
+        dnnl::prop_kind::forward_inference,
+        dnnl::memory::desc({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any),
+        dnnl::memory::desc(wDims, dt::s8, tag::any),
+        dnnl::memory::desc({N}, dt::f32, tag::x), dstDesc);
+    auto make = [&](ResidualAs how) {
+      dnnl::primitive_attr attr = postOpsAttr(post, how);
+      attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
+      dnnl::inner_product_forward::primitive_desc pd(desc, attr, engine());
+      Prim made{dnnl::inner_product_forward(pd), pd.src_desc(),
+                pd.weights_desc(), pd.dst_desc(), how};
+      made.reference = isRefImpl(pd);
+      return made;
+    };
+    Prim made = make(ResidualAs::Sum);
+    if (post.residual && made.reference)
+      made = make(ResidualAs::Split);
+    return made;
+  });
+  dnnl::memory weights = int8Weights(w, plain, p.weights);
+  PoolBuffer srcBuf(p.src.get_size());
+  dnnl::memory src = quantizedSource(x, p.src, aq.scale, srcBuf);
+  allocHost(y);
+  dnnl::memory dst(dstDesc, engine(), y->impl->host);
+  if (post.residual && p.residual == ResidualAs::Sum)
+    preloadResidual(post, dst);
+  dnnl::memory bias({{N}, dt::f32, tag::x}, engine(),
+                    const_cast<float*>(ia.bias.data()));
+  dnnl::memory scales({{N}, dt::f32, tag::x}, engine(),
+                      const_cast<float*>(ia.scales.data()));
+  p.prim.execute(stream(), {{DNNL_ARG_SRC, src},
+                            {DNNL_ARG_WEIGHTS, weights},
+                            {DNNL_ARG_BIAS, bias},
+                            {DNNL_ARG_DST, dst},
+                            {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
+  stream().wait();
+  markHostWritten(y);
+  if (post.residual && p.residual == ResidualAs::Split)
+    runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
+           y);
+}
+
 /// Marks the result of an in-place kernel (dst == src memory) as y's
 /// current values.
 void markInPlace(Tensor* y, const dnnl::memory& dst) {
@@ -789,6 +1132,10 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     if (approx::perforationPath() != approx::PerforationPath::Auto ||
         !convApproxBlocked(x, w, args, post, knob, y, xd, wd, yd))
       convApprox(x, w, args, post, knob, y, xd, wd, yd);
+    return;
+  }
+  if (isInt8(knob.precision)) {
+    convInt8(x, w, args, post, knob, y, xd, wd, yd);
     return;
   }
   Numerics nm = numericsOf(knob);
@@ -905,6 +1252,10 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
                   yd[1] == N && yd[2] * yd[3] == 1,
               fmt::format("dense shapes wrong: x {}, w {}, y {}", dimsStr(x),
                           dimsStr(w), dimsStr(y)));
+  if (isInt8(knob.precision)) {
+    denseInt8(x, w, post, knob, y);
+    return;
+  }
   Numerics nm = numericsOf(knob);
   if (knob.variant != Variant::Exact && knob.rate > 1)
     nm = numericsOf(KnobSpec{knob.id, Variant::Exact, knob.precision, 1, 0});

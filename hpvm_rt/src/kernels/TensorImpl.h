@@ -37,6 +37,7 @@ struct TensorImpl {
   struct Derived {
     std::string key;
     dnnl::memory weights, bias;
+    std::vector<float> scales; ///< int8: per-output-channel weight scales.
   };
   std::vector<Derived> derived;
 };
