@@ -1477,8 +1477,13 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   // layout as a (reordered if it differs).
   dnnl::memory src1;
   if (perChannel) {
-    src1 = dnnl::memory({{1, C, 1, 1}, dt::f32, tag::nchw}, engine(),
-                        const_cast<float*>(hostData(b)));
+    // C values: 1xCx1x1 in nChw16c is the same bytes as in NCHW when C
+    // fills whole blocks, and matching src0's blocked layout selects
+    // oneDNN's vectorised kernel instead of its reference one.
+    const bool blocked16 = C % 16 == 0 && src0.get_desc() != nchwDesc(a);
+    src1 = dnnl::memory(
+        {{1, C, 1, 1}, dt::f32, blocked16 ? tag::nChw16c : tag::nchw}, engine(),
+        const_cast<float*>(hostData(b)));
   } else if (dims4(b) == ad) {
     src1 = memoryAs(b, src0.get_desc());
   } else {
