@@ -6,6 +6,7 @@
 #include "driver/Options.h"
 #include "driver/Progress.h"
 #include "driver/config/Config.h"
+#include "tuner/BenchKnobs.h"
 #include "tuner/Model.h"
 #include "tuner/Search.h"
 
@@ -403,16 +404,6 @@ struct Measured {
   bool noisy = false;
 };
 
-/// Relative spread (interquartile range / median) of \p v.
-double spread(std::vector<double> v) {
-  if (v.size() < 4)
-    return 0;
-  std::sort(v.begin(), v.end());
-  double q1 = v[v.size() / 4], q3 = v[(3 * v.size()) / 4];
-  double m = median(v);
-  return m > 0 ? (q3 - q1) / m : 0;
-}
-
 /// True if timing rounds disagree: their range is over 15% of their
 /// median, or (with four or more) their interquartile range over 10%.
 bool disagree(const std::vector<double>& ratios) {
@@ -499,21 +490,6 @@ private:
     return runner_.pass(req);
   }
 
-  /// Median per-node batch times (ms) of a pass.
-  std::vector<double> nodeMedians(const PassResult& r, int64_t images) const {
-    std::vector<double> out(nodes_.size(), 0);
-    size_t batches = r.nodeSeconds.size();
-    if (batches > 1 && images % batch_ != 0)
-      --batches;
-    for (size_t f = 0; f < nodes_.size(); ++f) {
-      std::vector<double> v;
-      for (size_t b = 0; b < batches; ++b)
-        v.push_back(r.nodeSeconds[b][f] * 1e3);
-      out[f] = median(v);
-    }
-    return out;
-  }
-
   /// A node-timed pass of \p g over \p images tune images (cached).
   json profilePass(const Genome& g, int64_t images, const std::string& kind,
                    bool keepOutputs, std::vector<float>* outputs) {
@@ -528,17 +504,11 @@ private:
     bool exact = std::all_of(g.begin(), g.end(), [](auto v) { return !v; });
     PassResult r =
         runPass(exact ? nullptr : &g, "tune", images, keepOutputs, true);
+    NodeTimes t = nodeTimesOf(r, images, batch_);
     json rec;
-    rec["node_ms"] = nodeMedians(r, images);
-    rec["batch_ms"] = medianBatchMs(r, images, batch_);
-    std::vector<double> nodeSpread;
-    for (size_t f = 0; f < nodes_.size(); ++f) {
-      std::vector<double> v;
-      for (const auto& b : r.nodeSeconds)
-        v.push_back(b[f]);
-      nodeSpread.push_back(spread(v));
-    }
-    rec["node_spread"] = nodeSpread;
+    rec["node_ms"] = t.nodeMs;
+    rec["batch_ms"] = t.batchMs;
+    rec["node_spread"] = t.nodeSpread;
     if (keepOutputs) {
       const std::vector<int32_t>& labels = runner_.labels("tune");
       rec["qos"] = qosValue(spec_, r.outputs.data(), exactTune_.data(),
@@ -549,6 +519,25 @@ private:
     if (outputs)
       *outputs = std::move(r.outputs);
     return rec;
+  }
+
+  /// A timing probe of the KnobTimer: a node-timed pass (cached) of the
+  /// exact program or of \p p's knob alone.
+  NodeTimes timingProbe(ProbeKind kind, const KnobPair& p) {
+    static const char* const kKinds[] = {"exact-timing", "timing",
+                                         "timing-again"};
+    Genome g(nodes_.size(), 0);
+    if (kind != ProbeKind::Exact) {
+      const std::vector<int>& ids = knobs_[p.node];
+      g[p.node] =
+          uint16_t(std::find(ids.begin(), ids.end(), p.knobId) - ids.begin());
+    }
+    json r = profilePass(g, probeImages_, kKinds[int(kind)], false, nullptr);
+    NodeTimes t;
+    t.nodeMs = r["node_ms"].get<std::vector<double>>();
+    t.nodeSpread = r["node_spread"].get<std::vector<double>>();
+    t.batchMs = r["batch_ms"].get<double>();
+    return t;
   }
 
   /// Accuracy pass of \p g over \p images of \p set, then timing rounds
@@ -616,6 +605,7 @@ private:
   int64_t batch_ = 1, tuneCount_ = 0, testCount_ = 0, profileImages_ = 0,
           timingImages_ = 0, probeImages_ = 0, classes_ = 0;
   std::unique_ptr<MeasureCache> cache_;
+  std::unique_ptr<KnobTimer> timer_;
   std::string lastKey_;
   int64_t passes_ = 0;
 
@@ -631,6 +621,7 @@ private:
     int choice;
     double deltaMs = 0, loss = 0;
     bool pruned = false, noisy = false, profiled = false;
+    std::string error{}; ///< Why the knob failed to run, if it did.
   };
   std::vector<PairInfo> pairs_;
   std::unique_ptr<Predictor> predictor_;
@@ -659,11 +650,14 @@ void Session::discover() {
     throw RunError("the program ran no tensor operations; nothing to tune");
   for (const FusedNodeInfo& node : nodes_)
     knobs_.push_back(nodeKnobs(node, opts_.hpvmCompatible));
+  timer_ = std::make_unique<KnobTimer>(
+      nodes_.size(), [this](ProbeKind kind, const KnobPair& p) {
+        return timingProbe(kind, p);
+      });
 }
 
 void Session::referenceRuns() {
   ProgressBar bar("exact", 3, !opts_.quiet);
-  Genome exact(nodes_.size(), 0);
   // The exact outputs of both sets: the reference of every QoS value.
   auto exactOutputs = [&](const std::string& set, int64_t images) {
     std::string key = cache_->key(fmt::format("exact|{}|{}", set, images));
@@ -700,17 +694,9 @@ void Session::referenceRuns() {
   exactProfile_.assign(exactTune_.begin(),
                        exactTune_.begin() + profileImages_ * classes_);
   // Node times of the exact program: median of three node-timed passes.
-  std::vector<std::vector<double>> reps;
-  std::vector<double> batchMs;
-  for (int rep = 0; rep < 3; ++rep) {
-    json r = profilePass(exact, probeImages_, "exact-timing", false, nullptr);
-    reps.push_back(r["node_ms"].get<std::vector<double>>());
-    batchMs.push_back(r["batch_ms"].get<double>());
-  }
-  exactNodeMs_.assign(nodes_.size(), 0);
-  for (size_t f = 0; f < nodes_.size(); ++f)
-    exactNodeMs_[f] = median({reps[0][f], reps[1][f], reps[2][f]});
-  exactBatchMs_ = median(batchMs);
+  timer_->measureExact();
+  exactNodeMs_ = timer_->exactNodeMs();
+  exactBatchMs_ = timer_->exactBatchMs();
   bar.update(3);
 }
 
@@ -719,75 +705,26 @@ void Session::profile() {
   for (size_t f = 0; f < nodes_.size(); ++f)
     for (size_t c = 1; c < knobs_[f].size(); ++c)
       pairs_.push_back({f, int(c)});
-  const int64_t probeImages = probeImages_;
-  // Time of a single-node change: the node and the one after it (which may
-  // pay for a layout or precision change), against the exact medians taken
-  // next to it, so that slow drift of the machine cancels.
-  std::vector<double> exactNode = exactNodeMs_;
-  auto delta = [&](const std::vector<double>& node, size_t f) {
-    double d = 0;
-    for (size_t n = f; n < std::min(f + 2, nodes_.size()); ++n)
-      d += node[n] - exactNode[n];
-    return d;
-  };
-  Genome exact(nodes_.size(), 0);
-  // Knobs that differ only in their offset do the same work: one of each
-  // (node, algorithm, precision, rate) is timed (unless
-  // --time-every-offset) and the others take its time.
-  auto family = [&](const PairInfo& p) {
-    const KnobSpec k = knobById(knobs_[p.node][size_t(p.choice)])->spec;
-    return std::make_tuple(p.node, int(k.variant), int(k.precision), k.rate);
-  };
-  std::map<std::tuple<size_t, int, int, int>, const PairInfo*> timed;
-  size_t toTime = 0;
+  // Time of every single-node change (KnobTimer).
+  std::vector<KnobPair> timing;
   for (const PairInfo& p : pairs_)
-    toTime += opts_.timeEveryOffset || timed.emplace(family(p), &p).second;
-  timed.clear();
-  {
-    ProgressBar bar("timing", int64_t(toTime), !opts_.quiet);
-    size_t done = 0;
-    for (PairInfo& p : pairs_) {
-      if (!opts_.timeEveryOffset) {
-        auto [it, first] = timed.emplace(family(p), &p);
-        if (!first) {
-          p.deltaMs = it->second->deltaMs;
-          p.noisy = it->second->noisy;
-          p.pruned = it->second->pruned;
-          continue;
-        }
-      }
-      if (done % 16 == 15) { // refresh the exact reference
-        json r =
-            profilePass(exact, probeImages, "exact-timing", false, nullptr);
-        std::vector<double> now = r["node_ms"].get<std::vector<double>>();
-        for (size_t f = 0; f < nodes_.size(); ++f)
-          exactNode[f] = (exactNode[f] + now[f]) / 2;
-      }
-      Genome g = exact;
-      g[p.node] = uint16_t(p.choice);
-      json r = profilePass(g, probeImages, "timing", false, nullptr);
-      std::vector<double> node = r["node_ms"].get<std::vector<double>>();
-      p.deltaMs = delta(node, p.node);
-      double spreadF = r["node_spread"][p.node].get<double>();
-      if (spreadF > 0.2) { // noisy: measure again, keep the steadier run
-        json again =
-            profilePass(g, probeImages, "timing-again", false, nullptr);
-        if (again["node_spread"][p.node].get<double>() < spreadF) {
-          p.deltaMs =
-              delta(again["node_ms"].get<std::vector<double>>(), p.node);
-          spreadF = again["node_spread"][p.node].get<double>();
-        }
-        p.noisy = spreadF > 0.2;
-      }
-      // A knob pays here if it saves at least 0.5% of a batch and 3% of
-      // its node's time (twice that when its timing stayed noisy).
-      double needed =
-          std::max(0.005 * exactBatchMs_, 0.03 * exactNodeMs_[p.node]) *
-          (p.noisy ? 2 : 1);
-      p.pruned = opts_.prune && p.deltaMs > -needed;
-      bar.update(int64_t(++done));
-    }
+    timing.push_back({p.node, knobs_[p.node][size_t(p.choice)]});
+  std::vector<KnobCost> costs =
+      timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet);
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    PairInfo& p = pairs_[i];
+    p.deltaMs = costs[i].deltaMs;
+    p.noisy = costs[i].noisy;
+    p.error = costs[i].error;
+    // A knob pays here if it saves at least 0.5% of a batch and 3% of its
+    // node's time (twice that when its timing stayed noisy); one that
+    // failed to run is left out.
+    double needed =
+        std::max(0.005 * exactBatchMs_, 0.03 * exactNodeMs_[p.node]) *
+        (p.noisy ? 2 : 1);
+    p.pruned = !p.error.empty() || (opts_.prune && p.deltaMs > -needed);
   }
+  Genome exact(nodes_.size(), 0);
   // Accuracy (and output) profile of every knob that pays.
   std::vector<int> choices;
   for (const auto& k : knobs_)
@@ -1148,10 +1085,11 @@ void Session::writeOutputs(double seconds) {
   }
   j["nodes"] = nodes;
   json pairs = json::array();
-  size_t pruned = 0, noisy = 0;
+  size_t pruned = 0, noisy = 0, failed = 0;
   for (const PairInfo& p : pairs_) {
     pruned += p.pruned;
     noisy += p.noisy;
+    failed += !p.error.empty();
     json pj = {{"node", nodes_[p.node].ordinal},
                {"knob", knobs_[p.node][size_t(p.choice)]},
                {"delta_ms", p.deltaMs},
@@ -1159,11 +1097,14 @@ void Session::writeOutputs(double seconds) {
                {"noisy", p.noisy}};
     if (p.profiled)
       pj["loss"] = p.loss;
+    if (!p.error.empty())
+      pj["error"] = p.error;
     pairs.push_back(pj);
   }
   j["profile"] = {{"pairs", pairs},
                   {"pruned", pruned},
                   {"noisy", noisy},
+                  {"failed", failed},
                   {"seconds", profileSeconds_}};
   json points = json::array();
   for (const Evaluated& e : archive_)
@@ -1230,6 +1171,10 @@ void Session::writeOutputs(double seconds) {
               noisy, profileSeconds_, (long long)archive_.size(),
               opts_.empirical ? "measured" : "predicted", searchSeconds_,
               validateSeconds_);
+  if (failed > 0)
+    std::printf("%zu knobs failed to run and were left out (%s lists "
+                "why)\n",
+                failed, opts_.jsonFile.c_str());
   if (calibration_.samples > 0)
     std::printf("prediction (%zu measured): loss rank correlation %.2f, mean "
                 "error %.2f -> %.2f calibrated; speedup rank correlation "
