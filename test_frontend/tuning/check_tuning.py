@@ -22,43 +22,19 @@ import subprocess
 import sys
 import time
 
+from lenet_tuning import NAME, export_lenet, fail, run
+
 build, work, src = sys.argv[1:4]
-FMNIST = "/usr/share/datasets/fashion-mnist"
 TUNE = os.path.join(build, "frontend", "torch2hpvm-tune")
-EXPORT = os.path.join(build, "frontend", "torch2hpvm-export")
-DATASET = os.path.join(build, "datasets", "torch2hpvm-dataset")
 # Small and quick, one thread (ctest runs tests side by side).
 TUNE_ARGS = ["--qos-loss", "1,4", "--budget", "150", "--profile-images",
              "500", "--calibrate", "4", "--validate", "6", "--repeats", "2",
              "--threads", "1", "--seed", "7"]
 
-
-def fail(msg):
-    print(f"check_tuning: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def run(cmd, expect=0, **kw):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, **kw)
-    if p.returncode != expect:
-        fail(f"{' '.join(cmd)} exited {p.returncode} (expected {expect})\n"
-             f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return p
-
-
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-data = os.path.join(work, "data")
-run([DATASET, "convert", f"{FMNIST}/t10k-images-idx3-ubyte.gz",
-     f"{FMNIST}/t10k-labels-idx1-ubyte.gz", "--split", "tune=1000,test=1000",
-     "--limit", "2000", "--scale", "1/255", "--normalize", "0.5,0.5",
-     "-o", data])
-out = os.path.join(work, "lenet")
-run([EXPORT, os.path.join(src, "datasets/example/lenet_fashion.onnx"),
-     "--tune", f"{data}/tune_input.bin", "--test", f"{data}/test_input.bin",
-     "--batch-size", "100", "-o", out])
-program = os.path.join(out, "build", "lenet_fashion")
+out = export_lenet(build, src, work, 1000, 1000, 100)
+program = os.path.join(out, "build", NAME)
 confs = os.path.join(out, "tuner_confs.txt")
 state = os.path.join(out, "tuning.state")
 

@@ -1,6 +1,9 @@
-// BenchKnobsTest.cpp - the (node, knob) timing of tune-search against a
-// scripted probe.
+// BenchKnobsTest.cpp - the (node, knob) timing shared by bench-knobs and
+// tune-search against a scripted probe, and the bench-knobs options and
+// their errors.
 #include "tuner/BenchKnobs.h"
+
+#include "driver/FileUtil.h"
 
 #include <doctest/doctest.h>
 
@@ -14,6 +17,15 @@ using namespace hpvm::rt;
 using namespace hpvm::rt::tuner;
 
 namespace {
+
+std::string benchError(std::vector<const char*> words) {
+  try {
+    parseBenchOptions(int(words.size()), words.data());
+  } catch (const RunError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 /// A convolution node and a dense node after it.
 std::vector<FusedNodeInfo> twoNodes() {
@@ -40,6 +52,31 @@ std::vector<KnobPair> allPairs(const std::vector<FusedNodeInfo>& nodes) {
 }
 
 } // namespace
+
+TEST_CASE("bench-knobs options and their errors") {
+  std::vector<const char*> words = {
+      "--json",         "out.json",     "--batch",   "50",
+      "--knobs",        "121,12",       "--repeats", "3",
+      "--every-offset", "--images=200", "-q"};
+  BenchOptions o = parseBenchOptions(int(words.size()), words.data());
+  CHECK(o.jsonFile == "out.json");
+  CHECK(o.batchSize == 50);
+  CHECK(o.knobs == std::vector<int>{121, 12});
+  CHECK(o.repeats == 3);
+  CHECK(o.everyOffset);
+  CHECK(o.images == 200);
+  CHECK(o.quiet);
+  CHECK(benchError({"--repeats", "0"}) ==
+        "bad value '0' for --repeats: expected an integer >= 1");
+  CHECK(benchError({"--images", "0"}) ==
+        "bad value '0' for --images: expected an integer >= 1");
+  CHECK(benchError({"--knobs", "121,x"}) ==
+        "bad value 'x' for --knobs: expected an integer >= 1");
+  CHECK(benchError({"--knobs", "121,99999"}) ==
+        "bad value '121,99999' for --knobs: no knob has id 99999");
+  CHECK(benchError({"--json"}) == "option '--json' needs a value (FILE)");
+  CHECK(benchError({"test"}) == "unexpected argument 'test'");
+}
 
 TEST_CASE("KnobTimer: one probe per (node, variant, precision, rate), "
           "exact re-timed every 16 probes") {

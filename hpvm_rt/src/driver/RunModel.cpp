@@ -13,6 +13,7 @@
 #include "driver/config/Config.h"
 #include "kernels/Kernels.h"
 #include "tensor_runtime.h"
+#include "tuner/BenchKnobs.h"
 #include "tuner/Tuner.h"
 
 #include <fmt/format.h>
@@ -500,6 +501,7 @@ public:
               static_cast<size_t>(r.fusedOrdinal) <= node.size())
             node[static_cast<size_t>(r.fusedOrdinal - 1)] += r.seconds;
         result.nodeSeconds.push_back(std::move(node));
+        result.lastOps = lastLaunchRecords();
       };
     RunResult r = runner_.run(ds, 1, req.keepOutputs, nullptr, sink);
     setRecording(false);
@@ -539,25 +541,33 @@ private:
   std::map<std::string, Dataset> sets_;
 };
 
-/// `<program> tune-search ...`.
-int runTuneSearch(int argc, char** argv, const hpvm_rt::ModelInfo& info,
-                  const hpvm_rt::LoadWeightsFn& loadWeights,
-                  const hpvm_rt::RunBatchFn& runBatch,
-                  const std::string& program) {
-  tuner::TuneOptions topts;
+/// `<program> MODE ...` for the modes that run the program through the
+/// tuner's ProgramRunner (tune-search, bench-knobs): \p parse reads the
+/// words after MODE, \p help is its --help text and \p body runs it once
+/// the datasets are checked and the weights loaded.
+template <class ModeOptions>
+int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
+                 const hpvm_rt::LoadWeightsFn& loadWeights,
+                 const hpvm_rt::RunBatchFn& runBatch,
+                 const std::string& program, const char* mode,
+                 ModeOptions (*parse)(int, const char* const*),
+                 std::string (*help)(const std::string&),
+                 int (*body)(const ModeOptions&, tuner::ProgramRunner&)) {
+  ModeOptions topts;
   try {
-    topts = tuner::parseTuneOptions(argc - 2, argv + 2);
+    topts = parse(argc - 2, argv + 2);
   } catch (const RunError& e) {
     throw RunError(
-        fmt::format("{}\nTry '{} tune-search --help'.", e.what(), program));
+        fmt::format("{}\nTry '{} {} --help'.", e.what(), program, mode));
   }
   if (topts.help) {
-    std::fputs(tuner::tuneHelp(program).c_str(), stdout);
+    std::fputs(help(program).c_str(), stdout);
     return 0;
   }
   if (info.inspect == 1)
-    throw RunError("tune-search needs a program of the hpvm_tensor target "
-                   "(this one serves HPVM's tuner protocol)");
+    throw RunError(fmt::format("{} needs a program of the hpvm_tensor target "
+                               "(this one serves HPVM's tuner protocol)",
+                               mode));
   RunOptions opts;
   opts.batchSize = topts.batchSize;
   opts.threads = topts.threads;
@@ -576,7 +586,7 @@ int runTuneSearch(int argc, char** argv, const hpvm_rt::ModelInfo& info,
     tunerRunner.labels("test");
   loadWeights(modelDir);
   DeactivateOnExit deactivate;
-  return tuner::tuneSearch(topts, tunerRunner);
+  return body(topts, tunerRunner);
 }
 
 /// The configuration of \p file that --qos-loss \p limit selects: the one
@@ -596,7 +606,13 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   std::string program = argc > 0 && argv[0] ? argv[0] : info.name;
   program = program.substr(program.find_last_of('/') + 1);
   if (argc > 1 && std::strcmp(argv[1], "tune-search") == 0)
-    return runTuneSearch(argc, argv, info, loadWeights, runBatch, program);
+    return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
+                        "tune-search", tuner::parseTuneOptions, tuner::tuneHelp,
+                        tuner::tuneSearch);
+  if (argc > 1 && std::strcmp(argv[1], "bench-knobs") == 0)
+    return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
+                        "bench-knobs", tuner::parseBenchOptions,
+                        tuner::benchHelp, tuner::benchKnobs);
   RunOptions opts;
   try {
     opts = parseRunOptions(argc, argv);

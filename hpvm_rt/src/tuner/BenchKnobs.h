@@ -1,5 +1,6 @@
-// BenchKnobs.h - the timing of one (HPVM fused node, knob) of the program
-// on this machine, as tune-search measures it.
+// BenchKnobs.h - `<program> bench-knobs`: the time of every (HPVM fused
+// node, applicable knob) of the program on this machine, as a table and a
+// JSON record; and the timing of one (node, knob) that tune-search shares.
 #ifndef HPVM_RT_TUNER_BENCHKNOBS_H
 #define HPVM_RT_TUNER_BENCHKNOBS_H
 
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +97,31 @@ private:
   std::vector<double> exactNodeMs_, exactSpread_;
   double exactBatchMs_ = 0;
 };
+
+// --- bench-knobs -------------------------------------------------------------
+
+/// The bench-knobs command line.
+struct BenchOptions {
+  std::string jsonFile;             ///< --json FILE ("" = table only).
+  std::optional<int64_t> batchSize; ///< --batch N.
+  std::optional<int> threads;       ///< --threads T.
+  std::optional<int64_t> images;    ///< --images N per probe.
+  std::vector<int> knobs;           ///< --knobs ID,... (empty: all).
+  bool everyOffset = false;         ///< --every-offset.
+  int repeats = 1;                  ///< --repeats R.
+  std::string modelDir;             ///< --model-dir DIR.
+  bool quiet = false, help = false;
+};
+
+/// Parses the words after "bench-knobs". Throws RunError.
+BenchOptions parseBenchOptions(int argc, const char* const* argv);
+
+/// The bench-knobs --help text.
+std::string benchHelp(const std::string& program);
+
+/// Times every (fused node, knob) of the program on the tune set, prints
+/// the table and writes the JSON record; returns the exit code.
+int benchKnobs(const BenchOptions& opts, ProgramRunner& runner);
 
 } // namespace hpvm::rt::tuner
 

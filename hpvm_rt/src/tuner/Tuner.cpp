@@ -35,19 +35,26 @@ using json = nlohmann::json;
 // --- Options
 // ------------------------------------------------------------------
 
-namespace {
-
-std::vector<double> parseLosses(std::string_view option,
-                                std::string_view value) {
-  std::vector<double> out;
+std::vector<std::string_view> splitCommas(std::string_view value) {
+  std::vector<std::string_view> out;
   size_t start = 0;
   while (start <= value.size()) {
     size_t comma = value.find(',', start);
     if (comma == value.npos)
       comma = value.size();
-    out.push_back(parseNumber(option, value.substr(start, comma - start), 0));
+    out.push_back(value.substr(start, comma - start));
     start = comma + 1;
   }
+  return out;
+}
+
+namespace {
+
+std::vector<double> parseLosses(std::string_view option,
+                                std::string_view value) {
+  std::vector<double> out;
+  for (std::string_view item : splitCommas(value))
+    out.push_back(parseNumber(option, item, 0));
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

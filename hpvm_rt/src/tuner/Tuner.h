@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hpvm::rt::tuner {
@@ -33,6 +34,8 @@ struct PassResult {
   std::vector<double> batchSeconds; ///< Wall time of each batch.
   /// [batch][fused node] seconds, if requested.
   std::vector<std::vector<double>> nodeSeconds;
+  /// The op records (shapes, FLOPs) of the last batch, with nodeTimes.
+  std::vector<OpRecord> lastOps;
 };
 
 /// How the tuner runs the program (implemented by the driver).
@@ -85,6 +88,9 @@ struct TuneOptions {
 
 /// Parses the words after "tune-search". Throws RunError.
 TuneOptions parseTuneOptions(int argc, const char* const* argv);
+
+/// The comma-separated items of \p value ("" gives one empty item).
+std::vector<std::string_view> splitCommas(std::string_view value);
 
 /// The tune-search --help text.
 std::string tuneHelp(const std::string& program);
