@@ -8,7 +8,10 @@ on the shipped LeNet and checks what a user relies on:
   a knob that cannot run (int8 without a calibration) has its error
   recorded and the others are timed; offsets share their rate's time
   unless --every-offset; --knobs keeps only the knobs named;
-- bad options fail with exact messages.
+- bad options fail with exact messages;
+- `tune-search --costs FILE` takes the record's costs (the same delta per
+  (node, knob) in tuning.json), and fails with an exact message when the
+  batch size differs.
 """
 import json
 import os
@@ -123,9 +126,38 @@ for args, message in (
         fail(f"bench-knobs {' '.join(args)}: stderr\n{p.stderr!r}\nexpected"
              f"\n{NAME}: error: {message!r}")
 p = run([program, "bench-knobs", "--help"], cwd=work)
-if "--every-offset" not in p.stdout:
+if "--every-offset" not in p.stdout or "tune-search --costs" not in p.stdout:
     fail(f"bench-knobs --help:\n{p.stdout}")
+
+# 4. tune-search --costs: a mismatching batch size is refused...
+p = run([program, "tune-search", "--costs", record_path, "--batch-size",
+         "100", "--threads", "1", "-q"], expect=1, cwd=work)
+want = (f"{NAME}: error: {record_path}: the record was made with batch size "
+        f"{BATCH}, but this run uses batch size 100\n")
+if p.stderr != want:
+    fail(f"tune-search --costs with another batch:\n{p.stderr!r}\nexpected\n"
+         f"{want!r}")
+# ... and a matching one tunes with the record's costs.
+confs = os.path.join(work, "costs_confs.txt")
+run([program, "tune-search", "--costs", record_path, "--batch-size",
+     str(BATCH), "--threads", "1", "--budget", "40", "--profile-images", "100",
+     "--calibrate", "2", "--validate", "2", "--repeats", "1", "--no-plot",
+     "-q", "-o", confs], cwd=work)
+tuning = json.load(open(os.path.join(work, "costs_confs.json")))
+if tuning["settings"]["costs"] != record_path:
+    fail(f"tuning.json settings.costs: {tuning['settings']['costs']!r}")
+if tuning["exact"]["batch_ms"] != rec["exact_batch_ms"]:
+    fail(f"exact batch {tuning['exact']['batch_ms']} ms, the record has "
+         f"{rec['exact_batch_ms']}")
+costs = {(n["ordinal"], k["id"]): k for n in rec["nodes"] for k in n["knobs"]}
+for pair in tuning["profile"]["pairs"]:
+    k = costs[(pair["node"], pair["knob"])]
+    if "error" in k:
+        if pair.get("error") != k["error"] or not pair["pruned"]:
+            fail(f"failed knob not left out: {pair}")
+    elif pair["delta_ms"] != k["delta_ms"] or pair["noisy"] != k["noisy"]:
+        fail(f"pair {pair} does not take the record's cost {k}")
 
 print(f"check_bench_knobs: {len(rec['nodes'])} fused nodes, "
       f"{sum(len(n['knobs']) for n in rec['nodes'])} knobs ({failed} failed "
-      f"as expected, {timed_as} timed by rate); errors exact")
+      f"as expected, {timed_as} timed by rate); errors exact; --costs taken")

@@ -1,16 +1,20 @@
 // BenchKnobsTest.cpp - the (node, knob) timing shared by bench-knobs and
-// tune-search against a scripted probe, and the bench-knobs options and
-// their errors.
+// tune-search against a scripted probe, the bench-knobs options and their
+// errors, and the checks of a bench-knobs record read as tune-search costs.
 #include "tuner/BenchKnobs.h"
 
 #include "driver/FileUtil.h"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <set>
 #include <string>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 using namespace hpvm::rt;
@@ -50,6 +54,23 @@ std::vector<KnobPair> allPairs(const std::vector<FusedNodeInfo>& nodes) {
   }
   return pairs;
 }
+
+/// A program the costs are checked against.
+class FakeRunner : public ProgramRunner {
+public:
+  PassResult pass(const PassRequest&) override { return {}; }
+  const std::vector<int32_t>& labels(const std::string&) override {
+    return labels_;
+  }
+  int64_t setSize(const std::string&) const override { return 100; }
+  int64_t classes() const override { return 10; }
+  int64_t batchSize() const override { return 50; }
+  int threads() const override { return 1; }
+  std::string modelName() const override { return "net"; }
+
+private:
+  std::vector<int32_t> labels_;
+};
 
 } // namespace
 
@@ -175,4 +196,79 @@ TEST_CASE("KnobTimer: a knob that fails is recorded and the others go on "
     CHECK(costs[i].error.empty());
     CHECK_FALSE(costs[i].noisy);
   }
+}
+
+TEST_CASE("tune-search --costs: the record must match the program") {
+  std::vector<FusedNodeInfo> nodes = twoNodes();
+  FakeRunner runner;
+  std::string path =
+      "/tmp/hpvm_bench_knobs_test_" + std::to_string(getpid()) + ".json";
+  nlohmann::json knob = {{"id", 11},        {"ms", 2.0},     {"next_ms", 0.0},
+                         {"delta_ms", 0.0}, {"spread", 0.0}, {"noisy", false}};
+  nlohmann::json failed = {{"id", 12}, {"error", "no calibration"}};
+  nlohmann::json record = {{"tool", "torch2hpvm bench-knobs 1"},
+                           {"model", "net"},
+                           {"batch_size", 50},
+                           {"threads", 1},
+                           {"exact_batch_ms", 3.0},
+                           {"nodes",
+                            {{{"node_id", 1},
+                              {"ops", {"conv", "add", "tanh"}},
+                              {"exact_ms", 2.0},
+                              {"knobs", {knob, failed}}},
+                             {{"node_id", 4},
+                              {"ops", {"mul", "add"}},
+                              {"exact_ms", 1.0},
+                              {"knobs", {knob}}}}}};
+  auto error = [&](const nlohmann::json& j) {
+    writeFileAtomic(path, j.dump());
+    try {
+      readKnobCosts(path, nodes, runner);
+    } catch (const RunError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error(record) == "(no error)");
+  KnobCosts costs = readKnobCosts(path, nodes, runner);
+  CHECK(costs.exactBatchMs == 3.0);
+  CHECK(costs.exactNodeMs == std::vector<double>{2.0, 1.0});
+  CHECK(costs.at(0, 11).nodeMs == 2.0);
+  CHECK(costs.at(0, 12).error == "no calibration");
+  CHECK_THROWS_WITH(costs.at(1, 12),
+                    (path + ": no time for knob fp16_12 on fused node 2 (the "
+                            "record was made with --knobs; tune-search needs "
+                            "every knob it searches)")
+                        .c_str());
+
+  nlohmann::json j = record;
+  j["batch_size"] = 64;
+  CHECK(error(j) == path + ": the record was made with batch size 64, but "
+                           "this run uses batch size 50");
+  j = record;
+  j["threads"] = 2;
+  CHECK(error(j) == path + ": the record was made with 2 threads, but this "
+                           "run uses 1 thread");
+  j = record;
+  j["model"] = "other";
+  CHECK(error(j) == path + ": the record was made with model 'other', but "
+                           "this run uses model 'net'");
+  j = record;
+  j["nodes"][1]["ops"] = {"mul"};
+  CHECK(error(j) == path + ": fused node 2 is 'mul' (node id 4) there but "
+                           "'mul add' (node id 4) in this program");
+  j = record;
+  j["nodes"].erase(1);
+  CHECK(error(j) == path + ": the record has 1 fused nodes, but this "
+                           "program has 2");
+  j = record;
+  j.erase("tool");
+  CHECK(error(j) == path + ": not a JSON record of bench-knobs --json");
+  std::remove(path.c_str());
+  CHECK(error(record) == "(no error)");
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(readKnobCosts(path, nodes, runner),
+                    (path + ": cannot open the bench-knobs record: No such "
+                            "file or directory")
+                        .c_str());
 }

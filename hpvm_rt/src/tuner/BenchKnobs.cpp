@@ -1,5 +1,6 @@
 // BenchKnobs.cpp - bench-knobs: the per-(fused node, knob) timing shared
-// with tune-search and the bench-knobs mode (table and JSON record).
+// with tune-search, the bench-knobs mode (table and JSON record) and the
+// reading of its record as tune-search's costs.
 #include "tuner/BenchKnobs.h"
 
 #include "driver/FileUtil.h"
@@ -12,7 +13,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -241,7 +244,8 @@ std::string benchHelp(const std::string& program) {
              "node, on the first\ntune-set images, against exact timings "
              "taken between the probes. Prints a\ntable per node (time, "
              "change of the next node, speedup over exact) and\nwrites a "
-             "JSON record with --json.\n\nOptions:\n",
+             "JSON record with --json, which `tune-search --costs FILE` "
+             "takes\ninstead of timing again.\n\nOptions:\n",
              program) +
          optionTableHelp(kBenchOptions);
 }
@@ -564,6 +568,92 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
   }
   std::fflush(stdout);
   return 0;
+}
+
+// --- A bench-knobs record as tune-search's costs -----------------------------
+
+const KnobCost& KnobCosts::at(size_t node, int knobId) const {
+  auto it = knobs[node].find(knobId);
+  if (it == knobs[node].end())
+    throw RunError(fmt::format("{}: no time for knob {} on fused node {} "
+                               "(the record was made with --knobs; "
+                               "tune-search needs every knob it searches)",
+                               path, knobLabel(knobId), node + 1));
+  return it->second;
+}
+
+KnobCosts readKnobCosts(const std::string& path,
+                        const std::vector<FusedNodeInfo>& nodes,
+                        const ProgramRunner& runner) {
+  std::ifstream in(path);
+  if (!in)
+    throw RunError(fmt::format("{}: cannot open the bench-knobs record: {}",
+                               path, std::strerror(errno)));
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() ||
+      j.value("tool", "").rfind("torch2hpvm bench-knobs ", 0) != 0)
+    throw RunError(
+        fmt::format("{}: not a JSON record of bench-knobs --json", path));
+  KnobCosts costs;
+  costs.path = path;
+  try {
+    auto mismatch = [&](const std::string& there, const std::string& here) {
+      if (there != here)
+        throw RunError(fmt::format("{}: the record was made with {}, but this "
+                                   "run uses {}",
+                                   path, there, here));
+    };
+    auto threads = [](int n) {
+      return fmt::format("{} thread{}", n, n == 1 ? "" : "s");
+    };
+    mismatch(fmt::format("model '{}'", j.at("model").get<std::string>()),
+             fmt::format("model '{}'", runner.modelName()));
+    mismatch(fmt::format("batch size {}", j.at("batch_size").get<int64_t>()),
+             fmt::format("batch size {}", runner.batchSize()));
+    mismatch(threads(j.at("threads").get<int>()), threads(runner.threads()));
+    const json& jn = j.at("nodes");
+    if (jn.size() != nodes.size())
+      throw RunError(fmt::format("{}: the record has {} fused nodes, but this "
+                                 "program has {}",
+                                 path, jn.size(), nodes.size()));
+    costs.exactBatchMs = j.at("exact_batch_ms").get<double>();
+    for (size_t f = 0; f < nodes.size(); ++f) {
+      std::vector<std::string> ops;
+      for (HpvmOp op : nodes[f].ops)
+        ops.push_back(opInfo(op).confName);
+      if (jn[f].at("node_id").get<int>() != nodes[f].firstOpId ||
+          jn[f].at("ops").get<std::vector<std::string>>() != ops)
+        throw RunError(fmt::format(
+            "{}: fused node {} is '{}' (node id {}) there but '{}' (node id "
+            "{}) in this program",
+            path, nodes[f].ordinal,
+            fmt::join(jn[f].at("ops").get<std::vector<std::string>>(), " "),
+            jn[f].at("node_id").get<int>(), fmt::join(ops, " "),
+            nodes[f].firstOpId));
+      costs.exactNodeMs.push_back(jn[f].at("exact_ms").get<double>());
+      std::map<int, KnobCost> knobs;
+      for (const json& k : jn[f].at("knobs")) {
+        KnobCost c;
+        if (k.contains("error")) {
+          c.error = k.at("error").get<std::string>();
+        } else {
+          c.nodeMs = k.at("ms").get<double>();
+          c.nextMs = k.at("next_ms").get<double>();
+          c.deltaMs = k.at("delta_ms").get<double>();
+          c.spread = k.at("spread").get<double>();
+          c.noisy = k.at("noisy").get<bool>();
+          c.timedAs = k.value("timed_as", 0);
+        }
+        knobs[k.at("id").get<int>()] = c;
+      }
+      costs.knobs.push_back(std::move(knobs));
+    }
+  } catch (const json::exception& e) {
+    throw RunError(fmt::format("{}: not a JSON record of bench-knobs --json "
+                               "({})",
+                               path, e.what()));
+  }
+  return costs;
 }
 
 } // namespace hpvm::rt::tuner

@@ -116,6 +116,10 @@ const Opt kTuneOptions[] = {
     {nullptr, "--time-every-offset", nullptr,
      "time every perforation/sampling offset (default: one per rate)",
      [](TuneOptions& o, SV, SV) { o.timeEveryOffset = true; }},
+    {nullptr, "--costs", "FILE",
+     "take the (node, knob) times from this bench-knobs --json record (same "
+     "program, batch size and threads) instead of timing them",
+     [](TuneOptions& o, SV, SV v) { o.costsFile = std::string(v); }},
     {nullptr, "--no-prune", nullptr,
      "profile and search knobs that save no time on this machine too",
      [](TuneOptions& o, SV, SV) { o.prune = false; }},
@@ -613,6 +617,7 @@ private:
           timingImages_ = 0, probeImages_ = 0, classes_ = 0;
   std::unique_ptr<MeasureCache> cache_;
   std::unique_ptr<KnobTimer> timer_;
+  std::optional<KnobCosts> costs_; ///< --costs.
   std::string lastKey_;
   int64_t passes_ = 0;
 
@@ -657,6 +662,8 @@ void Session::discover() {
     throw RunError("the program ran no tensor operations; nothing to tune");
   for (const FusedNodeInfo& node : nodes_)
     knobs_.push_back(nodeKnobs(node, opts_.hpvmCompatible));
+  if (!opts_.costsFile.empty())
+    costs_ = readKnobCosts(opts_.costsFile, nodes_, runner_);
   timer_ = std::make_unique<KnobTimer>(
       nodes_.size(), [this](ProbeKind kind, const KnobPair& p) {
         return timingProbe(kind, p);
@@ -700,10 +707,16 @@ void Session::referenceRuns() {
   bar.update(2);
   exactProfile_.assign(exactTune_.begin(),
                        exactTune_.begin() + profileImages_ * classes_);
-  // Node times of the exact program: median of three node-timed passes.
-  timer_->measureExact();
-  exactNodeMs_ = timer_->exactNodeMs();
-  exactBatchMs_ = timer_->exactBatchMs();
+  // Node times of the exact program: median of three node-timed passes,
+  // or what the bench-knobs record of --costs measured.
+  if (costs_) {
+    exactNodeMs_ = costs_->exactNodeMs;
+    exactBatchMs_ = costs_->exactBatchMs;
+  } else {
+    timer_->measureExact();
+    exactNodeMs_ = timer_->exactNodeMs();
+    exactBatchMs_ = timer_->exactBatchMs();
+  }
   bar.update(3);
 }
 
@@ -712,12 +725,17 @@ void Session::profile() {
   for (size_t f = 0; f < nodes_.size(); ++f)
     for (size_t c = 1; c < knobs_[f].size(); ++c)
       pairs_.push_back({f, int(c)});
-  // Time of every single-node change (KnobTimer).
+  // Time of every single-node change (KnobTimer), or the bench-knobs
+  // record's.
   std::vector<KnobPair> timing;
   for (const PairInfo& p : pairs_)
     timing.push_back({p.node, knobs_[p.node][size_t(p.choice)]});
-  std::vector<KnobCost> costs =
-      timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet);
+  std::vector<KnobCost> costs;
+  if (costs_)
+    for (const KnobPair& k : timing)
+      costs.push_back(costs_->at(k.node, k.knobId));
+  else
+    costs = timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet);
   for (size_t i = 0; i < pairs_.size(); ++i) {
     PairInfo& p = pairs_[i];
     p.deltaMs = costs[i].deltaMs;
@@ -1073,6 +1091,8 @@ void Session::writeOutputs(double seconds) {
                    {"threads", runner_.threads()},
                    {"profile_images", profileImages_},
                    {"timing_images", timingImages_},
+                   {"costs", opts_.costsFile.empty() ? json(nullptr)
+                                                     : json(opts_.costsFile)},
                    {"tune_images", tuneCount_},
                    {"test_images", testCount_}};
   j["exact"] = {{"tune_qos", exactTuneQos_},

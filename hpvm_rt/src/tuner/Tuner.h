@@ -69,6 +69,9 @@ struct TuneOptions {
   int repeats = 3;
   bool prune = true;
   bool timeEveryOffset = false;
+  /// Per-(node, knob) costs from this bench-knobs JSON record instead of
+  /// timing them ("" = time them).
+  std::string costsFile;
   /// Only knobs HPVM's own CPU runtime parses on `cpu` lines (fp32, perf,
   /// samp), so that the file runs unchanged under HPVM.
   bool hpvmCompatible = false;
