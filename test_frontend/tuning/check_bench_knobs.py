@@ -42,8 +42,9 @@ for key, want in (("model", NAME), ("batch_size", BATCH), ("threads", 1),
         fail(f"record {key} is {rec[key]!r}, expected {want!r}")
 if not rec["machine"]["cpu"] or not rec["machine"]["dnnl_isa"]:
     fail(f"no machine facts: {rec['machine']}")
-if not rec["exact_batch_ms"] > 0:
-    fail(f"exact batch time {rec['exact_batch_ms']}")
+if not (rec["exact_batch_ms"] > 0 and rec["exact_batch_ms_after"] > 0):
+    fail(f"exact batch times {rec['exact_batch_ms']}, "
+         f"{rec['exact_batch_ms_after']} (after)")
 fused = ops["fused_nodes"]
 if [n["node_id"] for n in rec["nodes"]] != [g["id"] for g in fused]:
     fail(f"nodes {[n['node_id'] for n in rec['nodes']]}, ops.json has "
@@ -56,7 +57,7 @@ for n, g in zip(rec["nodes"], fused):
     if f"node {n['ordinal']} (id {n['node_id']}): {' '.join(n['ops'])}" \
             not in p.stdout:
         fail(f"{where} is not in the table:\n{p.stdout}")
-    if not (n["exact_ms"] > 0 and n["flops"] > 0
+    if not (n["exact_ms"] > 0 and n["exact_ms_after"] > 0 and n["flops"] > 0
             and n["output_shape"][0] == BATCH and n["input_shapes"]):
         fail(f"{where}: exact_ms, flops or shapes wrong: {n}")
     want = [int(k) for k in ops["op_knobs"][g["ops"][0]]]

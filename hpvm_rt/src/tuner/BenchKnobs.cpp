@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -383,11 +384,10 @@ std::string table(const std::vector<NodeBench>& benches,
 }
 
 /// The JSON record, keys in the order a reader wants them.
-nlohmann::ordered_json recordJson(const BenchOptions& opts,
-                                  ProgramRunner& runner,
-                                  const std::vector<NodeBench>& benches,
-                                  const KnobTimer& timer, int64_t images,
-                                  double seconds) {
+nlohmann::ordered_json
+recordJson(const BenchOptions& opts, ProgramRunner& runner,
+           const std::vector<NodeBench>& benches, const KnobTimer& timer,
+           const NodeTimes& after, int64_t images, double seconds) {
   using ojson = nlohmann::ordered_json;
   ojson nodes = ojson::array();
   for (size_t f = 0; f < benches.size(); ++f) {
@@ -431,6 +431,7 @@ nlohmann::ordered_json recordJson(const BenchOptions& opts,
     nj["flops"] = b.flops;
     nj["exact_ms"] = exact;
     nj["exact_spread"] = timer.exactSpread()[f];
+    nj["exact_ms_after"] = after.nodeMs[f];
     nj["knobs"] = knobs;
     nodes.push_back(nj);
   }
@@ -444,6 +445,7 @@ nlohmann::ordered_json recordJson(const BenchOptions& opts,
                {"every_offset", opts.everyOffset},
                {"machine", ojson(machineJson())},
                {"exact_batch_ms", timer.exactBatchMs()},
+               {"exact_batch_ms_after", after.batchMs},
                {"nodes", nodes},
                {"seconds", seconds}};
 }
@@ -528,6 +530,7 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
   timer.measureExact();
   std::vector<KnobCost> costs =
       timer.time(pairs, opts.everyOffset, !opts.quiet);
+  const NodeTimes after = timer.measureExactAgain();
   // The exact knob is the reference itself.
   size_t next = 0;
   for (size_t f = 0; f < benches.size(); ++f) {
@@ -560,9 +563,24 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
     std::printf("%zu knob%s failed to run (see above); the others are "
                 "timed\n",
                 failed, failed == 1 ? "" : "s");
+  // Exact node times that moved by over 20% (and 1% of a batch) between
+  // the start and the end: the machine was busier at one of them.
+  std::string moved;
+  for (size_t f = 0; f < nodes.size(); ++f) {
+    double was = timer.exactNodeMs()[f], now = after.nodeMs[f];
+    if (std::abs(now - was) > std::max(0.2 * was, 0.01 * timer.exactBatchMs()))
+      moved +=
+          fmt::format("{}node {} {:.4f} -> {:.4f} ms",
+                      moved.empty() ? "" : ", ", nodes[f].ordinal, was, now);
+  }
+  if (!moved.empty())
+    std::printf("warning: exact times moved during the run (%s): the machine "
+                "was busy, and times against the moved reference are off; "
+                "run again, or with --repeats\n",
+                moved.c_str());
   if (!opts.jsonFile.empty()) {
-    nlohmann::ordered_json record =
-        recordJson(opts, runner, benches, timer, images, secondsSince(start));
+    nlohmann::ordered_json record = recordJson(
+        opts, runner, benches, timer, after, images, secondsSince(start));
     writeFileAtomic(opts.jsonFile, record.dump(1) + "\n");
     std::printf("wrote %s\n", opts.jsonFile.c_str());
   }

@@ -76,6 +76,9 @@ public:
 
   /// Measures the exact program three times: the reference of every cost.
   void measureExact();
+  /// One more measurement of the exact program, the reference left as it
+  /// is (did the machine's speed move while the knobs were timed?).
+  NodeTimes measureExactAgain() { return measure(ProbeKind::Exact, {}); }
   /// Median ms per batch of each node, and its spread, in the exact program.
   const std::vector<double>& exactNodeMs() const { return exactNodeMs_; }
   const std::vector<double>& exactSpread() const { return exactSpread_; }
