@@ -55,7 +55,7 @@ def decode_records(data, where):
 class PipedBinary:
     """One running inspect binary, driven as HPVM's tuner drives it."""
 
-    def __init__(self, binary, ops_json, cwd, timeout=120):
+    def __init__(self, binary, ops_json, cwd, timeout=120, args=()):
         with open(ops_json) as f:
             meta = json.load(f)
         missing = [k for k in ("conf_path", "fifo_path_r", "fifo_path_w")
@@ -74,7 +74,7 @@ class PipedBinary:
             os.mkfifo(path)
         self.log_path = os.path.join(cwd, "inspect_stderr.log")
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([binary], cwd=cwd,
+        self.proc = subprocess.Popen([binary, *args], cwd=cwd,
                                      stdout=subprocess.DEVNULL,
                                      stderr=self._log)
 

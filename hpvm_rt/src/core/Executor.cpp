@@ -98,6 +98,7 @@ struct Group {
   Act act2 = Act::None;
   float act2Lo = 0, act2Hi = 0;
   int32_t inPlace = kNoOperand; ///< Operand whose storage the output reuses.
+  float quantizeOut = 0;        ///< PostOps::quantizeOut (int8 chains).
   KnobSpec knob;
   double flops = 0;
   std::vector<int> release; ///< Ops whose storage dies after this group.
@@ -524,6 +525,41 @@ bool reusable(const Plan& p, int32_t code) {
   return code >= 0 && p.consumers[code] == 1 && !p.isRootOut[code];
 }
 
+/// int8 chains: an int8 convolution whose result feeds (directly, or
+/// through an exact max pool) only an int8 convolution with an unsigned
+/// calibrated input hands that layer its u8 input instead of fp32 values
+/// quantized again, where this is exact: no residual, activation None or
+/// ReLU (the u8 quantization clamps negatives to 0 either way).
+void chainInt8(const Plan& p, std::vector<Group>& groups) {
+  std::unordered_map<int, size_t> byFirst;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    byFirst[groups[gi].members[0]] = gi;
+  // The group reading op o's output, if it is the only reader.
+  auto readerOf = [&](int o) -> const Group* {
+    if (p.consumers[o] != 1 || p.isRootOut[o])
+      return nullptr;
+    auto it = byFirst.find(p.consumer[o]);
+    return it == byFirst.end() ? nullptr : &groups[it->second];
+  };
+  for (Group& g : groups) {
+    if ((g.kind != HpvmOp::Conv && g.kind != HpvmOp::GroupConv) ||
+        !isInt8(g.knob.precision) || g.residual != kNoOperand ||
+        (g.act != Act::None && g.act != Act::Relu))
+      continue;
+    int out = g.last;
+    const Group* next = readerOf(out);
+    if (next && next->kind == HpvmOp::MaxPool &&
+        next->knob.precision == Precision::FP32 && next->x == out) {
+      out = next->last;
+      next = readerOf(out);
+    }
+    if (next &&
+        (next->kind == HpvmOp::Conv || next->kind == HpvmOp::GroupConv) &&
+        next->x == out)
+      g.quantizeOut = int8UnsignedScale(next->knob);
+  }
+}
+
 void buildSchedule(Plan& p) {
   Schedule& s = p.sched;
   s.knobs = resolveKnobs(p);
@@ -664,6 +700,7 @@ void buildSchedule(Plan& p) {
       g.inPlace = kNoOperand;
     s.groups.push_back(std::move(g));
   }
+  chainInt8(p, s.groups);
   // A group runs where its last op was traced: every value it reads from
   // outside is a group output traced earlier.
   std::stable_sort(
@@ -756,6 +793,7 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     post.act2 = g.act2;
     post.act2Lo = g.act2Lo;
     post.act2Hi = g.act2Hi;
+    post.quantizeOut = g.quantizeOut;
     if (g.kind == HpvmOp::Mul)
       runDense(in(g.x), in(g.w), post, g.knob, out);
     else

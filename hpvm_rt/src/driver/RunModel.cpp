@@ -4,6 +4,7 @@
 #include "hpvm_rt/RunModel.h"
 
 #include "Runtime.h"
+#include "driver/Calibration.h"
 #include "driver/Controller.h"
 #include "driver/FileUtil.h"
 #include "driver/Npy.h"
@@ -564,7 +565,7 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
     std::fputs(help(program).c_str(), stdout);
     return 0;
   }
-  if (info.inspect == 1)
+  if (info.inspect == 1 && std::strcmp(mode, "calibrate") != 0)
     throw RunError(fmt::format("{} needs a program of the hpvm_tensor target "
                                "(this one serves HPVM's tuner protocol)",
                                mode));
@@ -600,11 +601,54 @@ const Configuration* selectByLoss(const ConfigFile& file, double limit) {
   return best;
 }
 
+/// Removes "--calibration FILE" / "--calibration=FILE" from \p words and
+/// installs the calibration; returns true if one was given.
+bool takeCalibrationOption(std::vector<char*>& words,
+                           const std::string& program) {
+  const std::string_view name = "--calibration";
+  bool found = false;
+  for (size_t i = 1; i < words.size();) {
+    std::string_view w = words[i];
+    std::string value;
+    size_t take = 0;
+    if (w == name) {
+      if (i + 1 >= words.size())
+        throw RunError(fmt::format("option '--calibration' needs a value "
+                                   "(FILE)\nTry '{} --help'.",
+                                   program));
+      value = words[i + 1];
+      take = 2;
+    } else if (w.substr(0, name.size() + 1) == "--calibration=") {
+      value = std::string(w.substr(name.size() + 1));
+      take = 1;
+    }
+    if (!take) {
+      ++i;
+      continue;
+    }
+    useCalibrationFile(value);
+    found = true;
+    words.erase(words.begin() + long(i), words.begin() + long(i + take));
+  }
+  return found;
+}
+
 int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
             const hpvm_rt::LoadWeightsFn& loadWeights,
             const hpvm_rt::RunBatchFn& runBatch) {
   std::string program = argc > 0 && argv[0] ? argv[0] : info.name;
   program = program.substr(program.find_last_of('/') + 1);
+  // --calibration FILE (every mode): taken out of the words before the mode
+  // parses its own options.
+  std::vector<char*> words(argv, argv + argc);
+  const bool explicitCalibration = takeCalibrationOption(words, program);
+  words.push_back(nullptr);
+  argc = static_cast<int>(words.size()) - 1;
+  argv = words.data();
+  if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0)
+    return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
+                        "calibrate", parseCalibrateOptions, calibrateHelp,
+                        calibrateMode);
   if (argc > 1 && std::strcmp(argv[1], "tune-search") == 0)
     return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
                         "tune-search", tuner::parseTuneOptions, tuner::tuneHelp,
@@ -653,6 +697,12 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   const Configuration* config = nullptr;
   if (!configPath.empty()) {
     file = std::make_unique<ConfigFile>(parseConfigFile(configPath));
+    const std::string companion = companionCalibration(configPath);
+    if (!explicitCalibration && ::access(companion.c_str(), R_OK) == 0) {
+      useCalibrationFile(companion);
+      if (!opts.quiet)
+        std::printf("int8 calibration: %s\n", companion.c_str());
+    }
     if (opts.qosLoss) {
       config = selectByLoss(*file, *opts.qosLoss);
       if (!opts.quiet && !config)

@@ -46,6 +46,15 @@ struct KnobSpec {
   float inLo = 0.f, inHi = 0.f;
 };
 
+/// The scale of an INT8 knob's input quantization when it is unsigned
+/// (real = q * scale, q in 0..255), or 0 when the knob's calibrated range
+/// is not nonnegative.
+inline float int8UnsignedScale(const KnobSpec& k) {
+  if (k.precision != Precision::INT8 || !k.hasRange || k.inLo < 0.f)
+    return 0.f;
+  return k.inHi > 0.f && k.inHi <= 3.0e38f ? k.inHi / 255.f : 1.f;
+}
+
 /// Elementwise activation applied after an op.
 enum class Act : uint8_t { None, Relu, Clip, Tanh };
 
@@ -65,6 +74,11 @@ struct PostOps {
   const Tensor* residual = nullptr; ///< Elementwise add, output shape.
   Act act2 = Act::None;
   float act2Lo = 0.f, act2Hi = 0.f;
+  /// int8 layers only: > 0 asks for the result quantized to u8 with this
+  /// scale (the next int8 layer's input quantization) instead of fp32.
+  /// The executor asks only where that is exact: no residual, activation
+  /// None or ReLU.
+  float quantizeOut = 0.f;
 };
 
 /// Convolution geometry (NCHW input, OIHW filter, zero padding, no

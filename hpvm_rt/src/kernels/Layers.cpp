@@ -754,7 +754,7 @@ ActQuant actQuantOf(float lo, float hi) {
   ActQuant q;
   q.u8 = lo >= 0.f;
   const float m = q.u8 ? hi : std::max(-lo, hi);
-  if (m > 0.f && std::isfinite(m))
+  if (m > 0.f && m <= 3.0e38f) // as int8UnsignedScale()
     q.scale = m / (q.u8 ? 255.f : 127.f);
   return q;
 }
@@ -811,9 +811,20 @@ private:
 };
 
 /// x quantized into layout \p want (u8 or s8): q = saturate(round(x /
-/// scale)), in one reorder from x's current layout into \p buf.
+/// scale)), in one reorder from x's current layout into \p buf. When the
+/// previous int8 layer already stored x as u8 with this scale, its values
+/// are used as they are (reordered only if the layout differs).
 dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
                              float scale, const PoolBuffer& buf) {
+  const dnnl::memory stored = storedMemory(x);
+  if (stored.get_desc().data_type() == dt::u8 && want.data_type() == dt::u8 &&
+      implOf(x).memScale == scale) {
+    if (stored.get_desc() == want)
+      return stored;
+    dnnl::memory out(want, engine(), buf.get());
+    reorder(stored, out);
+    return out;
+  }
   const dnnl::memory cur = currentMemory(x);
   const std::string key =
       fmt::format("quant|{}|{}", descKey(cur.get_desc()), descKey(want));
@@ -946,12 +957,19 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   const auto& plain = int8Plain(w, post, wDims, G == 1 ? tag::oihw : tag::goihw,
                                 K, Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1);
   const Int8Args ia(plain, aq.scale);
+  // An int8 consumer next: the result as its u8 input (scaled by it).
+  const float qOut = post.quantizeOut;
+  std::vector<float> outScales = ia.scales;
+  if (qOut > 0.f)
+    for (float& f : outScales)
+      f /= qOut;
   const bool residualDims = post.residual && dims4(post.residual) == yd;
   std::string key = fmt::format(
-      "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}", xd[0],
-      xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
+      "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}",
+      xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
       args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
-      residualDims, static_cast<const void*>(w), plain.key, scaleKey(aq.scale));
+      residualDims, static_cast<const void*>(w), plain.key, scaleKey(aq.scale),
+      scaleKey(qOut));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
     dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
@@ -963,7 +981,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
       dnnl::primitive_attr attr = postOpsAttr(post, how, dst);
-      attr.set_output_scales(1 << 1, ia.scales);
+      attr.set_output_scales(1 << 1, outScales);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                 pd.dst_desc(), how};
@@ -978,6 +996,10 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     if (K % 16 == 0)
       dsts.insert(dsts.begin(), dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
                                                    dt::f32, tag::nChw16c));
+    if (qOut > 0.f)
+      dsts = {
+          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::u8, tag::nhwc),
+          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::u8, tag::any)};
     std::vector<ResidualAs> hows{ResidualAs::Split};
     if (post.residual)
       hows = {ResidualAs::Sum, ResidualAs::Split};
@@ -1019,6 +1041,8 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
         memoryAs(post.residual, p.dst);
   p.prim.execute(stream(), execArgs);
   stream().wait();
+  if (qOut > 0.f)
+    implOf(y).memScale = qOut;
   if (post.residual && p.residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
            y);
@@ -1346,8 +1370,14 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   // right/bottom pad partly unused, which oneDNN needs stated exactly.
   int64_t padBottom = (Ho - 1) * a.strideH + a.kh - xd[2] - a.padH;
   int64_t padRight = (Wo - 1) * a.strideW + a.kw - xd[3] - a.padW;
-  dnnl::memory src = currentMemory(x);
-  dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, dt::f32, tag::any);
+  // A max pool takes an int8 layer's u8 result as it is (the maximum of
+  // quantized values is the quantized maximum) and hands it on.
+  dnnl::memory src =
+      a.kind == PoolArgs::Max ? storedMemory(x) : currentMemory(x);
+  const dt type = src.get_desc().data_type();
+  HPVM_KCHECK(type == dt::f32 || type == dt::u8,
+              "pool input must be f32 or u8");
+  dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, type, tag::any);
   auto alg = a.kind == PoolArgs::Max
                  ? dnnl::algorithm::pooling_max
                  : dnnl::algorithm::pooling_avg_include_padding;
@@ -1363,9 +1393,14 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
     dnnl::pooling_forward::primitive_desc pd(desc, engine());
     return Prim{dnnl::pooling_forward(pd), pd.src_desc(), {}, pd.dst_desc()};
   });
+  const float scale = implOf(x).memScale;
   dnnl::memory dst = outputMemory(y, p.dst);
   p.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   stream().wait();
+  if (type != dt::f32) {
+    implOf(y).memScale = scale;
+    return;
+  }
   roundResult(knob.precision, y);
 }
 

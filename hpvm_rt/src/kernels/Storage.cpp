@@ -157,8 +157,20 @@ void reorder(const dnnl::memory& from, const dnnl::memory& to) {
   stream().wait();
 }
 
+dnnl::memory storedMemory(const Tensor* t) {
+  TensorImpl& impl = implOf(t);
+  if (impl.memValid)
+    return impl.mem;
+  return currentMemory(t);
+}
+
 dnnl::memory currentMemory(const Tensor* t) {
   TensorImpl& impl = implOf(t);
+  if (impl.memValid &&
+      impl.mem.get_desc().data_type() != dnnl::memory::data_type::f32) {
+    ensureHost(const_cast<Tensor*>(t));
+    return dnnl::memory(nchwDesc(t), engine(), impl.host);
+  }
   if (impl.memValid)
     return impl.mem;
   if (!impl.host)
@@ -198,6 +210,7 @@ dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
     }
     impl.mem = dnnl::memory(d, engine(), impl.memBuf);
   }
+  impl.memScale = 1.f;
   impl.memValid = true;
   impl.hostValid = false;
   return impl.mem;
@@ -270,7 +283,18 @@ void ensureHost(Tensor* t) {
   if (impl.memValid && !impl.hostValid) {
     // The valid copy is blocked: reorder it back to NCHW.
     dnnl::memory host(nchwDesc(t), engine(), impl.host);
-    reorder(impl.mem, host);
+    if (impl.memScale != 1.f) {
+      // Quantized values: real = q * memScale.
+      dnnl::primitive_attr attr;
+      attr.set_output_scales(0, {impl.memScale});
+      dnnl::reorder(dnnl::reorder::primitive_desc(engine(), impl.mem.get_desc(),
+                                                  engine(), host.get_desc(),
+                                                  attr))
+          .execute(stream(), impl.mem, host);
+      stream().wait();
+    } else {
+      reorder(impl.mem, host);
+    }
   }
   impl.hostValid = true;
 }

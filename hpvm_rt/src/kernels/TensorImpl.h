@@ -26,7 +26,11 @@ struct TensorImpl {
   void* memBuf = nullptr; ///< Buffer of `mem` (from the buffer pool).
   size_t memBytes = 0;    ///< Size of `memBuf`.
   bool memValid = false;  ///< `mem` holds the current values.
-  uint64_t version = 0;   ///< Changes whenever the values change.
+  /// `mem` may hold u8 or bf16 values (a low-precision layer's output
+  /// handed to the next layer as is): real value = stored value *
+  /// memScale. Readers that need fp32 get it converted (currentMemory).
+  float memScale = 1.f;
+  uint64_t version = 0; ///< Changes whenever the values change.
   /// The values are known to be exactly representable in this precision
   /// (a reduced-precision op rounded them), so a consumer with that knob
   /// need not round them again; FP32 when nothing is known. Reset with
@@ -74,9 +78,13 @@ inline TensorImpl& implOf(const Tensor* t) {
 
 /// Plain NCHW f32 descriptor of t's dims.
 dnnl::memory::desc nchwDesc(const Tensor* t);
-/// The memory holding t's current values: the oneDNN copy when valid,
-/// otherwise the host buffer wrapped as NCHW.
+/// The memory holding t's current fp32 values: the oneDNN copy when valid
+/// (and fp32), otherwise the host buffer wrapped as NCHW.
 dnnl::memory currentMemory(const Tensor* t);
+/// The memory holding t's current values as stored: like currentMemory(),
+/// but a u8 or bf16 copy is returned as it is (its scale in
+/// implOf(t).memScale), for kernels that consume such data directly.
+dnnl::memory storedMemory(const Tensor* t);
 /// Returns t's values in layout \p want: currentMemory() when it already
 /// is, otherwise a reorder into a fresh buffer.
 dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want);
