@@ -162,6 +162,8 @@ struct Int8Calibration {
 /// launches; a configuration using one on a node the calibration lacks is
 /// a ConfigError at the next launch.
 void setActiveInt8Calibration(const Int8Calibration* cal);
+/// The calibration in use (nullptr: none).
+const Int8Calibration* activeInt8Calibration();
 
 /// Called with the fp32 NCHW input of every conv, group_conv and mul that
 /// starts a fused node, before it runs (calibration measurements).

@@ -1022,6 +1022,8 @@ void setActiveInt8Calibration(const Int8Calibration* cal) {
   ++S().configGen;
 }
 
+const Int8Calibration* activeInt8Calibration() { return S().calibration; }
+
 void setInputObserver(InputObserver observer, void* context) {
   S().observer = observer;
   S().observerContext = context;

@@ -601,6 +601,29 @@ const Configuration* selectByLoss(const ConfigFile& file, double limit) {
   return best;
 }
 
+/// tune-search with the int8 knob available: the calibration given with
+/// --calibration, else one measured on the profiled tune images, is written
+/// next to the output as its companion (<stem>.calib.txt), so that the
+/// configuration file and its calibration reproduce every run.
+int tuneSearchCalibrated(const tuner::TuneOptions& opts,
+                         tuner::ProgramRunner& runner) {
+  const std::string companion = companionCalibration(opts.output);
+  if (!activeInt8Calibration() && !opts.hpvmCompatible) {
+    const int64_t images =
+        std::min(opts.profileImages ? *opts.profileImages : int64_t(1000),
+                 runner.setSize("tune"));
+    Int8Calibration cal =
+        measureCalibration(runner, CalibrationMethod{}, images, !opts.quiet);
+    if (!cal.nodes.empty()) {
+      writeFileAtomic(companion, calibrationText(cal));
+      useCalibrationFile(companion);
+    }
+  } else if (const Int8Calibration* cal = activeInt8Calibration()) {
+    writeFileAtomic(companion, calibrationText(*cal));
+  }
+  return tuner::tuneSearch(opts, runner);
+}
+
 /// Removes "--calibration FILE" / "--calibration=FILE" from \p words and
 /// installs the calibration; returns true if one was given.
 bool takeCalibrationOption(std::vector<char*>& words,
@@ -652,7 +675,7 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   if (argc > 1 && std::strcmp(argv[1], "tune-search") == 0)
     return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
                         "tune-search", tuner::parseTuneOptions, tuner::tuneHelp,
-                        tuner::tuneSearch);
+                        tuneSearchCalibrated);
   if (argc > 1 && std::strcmp(argv[1], "bench-knobs") == 0)
     return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
                         "bench-knobs", tuner::parseBenchOptions,
