@@ -99,6 +99,7 @@ struct Group {
   float act2Lo = 0, act2Hi = 0;
   int32_t inPlace = kNoOperand; ///< Operand whose storage the output reuses.
   float quantizeOut = 0;        ///< PostOps::quantizeOut (int8 chains).
+  bool bf16Out = false;         ///< PostOps::bf16Out (bf16 chains).
   KnobSpec knob;
   double flops = 0;
   std::vector<int> release; ///< Ops whose storage dies after this group.
@@ -525,12 +526,16 @@ bool reusable(const Plan& p, int32_t code) {
   return code >= 0 && p.consumers[code] == 1 && !p.isRootOut[code];
 }
 
-/// int8 chains: an int8 convolution whose result feeds (directly, or
-/// through an exact max pool) only an int8 convolution with an unsigned
-/// calibrated input hands that layer its u8 input instead of fp32 values
-/// quantized again, where this is exact: no residual, activation None or
-/// ReLU (the u8 quantization clamps negatives to 0 either way).
-void chainInt8(const Plan& p, std::vector<Group>& groups) {
+/// Low-precision chains. int8: an int8 convolution whose result feeds
+/// (directly, or through an exact max pool) only an int8 convolution with
+/// an unsigned calibrated input hands that layer its u8 input instead of
+/// fp32 values quantized again, where this is exact: no residual,
+/// activation None or ReLU (the u8 quantization clamps negatives to 0
+/// either way). bf16: a bf16 convolution feeding only bf16 convolutions or
+/// mul stores its result as bf16 (round to nearest even, as the next layer
+/// would round it; a max pool between commutes with the rounding): the
+/// same values at half the memory traffic.
+void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   std::unordered_map<int, size_t> byFirst;
   for (size_t gi = 0; gi < groups.size(); ++gi)
     byFirst[groups[gi].members[0]] = gi;
@@ -542,9 +547,11 @@ void chainInt8(const Plan& p, std::vector<Group>& groups) {
     return it == byFirst.end() ? nullptr : &groups[it->second];
   };
   for (Group& g : groups) {
+    const bool bf16 =
+        g.knob.precision == Precision::BF16 && g.knob.variant == Variant::Exact;
     if ((g.kind != HpvmOp::Conv && g.kind != HpvmOp::GroupConv) ||
-        !isInt8(g.knob.precision) || g.residual != kNoOperand ||
-        (g.act != Act::None && g.act != Act::Relu))
+        (!isInt8(g.knob.precision) && !bf16) || g.residual != kNoOperand ||
+        (!bf16 && g.act != Act::None && g.act != Act::Relu))
       continue;
     int out = g.last;
     const Group* next = readerOf(out);
@@ -553,9 +560,15 @@ void chainInt8(const Plan& p, std::vector<Group>& groups) {
       out = next->last;
       next = readerOf(out);
     }
-    if (next &&
-        (next->kind == HpvmOp::Conv || next->kind == HpvmOp::GroupConv) &&
-        next->x == out)
+    if (!next || next->x != out)
+      continue;
+    const bool conv =
+        next->kind == HpvmOp::Conv || next->kind == HpvmOp::GroupConv;
+    if (bf16)
+      g.bf16Out = (conv || next->kind == HpvmOp::Mul) &&
+                  next->knob.precision == Precision::BF16 &&
+                  next->knob.variant == Variant::Exact;
+    else if (conv)
       g.quantizeOut = int8UnsignedScale(next->knob);
   }
 }
@@ -700,7 +713,7 @@ void buildSchedule(Plan& p) {
       g.inPlace = kNoOperand;
     s.groups.push_back(std::move(g));
   }
-  chainInt8(p, s.groups);
+  chainLowPrecision(p, s.groups);
   // A group runs where its last op was traced: every value it reads from
   // outside is a group output traced earlier.
   std::stable_sort(
@@ -794,6 +807,7 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     post.act2Lo = g.act2Lo;
     post.act2Hi = g.act2Hi;
     post.quantizeOut = g.quantizeOut;
+    post.bf16Out = g.bf16Out;
     if (g.kind == HpvmOp::Mul)
       runDense(in(g.x), in(g.w), post, g.knob, out);
     else

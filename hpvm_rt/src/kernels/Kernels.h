@@ -79,6 +79,9 @@ struct PostOps {
   /// The executor asks only where that is exact: no residual, activation
   /// None or ReLU.
   float quantizeOut = 0.f;
+  /// bf16 layers only: store the result as bf16 (the next layer computes
+  /// in bf16 and would round it so anyway). Ignored with a residual.
+  bool bf16Out = false;
 };
 
 /// Convolution geometry (NCHW input, OIHW filter, zero padding, no

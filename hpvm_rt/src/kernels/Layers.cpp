@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -80,6 +81,20 @@ template <typename Make> const Prim& cachedPrim(std::string key, Make make) {
     return it->second;
   return primCache().emplace(std::move(key), make()).first->second;
 }
+
+/// A buffer from the tensor buffer pool, returned on destruction.
+class PoolBuffer {
+public:
+  explicit PoolBuffer(size_t bytes) : bytes_(bytes), p_(poolAlloc(bytes)) {}
+  ~PoolBuffer() { poolFree(p_, bytes_); }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+  void* get() const { return p_; }
+
+private:
+  size_t bytes_;
+  void* p_;
+};
 
 // --- Numerics ---------------------------------------------------------------
 
@@ -289,9 +304,25 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
 /// The source as the primitive needs it: x in layout \p want, with its
 /// values rounded first when the knob emulates a lower precision.
 dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
-                       Precision roundOperands, std::vector<float>& scratch) {
-  if (roundOperands == Precision::FP32 || alreadyRounded(x, roundOperands))
-    return memoryAs(x, want);
+                       Precision roundOperands, std::vector<float>& scratch,
+                       std::unique_ptr<PoolBuffer>& hold) {
+  // The reorder into the wanted layout goes to a pooled buffer (no fresh
+  // allocation and page faults per call), held until the caller returns.
+  auto reorderedInto = [&](const dnnl::memory& from) {
+    hold = std::make_unique<PoolBuffer>(want.get_size());
+    dnnl::memory out(want, engine(), hold->get());
+    reorder(from, out);
+    return out;
+  };
+  // bf16 chains: the previous bf16 layer stored x as bf16 already.
+  const dnnl::memory stored = storedMemory(x);
+  const dt storedType = stored.get_desc().data_type();
+  if (storedType == dt::bf16 && want.data_type() == dt::bf16)
+    return stored.get_desc() == want ? stored : reorderedInto(stored);
+  if (roundOperands == Precision::FP32 || alreadyRounded(x, roundOperands)) {
+    const dnnl::memory cur = currentMemory(x);
+    return cur.get_desc() == want ? cur : reorderedInto(cur);
+  }
   // Rounded in x's current layout (elementwise, padding stays zero), then
   // reordered only if the primitive wants another.
   const dnnl::memory cur = currentMemory(x);
@@ -301,11 +332,7 @@ dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
   roundCopy(roundOperands, static_cast<const float*>(cur.get_data_handle()),
             scratch.data(), n);
   dnnl::memory rounded(cur.get_desc(), engine(), scratch.data());
-  if (rounded.get_desc() == want)
-    return rounded;
-  dnnl::memory out(want, engine());
-  reorder(rounded, out);
-  return out;
+  return rounded.get_desc() == want ? rounded : reorderedInto(rounded);
 }
 
 /// Post-ops attr for the activation/residual chain after bias and batch
@@ -796,20 +823,6 @@ ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
   return q;
 }
 
-/// A buffer from the tensor buffer pool, returned on destruction.
-class PoolBuffer {
-public:
-  explicit PoolBuffer(size_t bytes) : bytes_(bytes), p_(poolAlloc(bytes)) {}
-  ~PoolBuffer() { poolFree(p_, bytes_); }
-  PoolBuffer(const PoolBuffer&) = delete;
-  PoolBuffer& operator=(const PoolBuffer&) = delete;
-  void* get() const { return p_; }
-
-private:
-  size_t bytes_;
-  void* p_;
-};
-
 /// x quantized into layout \p want (u8 or s8): q = saturate(round(x /
 /// scale)), in one reorder from x's current layout into \p buf. When the
 /// previous int8 layer already stored x as u8 with this scale, its values
@@ -1169,7 +1182,11 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   // Describe the tensors: weights in the layout oneDNN picks (format any),
   // activations as the layout policy below decides.
   dnnl::memory::desc srcAny({xd[0], xd[1], xd[2], xd[3]}, inType, tag::any);
-  dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, dt::f32, tag::any);
+  // bf16 chains: the result stored as bf16 when the next layer computes
+  // in bf16 too (it would round its input to bf16 anyway).
+  const bool bf16Out = post.bf16Out && nm.nativeBf16 && !post.residual;
+  dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]},
+                            bf16Out ? dt::bf16 : dt::f32, tag::any);
   dims wDims =
       G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
   dnnl::memory::desc wAny(wDims, inType, tag::any);
@@ -1179,9 +1196,10 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   // A binary post-op needs the residual with the output's dims.
   const bool residualDims = post.residual && dims4(post.residual) == yd;
   std::string key = fmt::format(
-      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}", xd[0], xd[1],
+      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}", xd[0], xd[1],
       xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
-      args.strideW, G, static_cast<int>(inType), postKey(post), residualDims);
+      args.strideW, G, static_cast<int>(inType), postKey(post), residualDims,
+      bf16Out);
   const Prim& p = cachedPrim(key, [&] {
     // Layout policy: for fp32, channels in blocks of 16 (nChw16c) select
     // oneDNN's direct AVX-512 kernels, measured faster here than what
@@ -1242,7 +1260,8 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
                      Cg * wd[2] * wd[3], 1, nm.roundOperands);
   // Source: reordered only if its current layout is not the chosen one.
   std::vector<float> scratch;
-  dnnl::memory src = sourceFor(x, p.src, nm.roundOperands, scratch);
+  std::unique_ptr<PoolBuffer> srcHold;
+  dnnl::memory src = sourceFor(x, p.src, nm.roundOperands, scratch, srcHold);
   // Destination: y keeps the blocked layout for the next layer.
   dnnl::memory dst = outputMemory(y, p.dst);
   std::unordered_map<int, dnnl::memory> execArgs{
@@ -1329,7 +1348,8 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
   const auto& wts =
       derivedWeights(w, post, wPlain, p->weights, N, K, 1, N, nm.roundOperands);
   std::vector<float> scratch;
-  dnnl::memory src = sourceFor(x, p->src, nm.roundOperands, scratch);
+  std::unique_ptr<PoolBuffer> srcHold;
+  dnnl::memory src = sourceFor(x, p->src, nm.roundOperands, scratch, srcHold);
   // The M x N result is written straight into y's NCHW host buffer.
   allocHost(y);
   dnnl::memory dst(dstDesc, engine(), y->impl->host);
@@ -1370,13 +1390,13 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   // right/bottom pad partly unused, which oneDNN needs stated exactly.
   int64_t padBottom = (Ho - 1) * a.strideH + a.kh - xd[2] - a.padH;
   int64_t padRight = (Wo - 1) * a.strideW + a.kw - xd[3] - a.padW;
-  // A max pool takes an int8 layer's u8 result as it is (the maximum of
-  // quantized values is the quantized maximum) and hands it on.
+  // A max pool takes an int8 layer's u8 result (or a bf16 one) as it is
+  // (the maximum of rounded values is the rounded maximum) and hands it on.
   dnnl::memory src =
       a.kind == PoolArgs::Max ? storedMemory(x) : currentMemory(x);
   const dt type = src.get_desc().data_type();
-  HPVM_KCHECK(type == dt::f32 || type == dt::u8,
-              "pool input must be f32 or u8");
+  HPVM_KCHECK(type == dt::f32 || type == dt::u8 || type == dt::bf16,
+              "pool input must be f32, u8 or bf16");
   dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, type, tag::any);
   auto alg = a.kind == PoolArgs::Max
                  ? dnnl::algorithm::pooling_max
