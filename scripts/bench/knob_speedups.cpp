@@ -1,28 +1,48 @@
 // knob_speedups.cpp - per-layer speedup of every convolution knob of
-// Ops.def over the exact oneDNN convolution, on the convolutions of
-// VGG16-CIFAR and ResNet-18-CIFAR (reference section 9); prints a table and
-// optionally writes JSON. Built and run by knob_speedups.sh.
+// Ops.def over the exact fp32 convolution, through the real layer kernel
+// hpvm::rt::runConv, on the convolutions of VGG16-CIFAR10 and
+// ResNet-18-CIFAR10 (reference section 9). Prints one row per layer, one
+// column per knob family, and optionally writes every (layer, knob) median
+// as JSON. Built against the hpvm_rt library and run by knob_speedups.sh.
 //
-// Baselines, both oneDNN's best kernel with filters reordered beforehand:
-//   exact      - NCHW input to NCHW output (input and output reorders
-//                included), the interface of the approximate kernels;
-//   exact_blk  - input already in the kernel's layout and output left in
-//                it, as between two exact layers of a network.
+// The knobs are every row of Ops.def that applies to a convolution
+// (allKnobs() filtered by knobAppliesTo(k, HpvmOp::Conv)): fp32, fp16,
+// bf16, int8 (static: its range is the input's real min/max), int8_dyn,
+// perforation and sampling in every precision, and whatever rows are added
+// later. Families group knobs by configuration name and rate ("perf r2":
+// rows and columns, every offset); a family's cell is its best knob.
+//
+// The layer context is a generated program's: bias and ReLU fused as
+// post-ops; the input, nonnegative, written by the previous layer (an
+// exact 1x1 convolution with ReLU, so in the layout exact layers leave)
+// and made new again before every call by an in-place ReLU, so no call
+// reuses a layout conversion or rounding cached on it by the one before;
+// the first layers of the nets (3 channels) take an NCHW host image
+// instead. Each precision has its own copy of the weights (a network layer
+// has one knob, so its derived-weights cache always hits). Timing:
+// every knob once untimed (primitive creation, weight reorders), then
+// --reps rounds of the exact knob followed by every knob, interleaved;
+// the medians are reported.
 #include "Runtime.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
+#include "tensor.h"
 
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.hpp>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <fstream>
-#include <functional>
+#include <map>
+#include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -62,18 +82,12 @@ const std::vector<Layer>& layers() {
   return all;
 }
 
-/// A knob row of Ops.def that applies to convolutions.
-/// The convolution knobs of Ops.def (bf16 left out).
-std::vector<KnobInfo> convKnobs() {
-  std::vector<KnobInfo> out;
-  for (const KnobInfo& k : allKnobs())
-    if (k.spec.precision != Precision::BF16)
-      out.push_back(k);
-  return out;
-}
+/// A layer is compute-bound when it does at least this many FLOPs per byte
+/// it must move (fp32 input, weights, bias and output, once each).
+constexpr double kComputeBound = 50.0;
 
-/// Wall-clock time, or the process's CPU time (--cpu-time: immune to
-/// other processes' load, meaningful with OMP_NUM_THREADS=1), in ms.
+/// Wall-clock time, or the process's CPU time (--cpu-time: summed over
+/// threads, meaningful with one thread on a loaded machine), in ms.
 bool useCpuTime = false;
 double nowMs() {
   timespec ts;
@@ -81,131 +95,578 @@ double nowMs() {
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/// Fastest time of fn in milliseconds over `reps` runs after a warm-up (the
-/// minimum, since interference only ever adds time).
-double timeMs(const std::function<void()>& fn, int reps) {
-  fn();
-  double best = 1e300;
-  for (int i = 0; i < reps; ++i) {
-    const double a = nowMs();
-    fn();
-    best = std::min(best, nowMs() - a);
-  }
-  return best;
-}
-
-/// The exact oneDNN convolution of one layer, filters reordered once.
-class ExactConv {
+/// An NCHW tensor owned by the benchmark, storage managed by the kernels.
+class BenchTensor {
 public:
-  ExactConv(const Layer& l, int64_t n, const float* w)
-      : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
-    using dnnl::memory;
-    using dt = memory::data_type;
-    using tag = memory::format_tag;
-    const int64_t ho = 1 + (l.h + 2 * l.pad - l.kh) / l.stride;
-    srcPlain_ = memory::desc({n, l.c, l.h, l.h}, dt::f32, tag::nchw);
-    dstPlain_ = memory::desc({n, l.k, ho, ho}, dt::f32, tag::nchw);
-    const memory::desc weiPlain({l.k, l.c, l.kh, l.kh}, dt::f32, tag::oihw);
-    pd_ = dnnl::convolution_forward::primitive_desc(
-        {dnnl::prop_kind::forward_inference,
-         dnnl::algorithm::convolution_direct,
-         memory::desc({n, l.c, l.h, l.h}, dt::f32, tag::any),
-         memory::desc({l.k, l.c, l.kh, l.kh}, dt::f32, tag::any),
-         memory::desc({n, l.k, ho, ho}, dt::f32, tag::any),
-         {l.stride, l.stride},
-         {l.pad, l.pad},
-         {l.pad, l.pad}},
-        eng_);
-    conv_ = dnnl::convolution_forward(pd_);
-    wei_ = memory(pd_.weights_desc(), eng_);
-    memory userW(weiPlain, eng_, const_cast<float*>(w));
-    dnnl::reorder(userW, wei_).execute(strm_, userW, wei_);
-    src_ = memory(pd_.src_desc(), eng_);
-    dst_ = memory(pd_.dst_desc(), eng_);
-    strm_.wait();
+  explicit BenchTensor(std::vector<size_t> dims) : dims_(std::move(dims)) {
+    std::memset(&t_, 0, sizeof t_);
+    t_.dims.num_dims = static_cast<int>(dims_.size());
+    t_.dims.dim_sizes = dims_.data();
+    allocHost(&t_);
   }
-  /// The kernel oneDNN chose.
-  const char* impl() const { return pd_.impl_info_str(); }
-  /// NCHW x to NCHW y.
-  void plain(const float* x, float* y) {
-    dnnl::memory xm(srcPlain_, eng_, const_cast<float*>(x));
-    dnnl::memory ym(dstPlain_, eng_, y);
-    dnnl::memory s = src_, d = dst_;
-    if (srcPlain_ != pd_.src_desc())
-      dnnl::reorder(xm, src_).execute(strm_, xm, src_);
-    else
-      s = xm;
-    if (dstPlain_ == pd_.dst_desc())
-      d = ym;
-    conv_.execute(
-        strm_,
-        {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, d}});
-    if (dstPlain_ != pd_.dst_desc())
-      dnnl::reorder(dst_, ym).execute(strm_, dst_, ym);
-    strm_.wait();
+  BenchTensor(const BenchTensor&) = delete;
+  BenchTensor& operator=(const BenchTensor&) = delete;
+  ~BenchTensor() { releaseStorage(&t_); }
+  Tensor* get() { return &t_; }
+  /// Uniform values in [lo, hi) from `seed`.
+  void fill(unsigned seed, float lo, float hi) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    allocHost(&t_);
+    float* p = static_cast<float*>(t_.host_data);
+    for (size_t i = 0; i < t_.num_elems; ++i)
+      p[i] = dist(gen);
+    hostModified(&t_);
   }
-  /// Kernel layout in and out.
-  void blocked() {
-    conv_.execute(
-        strm_,
-        {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
-    strm_.wait();
+  /// A copy of the values of `from` (same dims) as new host data.
+  void copyFrom(Tensor* from) {
+    ensureHost(from);
+    allocHost(&t_);
+    std::memcpy(t_.host_data, from->host_data, t_.num_elems * sizeof(float));
+    hostModified(&t_);
+  }
+  /// Smallest and largest value.
+  std::pair<float, float> range() {
+    ensureHost(&t_);
+    const float* p = static_cast<const float*>(t_.host_data);
+    const auto [lo, hi] = std::minmax_element(p, p + t_.num_elems);
+    return {*lo, *hi};
   }
 
 private:
-  dnnl::engine eng_;
-  dnnl::stream strm_;
-  dnnl::memory::desc srcPlain_, dstPlain_;
-  dnnl::convolution_forward::primitive_desc pd_;
-  dnnl::convolution_forward conv_;
-  dnnl::memory wei_, src_, dst_;
+  std::vector<size_t> dims_;
+  Tensor t_;
 };
 
-struct Result {
-  int id;
-  double ms;
+/// Knobs of one configuration name and rate ("perf r2": rows and columns,
+/// every offset; "int8": one knob).
+struct Family {
+  std::string conf; ///< Configuration name, the column group.
+  int rate = 1;
+  std::vector<size_t> knobs; ///< Indices into the measured knob list.
+  std::string name() const {
+    return rate > 1 ? conf + " r" + std::to_string(rate) : conf;
+  }
+};
+
+/// The families of `knobs`: exact-algorithm families (one per precision)
+/// first, then the perforation/sampling ones, each in Ops.def order.
+std::vector<Family> familiesOf(const std::vector<KnobInfo>& knobs) {
+  std::vector<Family> out;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < knobs.size(); ++i) {
+      const KnobInfo& k = knobs[i];
+      if ((k.spec.rate > 1) != (pass == 1))
+        continue;
+      auto it = std::find_if(out.begin(), out.end(), [&](const Family& f) {
+        return f.conf == k.confName && f.rate == k.spec.rate;
+      });
+      if (it == out.end()) {
+        out.push_back(Family{k.confName, k.spec.rate, {}});
+        it = out.end() - 1;
+      }
+      it->knobs.push_back(i);
+    }
+  // Keep the rates of one configuration name together, where its first
+  // family is.
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < out.size(); ++i)
+    first.emplace(out[i].conf, i);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const Family& a, const Family& b) {
+                     return first.at(a.conf) < first.at(b.conf);
+                   });
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Timing of one knob on one layer.
+struct KnobResult {
+  std::vector<double> ms; ///< One per rep.
+  double medianMs = NAN, minMs = NAN;
+  std::string error; ///< Set when the knob failed (no times then).
 };
 
 struct LayerResult {
   const Layer* layer;
-  double exactMs, exactBlkMs;
-  std::string impl;
-  std::vector<Result> knobs;
+  int64_t ho;
+  double flops, bytes;
+  KnobResult exact;
+  std::vector<KnobResult> knobs; ///< Parallel to the knob list.
+  bool computeBound() const { return flops / bytes >= kComputeBound; }
+  double speedup(size_t i) const {
+    return exact.medianMs / knobs[i].medianMs; // NaN when either failed.
+  }
+  /// A family's speedup: its best knob's (NaN if all failed).
+  double familySpeedup(const Family& f) const {
+    double best = NAN;
+    for (size_t i : f.knobs)
+      if (!std::isnan(speedup(i)) && !(speedup(i) <= best))
+        best = speedup(i);
+    return best;
+  }
 };
 
-void usage() {
-  std::printf(
-      "usage: knob_speedups [--batch N] [--reps N] [--net NAME] "
-      "[--knobs ID,ID..] [--cpu-time] [--perf-engine E] [--json FILE]\n"
-      "Per-layer speedup of every convolution knob over the exact oneDNN\n"
-      "convolution (NCHW in/out), at omp_get_max_threads() threads.\n"
-      "--cpu-time: process CPU time instead of wall time (use with\n"
-      "OMP_NUM_THREADS=1 on a loaded machine). --perf-engine auto|dnnl|\n"
-      "dnnl-generic|gemm: force the perforation engine (default auto).\n");
+std::string shortNet(const std::string& net) {
+  if (net.rfind("vgg16", 0) == 0)
+    return "vgg16";
+  if (net.rfind("resnet18", 0) == 0)
+    return "res18";
+  return net;
+}
+
+/// "vgg16 conv2" (the first word of the layer's name).
+std::string layerLabel(const Layer& l) {
+  const std::string name = l.name;
+  return shortNet(l.net) + " " + name.substr(0, name.find(' '));
+}
+
+/// True when `filter` is the layer's name (its first word: "conv1" is not
+/// "conv11"), or, when it names no layer, a substring of its description.
+bool layerMatches(const Layer& l, const std::string& filter) {
+  auto nameOf = [](const Layer& x) {
+    const std::string n = x.name;
+    return n.substr(0, n.find(' '));
+  };
+  if (nameOf(l) == filter)
+    return true;
+  for (const Layer& x : layers())
+    if (nameOf(x) == filter)
+      return false;
+  return std::string(l.name).find(filter) != std::string::npos;
+}
+
+/// "64x32x32>64 3x3/1": input C x H x W, output channels, filter / stride.
+std::string shapeLabel(const Layer& l) {
+  char s[64];
+  std::snprintf(s, sizeof s, "%lldx%lldx%lld>%lld %lldx%lld/%lld",
+                static_cast<long long>(l.c), static_cast<long long>(l.h),
+                static_cast<long long>(l.h), static_cast<long long>(l.k),
+                static_cast<long long>(l.kh), static_cast<long long>(l.kh),
+                static_cast<long long>(l.stride));
+  return s;
+}
+
+/// The table: layer, shape, FLOPs per byte, exact ms, then one column per
+/// family, the families of one configuration name under one heading.
+class Table {
+public:
+  explicit Table(const std::vector<Family>& fams) : fams_(fams) {
+    width_.assign(fams.size(), 6);
+    for (size_t i = 0; i < fams.size();) {
+      size_t j = i, total = 0;
+      while (j < fams.size() && fams[j].conf == fams[i].conf)
+        total += width_[j++];
+      if (fams[i].conf.size() + 1 > total)
+        width_[j - 1] += fams[i].conf.size() + 1 - total;
+      i = j;
+    }
+  }
+  void header() const {
+    std::string l1 = pad("", kLead), l2 = pad("layer", 14) + pad("shape", 19) +
+                                          pad("F/B", 5, true) +
+                                          pad("exact ms", 10, true);
+    for (size_t i = 0; i < fams_.size();) {
+      size_t j = i, total = 0;
+      std::string rates;
+      while (j < fams_.size() && fams_[j].conf == fams_[i].conf) {
+        rates += pad(fams_[j].rate > 1 ? "r" + std::to_string(fams_[j].rate)
+                                       : std::string(),
+                     width_[j], true);
+        total += width_[j++];
+      }
+      l1 += "  " + pad(fams_[i].conf, total, true);
+      l2 += "  " + rates;
+      i = j;
+    }
+    std::printf("%s\n%s\n", l1.c_str(), l2.c_str());
+  }
+  /// One row: `lead` is layer + shape + F/B + exact ms (kLead wide).
+  void row(const std::string& lead, const std::vector<double>& cells) const {
+    std::string s = pad(lead, kLead);
+    for (size_t i = 0; i < fams_.size(); ++i) {
+      if (i == 0 || fams_[i].conf != fams_[i - 1].conf)
+        s += "  ";
+      char c[32];
+      if (std::isnan(cells[i]))
+        std::snprintf(c, sizeof c, "%s", "fail");
+      else
+        std::snprintf(c, sizeof c, "%.2f", cells[i]);
+      s += pad(c, width_[i], true);
+    }
+    std::printf("%s\n", s.c_str());
+  }
+  static constexpr size_t kLead = 14 + 19 + 5 + 10;
+
+private:
+  static std::string pad(const std::string& s, size_t w, bool right = false) {
+    if (s.size() >= w)
+      return right ? " " + s : s + " ";
+    return right ? std::string(w - s.size(), ' ') + s
+                 : s + std::string(w - s.size(), ' ');
+  }
+  const std::vector<Family>& fams_;
+  std::vector<size_t> width_;
+};
+
+/// Geometric mean of the finite values among `v` (NaN if none).
+double geomean(const std::vector<double>& v) {
+  double logSum = 0;
+  int n = 0;
+  for (double x : v)
+    if (std::isfinite(x) && x > 0) {
+      logSum += std::log(x);
+      ++n;
+    }
+  return n ? std::exp(logSum / n) : NAN;
+}
+
+/// Measures one layer: exact knob 11 and every knob of `knobs`.
+LayerResult measure(const Layer& l, int64_t batch, int reps,
+                    const std::vector<KnobInfo>& knobs) {
+  const int64_t ho = 1 + (l.h + 2 * l.pad - l.kh) / l.stride;
+  const size_t n = static_cast<size_t>(batch), c = l.c, h = l.h, k = l.k,
+               kh = l.kh, hos = static_cast<size_t>(ho);
+  LayerResult r{&l, ho, 0, 0, {}, std::vector<KnobResult>(knobs.size())};
+  r.flops = 2.0 * batch * l.k * ho * ho * l.c * l.kh * l.kh;
+  r.bytes = 4.0 * (static_cast<double>(batch) * l.c * l.h * l.h +
+                   l.k * l.c * l.kh * l.kh + l.k +
+                   static_cast<double>(batch) * l.k * ho * ho);
+
+  // The input: an image on the host (first layers), else the ReLU output
+  // of an exact convolution, in the layout it leaves.
+  const bool image = l.c == 3;
+  BenchTensor x({n, c, h, h});
+  if (image) {
+    x.fill(1, -2.f, 2.f); // A normalised image: signed.
+  } else {
+    BenchTensor x0({n, c, h, h}), w0({c, c, 1, 1}), b0({1, c, 1, 1});
+    x0.fill(1, -1.f, 1.f);
+    const float s0 = std::sqrt(3.f / static_cast<float>(c));
+    w0.fill(2, -s0, s0);
+    b0.fill(3, -0.1f, 0.1f);
+    PostOps p0;
+    p0.bias = b0.get();
+    p0.act = Act::Relu;
+    runConv(x0.get(), w0.get(), ConvArgs{}, p0, KnobSpec{}, x.get());
+  }
+  auto refresh = [&] {
+    if (image)
+      hostModified(x.get());
+    else // New values (the same ones) in place, in the current layout.
+      runAct(x.get(), Act::Relu, 0.f, 0.f, KnobSpec{}, x.get());
+  };
+  const auto [inLo, inHi] = x.range();
+
+  // Weights (He-like scale), one copy per precision; bias; output.
+  BenchTensor w({k, c, kh, kh}), b({1, k, 1, 1}), y({n, k, hos, hos});
+  const float sw = std::sqrt(6.f / static_cast<float>(c * kh * kh));
+  w.fill(4, -sw, sw);
+  b.fill(5, -0.1f, 0.1f);
+  std::map<Precision, std::unique_ptr<BenchTensor>> weights;
+  auto weightsFor = [&](Precision p) {
+    auto& wp = weights[p];
+    if (!wp) {
+      wp = std::make_unique<BenchTensor>(std::vector<size_t>{k, c, kh, kh});
+      wp->copyFrom(w.get());
+    }
+    return wp->get();
+  };
+  ConvArgs args;
+  args.padH = args.padW = static_cast<int>(l.pad);
+  args.strideH = args.strideW = static_cast<int>(l.stride);
+  PostOps post;
+  post.bias = b.get();
+  post.act = Act::Relu;
+
+  std::vector<KnobSpec> specs;
+  for (const KnobInfo& ki : knobs) {
+    KnobSpec s = ki.spec;
+    if (s.precision == Precision::INT8) {
+      s.hasRange = true;
+      s.inLo = inLo;
+      s.inHi = inHi;
+    }
+    specs.push_back(s);
+  }
+  const KnobSpec exactSpec = knobById(11)->spec;
+
+  // One call, its time kept in kr when `keep`; a knob whose kernel throws
+  // keeps the error and is not called again.
+  auto timed = [&](const KnobSpec& s, KnobResult& kr, bool keep) {
+    if (!kr.error.empty())
+      return;
+    Tensor* wt = weightsFor(s.precision);
+    refresh();
+    try {
+      const double t0 = nowMs();
+      runConv(x.get(), wt, args, post, s, y.get());
+      const double t = nowMs() - t0;
+      if (keep)
+        kr.ms.push_back(t);
+    } catch (const std::exception& e) {
+      kr.error = e.what()[0] ? e.what() : "exception";
+    }
+  };
+  timed(exactSpec, r.exact, false);
+  for (size_t i = 0; i < specs.size(); ++i)
+    timed(specs[i], r.knobs[i], false);
+  for (int rep = 0; rep < reps; ++rep) {
+    timed(exactSpec, r.exact, true);
+    for (size_t i = 0; i < specs.size(); ++i)
+      timed(specs[i], r.knobs[i], true);
+  }
+  auto finish = [](KnobResult& kr) {
+    if (!kr.error.empty()) {
+      kr.ms.clear();
+      return;
+    }
+    kr.medianMs = median(kr.ms);
+    kr.minMs = *std::min_element(kr.ms.begin(), kr.ms.end());
+  };
+  finish(r.exact);
+  for (KnobResult& kr : r.knobs)
+    finish(kr);
+  return r;
+}
+
+/// JSON string literal of s.
+std::string jsonStr(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20)
+      out += ' ';
+    else
+      out += ch;
+  }
+  return out + "\"";
+}
+
+const char* variantName(Variant v) {
+  switch (v) {
+  case Variant::Exact:
+    return "exact";
+  case Variant::PerfRow:
+    return "perf_row";
+  case Variant::PerfCol:
+    return "perf_col";
+  case Variant::Samp:
+    return "samp";
+  }
+  return "?";
+}
+
+const char* precisionName(Precision p) {
+  switch (p) {
+  case Precision::FP32:
+    return "fp32";
+  case Precision::FP16:
+    return "fp16";
+  case Precision::BF16:
+    return "bf16";
+  case Precision::INT8:
+    return "int8";
+  case Precision::INT8DYN:
+    return "int8_dyn";
+  }
+  return "?";
+}
+
+/// The 1-minute load average (NaN if unknown): other processes' work
+/// skews the times, most with as many threads as CPUs.
+double loadAverage() {
+  double load = NAN;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1)
+      load = NAN;
+    std::fclose(f);
+  }
+  return load;
+}
+
+/// CPU time spent by all processes (from /proc/stat) and by this one, in
+/// seconds, and the wall clock: two samples give how many CPUs other
+/// processes kept busy in between.
+struct CpuSample {
+  double allBusy = NAN, own = 0, wall = 0;
+  static CpuSample now() {
+    CpuSample c;
+    if (std::FILE* f = std::fopen("/proc/stat", "r")) {
+      unsigned long long v[8] = {};
+      if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                      &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8)
+        // user nice system idle iowait irq softirq steal: all but idle and
+        // iowait.
+        c.allBusy =
+            static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) /
+            static_cast<double>(sysconf(_SC_CLK_TCK));
+      std::fclose(f);
+    }
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    c.own = ts.tv_sec + ts.tv_nsec * 1e-9;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    c.wall = ts.tv_sec + ts.tv_nsec * 1e-9;
+    return c;
+  }
+  /// CPUs other processes used on average since `start` (NaN if unknown).
+  double othersSince(const CpuSample& start) const {
+    const double wallDelta = wall - start.wall;
+    if (!(wallDelta > 0))
+      return NAN;
+    return std::max(0.0,
+                    (allBusy - start.allBusy - (own - start.own)) / wallDelta);
+  }
+};
+
+/// A number, or null when it is not finite.
+std::string jsonNum(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  std::ostringstream s;
+  s.precision(8);
+  s << v;
+  return s.str();
+}
+
+bool writeJson(const std::string& path, int64_t batch, int reps,
+               double loadStart, double others,
+               const std::vector<KnobInfo>& knobs,
+               const std::vector<Family>& fams,
+               const std::vector<LayerResult>& results,
+               const std::vector<double>& geoBound,
+               const std::vector<double>& geoAll) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream f(tmp);
+  f << "{\"threads\": " << numThreads() << ", \"batch\": " << batch
+    << ", \"reps\": " << reps << ", \"clock\": \""
+    << (useCpuTime ? "cpu" : "wall") << "\", \"statistic\": \"median\""
+    << ", \"baseline_knob\": 11, \"loadavg_start\": " << jsonNum(loadStart)
+    << ", \"other_processes_cpus\": " << jsonNum(others)
+    << ", \"compute_bound_flops_per_byte\": " << kComputeBound
+    << ",\n \"layers\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const LayerResult& r = results[i];
+    const Layer& l = *r.layer;
+    f << (i ? ",\n" : "\n") << "  {\"net\": " << jsonStr(l.net)
+      << ", \"layer\": " << jsonStr(l.name) << ", \"c\": " << l.c
+      << ", \"hw\": " << l.h << ", \"k\": " << l.k << ", \"kernel\": " << l.kh
+      << ", \"stride\": " << l.stride << ", \"pad\": " << l.pad
+      << ", \"out_hw\": " << r.ho << ", \"flops\": " << jsonNum(r.flops)
+      << ", \"bytes\": " << jsonNum(r.bytes)
+      << ", \"flops_per_byte\": " << jsonNum(r.flops / r.bytes)
+      << ", \"compute_bound\": " << (r.computeBound() ? "true" : "false")
+      << ", \"exact_ms\": " << jsonNum(r.exact.medianMs)
+      << ", \"exact_min_ms\": " << jsonNum(r.exact.minMs)
+      << ",\n   \"knobs\": {";
+    for (size_t j = 0; j < knobs.size(); ++j) {
+      const KnobResult& kr = r.knobs[j];
+      f << (j ? ",\n    " : "\n    ") << "\"" << knobs[j].id
+        << "\": {\"conf\": " << jsonStr(knobs[j].confName)
+        << ", \"variant\": \"" << variantName(knobs[j].spec.variant)
+        << "\", \"precision\": \"" << precisionName(knobs[j].spec.precision)
+        << "\", \"rate\": " << knobs[j].spec.rate
+        << ", \"offset\": " << knobs[j].spec.offset
+        << ", \"ms\": " << jsonNum(kr.medianMs)
+        << ", \"min_ms\": " << jsonNum(kr.minMs)
+        << ", \"speedup\": " << jsonNum(r.speedup(j));
+      if (!kr.error.empty())
+        f << ", \"error\": " << jsonStr(kr.error);
+      f << "}";
+    }
+    f << "}}";
+  }
+  f << "\n ],\n \"families\": [";
+  for (size_t i = 0; i < fams.size(); ++i) {
+    f << (i ? ",\n" : "\n") << "  {\"family\": " << jsonStr(fams[i].name())
+      << ", \"knobs\": [";
+    for (size_t j = 0; j < fams[i].knobs.size(); ++j)
+      f << (j ? ", " : "") << knobs[fams[i].knobs[j]].id;
+    f << "], \"geomean_speedup_compute_bound\": " << jsonNum(geoBound[i])
+      << ", \"geomean_speedup_all\": " << jsonNum(geoAll[i]) << "}";
+  }
+  f << "\n ],\n \"compute_bound_layers\": [";
+  bool first = true;
+  for (const LayerResult& r : results)
+    if (r.computeBound()) {
+      f << (first ? "" : ", ") << jsonStr(layerLabel(*r.layer));
+      first = false;
+    }
+  f << "]}\n";
+  f.close();
+  return f && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+void usage(std::FILE* to) {
+  std::fprintf(
+      to,
+      "usage: knob_speedups [--batch N] [--reps N] [--net NAME]\n"
+      "         [--layer L] [--knobs ID,ID..] [--threads N]\n"
+      "         [--cpu-time] [--perf-engine E] [--json FILE]\n"
+      "Per-layer speedup of every convolution knob of Ops.def over the\n"
+      "exact fp32 knob 11, both through runConv (bias + ReLU fused, input\n"
+      "as the previous exact layer leaves it): medians of --reps (default\n"
+      "5) interleaved rounds after one untimed call of each knob.\n"
+      "  --batch N         images per call (default 64)\n"
+      "  --net NAME        vgg16_cifar10 or resnet18_cifar10 (default both)\n"
+      "  --layer L         only the layers named L (conv1, s2sc), or else\n"
+      "                    whose description contains L (\"512-512\")\n"
+      "  --knobs IDS       only these knob ids (11 is always the baseline)\n"
+      "  --threads N       kernel threads (default: OMP_NUM_THREADS or all)\n"
+      "  --cpu-time        process CPU time instead of wall time\n"
+      "  --perf-engine E   auto|dnnl|dnnl-generic|gemm: force the\n"
+      "                    perforation engine (default auto)\n"
+      "  --json FILE       every (layer, knob) median ms, families, summary\n");
+}
+
+int64_t positive(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || n <= 0) {
+    std::fprintf(stderr,
+                 "knob_speedups: %s needs a positive integer, got "
+                 "'%s'\n",
+                 flag.c_str(), v.c_str());
+    std::exit(2);
+  }
+  return n;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
   int64_t batch = 64;
-  int reps = 5;
-  std::string net, jsonPath;
+  int reps = 5, threads = 0;
+  std::string net, layerFilter, jsonPath;
   std::vector<int> only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "knob_speedups: %s needs a value\n", a.c_str());
-        std::exit(1);
+        std::exit(2);
       }
       return argv[++i];
     };
     if (a == "--batch")
-      batch = std::atoll(next().c_str());
+      batch = positive(a, next());
     else if (a == "--reps")
-      reps = std::atoi(next().c_str());
+      reps = static_cast<int>(positive(a, next()));
+    else if (a == "--threads")
+      threads = static_cast<int>(positive(a, next()));
     else if (a == "--net")
       net = next();
+    else if (a == "--layer")
+      layerFilter = next();
     else if (a == "--perf-engine") {
       const std::string v = next();
       if (v == "dnnl")
@@ -217,144 +678,148 @@ int main(int argc, char** argv) {
       else if (v != "auto") {
         std::fprintf(stderr, "knob_speedups: bad --perf-engine '%s'\n",
                      v.c_str());
-        return 1;
+        return 2;
       }
     } else if (a == "--cpu-time")
       useCpuTime = true;
     else if (a == "--json")
       jsonPath = next();
     else if (a == "--knobs") {
-      const std::string v = next();
-      size_t p = 0;
-      while (p < v.size()) {
-        only.push_back(std::atoi(v.c_str() + p));
-        p = v.find(',', p);
-        p = p == std::string::npos ? v.size() : p + 1;
-      }
+      std::stringstream ss(next());
+      std::string id;
+      while (std::getline(ss, id, ','))
+        only.push_back(static_cast<int>(positive("--knobs", id)));
     } else if (a == "--help" || a == "-h") {
-      usage();
+      usage(stdout);
       return 0;
     } else {
       std::fprintf(stderr, "knob_speedups: unknown option '%s'\n", a.c_str());
-      usage();
-      return 1;
+      usage(stderr);
+      return 2;
     }
   }
-  if (batch <= 0 || reps <= 0) {
-    std::fprintf(stderr, "knob_speedups: --batch and --reps must be > 0\n");
-    return 1;
+  if (!net.empty() &&
+      std::none_of(layers().begin(), layers().end(),
+                   [&](const Layer& l) { return net == l.net; })) {
+    std::fprintf(stderr, "knob_speedups: unknown --net '%s'\n", net.c_str());
+    return 2;
   }
-  std::vector<KnobInfo> knobs;
-  for (const KnobInfo& k : convKnobs())
-    if (only.empty() || std::count(only.begin(), only.end(), k.id))
-      knobs.push_back(k);
+  for (int id : only) {
+    const KnobInfo* k = knobById(id);
+    if (!k || !knobAppliesTo(*k, HpvmOp::Conv)) {
+      std::fprintf(stderr,
+                   "knob_speedups: %d is not a convolution knob of "
+                   "Ops.def\n",
+                   id);
+      return 2;
+    }
+  }
+  if (threads > 0)
+    setNumThreads(threads);
 
-  std::printf("threads %d, batch %lld, best of %d runs (%s time); speedup = "
-              "exact NCHW time / knob time\n",
-              omp_get_max_threads(), static_cast<long long>(batch), reps,
-              useCpuTime ? "CPU" : "wall");
+  std::vector<KnobInfo> knobs;
+  for (const KnobInfo& k : allKnobs())
+    if (knobAppliesTo(k, HpvmOp::Conv) &&
+        (only.empty() || std::count(only.begin(), only.end(), k.id)))
+      knobs.push_back(k);
+  const std::vector<Family> fams = familiesOf(knobs);
+
+  const double loadStart = loadAverage();
+  const CpuSample cpuStart = CpuSample::now();
+  std::printf(
+      "knob_speedups: %d threads, batch %lld, median of %d interleaved "
+      "reps (%s time), %zu knobs, load average %.2f on %d CPUs\n"
+      "cell = exact median / knob median, both runConv with bias+ReLU; a "
+      "family of several knobs\n(offsets, rows/columns) shows its best. "
+      "F/B: FLOPs per byte moved, * compute-bound (>= %.0f).\nfp32: the "
+      "exact knob timed a second time in each rep (its spread around 1.00 "
+      "is the noise).\n\n",
+      numThreads(), static_cast<long long>(batch), reps,
+      useCpuTime ? "CPU" : "wall", knobs.size(), loadStart, omp_get_num_procs(),
+      kComputeBound);
+  const Table table(fams);
+  table.header();
+  std::fflush(stdout);
+
   std::vector<LayerResult> results;
-  std::mt19937 gen(1);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<std::string> errors;
   for (const Layer& l : layers()) {
     if (!net.empty() && net != l.net)
       continue;
-    const int64_t ho = 1 + (l.h + 2 * l.pad - l.kh) / l.stride;
-    std::vector<float> x(batch * l.c * l.h * l.h), w(l.k * l.c * l.kh * l.kh);
-    for (float& v : x)
-      v = dist(gen);
-    for (float& v : w)
-      v = dist(gen);
-    std::vector<float> y(batch * l.k * ho * ho);
-    std::vector<float> xr(x.size()), wr(w.size());
-    ExactConv exact(l, batch, w.data());
-    LayerResult r{&l, 0, 0, exact.impl(), {}};
-    r.exactMs = timeMs([&] { exact.plain(x.data(), y.data()); }, reps);
-    r.exactBlkMs = timeMs([&] { exact.blocked(); }, reps);
-    const ConvArgs args{static_cast<int>(l.pad), static_cast<int>(l.pad),
-                        static_cast<int>(l.stride), static_cast<int>(l.stride),
-                        1};
-    for (const KnobInfo& k : knobs) {
-      const bool half = k.spec.precision == Precision::FP16;
-      auto run = [&] {
-        const float* xs = x.data();
-        const float* ws = w.data();
-        if (half) {
-          // fp16 numerics: operands and result rounded (as the kernels do).
-          std::memcpy(xr.data(), x.data(), x.size() * sizeof(float));
-          std::memcpy(wr.data(), w.data(), w.size() * sizeof(float));
-          approx::roundToHalf(xr.data(), static_cast<int64_t>(xr.size()));
-          approx::roundToHalf(wr.data(), static_cast<int64_t>(wr.size()));
-          xs = xr.data();
-          ws = wr.data();
-        }
-        switch (k.spec.variant) {
-        case Variant::Exact:
-          exact.plain(xs, y.data());
-          break;
-        case Variant::PerfRow:
-        case Variant::PerfCol:
-          approx::convPerforated(xs, batch, l.c, l.h, l.h, ws, l.k, l.kh, l.kh,
-                                 args, k.spec, y.data());
-          break;
-        case Variant::Samp:
-          approx::convSampled(xs, batch, l.c, l.h, l.h, ws, l.k, l.kh, l.kh,
-                              args, k.spec, y.data());
-          break;
-        }
-        if (half)
-          approx::roundToHalf(y.data(), static_cast<int64_t>(y.size()));
-      };
-      r.knobs.push_back({k.id, timeMs(run, reps)});
+    if (!layerFilter.empty() && !layerMatches(l, layerFilter))
+      continue;
+    results.push_back(measure(l, batch, reps, knobs));
+    const LayerResult& r = results.back();
+    if (!r.exact.error.empty()) {
+      std::fprintf(stderr, "knob_speedups: %s: exact convolution failed: %s\n",
+                   layerLabel(l).c_str(), r.exact.error.c_str());
+      return 1;
     }
-    results.push_back(std::move(r));
-    const LayerResult& lr = results.back();
-    std::printf("\n%s %s: exact %.2f ms (kernel-layout %.2f ms, %s)\n", l.net,
-                l.name, lr.exactMs, lr.exactBlkMs, lr.impl.c_str());
-    std::string line;
-    for (size_t i = 0; i < knobs.size(); ++i) {
-      char cell[48];
-      std::snprintf(cell, sizeof cell, "  %3d %-9s %5.2fx", knobs[i].id,
-                    knobs[i].confName, lr.exactMs / lr.knobs[i].ms);
-      line += cell;
-      if (i % 4 == 3 || i + 1 == knobs.size()) {
-        std::printf("%s\n", line.c_str());
-        line.clear();
-      }
-    }
+    for (size_t i = 0; i < knobs.size(); ++i)
+      if (!r.knobs[i].error.empty())
+        errors.push_back(layerLabel(l) + ": knob " +
+                         std::to_string(knobs[i].id) + ": " + r.knobs[i].error);
+    char lead[128];
+    std::snprintf(lead, sizeof lead, "%-13s %-18s %4.0f%s %9.3f",
+                  layerLabel(l).c_str(), shapeLabel(l).c_str(),
+                  r.flops / r.bytes, r.computeBound() ? "*" : " ",
+                  r.exact.medianMs);
+    std::vector<double> cells;
+    for (const Family& f : fams)
+      cells.push_back(r.familySpeedup(f));
+    table.row(lead, cells);
     std::fflush(stdout);
   }
 
-  if (!jsonPath.empty()) {
-    const std::string tmp = jsonPath + ".tmp";
-    std::ofstream f(tmp);
-    f << "{\"threads\": " << omp_get_max_threads() << ", \"batch\": " << batch
-      << ", \"reps\": " << reps << ", \"clock\": \""
-      << (useCpuTime ? "cpu" : "wall") << "\", \"layers\": [";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const LayerResult& r = results[i];
-      const Layer& l = *r.layer;
-      f << (i ? ",\n" : "\n") << "  {\"net\": \"" << l.net
-        << "\", \"layer\": \"" << l.name << "\", \"c\": " << l.c
-        << ", \"hw\": " << l.h << ", \"k\": " << l.k << ", \"kernel\": " << l.kh
-        << ", \"stride\": " << l.stride << ", \"pad\": " << l.pad
-        << ", \"exact_ms\": " << r.exactMs
-        << ", \"exact_kernel_layout_ms\": " << r.exactBlkMs
-        << ", \"exact_impl\": \"" << r.impl << "\", \"knobs\": {";
-      for (size_t j = 0; j < r.knobs.size(); ++j)
-        f << (j ? ", " : "") << "\"" << r.knobs[j].id
-          << "\": {\"ms\": " << r.knobs[j].ms
-          << ", \"speedup\": " << r.exactMs / r.knobs[j].ms << "}";
-      f << "}}";
+  // Geometric means of the family speedups, over the compute-bound layers
+  // and over all layers.
+  std::vector<double> geoBound, geoAll;
+  std::string boundNames;
+  for (const LayerResult& r : results)
+    if (r.computeBound())
+      boundNames += (boundNames.empty() ? "" : ", ") + layerLabel(*r.layer);
+  for (const Family& f : fams) {
+    std::vector<double> bound, all;
+    for (const LayerResult& r : results) {
+      all.push_back(r.familySpeedup(f));
+      if (r.computeBound())
+        bound.push_back(r.familySpeedup(f));
     }
-    f << "\n]}\n";
-    f.close();
-    if (!f || std::rename(tmp.c_str(), jsonPath.c_str()) != 0) {
+    geoBound.push_back(geomean(bound));
+    geoAll.push_back(geomean(all));
+  }
+  std::printf("\n");
+  table.row("geomean, compute-bound layers", geoBound);
+  table.row("geomean, all layers", geoAll);
+  std::printf("\ncompute-bound (>= %.0f FLOPs/byte): %s\n", kComputeBound,
+              boundNames.empty() ? "none" : boundNames.c_str());
+  std::string summary;
+  for (size_t i = 0; i < fams.size(); ++i) {
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "%s%s %.2f", i ? ", " : "",
+                  fams[i].name().c_str(), geoBound[i]);
+    summary += cell;
+  }
+  std::printf("geomean speedup over compute-bound layers: %s\n",
+              summary.c_str());
+  for (const std::string& e : errors)
+    std::printf("failed: %s\n", e.c_str());
+  const double others = CpuSample::now().othersSince(cpuStart);
+  std::printf("other processes kept %.2f of %d CPUs busy on average during "
+              "the run%s\n",
+              others, omp_get_num_procs(),
+              others > 0.2 ? ": the times are skewed (with several threads, "
+                             "kernels with many parallel regions most)"
+                           : "");
+
+  if (!jsonPath.empty()) {
+    if (!writeJson(jsonPath, batch, reps, loadStart, others, knobs, fams,
+                   results, geoBound, geoAll)) {
       std::fprintf(stderr, "knob_speedups: cannot write %s\n",
                    jsonPath.c_str());
       return 1;
     }
-    std::printf("\nwrote %s\n", jsonPath.c_str());
+    std::printf("wrote %s\n", jsonPath.c_str());
   }
   return 0;
 }
