@@ -68,6 +68,9 @@ struct BlockedConv {
   KnobSpec knob; ///< PerfRow or PerfCol (perforation), Samp (sampling).
   /// Rounds a copy of the input in place (fp16 knobs); none if empty.
   std::function<void(float*, int64_t)> roundInput;
+  /// Native bf16 arithmetic (perforation only): bf16 operands, fp32 sums
+  /// and results; the input is converted once. roundInput must be empty.
+  bool bf16 = false;
   /// Returns the dense nChw16c N x K x Ho x Wo output buffer; called once,
   /// only when the convolution runs.
   std::function<float*()> output;

@@ -92,7 +92,7 @@ tag srcTag(const ConvGeometry& g) {
 /// columns, planned on the transposed geometry); ok == false when oneDNN
 /// offers only its reference kernel or nothing.
 BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
-                            const ClassPlan& p) {
+                            const ClassPlan& p, dt inType) {
   BlockedPrim bp;
   bp.plan = p;
   const bool sc = stridedCols;
@@ -104,8 +104,8 @@ BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
          dnnl::algorithm::convolution_direct,
          memory::desc(sc ? memory::dims{g.n, g.c, g.h, p.viewH}
                          : memory::dims{g.n, g.c, p.viewH, g.w},
-                      dt::f32, srcTag(g)),
-         memory::desc(weightsDims(g), dt::f32, tag::any),
+                      inType, srcTag(g)),
+         memory::desc(weightsDims(g), inType, tag::any),
          memory::desc(sc ? memory::dims{g.n, g.k, g.ho, p.outLen}
                          : memory::dims{g.n, g.k, p.outLen, g.wo},
                       dt::f32, tag::nChw16c),
@@ -130,7 +130,7 @@ BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
 /// The cached convolution computing class `c` of g's rows, or one with
 /// ok == false when oneDNN has no fast kernel for it.
 const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
-                               const OutputClass& c) {
+                               const OutputClass& c, dt inType) {
   const std::vector<int64_t> key{g.n,
                                  g.c,
                                  g.h,
@@ -147,6 +147,7 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
                                  c.step,
                                  c.count,
                                  stridedCols,
+                                 static_cast<int64_t>(inType),
                                  omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(blockedMutex);
   auto it = blockedCache().find(key);
@@ -169,7 +170,7 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
   }
   BlockedPrim bp;
   for (const ClassPlan& p : {inPlace, cropped, planClass(axis, c, 0)}) {
-    bp = makeBlockedPrim(g, stridedCols, p);
+    bp = makeBlockedPrim(g, stridedCols, p, inType);
     if (bp.ok)
       break;
   }
@@ -184,13 +185,14 @@ int64_t lanesOf(const ConvGeometry& g) {
 int64_t planesOf(const ConvGeometry& g) { return g.n * g.c / lanesOf(g); }
 
 /// Copies rows (stridedCols: columns) shift .. shift + len - 1 of every
-/// plane of `x` (layout srcTag(g)) into the dense buffer `to`.
-void copyView(const float* x, const ConvGeometry& g, bool stridedCols,
-              int64_t shift, int64_t len, float* to) {
-  const int64_t lanes = lanesOf(g), planes = planesOf(g);
+/// plane of `x` (layout srcTag(g), elements of `esize` bytes) into the
+/// dense buffer `to`.
+void copyView(const char* x, const ConvGeometry& g, bool stridedCols,
+              int64_t shift, int64_t len, char* to, int64_t esize) {
+  const int64_t lanes = lanesOf(g) * esize, planes = planesOf(g);
   const int64_t rows = stridedCols ? g.h : len;
   const int64_t rowLen = stridedCols ? len : g.w;
-  const size_t bytes = static_cast<size_t>(rowLen * lanes) * sizeof(float);
+  const size_t bytes = static_cast<size_t>(rowLen * lanes);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t r = 0; r < rows; ++r) {
@@ -202,15 +204,17 @@ void copyView(const float* x, const ConvGeometry& g, bool stridedCols,
 }
 
 /// xt = x with rows and columns swapped in every plane (x has g's layout
-/// srcTag(g); each position's channel vector moves whole).
-void transposeInput(const float* x, const ConvGeometry& g, float* xt) {
-  const int64_t lanes = lanesOf(g), planes = planesOf(g);
-  const size_t bytes = static_cast<size_t>(lanes) * sizeof(float);
+/// srcTag(g), elements of `esize` bytes; each position's channel vector
+/// moves whole).
+void transposeInput(const char* x, const ConvGeometry& g, char* xt,
+                    int64_t esize) {
+  const int64_t lanes = lanesOf(g) * esize, planes = planesOf(g);
+  const size_t bytes = static_cast<size_t>(lanes);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t w = 0; w < g.w; ++w) {
-      const float* from = x + (p * g.h * g.w + w) * lanes;
-      float* to = xt + (p * g.w + w) * g.h * lanes;
+      const char* from = x + (p * g.h * g.w + w) * lanes;
+      char* to = xt + (p * g.w + w) * g.h * lanes;
       for (int64_t h = 0; h < g.h; ++h)
         std::memcpy(to + h * lanes, from + h * g.w * lanes, bytes);
     }
@@ -336,6 +340,9 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
 
   // Images go through in chunks whose class results fit in cache, so that
   // the output pass reads them from there.
+  // bf16: operands bf16 (the input converted once), sums and results fp32.
+  const dt inType = bc.bf16 ? dt::bf16 : dt::f32;
+  const int64_t esize = bc.bf16 ? 2 : 4;
   const int64_t perImage = g.k * g.ho * g.wo * int64_t(sizeof(float));
   const int64_t chunk = std::clamp<int64_t>(kChunkBytes / perImage, 1, g.n);
   auto chunkPrims = [&](int64_t n) {
@@ -343,7 +350,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
     gc.n = n;
     std::vector<const BlockedPrim*> prims;
     for (const OutputClass& c : classes) {
-      prims.push_back(&blockedPrim(gc, strided, c));
+      prims.push_back(&blockedPrim(gc, strided, c, inType));
       if (!prims.back()->ok)
         return std::vector<const BlockedPrim*>{};
     }
@@ -359,9 +366,10 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   dnnl::stream strm(eng);
   ScratchPool::Lease lease(scratchPool());
 
-  // The input in the engine's layout, rounded when the caller asks.
-  const float* x = blockedInput(
-      bc, memory::desc({g.n, g.c, g.h, g.w}, dt::f32, srcTag(g)), lease, strm);
+  // The input in the engine's layout (and type), rounded when the caller
+  // asks.
+  const char* x = reinterpret_cast<const char*>(blockedInput(
+      bc, memory::desc({g.n, g.c, g.h, g.w}, inType, srcTag(g)), lease, strm));
 
   // The filter (OIHW, read transposed for columns), reordered once per
   // layout and contents.
@@ -375,19 +383,18 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   memory weiMem;
 
   const int64_t imageIn = g.c * g.h * g.w;
-  float* transposedIn =
-      tr ? static_cast<float*>(lease.slot(2, chunk * imageIn * sizeof(float)))
-         : nullptr;
+  char* transposedIn =
+      tr ? static_cast<char*>(lease.slot(2, chunk * imageIn * esize)) : nullptr;
   float* y = bc.output();
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     ConvGeometry gc = gi;
     gc.n = std::min(chunk, g.n - n0);
     const std::vector<const BlockedPrim*>& prims = gc.n == chunk ? full : tail;
-    const float* xc = x + n0 * imageIn;
+    const char* xc = x + n0 * imageIn * esize;
     if (tr) {
       ConvGeometry orig = g;
       orig.n = gc.n;
-      transposeInput(xc, orig, transposedIn);
+      transposeInput(xc, orig, transposedIn, esize);
       xc = transposedIn;
     }
 
@@ -401,15 +408,15 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
       const std::pair<int64_t, int64_t> view{bp.plan.shift, bp.plan.viewH};
       memory in;
       if (bp.plan.shift == 0 && bp.plan.viewH == (strided ? gc.w : gc.h)) {
-        in = memory(bp.src, eng, const_cast<float*>(xc));
+        in = memory(bp.src, eng, const_cast<char*>(xc));
       } else {
         for (const auto& v : views)
           if (v.first == view && v.second.get_desc() == bp.src)
             in = v.second;
         if (!in) {
-          float* to = static_cast<float*>(
+          char* to = static_cast<char*>(
               lease.slot(3 + views.size(), bp.src.get_size()));
-          copyView(xc, gc, strided, bp.plan.shift, bp.plan.viewH, to);
+          copyView(xc, gc, strided, bp.plan.shift, bp.plan.viewH, to, esize);
           in = memory(bp.src, eng, to);
           views.emplace_back(view, in);
         }

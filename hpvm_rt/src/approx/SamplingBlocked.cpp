@@ -135,7 +135,8 @@ bool convSampledBlocked(const BlockedConv& bc) {
   const ConvGeometry g =
       checkConv("convSampledBlocked", bc.n, bc.c, bc.h, bc.w, bc.k, bc.kh,
                 bc.kw, bc.args, bc.knob, Variant::Samp, Variant::Samp);
-  if (g.groups != 1 || g.c % 16 != 0 || g.k % 16 != 0 || !preferred(g))
+  if (bc.bf16 || g.groups != 1 || g.c % 16 != 0 || g.k % 16 != 0 ||
+      !preferred(g))
     return false;
   const TapLayout t = tapLayout(
       g, samplingKept(g.cg, g.kh, g.kw, bc.knob.rate, bc.knob.offset));

@@ -678,7 +678,11 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.c = xd[1];
   bc.h = xd[2];
   bc.w = xd[3];
-  bc.weights = knob.precision == Precision::FP32
+  // bf16 perforation runs natively where the CPU has bf16 dot products;
+  // fp16 (and bf16 elsewhere) rounds fp32 operands.
+  bc.bf16 = knob.precision == Precision::BF16 &&
+            knob.variant != Variant::Samp && numericsOf(knob).nativeBf16;
+  bc.weights = knob.precision == Precision::FP32 || bc.bf16
                    ? hostData(w)
                    : roundedWeights(w, knob.precision);
   bc.k = wd[0];
@@ -686,7 +690,8 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.kw = wd[3];
   bc.args = a;
   bc.knob = knob;
-  if (knob.precision != Precision::FP32 && !alreadyRounded(x, knob.precision))
+  if (knob.precision != Precision::FP32 && !bc.bf16 &&
+      !alreadyRounded(x, knob.precision))
     bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
   bc.output = [&] {
     if (post.residual) {
@@ -977,11 +982,13 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     for (float& f : outScales)
       f /= qOut;
   const bool residualDims = post.residual && dims4(post.residual) == yd;
+  // The output scales are fixed in the primitive: its key names the
+  // version of w (whose weight scales they hold) and the input scale.
   std::string key = fmt::format(
       "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}",
       xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
       args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
-      residualDims, static_cast<const void*>(w), plain.key, scaleKey(aq.scale),
+      residualDims, tensorKey(w), plain.key, scaleKey(aq.scale),
       scaleKey(qOut));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
@@ -1092,10 +1099,17 @@ void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
       made.reference = isRefImpl(pd);
       return made;
     };
-    Prim made = make(ResidualAs::Sum);
-    if (post.residual && made.reference)
-      made = make(ResidualAs::Split);
-    return made;
+    // The residual as a sum post-op, else (only oneDNN's reference kernel
+    // or no kernel at all fuses it, as for a 4-D source) added separately.
+    try {
+      Prim made = make(ResidualAs::Sum);
+      if (!post.residual || !made.reference)
+        return made;
+    } catch (const dnnl::error&) {
+      if (!post.residual)
+        throw;
+    }
+    return make(ResidualAs::Split);
   });
   dnnl::memory weights = int8Weights(w, plain, p.weights);
   PoolBuffer srcBuf(p.src.get_size());
