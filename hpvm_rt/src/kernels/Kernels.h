@@ -40,7 +40,8 @@ struct KnobSpec {
   int rate = 1;   ///< Perforation/sampling rate r; 1 means exact.
   int offset = 0; ///< Offset 0..r-1.
   /// INT8: the calibrated range [inLo, inHi] of the op's input, quantized
-  /// unsigned (0..255) when inLo >= 0, else signed symmetric (-127..127).
+  /// unsigned (0..255) when inLo >= 0, else signed with the symmetric scale
+  /// max(-inLo, inHi) / 127 (saturating at -128..127).
   /// Filled by the executor from the active calibration.
   bool hasRange = false;
   float inLo = 0.f, inHi = 0.f;

@@ -1292,6 +1292,16 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
         memoryAs(post.residual, p.dst);
   p.prim.execute(stream(), execArgs);
   stream().wait();
+  // With 16 channels, NHWC is byte for byte nChw16c: say so, and the next
+  // layer (blocked, like every fp32 layer) reads it without a reorder (a
+  // first convolution whose padding the direct kernels reject writes NHWC).
+  if (K == 16 && p.dst == dnnl::memory::desc({yd[0], 16, yd[2], yd[3]}, dt::f32,
+                                             tag::nhwc)) {
+    TensorImpl& impl = implOf(y);
+    impl.mem = dnnl::memory(
+        dnnl::memory::desc({yd[0], 16, yd[2], yd[3]}, dt::f32, tag::nChw16c),
+        engine(), impl.memBuf);
+  }
   if (post.residual && p.residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
            y);
@@ -1430,6 +1440,9 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
     return Prim{dnnl::pooling_forward(pd), pd.src_desc(), {}, pd.dst_desc()};
   });
   const float scale = implOf(x).memScale;
+  // The maximum of values rounded to the knob's precision is rounded.
+  const bool rounded =
+      a.kind == PoolArgs::Max && alreadyRounded(x, knob.precision);
   dnnl::memory dst = outputMemory(y, p.dst);
   p.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
   stream().wait();
@@ -1437,7 +1450,10 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
     implOf(y).memScale = scale;
     return;
   }
-  roundResult(knob.precision, y);
+  if (rounded)
+    implOf(y).roundedTo = knob.precision;
+  else
+    roundResult(knob.precision, y);
 }
 
 // --- Batch norm -------------------------------------------------------------
@@ -1592,11 +1608,26 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
   HPVM_KCHECK(numElems(y) == numElems(x),
               fmt::format("activation output {} differs from input {}",
                           dimsStr(y), dimsStr(x)));
+  // ReLU (and a clip to bounds the precision represents) selects input
+  // values or bounds: on input already rounded to the knob's precision the
+  // result is rounded too, and needs no rounding pass.
+  auto representable = [&](float v) {
+    float r = v;
+    roundTo(knob.precision, &r, 1);
+    return r == v;
+  };
+  const bool selects =
+      act == Act::None || act == Act::Relu ||
+      (act == Act::Clip && representable(lo) && representable(hi));
+  const bool rounded = selects && alreadyRounded(x, knob.precision);
   dnnl::memory src = currentMemory(x);
   dnnl::memory dst = sameLayoutOutput(x, src, y);
   eltwise(src, dst, act, lo, hi);
   markInPlace(y, dst);
-  roundResult(knob.precision, y);
+  if (rounded)
+    implOf(y).roundedTo = knob.precision;
+  else
+    roundResult(knob.precision, y);
 }
 
 // --- Softmax ----------------------------------------------------------------
