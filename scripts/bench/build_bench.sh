@@ -1,6 +1,6 @@
 # shellcheck shell=sh disable=SC2154,SC3013
 # build_bench.sh - sourced by the benchmark scripts (kernel_bench.sh,
-# knob_e2e.sh, knob_speedups.sh); not run on its own.
+# knob_speedups.sh); not run on its own.
 #
 # build_bench BIN SOURCE... - compiles the benchmark BIN from SOURCE... (a
 # benchmark's .cpp with the hpvm_rt sources it needs) with the flags every
