@@ -4,6 +4,7 @@
 // non-convolution ops apply the knob's precision.
 #include "KernelTestUtil.h"
 #include "approx/ConvGeometry.h"
+#include "kernels/TensorImpl.h"
 
 using namespace hpvm::rt;
 using namespace hpvm::rt::test;
@@ -83,6 +84,10 @@ struct ConvCase {
     if (p == Precision::FP16) {
       approx::roundToHalf(xv.data(), int64_t(xv.size()));
       approx::roundToHalf(wv.data(), int64_t(wv.size()));
+    } else if (p == Precision::BF16) {
+      // bf16 operands, fp32 sums and result.
+      approx::roundToBf16(xv.data(), int64_t(xv.size()));
+      approx::roundToBf16(wv.data(), int64_t(wv.size()));
     }
     std::vector<float> want(s.N * s.K * s.Ho() * s.Wo());
     if (knob.variant == Variant::Samp)
@@ -279,6 +284,43 @@ TEST_CASE("Kernels: the blocked perforation engine equals the NCHW one on "
   }
 }
 
+TEST_CASE("Kernels: bf16 perforation equals the approximate algorithm on "
+          "bf16-rounded operands, on the blocked engine") {
+  // perf_bf16: the kept rows/columns by oneDNN's bf16 kernels (bf16 products
+  // are exact in fp32; only the order of the fp32 sums differs from the
+  // NCHW engine on rounded operands), then the same interpolation.
+  for (const char* name :
+       {"vgg_first", "tail13", "stride2", "pointwise", "depthwise", "rect16"}) {
+    ConvCase c(name, 1200);
+    REQUIRE_MESSAGE(c.blocked(Variant::PerfRow, approx::PerforationPath::Auto),
+                    name);
+    for (Variant v : {Variant::PerfRow, Variant::PerfCol})
+      for (int rate = 2; rate <= 4; ++rate)
+        for (int chain : {0, 3}) {
+          const int offset = rate - 1;
+          KnobSpec knob = knobOf(v, Precision::BF16, rate, offset);
+          TestPost post(chain, c.s.K, c.yDims, 1210 + chain);
+          const uint64_t before = approx::blockedRuns();
+          std::vector<float> got = c.run(post.ops, knob);
+          const std::string what = std::string(name) + " variant " +
+                                   std::to_string(int(v)) + " rate " +
+                                   std::to_string(rate) + " chain " +
+                                   std::to_string(chain);
+          const std::vector<bool> kept = approx::perforationKept(
+              v == Variant::PerfRow ? c.s.Ho() : c.s.Wo(), rate, offset);
+          if (std::find(kept.begin(), kept.end(), false) != kept.end())
+            CHECK_MESSAGE(approx::blockedRuns() == before + 1,
+                          what << ": not computed by the blocked engine");
+          checkClose(got, c.approximate(post, knob, Precision::BF16), 2e-5,
+                     2e-5, what);
+          // And it is not the fp32 result.
+          CHECK_MESSAGE(
+              got != c.run(post.ops, knobOf(v, Precision::FP32, rate, offset)),
+              what << ": bf16 == fp32");
+        }
+  }
+}
+
 TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
           "every rate and offset, fp32 and fp16") {
   // Shapes it takes (C and K multiples of 16, small outputs or 1x1):
@@ -367,4 +409,57 @@ TEST_CASE("Kernels: non-conv ops apply the knob's precision to their "
     runPool(x.get(), pool, knob, py.get());
     CHECK(representable(py.values(), p));
   }
+}
+
+TEST_CASE("Kernels: a bf16 layer storing its result as bf16 gives the next "
+          "bf16 layers the values they would round to") {
+  // conv A (bf16, relu) -> [max pool] -> conv B (bf16) or dense (bf16): with
+  // PostOps::bf16Out the result of A is stored as bf16; B's output must be
+  // bit for bit the one computed from A's fp32 result.
+  TestTensor x({4, 16, 8, 8}), wa({32, 16, 3, 3}), wb({16, 32, 3, 3}),
+      wd({1, 1, 32 * 4 * 4, 10});
+  x.set(randomVec(x.size(), 1400));
+  wa.set(randomVec(wa.size(), 1401, -0.1f, 0.1f));
+  wb.set(randomVec(wb.size(), 1402, -0.1f, 0.1f));
+  wd.set(randomVec(wd.size(), 1403, -0.1f, 0.1f));
+  ConvArgs same;
+  same.padH = same.padW = 1;
+  const KnobSpec bf16 = knobOf(Variant::Exact, Precision::BF16);
+  PoolArgs pool;
+  pool.kh = pool.kw = pool.strideH = pool.strideW = 2;
+  for (bool viaPool : {false, true})
+    for (bool chained : {false, true}) {
+      PostOps pa;
+      pa.act = Act::Relu;
+      pa.bf16Out = chained;
+      TestTensor a({4, 32, 8, 8}), p({4, 32, 4, 4});
+      runConv(x.get(), wa.get(), same, pa, bf16, a.get());
+      const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+      const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+      if ((isa & need) == need)
+        CHECK((kern::storedMemory(a.get()).get_desc().data_type() ==
+               dnnl::memory::data_type::bf16) == chained);
+      Tensor* in = a.get();
+      if (viaPool) {
+        runPool(a.get(), pool, KnobSpec{}, p.get());
+        in = p.get();
+      }
+      TestTensor b({4, 16, viaPool ? 4u : 8u, viaPool ? 4u : 8u});
+      runConv(in, wb.get(), same, PostOps{}, bf16, b.get());
+      static std::vector<float> unchained[2];
+      if (!chained) {
+        unchained[viaPool] = b.values();
+        continue;
+      }
+      CHECK_MESSAGE(b.values() == unchained[viaPool], "pool " << viaPool);
+      if (viaPool) {
+        TestTensor d({4, 10, 1, 1}), d0({4, 10, 1, 1});
+        runDense(in, wd.get(), PostOps{}, bf16, d.get());
+        // The same values, from the fp32 host copy.
+        TestTensor copy({4, 32, 4, 4});
+        copy.set(p.values());
+        runDense(copy.get(), wd.get(), PostOps{}, bf16, d0.get());
+        CHECK(d.values() == d0.values());
+      }
+    }
 }
