@@ -212,10 +212,14 @@ void CalibrationRecorder::nextPass() {
 
 void CalibrationRecorder::observe(void* self, int ordinal, HpvmOp op,
                                   const float* data, int64_t n) {
-  auto* rec = static_cast<CalibrationRecorder*>(self);
-  Node& node = rec->nodes_[ordinal];
+  static_cast<CalibrationRecorder*>(self)->add(ordinal, op, data, n);
+}
+
+void CalibrationRecorder::add(int ordinal, HpvmOp op, const float* data,
+                              int64_t n) {
+  Node& node = nodes_[ordinal];
   node.op = op;
-  if (rec->pass_ == 1) {
+  if (pass_ == 1) {
     float lo = node.lo, hi = node.hi;
 #pragma omp parallel for reduction(min                                         \
                                    : lo) reduction(max                         \

@@ -58,6 +58,9 @@ public:
 
   /// True if the method needs the second pass.
   bool needsSecondPass() const { return method_.percentile; }
+  /// Adds \p n input values of fused node \p ordinal (what the executor's
+  /// observer calls).
+  void add(int ordinal, HpvmOp op, const float* data, int64_t n);
   void nextPass();
   Int8Calibration result(const std::string& model, int64_t images) const;
 
