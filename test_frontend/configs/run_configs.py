@@ -477,11 +477,13 @@ class Oracle:
     convolution run in one batched forward pass (one slice of the batch per
     knob) and are cached."""
 
-    def __init__(self, prep):
+    def __init__(self, prep, int8_ranges=None):
         import torch
         from torch import nn
         self.model, self.x = prep.model, torch.from_numpy(prep.x)
         self.order, self.cache = [], {}
+        # Convolution index -> (lo, hi) input range of the int8 knobs.
+        self.int8_ranges = int8_ranges or {}
 
         def record(m, inputs, out):
             if m.groups == 1:
@@ -503,6 +505,7 @@ class Oracle:
         return self.cache[(conv_index, knob["id"])]
 
     def _compute(self, conv_index, knobs):
+        import numpy as np
         import torch
         import torch.nn.functional as F
         n = self.x.shape[0]
@@ -511,6 +514,21 @@ class Oracle:
             parts = []
             for i, knob in enumerate(knobs):
                 xi, yi = inputs[0][i * n:(i + 1) * n], out[i * n:(i + 1) * n]
+                if knob["precision"] == "INT8":
+                    # The convolution on quantized operands: the input per
+                    # tensor over the calibrated range, the filter per
+                    # output channel (round half to even, as the runtime).
+                    lo, hi = self.int8_ranges[conv_index]
+                    u8 = lo >= 0
+                    s = np.float32((hi if u8 else max(-lo, hi)) /
+                                   (255.0 if u8 else 127.0))
+                    inv = torch.tensor(np.float32(1) / s)
+                    xq = torch.clamp(torch.round(xi * inv), 0 if u8 else -128,
+                                     255 if u8 else 127) * float(s)
+                    w = m.weight
+                    ws = w.abs().amax(dim=(1, 2, 3), keepdim=True) / 127
+                    wq = torch.round(w / ws) * ws
+                    yi = F.conv2d(xq, wq, m.bias, m.stride, m.padding)
                 if knob["variant"] == "Samp":
                     w = sample_filter(m.weight, knob["rate"], knob["offset"])
                     parts.append(F.conv2d(xi, w, m.bias, m.stride,
@@ -553,7 +571,8 @@ def check_case(table, oracle, conv_index, knob_id, out, exact):
         return change, None, ""
     approximate = [r for r in table.knobs.values() if r["variant"] != "Exact"]
     err = rel_change(out, oracle.output(conv_index, row, approximate))
-    tol = ORACLE_TOL if row["precision"] == "FP32" else PRECISION_MAX
+    tol = ORACLE_TOL if row["precision"] in ("FP32", "INT8") else \
+        PRECISION_MAX
     if err > tol:
         return change, err, (f"{row['name']} rate {row['rate']} offset "
                              f"{row['offset']} differs from the reference "
@@ -628,7 +647,16 @@ def cmd_sweep(args):
             if op == "conv":
                 conv_index[(ordinal, j)] = count
                 count += 1
-    oracle = Oracle(prep)
+    # The int8 knobs' ranges, by convolution index, from the calibration.
+    ordinal_conv = {o: i for (o, j), i in conv_index.items() if j == 0}
+    int8_ranges = {}
+    with open(calib) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "node" and int(w[1]) in ordinal_conv:
+                int8_ranges[ordinal_conv[int(w[1])]] = (float(w[3]),
+                                                        float(w[4]))
+    oracle = Oracle(prep, int8_ranges)
     failures, by_family, report = [], {}, []
     for (what, ordinal, j, op, knob, _), out in zip(cases, outputs[1:]):
         if out.shape != exact.shape:
@@ -667,7 +695,8 @@ def cmd_sweep(args):
                             f"\n  files kept in {work}")
     H.log(f"[{args.net}] PASS: {len(cases)} knob cases: fp32 exact, fp16/"
           f"bf16 within {PRECISION_MAX:g}, int8 within {INT8_MAX:g}, "
-          f"perforation and sampling equal the reference algorithm")
+          f"perforation and sampling equal the reference algorithm (int8 "
+          f"perforation: on the quantized operands)")
 
 
 # --- inspect ----------------------------------------------------------------

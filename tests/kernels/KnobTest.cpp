@@ -88,6 +88,26 @@ struct ConvCase {
       // bf16 operands, fp32 sums and result.
       approx::roundToBf16(xv.data(), int64_t(xv.size()));
       approx::roundToBf16(wv.data(), int64_t(wv.size()));
+    } else if (p == Precision::INT8) {
+      // The input per tensor over the knob's range (unsigned when it is
+      // nonnegative), the filter per output channel, both dequantized.
+      REQUIRE(knob.hasRange);
+      const bool u8 = knob.inLo >= 0.f;
+      const float m = u8 ? knob.inHi : std::max(-knob.inLo, knob.inHi);
+      const float sx = m / (u8 ? 255.f : 127.f), inv = 1.f / sx;
+      for (float& v : xv)
+        v = std::clamp(std::nearbyint(v * inv), u8 ? 0.f : -128.f,
+                       u8 ? 255.f : 127.f) *
+            sx;
+      const size_t perK = wv.size() / size_t(s.K);
+      for (size_t k = 0; k < size_t(s.K); ++k) {
+        float wm = 0.f;
+        for (size_t e = 0; e < perK; ++e)
+          wm = std::max(wm, std::fabs(wv[k * perK + e]));
+        const float sw = wm / 127.f;
+        for (size_t e = 0; e < perK; ++e)
+          wv[k * perK + e] = std::nearbyint(wv[k * perK + e] / sw) * sw;
+      }
     }
     std::vector<float> want(s.N * s.K * s.Ho() * s.Wo());
     if (knob.variant == Variant::Samp)
@@ -318,6 +338,51 @@ TEST_CASE("Kernels: bf16 perforation equals the approximate algorithm on "
               got != c.run(post.ops, knobOf(v, Precision::FP32, rate, offset)),
               what << ": bf16 == fp32");
         }
+  }
+}
+
+TEST_CASE("Kernels: int8 perforation equals the approximate algorithm on "
+          "quantized operands, on the blocked engine and off it") {
+  // perf_int8: the kept rows/columns by oneDNN's int8 kernels (exact
+  // 32-bit sums, rescaled), or the fp32 engine on the dequantized operands
+  // where the blocked engine does not apply; then the same interpolation.
+  for (const char* name : {"vgg_first", "tail13", "stride2", "pointwise",
+                           "depthwise", "rect16", "lenet_like_5x5"}) {
+    ConvCase c(name, 1500);
+    std::vector<float> xv = c.x->values();
+    for (bool nonneg : {true, false}) {
+      if (nonneg) { // as after a ReLU
+        for (float& v : xv)
+          v = std::fabs(v);
+        c.x->set(xv);
+      }
+      for (Variant v : {Variant::PerfRow, Variant::PerfCol})
+        for (int rate : {2, 3}) {
+          KnobSpec knob = knobOf(v, Precision::INT8, rate, 1);
+          knob.hasRange = true;
+          knob.inLo = *std::min_element(xv.begin(), xv.end());
+          knob.inHi = *std::max_element(xv.begin(), xv.end());
+          TestPost post(3, c.s.K, c.yDims, 1510);
+          const uint64_t before = approx::blockedRuns();
+          std::vector<float> got = c.run(post.ops, knob);
+          const std::string what =
+              std::string(name) + (nonneg ? " u8" : " s8") + " variant " +
+              std::to_string(int(v)) + " rate " + std::to_string(rate);
+          const std::vector<bool> kept = approx::perforationKept(
+              v == Variant::PerfRow ? c.s.Ho() : c.s.Wo(), rate, 1);
+          const bool skips =
+              std::find(kept.begin(), kept.end(), false) != kept.end();
+          if (skips && c.blocked(v, approx::PerforationPath::Auto))
+            CHECK_MESSAGE(approx::blockedRuns() == before + 1,
+                          what << ": not computed by the blocked engine");
+          checkClose(got, c.approximate(post, knob, Precision::INT8), 2e-5,
+                     2e-5, what);
+          if (skips)
+            CHECK_MESSAGE(
+                got != c.run(post.ops, knobOf(v, Precision::FP32, rate, 1)),
+                what << ": int8 == fp32");
+        }
+    }
   }
 }
 

@@ -238,8 +238,8 @@ TEST_CASE("Runtime: configuration node line errors") {
         "t.txt:4:12: expected a knob after op 'conv', found op 'add'");
   CHECK(line("1 gpu conv fp64 11") ==
         "t.txt:4:12: unknown knob 'fp64' for op 'conv'; expected one of: "
-        "bf16, fp16, fp32, int8, int8_dyn, perf, perf_bf16, perf_fp16, samp, "
-        "samp_fp16");
+        "bf16, fp16, fp32, int8, int8_dyn, perf, perf_bf16, perf_fp16, "
+        "perf_int8, samp, samp_fp16");
   CHECK(line("1 gpu conv red_samp 41") ==
         "t.txt:4:12: knob 'red_samp' is not supported: HPVM's reduction "
         "sampling (ids 41-46) has no tensor op in HPVM-C programs");

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace hpvm::rt::approx {
 
@@ -71,6 +72,18 @@ struct BlockedConv {
   /// Native bf16 arithmetic (perforation only): bf16 operands, fp32 sums
   /// and results; the input is converted once. roundInput must be empty.
   bool bf16 = false;
+  /// int8 (perforation only), when `weights` is set: the input quantized
+  /// per tensor (u8 or s8, real = q * inScale), the filter per output
+  /// channel (OIHW s8, quantized from `BlockedConv::weights`, which
+  /// identifies it in the filter cache), 32-bit sums rescaled to fp32 by
+  /// outScales[k] = inScale * weight scale k (scalesKey names them).
+  struct Int8 {
+    const int8_t* weights = nullptr;
+    bool u8 = true;
+    float inScale = 1.f;
+    std::vector<float> outScales;
+    uint64_t scalesKey = 0;
+  } int8;
   /// Returns the dense nChw16c N x K x Ho x Wo output buffer; called once,
   /// only when the convolution runs.
   std::function<float*()> output;

@@ -72,6 +72,10 @@ constexpr int64_t kTransposeMinFlopsPerInput = 1000;
 struct BlockedPrim {
   dnnl::convolution_forward prim;
   memory::desc src, weights, dst;
+  /// int8: the class results come as NHWC and are reordered (in cache) to
+  /// the nChw16c `blocked` the output pass reads.
+  dnnl::reorder toBlocked;
+  memory::desc blocked;
   ClassPlan plan;
   bool ok = false; ///< A fast (non-reference) kernel exists.
 };
@@ -82,44 +86,64 @@ std::map<std::vector<int64_t>, BlockedPrim>& blockedCache() {
   return cache;
 }
 
+/// The numerics of the class convolutions.
+struct Numerics {
+  dt in = dt::f32; ///< Input and weights type (f32, bf16, u8 or s8).
+  const std::vector<float>* outScales = nullptr; ///< int8: per channel.
+  uint64_t scalesKey = 0;                        ///< int8: their identity.
+  bool int8() const { return in == dt::u8 || in == dt::s8; }
+  int64_t esize() const { return in == dt::f32 ? 4 : in == dt::bf16 ? 2 : 1; }
+};
+
 /// The source layout of the blocked engine for g: nChw16c when the
-/// channels fill whole blocks, plain NCHW otherwise.
-tag srcTag(const ConvGeometry& g) {
-  return g.c % 16 == 0 ? tag::nChw16c : tag::nchw;
+/// channels fill whole blocks, plain NCHW otherwise; NHWC for int8 (the
+/// only layout oneDNN's int8 kernels take).
+tag srcTag(const ConvGeometry& g, bool int8 = false) {
+  return int8 ? tag::nhwc : g.c % 16 == 0 ? tag::nChw16c : tag::nchw;
 }
 
 /// The convolution of plan p along g's rows (stridedCols: along its
 /// columns, planned on the transposed geometry); ok == false when oneDNN
 /// offers only its reference kernel or nothing.
 BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
-                            const ClassPlan& p, dt inType) {
+                            const ClassPlan& p, const Numerics& nm) {
+  const dt inType = nm.in;
   BlockedPrim bp;
   bp.plan = p;
   const bool sc = stridedCols;
   const int64_t padFull = sc ? padRight(g.h, g.kh, g.strideH, g.padH, g.ho)
                              : padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
+  const memory::dims dstDims = sc ? memory::dims{g.n, g.k, g.ho, p.outLen}
+                                  : memory::dims{g.n, g.k, p.outLen, g.wo};
+  dnnl::primitive_attr attr;
+  if (nm.int8())
+    attr.set_output_scales(1 << 1, *nm.outScales);
   try {
     dnnl::convolution_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_inference,
          dnnl::algorithm::convolution_direct,
          memory::desc(sc ? memory::dims{g.n, g.c, g.h, p.viewH}
                          : memory::dims{g.n, g.c, p.viewH, g.w},
-                      inType, srcTag(g)),
-         memory::desc(weightsDims(g), inType, tag::any),
-         memory::desc(sc ? memory::dims{g.n, g.k, g.ho, p.outLen}
-                         : memory::dims{g.n, g.k, p.outLen, g.wo},
-                      dt::f32, tag::nChw16c),
+                      inType, srcTag(g, nm.int8())),
+         memory::desc(weightsDims(g), nm.int8() ? dt::s8 : inType, tag::any),
+         memory::desc(dstDims, dt::f32, nm.int8() ? tag::nhwc : tag::nChw16c),
          sc ? memory::dims{g.strideH, p.stride}
             : memory::dims{p.stride, g.strideW},
          sc ? memory::dims{g.padH, p.padT} : memory::dims{p.padT, g.padW},
          sc ? memory::dims{padFull, p.padB} : memory::dims{p.padB, padFull}},
-        cpuEngine());
+        attr, cpuEngine());
     bp.ok = !isRefImpl(pd);
     if (bp.ok) {
       bp.prim = dnnl::convolution_forward(pd);
       bp.src = pd.src_desc();
       bp.weights = pd.weights_desc();
       bp.dst = pd.dst_desc();
+      bp.blocked = bp.dst;
+      if (nm.int8()) {
+        bp.blocked = memory::desc(dstDims, dt::f32, tag::nChw16c);
+        bp.toBlocked = dnnl::reorder(dnnl::reorder::primitive_desc(
+            cpuEngine(), bp.dst, cpuEngine(), bp.blocked));
+      }
     }
   } catch (const dnnl::error&) {
     bp.ok = false;
@@ -130,7 +154,7 @@ BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
 /// The cached convolution computing class `c` of g's rows, or one with
 /// ok == false when oneDNN has no fast kernel for it.
 const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
-                               const OutputClass& c, dt inType) {
+                               const OutputClass& c, const Numerics& nm) {
   const std::vector<int64_t> key{g.n,
                                  g.c,
                                  g.h,
@@ -147,7 +171,8 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
                                  c.step,
                                  c.count,
                                  stridedCols,
-                                 static_cast<int64_t>(inType),
+                                 static_cast<int64_t>(nm.in),
+                                 static_cast<int64_t>(nm.scalesKey),
                                  omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(blockedMutex);
   auto it = blockedCache().find(key);
@@ -170,7 +195,7 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
   }
   BlockedPrim bp;
   for (const ClassPlan& p : {inPlace, cropped, planClass(axis, c, 0)}) {
-    bp = makeBlockedPrim(g, stridedCols, p, inType);
+    bp = makeBlockedPrim(g, stridedCols, p, nm);
     if (bp.ok)
       break;
   }
@@ -179,17 +204,20 @@ const BlockedPrim& blockedPrim(const ConvGeometry& g, bool stridedCols,
 
 /// Floats per spatial position of an activation in layout srcTag(g), and
 /// the number of (image, channel block) planes.
-int64_t lanesOf(const ConvGeometry& g) {
-  return srcTag(g) == tag::nChw16c ? 16 : 1;
+int64_t lanesOf(const ConvGeometry& g, bool int8) {
+  const tag t = srcTag(g, int8);
+  return t == tag::nhwc ? g.c : t == tag::nChw16c ? 16 : 1;
 }
-int64_t planesOf(const ConvGeometry& g) { return g.n * g.c / lanesOf(g); }
+int64_t planesOf(const ConvGeometry& g, bool int8) {
+  return g.n * g.c / lanesOf(g, int8);
+}
 
 /// Copies rows (stridedCols: columns) shift .. shift + len - 1 of every
 /// plane of `x` (layout srcTag(g), elements of `esize` bytes) into the
 /// dense buffer `to`.
 void copyView(const char* x, const ConvGeometry& g, bool stridedCols,
-              int64_t shift, int64_t len, char* to, int64_t esize) {
-  const int64_t lanes = lanesOf(g) * esize, planes = planesOf(g);
+              int64_t shift, int64_t len, char* to, int64_t esize, bool int8) {
+  const int64_t lanes = lanesOf(g, int8) * esize, planes = planesOf(g, int8);
   const int64_t rows = stridedCols ? g.h : len;
   const int64_t rowLen = stridedCols ? len : g.w;
   const size_t bytes = static_cast<size_t>(rowLen * lanes);
@@ -207,8 +235,8 @@ void copyView(const char* x, const ConvGeometry& g, bool stridedCols,
 /// srcTag(g), elements of `esize` bytes; each position's channel vector
 /// moves whole).
 void transposeInput(const char* x, const ConvGeometry& g, char* xt,
-                    int64_t esize) {
-  const int64_t lanes = lanesOf(g) * esize, planes = planesOf(g);
+                    int64_t esize, bool int8) {
+  const int64_t lanes = lanesOf(g, int8) * esize, planes = planesOf(g, int8);
   const size_t bytes = static_cast<size_t>(lanes);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t p = 0; p < planes; ++p)
@@ -326,11 +354,23 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   // the class convolutions see.
   const int64_t flopsPerInput =
       2 * g.kg * g.kh * g.kw * g.ho * g.wo / (g.h * g.w);
-  const ColumnMode mode =
-      !cols ? ColumnMode::None
-      : srcTag(g) == tag::nChw16c && flopsPerInput >= kTransposeMinFlopsPerInput
-          ? ColumnMode::Transposed
-          : ColumnMode::Strided;
+  // The numerics: fp32, bf16 (operands bf16, the input converted once,
+  // sums and results fp32) or int8 (the input quantized once into NHWC,
+  // weights per output channel, results rescaled to fp32).
+  Numerics nm;
+  nm.in = bc.bf16 ? dt::bf16 : dt::f32;
+  if (bc.int8.weights) {
+    nm.in = bc.int8.u8 ? dt::u8 : dt::s8;
+    nm.outScales = &bc.int8.outScales;
+    nm.scalesKey = bc.int8.scalesKey;
+  }
+  const bool int8 = nm.int8();
+  const int64_t esize = nm.esize();
+  const ColumnMode mode = !cols ? ColumnMode::None
+                          : (int8 || srcTag(g) == tag::nChw16c) &&
+                                  flopsPerInput >= kTransposeMinFlopsPerInput
+                              ? ColumnMode::Transposed
+                              : ColumnMode::Strided;
   const bool strided = mode == ColumnMode::Strided;
   const ConvGeometry gi = mode == ColumnMode::Transposed ? transposed(g) : g;
   const std::vector<bool> kept =
@@ -340,9 +380,6 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
 
   // Images go through in chunks whose class results fit in cache, so that
   // the output pass reads them from there.
-  // bf16: operands bf16 (the input converted once), sums and results fp32.
-  const dt inType = bc.bf16 ? dt::bf16 : dt::f32;
-  const int64_t esize = bc.bf16 ? 2 : 4;
   const int64_t perImage = g.k * g.ho * g.wo * int64_t(sizeof(float));
   const int64_t chunk = std::clamp<int64_t>(kChunkBytes / perImage, 1, g.n);
   auto chunkPrims = [&](int64_t n) {
@@ -350,7 +387,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
     gc.n = n;
     std::vector<const BlockedPrim*> prims;
     for (const OutputClass& c : classes) {
-      prims.push_back(&blockedPrim(gc, strided, c, inType));
+      prims.push_back(&blockedPrim(gc, strided, c, nm));
       if (!prims.back()->ok)
         return std::vector<const BlockedPrim*>{};
     }
@@ -366,10 +403,23 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   dnnl::stream strm(eng);
   ScratchPool::Lease lease(scratchPool());
 
-  // The input in the engine's layout (and type), rounded when the caller
-  // asks.
-  const char* x = reinterpret_cast<const char*>(blockedInput(
-      bc, memory::desc({g.n, g.c, g.h, g.w}, inType, srcTag(g)), lease, strm));
+  // The input in the engine's layout (and type), rounded or quantized when
+  // the caller asks.
+  const memory::desc xDesc({g.n, g.c, g.h, g.w}, nm.in, srcTag(g, int8));
+  const char* x;
+  if (int8) {
+    memory src(bc.x.get_desc(), eng, bc.x.get_data_handle());
+    memory to(xDesc, eng, lease.slot(0, xDesc.get_size()));
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {1.f / bc.int8.inScale});
+    dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, src.get_desc(), eng, xDesc, attr))
+        .execute(strm, src, to);
+    strm.wait();
+    x = static_cast<const char*>(to.get_data_handle());
+  } else {
+    x = reinterpret_cast<const char*>(blockedInput(bc, xDesc, lease, strm));
+  }
 
   // The filter (OIHW, read transposed for columns), reordered once per
   // layout and contents.
@@ -378,8 +428,12 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
                           tr ? g.kw : 1};
   if (g.groups > 1)
     weiStrides.insert(weiStrides.begin(), g.kg * g.cg * g.kh * g.kw);
-  const memory weiUser(memory::desc(weightsDims(gi), dt::f32, weiStrides), eng,
-                       const_cast<float*>(bc.weights));
+  // int8: the caller's quantized OIHW filter, cached under the hash of the
+  // fp32 one it was quantized from.
+  const memory weiUser(
+      memory::desc(weightsDims(gi), int8 ? dt::s8 : dt::f32, weiStrides), eng,
+      int8 ? static_cast<void*>(const_cast<int8_t*>(bc.int8.weights))
+           : static_cast<void*>(const_cast<float*>(bc.weights)));
   memory weiMem;
 
   const int64_t imageIn = g.c * g.h * g.w;
@@ -394,7 +448,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
     if (tr) {
       ConvGeometry orig = g;
       orig.n = gc.n;
-      transposeInput(xc, orig, transposedIn, esize);
+      transposeInput(xc, orig, transposedIn, esize, int8);
       xc = transposedIn;
     }
 
@@ -416,7 +470,8 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
         if (!in) {
           char* to = static_cast<char*>(
               lease.slot(3 + views.size(), bp.src.get_size()));
-          copyView(xc, gc, strided, bp.plan.shift, bp.plan.viewH, to, esize);
+          copyView(xc, gc, strided, bp.plan.shift, bp.plan.viewH, to, esize,
+                   int8);
           in = memory(bp.src, eng, to);
           views.emplace_back(view, in);
         }
@@ -428,6 +483,12 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
       bp.prim.execute(strm, {{DNNL_ARG_SRC, in},
                              {DNNL_ARG_WEIGHTS, weiMem},
                              {DNNL_ARG_DST, dst}});
+      if (int8) {
+        // NHWC results to the nChw16c the output pass reads, in cache.
+        memory blk(bp.blocked, eng, lease.slot(32 + ci, bp.blocked.get_size()));
+        bp.toBlocked.execute(strm, dst, blk);
+        dst = blk;
+      }
       dsts.push_back(static_cast<const float*>(dst.get_data_handle()));
       firsts.push_back(bp.plan.first);
     }

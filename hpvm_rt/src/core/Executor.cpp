@@ -550,6 +550,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     const bool bf16 =
         g.knob.precision == Precision::BF16 && g.knob.variant == Variant::Exact;
     if ((g.kind != HpvmOp::Conv && g.kind != HpvmOp::GroupConv) ||
+        g.knob.variant != Variant::Exact ||
         (!isInt8(g.knob.precision) && !bf16) || g.residual != kNoOperand ||
         (!bf16 && g.act != Act::None && g.act != Act::Relu))
       continue;
@@ -568,7 +569,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       g.bf16Out = (conv || next->kind == HpvmOp::Mul) &&
                   next->knob.precision == Precision::BF16 &&
                   next->knob.variant == Variant::Exact;
-    else if (conv)
+    else if (conv && next->knob.variant == Variant::Exact)
       g.quantizeOut = int8UnsignedScale(next->knob);
   }
 }

@@ -151,13 +151,20 @@ RunOptions parseRunOptions(int argc, const char* const* argv) {
 std::string runHelp(const std::string& program) {
   std::string out = fmt::format(
       "Usage: {0} [test|tune] [options]\n"
-      "       {0} tune-search [options]   (tune the approximations: "
-      "{0} tune-search --help)\n\n"
+      "       {0} tune-search [options]   (tune the approximations)\n"
+      "       {0} bench-knobs [options]   (time every node and knob)\n"
+      "       {0} calibrate [options]     (input ranges for the int8 "
+      "knob)\n"
+      "Each mode has its own --help.\n\n"
       "Runs the model on its test set (default) or tune set, prints the "
       "top-1\naccuracy and writes it to final_accuracy (as HPVM "
       "programs do).\n\nOptions:\n",
       program);
   out += optionTableHelp(kOptions);
+  // Taken out of the words before any mode parses its own (RunModel.cpp).
+  out += fmt::format("  {:<30} {}\n", "    --calibration FILE",
+                     "int8 calibration, for every mode (default: the "
+                     "configuration's <stem>.calib.txt when present)");
   out += "\nEnvironment: HPVM_NUM_THREADS sets the default thread count.\n";
   return out;
 }

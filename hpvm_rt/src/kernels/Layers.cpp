@@ -588,190 +588,6 @@ void checkConvShapes(const Dims4& xd, const Dims4& wd, const Dims4& yd,
 void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
              float lo, float hi);
 
-/// w's values (NCHW) rounded to precision p, computed once per version of
-/// w and cached with its other derived weights.
-const float* roundedWeights(const Tensor* w, Precision p) {
-  TensorImpl& impl = implOf(w);
-  const std::string key =
-      fmt::format("approx-rounded|p{}", static_cast<int>(p));
-  for (const auto& d : impl.derived)
-    if (d.key == key)
-      return static_cast<const float*>(d.weights.get_data_handle());
-  const float* wp = hostData(w);
-  const int64_t n = numElems(w);
-  TensorImpl::Derived d;
-  d.key = key;
-  d.weights = dnnl::memory({{n}, dt::f32, tag::x}, engine());
-  float* out = static_cast<float*>(d.weights.get_data_handle());
-  std::copy(wp, wp + n, out);
-  roundTo(p, out, n);
-  // A handful of variants per weight tensor at most; drop the oldest.
-  if (impl.derived.size() >= 4)
-    impl.derived.erase(impl.derived.begin());
-  impl.derived.push_back(std::move(d));
-  return out;
-}
-
-/// The blocked engine's post-ops when the activation is a tanh: bias and
-/// batch norm on each row (head), then oneDNN's vectorised tanh (as in the
-/// exact convolution) over each chunk of finished images while it is in
-/// cache, then residual, act2 and rounding (tail).
-class BlockedTanhPostOps final : public approx::BlockedEpilogue {
-public:
-  BlockedTanhPostOps(const PostOps& post, int64_t N, int64_t K, int64_t Ho,
-                     int64_t Wo, Precision roundOutput)
-      : head_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Head,
-              /*blocked=*/true),
-        tail_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Tail,
-              /*blocked=*/true),
-        k_(K), ho_(Ho), wo_(Wo) {}
-
-  void setBlockedResidual(const float* r) { tail_.setBlockedResidual(r); }
-
-  void applyRow(int64_t n, int64_t cb, int64_t h, float* v,
-                int64_t wo) const override {
-    head_.applyRow(n, cb, h, v, wo);
-  }
-  bool wantsImages() const override { return true; }
-  void applyImages(float* y, int64_t n0, int64_t count) const override {
-    const int64_t len = count * k_ * ho_ * wo_;
-    dnnl::memory all({{len}, dt::f32, tag::x}, engine(), y);
-    eltwise(all, all, Act::Tanh, 0.f, 0.f);
-    if (tail_.empty())
-      return;
-    const int64_t rows = count * (k_ / 16) * ho_;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      tail_.applyRow(n0 + r / ((k_ / 16) * ho_), (r / ho_) % (k_ / 16), r % ho_,
-                     y + r * wo_ * 16, wo_);
-  }
-
-private:
-  HostPostOps head_, tail_;
-  int64_t k_, ho_, wo_;
-};
-
-/// Perforated or sampled convolution on the activations' blocked layout
-/// (no NCHW round trip), the post-ops in its output pass. Returns false
-/// when the blocked engines do not apply to this problem.
-bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
-                       const PostOps& post, const KnobSpec& knob, Tensor* y,
-                       const Dims4& xd, const Dims4& wd, const Dims4& yd) {
-  const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
-  if (K % 16 != 0 || (post.residual && dims4(post.residual) != yd))
-    return false;
-  const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
-  const Precision outRound =
-      knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
-  // The post-ops: in the output pass, except a tanh (see BlockedTanhPostOps).
-  std::optional<HostPostOps> epi;
-  std::optional<BlockedTanhPostOps> tanhEpi;
-  if (post.act == Act::Tanh)
-    tanhEpi.emplace(post, N, K, yd[2], yd[3], outRound);
-  else
-    epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
-                /*blocked=*/true);
-  dnnl::memory residual;
-  approx::BlockedConv bc;
-  bc.x = currentMemory(x);
-  bc.n = xd[0];
-  bc.c = xd[1];
-  bc.h = xd[2];
-  bc.w = xd[3];
-  // bf16 perforation runs natively where the CPU has bf16 dot products;
-  // fp16 (and bf16 elsewhere) rounds fp32 operands.
-  bc.bf16 = knob.precision == Precision::BF16 &&
-            knob.variant != Variant::Samp && numericsOf(knob).nativeBf16;
-  bc.weights = knob.precision == Precision::FP32 || bc.bf16
-                   ? hostData(w)
-                   : roundedWeights(w, knob.precision);
-  bc.k = wd[0];
-  bc.kh = wd[2];
-  bc.kw = wd[3];
-  bc.args = a;
-  bc.knob = knob;
-  if (knob.precision != Precision::FP32 && !bc.bf16 &&
-      !alreadyRounded(x, knob.precision))
-    bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
-  bc.output = [&] {
-    if (post.residual) {
-      residual = memoryAs(post.residual, yDesc);
-      const float* r = static_cast<const float*>(residual.get_data_handle());
-      if (tanhEpi)
-        tanhEpi->setBlockedResidual(r);
-      else
-        epi->setBlockedResidual(r);
-    }
-    return static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
-  };
-  if (tanhEpi)
-    bc.epilogue = &*tanhEpi;
-  else if (!epi->empty())
-    bc.epilogue = &*epi;
-  const bool ran = knob.variant == Variant::Samp
-                       ? approx::convSampledBlocked(bc)
-                       : approx::convPerforatedBlocked(bc);
-  if (!ran)
-    return false;
-  if (outRound != Precision::FP32)
-    implOf(y).roundedTo = outRound;
-  return true;
-}
-
-/// Perforated/sampled convolution on NCHW host data, then the post-ops.
-void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
-                const PostOps& post, const KnobSpec& knob, Tensor* y,
-                const Dims4& xd, const Dims4& wd, const Dims4& yd) {
-  const float* xp = hostData(x);
-  const float* wp = hostData(w);
-  if (knob.precision != Precision::FP32) {
-    // Reduced precision: the operands are rounded first (unless they
-    // already are), the input into a buffer kept across calls (no
-    // allocation and page faults per call), the weights once per version
-    // of w.
-    if (!alreadyRounded(x, knob.precision)) {
-      static thread_local std::vector<float> xs;
-      xs.resize(static_cast<size_t>(numElems(x)));
-      roundCopy(knob.precision, xp, xs.data(), numElems(x));
-      xp = xs.data();
-    }
-    wp = roundedWeights(w, knob.precision);
-  }
-  // The post-ops run inside the approximate convolution's output pass;
-  // FP16 variants round the result there too. A tanh (scalar std::tanh
-  // would cost more than the convolution) runs afterwards as oneDNN's
-  // vectorised eltwise over the whole output, as in the exact
-  // convolution, and the steps after it in one more pass.
-  const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
-  const Precision outRound =
-      knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
-  const bool tanhAfter = post.act == Act::Tanh;
-  using Part = HostPostOps::Part;
-  const HostPostOps epi(post, N, K, HW, outRound,
-                        tanhAfter ? Part::Head : Part::All);
-  const approx::Epilogue* ep = epi.empty() ? nullptr : &epi;
-  allocHost(y);
-  float* yp = y->impl->host;
-  if (knob.variant == Variant::Samp)
-    approx::convSampled(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2], wd[3],
-                        a, knob, yp, ep);
-  else
-    approx::convPerforated(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
-                           wd[3], a, knob, yp, ep);
-  if (tanhAfter) {
-    dnnl::memory all({{N * K * HW}, dt::f32, tag::x}, engine(), yp);
-    eltwise(all, all, Act::Tanh, 0.f, 0.f);
-    const HostPostOps tail(post, N, K, HW, outRound, Part::Tail);
-    if (!tail.empty()) {
-#pragma omp parallel for schedule(static)
-      for (int64_t plane = 0; plane < N * K; ++plane)
-        tail.apply(plane / K, plane % K, 0, yp + plane * HW, HW);
-    }
-  }
-  markHostWritten(y);
-  implOf(y).roundedTo = outRound;
-}
-
 // --- int8 -------------------------------------------------------------------
 
 /// How an int8 knob quantizes a layer's input: unsigned 0..255 when its
@@ -909,6 +725,19 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
   return impl.derived.back();
 }
 
+/// w quantized per output channel as it is (no bias or batch norm folded
+/// in: the perforated int8 convolution runs its post-ops in its output
+/// pass, in fp32, like the other approximate convolutions).
+const TensorImpl::Derived& int8Unfolded(const Tensor* w, int64_t groups) {
+  const Dims4 wd = dims4(w);
+  const int64_t K = wd[0], perK = wd[1] * wd[2] * wd[3];
+  const dims wDims = groups == 1
+                         ? dims{K, wd[1], wd[2], wd[3]}
+                         : dims{groups, K / groups, wd[1], wd[2], wd[3]};
+  return int8Plain(w, PostOps{}, wDims, groups == 1 ? tag::oihw : tag::goihw, K,
+                   perK, perK, 1);
+}
+
 /// The plain int8 weights \p plain reordered into the primitive's layout
 /// \p want (which may carry oneDNN's signed-source compensation), cached on
 /// w next to them.
@@ -951,6 +780,233 @@ struct Int8Args {
     }
   }
 };
+
+/// w's values (NCHW) rounded to precision p, computed once per version of
+/// w and cached with its other derived weights.
+const float* roundedWeights(const Tensor* w, Precision p) {
+  TensorImpl& impl = implOf(w);
+  const std::string key =
+      fmt::format("approx-rounded|p{}", static_cast<int>(p));
+  for (const auto& d : impl.derived)
+    if (d.key == key)
+      return static_cast<const float*>(d.weights.get_data_handle());
+  const float* wp = hostData(w);
+  const int64_t n = numElems(w);
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{n}, dt::f32, tag::x}, engine());
+  float* out = static_cast<float*>(d.weights.get_data_handle());
+  std::copy(wp, wp + n, out);
+  roundTo(p, out, n);
+  // A handful of variants per weight tensor at most; drop the oldest.
+  if (impl.derived.size() >= 4)
+    impl.derived.erase(impl.derived.begin());
+  impl.derived.push_back(std::move(d));
+  return out;
+}
+
+/// The blocked engine's post-ops when the activation is a tanh: bias and
+/// batch norm on each row (head), then oneDNN's vectorised tanh (as in the
+/// exact convolution) over each chunk of finished images while it is in
+/// cache, then residual, act2 and rounding (tail).
+class BlockedTanhPostOps final : public approx::BlockedEpilogue {
+public:
+  BlockedTanhPostOps(const PostOps& post, int64_t N, int64_t K, int64_t Ho,
+                     int64_t Wo, Precision roundOutput)
+      : head_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Head,
+              /*blocked=*/true),
+        tail_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Tail,
+              /*blocked=*/true),
+        k_(K), ho_(Ho), wo_(Wo) {}
+
+  void setBlockedResidual(const float* r) { tail_.setBlockedResidual(r); }
+
+  void applyRow(int64_t n, int64_t cb, int64_t h, float* v,
+                int64_t wo) const override {
+    head_.applyRow(n, cb, h, v, wo);
+  }
+  bool wantsImages() const override { return true; }
+  void applyImages(float* y, int64_t n0, int64_t count) const override {
+    const int64_t len = count * k_ * ho_ * wo_;
+    dnnl::memory all({{len}, dt::f32, tag::x}, engine(), y);
+    eltwise(all, all, Act::Tanh, 0.f, 0.f);
+    if (tail_.empty())
+      return;
+    const int64_t rows = count * (k_ / 16) * ho_;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      tail_.applyRow(n0 + r / ((k_ / 16) * ho_), (r / ho_) % (k_ / 16), r % ho_,
+                     y + r * wo_ * 16, wo_);
+  }
+
+private:
+  HostPostOps head_, tail_;
+  int64_t k_, ho_, wo_;
+};
+
+/// Perforated or sampled convolution on the activations' blocked layout
+/// (no NCHW round trip), the post-ops in its output pass. Returns false
+/// when the blocked engines do not apply to this problem.
+bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
+                       const PostOps& post, const KnobSpec& knob, Tensor* y,
+                       const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
+  if (K % 16 != 0 || (post.residual && dims4(post.residual) != yd))
+    return false;
+  const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
+  const Precision outRound =
+      knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
+  // The post-ops: in the output pass, except a tanh (see BlockedTanhPostOps).
+  std::optional<HostPostOps> epi;
+  std::optional<BlockedTanhPostOps> tanhEpi;
+  if (post.act == Act::Tanh)
+    tanhEpi.emplace(post, N, K, yd[2], yd[3], outRound);
+  else
+    epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
+                /*blocked=*/true);
+  dnnl::memory residual;
+  approx::BlockedConv bc;
+  bc.x = currentMemory(x);
+  bc.n = xd[0];
+  bc.c = xd[1];
+  bc.h = xd[2];
+  bc.w = xd[3];
+  // bf16 perforation runs natively where the CPU has bf16 dot products;
+  // fp16 (and bf16 elsewhere) rounds fp32 operands.
+  bc.bf16 = knob.precision == Precision::BF16 &&
+            knob.variant != Variant::Samp && numericsOf(knob).nativeBf16;
+  const bool int8 = knob.precision == Precision::INT8;
+  bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
+                   ? hostData(w)
+                   : roundedWeights(w, knob.precision);
+  dnnl::memory int8Filter; // keeps bc.int8.weights alive
+  if (int8) {
+    if (knob.variant == Variant::Samp)
+      return false;
+    const ActQuant aq = inputQuant(knob, x);
+    const auto& plain = int8Unfolded(w, a.groups);
+    int8Filter = plain.weights;
+    bc.int8.weights = static_cast<const int8_t*>(int8Filter.get_data_handle());
+    bc.int8.u8 = aq.u8;
+    bc.int8.inScale = aq.scale;
+    uint64_t h = 1469598103934665603ull;
+    for (float s : plain.scales) {
+      bc.int8.outScales.push_back(aq.scale * s);
+      uint32_t bits;
+      std::memcpy(&bits, &bc.int8.outScales.back(), sizeof bits);
+      h = (h ^ bits) * 1099511628211ull;
+    }
+    bc.int8.scalesKey = h;
+  }
+  bc.k = wd[0];
+  bc.kh = wd[2];
+  bc.kw = wd[3];
+  bc.args = a;
+  bc.knob = knob;
+  if (knob.precision != Precision::FP32 && !bc.bf16 && !int8 &&
+      !alreadyRounded(x, knob.precision))
+    bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
+  bc.output = [&] {
+    if (post.residual) {
+      residual = memoryAs(post.residual, yDesc);
+      const float* r = static_cast<const float*>(residual.get_data_handle());
+      if (tanhEpi)
+        tanhEpi->setBlockedResidual(r);
+      else
+        epi->setBlockedResidual(r);
+    }
+    return static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
+  };
+  if (tanhEpi)
+    bc.epilogue = &*tanhEpi;
+  else if (!epi->empty())
+    bc.epilogue = &*epi;
+  const bool ran = knob.variant == Variant::Samp
+                       ? approx::convSampledBlocked(bc)
+                       : approx::convPerforatedBlocked(bc);
+  if (!ran)
+    return false;
+  if (outRound != Precision::FP32)
+    implOf(y).roundedTo = outRound;
+  return true;
+}
+
+/// Perforated/sampled convolution on NCHW host data, then the post-ops.
+void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
+                const PostOps& post, const KnobSpec& knob, Tensor* y,
+                const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  const float* xp = hostData(x);
+  const float* wp = hostData(w);
+  static thread_local std::vector<float> xq, wq;
+  if (knob.precision == Precision::INT8) {
+    // int8 where the blocked engine does not apply: the same quantized
+    // operands, dequantized, through the fp32 engine (32-bit sums become
+    // fp32 sums of exact products).
+    const ActQuant aq = inputQuant(knob, x);
+    const float lo = aq.u8 ? 0.f : -128.f, hi = aq.u8 ? 255.f : 127.f;
+    const float inv = 1.f / aq.scale; // as oneDNN's quantizing reorder
+    xq.resize(static_cast<size_t>(numElems(x)));
+    float* xqp = xq.data(); // (thread_local: this thread's buffer)
+    const int64_t n = numElems(x);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      xqp[i] = std::clamp(std::nearbyint(xp[i] * inv), lo, hi) * aq.scale;
+    const auto& plain = int8Unfolded(w, a.groups);
+    const int8_t* q =
+        static_cast<const int8_t*>(plain.weights.get_data_handle());
+    const int64_t perK = numElems(w) / wd[0];
+    wq.resize(static_cast<size_t>(numElems(w)));
+    for (int64_t i = 0; i < numElems(w); ++i)
+      wq[i] = float(q[i]) * plain.scales[size_t(i / perK)];
+    xp = xq.data();
+    wp = wq.data();
+  } else if (knob.precision != Precision::FP32) {
+    // Reduced precision: the operands are rounded first (unless they
+    // already are), the input into a buffer kept across calls (no
+    // allocation and page faults per call), the weights once per version
+    // of w.
+    if (!alreadyRounded(x, knob.precision)) {
+      static thread_local std::vector<float> xs;
+      xs.resize(static_cast<size_t>(numElems(x)));
+      roundCopy(knob.precision, xp, xs.data(), numElems(x));
+      xp = xs.data();
+    }
+    wp = roundedWeights(w, knob.precision);
+  }
+  // The post-ops run inside the approximate convolution's output pass;
+  // FP16 variants round the result there too. A tanh (scalar std::tanh
+  // would cost more than the convolution) runs afterwards as oneDNN's
+  // vectorised eltwise over the whole output, as in the exact
+  // convolution, and the steps after it in one more pass.
+  const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
+  const Precision outRound =
+      knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
+  const bool tanhAfter = post.act == Act::Tanh;
+  using Part = HostPostOps::Part;
+  const HostPostOps epi(post, N, K, HW, outRound,
+                        tanhAfter ? Part::Head : Part::All);
+  const approx::Epilogue* ep = epi.empty() ? nullptr : &epi;
+  allocHost(y);
+  float* yp = y->impl->host;
+  if (knob.variant == Variant::Samp)
+    approx::convSampled(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2], wd[3],
+                        a, knob, yp, ep);
+  else
+    approx::convPerforated(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
+                           wd[3], a, knob, yp, ep);
+  if (tanhAfter) {
+    dnnl::memory all({{N * K * HW}, dt::f32, tag::x}, engine(), yp);
+    eltwise(all, all, Act::Tanh, 0.f, 0.f);
+    const HostPostOps tail(post, N, K, HW, outRound, Part::Tail);
+    if (!tail.empty()) {
+#pragma omp parallel for schedule(static)
+      for (int64_t plane = 0; plane < N * K; ++plane)
+        tail.apply(plane / K, plane % K, 0, yp + plane * HW, HW);
+    }
+  }
+  markHostWritten(y);
+  implOf(y).roundedTo = outRound;
+}
 
 /// "sx<bits>" of an input scale, for primitive keys.
 std::string scaleKey(float sx) {
