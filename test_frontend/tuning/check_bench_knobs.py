@@ -156,6 +156,11 @@ for pair in tuning["profile"]["pairs"]:
     if "error" in k:
         if pair.get("error") != k["error"] or not pair["pruned"]:
             fail(f"failed knob not left out: {pair}")
+    elif pair["chained"]:
+        # Cheaper next to its own kind (a chain probe measured it): never
+        # dearer than the record says alone.
+        if not pair["delta_ms"] < k["delta_ms"] or pair["noisy"] != k["noisy"]:
+            fail(f"chained pair {pair} is not below the record's cost {k}")
     elif pair["delta_ms"] != k["delta_ms"] or pair["noisy"] != k["noisy"]:
         fail(f"pair {pair} does not take the record's cost {k}")
 

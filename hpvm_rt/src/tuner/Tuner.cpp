@@ -604,6 +604,7 @@ private:
   void discover();
   void referenceRuns();
   void profile();
+  void chainCosts();
   std::vector<Evaluated> search();
   void calibrateAndValidate(const std::vector<Evaluated>& archive);
   void writeOutputs(double seconds);
@@ -633,7 +634,8 @@ private:
     int choice;
     double deltaMs = 0, loss = 0;
     bool pruned = false, noisy = false, profiled = false;
-    std::string error{}; ///< Why the knob failed to run, if it did.
+    bool chained = false; ///< deltaMs is its cost in a chain (chainCosts).
+    std::string error{};  ///< Why the knob failed to run, if it did.
   };
   std::vector<PairInfo> pairs_;
   std::unique_ptr<Predictor> predictor_;
@@ -720,6 +722,46 @@ void Session::referenceRuns() {
   bar.update(3);
 }
 
+void Session::chainCosts() {
+  // Knobs whose layers hand each other low-precision activations (bf16,
+  // int8: the exact variants) cost less next to each other than alone:
+  // one pass with the knob on every node that takes it measures each
+  // node's cost in a chain (the node and the nodes after it up to the next
+  // chained one, which share its execution group). A node takes the
+  // cheaper of its two costs, so that chains can be predicted at all.
+  std::map<int, std::vector<size_t>> byKnob; // knob id -> pair indices
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    const PairInfo& p = pairs_[i];
+    const int id = knobs_[p.node][size_t(p.choice)];
+    const KnobSpec k = knobById(id)->spec;
+    if (p.error.empty() && k.variant == Variant::Exact &&
+        (k.precision == Precision::BF16 || k.precision == Precision::INT8))
+      byKnob[id].push_back(i);
+  }
+  for (const auto& [id, members] : byKnob) {
+    if (members.size() < 2)
+      continue;
+    Genome g(nodes_.size(), 0);
+    for (size_t i : members)
+      g[pairs_[i].node] = uint16_t(pairs_[i].choice);
+    json r = profilePass(g, probeImages_, fmt::format("chain-timing-{}", id),
+                         false, nullptr);
+    const std::vector<double> node = r["node_ms"].get<std::vector<double>>();
+    for (size_t m = 0; m < members.size(); ++m) {
+      PairInfo& p = pairs_[members[m]];
+      const size_t end =
+          m + 1 < members.size() ? pairs_[members[m + 1]].node : nodes_.size();
+      double delta = 0;
+      for (size_t n = p.node; n < end; ++n)
+        delta += node[n] - exactNodeMs_[n];
+      if (delta < p.deltaMs) {
+        p.deltaMs = delta;
+        p.chained = true;
+      }
+    }
+  }
+}
+
 void Session::profile() {
   auto start = Clock::now();
   for (size_t f = 0; f < nodes_.size(); ++f)
@@ -737,10 +779,12 @@ void Session::profile() {
   else
     costs = timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet);
   for (size_t i = 0; i < pairs_.size(); ++i) {
-    PairInfo& p = pairs_[i];
-    p.deltaMs = costs[i].deltaMs;
-    p.noisy = costs[i].noisy;
-    p.error = costs[i].error;
+    pairs_[i].deltaMs = costs[i].deltaMs;
+    pairs_[i].noisy = costs[i].noisy;
+    pairs_[i].error = costs[i].error;
+  }
+  chainCosts();
+  for (PairInfo& p : pairs_) {
     // A knob pays here if it saves at least 0.5% of a batch and 3% of its
     // node's time (twice that when its timing stayed noisy); one that
     // failed to run is left out.
@@ -871,6 +915,17 @@ std::vector<Evaluated> Session::search() {
     path[fa.first] = fa.second;
     seeds.push_back(path);
   }
+  // And one knob on every node that kept it (chains: bf16, int8 ...).
+  std::map<int, Genome> uniform;
+  for (size_t f = 0; f < nodes_.size(); ++f)
+    for (size_t a = 1; a < allowed_[f].size(); ++a) {
+      const int id = knobs_[f][allowed_[f][a]];
+      auto it = uniform.try_emplace(id, Genome(nodes_.size(), 0)).first;
+      it->second[f] = uint16_t(a);
+    }
+  for (const auto& [id, g] : uniform)
+    if (std::count_if(g.begin(), g.end(), [](uint16_t v) { return v; }) > 1)
+      seeds.push_back(g);
 
   const auto kind =
       qosModel_ == "p2" ? Predictor::Kind::P2 : Predictor::Kind::P1;
@@ -1121,7 +1176,8 @@ void Session::writeOutputs(double seconds) {
                {"knob", knobs_[p.node][size_t(p.choice)]},
                {"delta_ms", p.deltaMs},
                {"pruned", p.pruned},
-               {"noisy", p.noisy}};
+               {"noisy", p.noisy},
+               {"chained", p.chained}};
     if (p.profiled)
       pj["loss"] = p.loss;
     if (!p.error.empty())
