@@ -791,7 +791,10 @@ void Session::profile() {
     double needed =
         std::max(0.005 * exactBatchMs_, 0.03 * exactNodeMs_[p.node]) *
         (p.noisy ? 2 : 1);
-    p.pruned = !p.error.empty() || (opts_.prune && p.deltaMs > -needed);
+    // A chained knob stays wherever it saves anything: leaving it out
+    // would break the chain its neighbours save through.
+    p.pruned = !p.error.empty() ||
+               (opts_.prune && p.deltaMs > (p.chained ? 0.0 : -needed));
   }
   Genome exact(nodes_.size(), 0);
   // Accuracy (and output) profile of every knob that pays.
