@@ -13,29 +13,12 @@ writes JSON.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-FMNIST = "/usr/share/datasets/fashion-mnist"
-MODELS = {
-    "lenet": "datasets/example/lenet_fashion.onnx",
-    "vgg16": "datasets/example/vgg16_fashion.onnx",
-    "resnet18": "datasets/example/resnet18_fashion.onnx",
-    "mobilenet": "datasets/example/mobilenet_fashion.onnx",
-}
-
-
-def run(cmd, log=None):
-    with open(log, "w") if log else open(os.devnull, "w") as out:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-        out.write(proc.stdout)
-    if proc.returncode != 0:
-        sys.exit(f"knob_networks: {' '.join(cmd)} failed "
-                 f"({proc.returncode}):\n{proc.stdout[-2000:]}")
-    return proc.stdout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tune_models import FMNIST, MODELS, run  # noqa: E402
 
 
 def main():

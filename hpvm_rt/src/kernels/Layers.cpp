@@ -228,6 +228,36 @@ std::string tensorKey(const Tensor* t) {
 
 // --- Weights with folded bias/batch norm ------------------------------------
 
+/// The part of a derived-weights key naming what is folded into them.
+std::string foldKey(const PostOps& post) {
+  return fmt::format("{}|{}{}{}{}e{}", tensorKey(post.bias),
+                     tensorKey(post.bnGamma), tensorKey(post.bnBeta),
+                     tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
+}
+
+/// w's derived entry named \p key, or null.
+const TensorImpl::Derived* findDerived(TensorImpl& impl,
+                                       const std::string& key) {
+  for (const auto& d : impl.derived)
+    if (d.key == key)
+      return &d;
+  return nullptr;
+}
+
+/// Keeps \p d with w's derived entries, a handful at most: the oldest one
+/// (other than \p keep) makes room. Entries move: references taken before
+/// are invalid afterwards.
+const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
+                                        const TensorImpl::Derived* keep = {}) {
+  auto oldest =
+      std::find_if(impl.derived.begin(), impl.derived.end(),
+                   [&](const TensorImpl::Derived& e) { return &e != keep; });
+  if (impl.derived.size() >= 4 && oldest != impl.derived.end())
+    impl.derived.erase(oldest);
+  impl.derived.push_back(std::move(d));
+  return impl.derived.back();
+}
+
 /// The filter (OIHW, or K x N for dense) and the bias after folding the
 /// batch norm of \p post: w'[k,...] = w[k,...] * s[k], b'[k] = beta[k] +
 /// (b[k] - mean[k]) * s[k], s[k] = gamma[k] / sqrt(eps + var[k]).
@@ -272,14 +302,10 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
                                           int64_t kStride, int64_t kStep,
                                           Precision roundOperands) {
   TensorImpl& impl = implOf(w);
-  std::string key =
-      fmt::format("{}|{}|p{}|{}|{}{}{}{}e{}", descKey(want), descKey(plain),
-                  static_cast<int>(roundOperands), tensorKey(post.bias),
-                  tensorKey(post.bnGamma), tensorKey(post.bnBeta),
-                  tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
-  for (const auto& d : impl.derived)
-    if (d.key == key)
-      return d;
+  std::string key = fmt::format("{}|{}|p{}|{}", descKey(want), descKey(plain),
+                                static_cast<int>(roundOperands), foldKey(post));
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return *found;
   // Fold bias and batch norm into a host copy of the weights.
   const float* wp = hostData(w);
   std::vector<float> wf(wp, wp + numElems(w)), bf;
@@ -294,11 +320,7 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
   reorder(dnnl::memory(plain, engine(), wf.data()), d.weights);
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
-  // A handful of variants per weight tensor at most; drop the oldest.
-  if (impl.derived.size() >= 4)
-    impl.derived.erase(impl.derived.begin());
-  impl.derived.push_back(std::move(d));
-  return impl.derived.back();
+  return storeDerived(impl, std::move(d));
 }
 
 /// The source as the primitive needs it: x in layout \p want, with its
@@ -690,13 +712,9 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
                                      int64_t perK, int64_t kStride,
                                      int64_t kStep) {
   TensorImpl& impl = implOf(w);
-  std::string key =
-      fmt::format("int8|{}|{}{}{}{}e{}", tensorKey(post.bias),
-                  tensorKey(post.bnGamma), tensorKey(post.bnBeta),
-                  tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
-  for (const auto& d : impl.derived)
-    if (d.key == key)
-      return d;
+  std::string key = "int8|" + foldKey(post);
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return *found;
   const float* wp = hostData(w);
   std::vector<float> wf(wp, wp + numElems(w)), bf;
   foldPostOps(post, K, perK, kStride, kStep, wf, bf);
@@ -719,10 +737,7 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
   }
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
-  if (impl.derived.size() >= 4)
-    impl.derived.erase(impl.derived.begin());
-  impl.derived.push_back(std::move(d));
-  return impl.derived.back();
+  return storeDerived(impl, std::move(d));
 }
 
 /// w quantized per output channel as it is (no bias or batch norm folded
@@ -745,22 +760,14 @@ dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
                          const dnnl::memory::desc& want) {
   TensorImpl& impl = implOf(w);
   const std::string key = plain.key + "|" + descKey(want);
-  for (const auto& d : impl.derived)
-    if (d.key == key)
-      return d.weights;
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return found->weights;
   TensorImpl::Derived d;
   d.key = key;
   d.weights = dnnl::memory(want, engine());
   reorder(plain.weights, d.weights);
-  dnnl::memory out = d.weights;
-  // Keep the plain entry (the caller holds a reference to it).
-  auto oldest =
-      std::find_if(impl.derived.begin(), impl.derived.end(),
-                   [&](const TensorImpl::Derived& e) { return &e != &plain; });
-  if (impl.derived.size() >= 4 && oldest != impl.derived.end())
-    impl.derived.erase(oldest);
-  impl.derived.push_back(std::move(d));
-  return out;
+  // The plain entry stays (it is what the reordered one comes from).
+  return storeDerived(impl, std::move(d), &plain).weights;
 }
 
 /// The runtime arguments of an int8 layer for input scale sx: the output
@@ -787,9 +794,8 @@ const float* roundedWeights(const Tensor* w, Precision p) {
   TensorImpl& impl = implOf(w);
   const std::string key =
       fmt::format("approx-rounded|p{}", static_cast<int>(p));
-  for (const auto& d : impl.derived)
-    if (d.key == key)
-      return static_cast<const float*>(d.weights.get_data_handle());
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return static_cast<const float*>(found->weights.get_data_handle());
   const float* wp = hostData(w);
   const int64_t n = numElems(w);
   TensorImpl::Derived d;
@@ -798,10 +804,7 @@ const float* roundedWeights(const Tensor* w, Precision p) {
   float* out = static_cast<float*>(d.weights.get_data_handle());
   std::copy(wp, wp + n, out);
   roundTo(p, out, n);
-  // A handful of variants per weight tensor at most; drop the oldest.
-  if (impl.derived.size() >= 4)
-    impl.derived.erase(impl.derived.begin());
-  impl.derived.push_back(std::move(d));
+  storeDerived(impl, std::move(d));
   return out;
 }
 
