@@ -18,7 +18,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tune_models import FMNIST, MODELS, run  # noqa: E402
+from tune_models import MODELS, fashion_mnist, run  # noqa: E402
 
 
 def main():
@@ -35,14 +35,7 @@ def main():
     args = ap.parse_args()
 
     exporter = os.path.join(args.build, "frontend", "torch2hpvm-export")
-    dataset = os.path.join(args.build, "datasets", "torch2hpvm-dataset")
-    os.makedirs(args.work, exist_ok=True)
-    data = os.path.join(args.work, "data")
-    if not os.path.exists(os.path.join(data, "test_labels.bin")):
-        run([dataset, "convert", f"{FMNIST}/t10k-images-idx3-ubyte.gz",
-             f"{FMNIST}/t10k-labels-idx1-ubyte.gz", "--split",
-             "tune=5000,test=5000", "--scale", "1/255", "--normalize",
-             "0.5,0.5", "-o", data])
+    data = fashion_mnist(args.build, args.work)
     knobs = args.knobs.split(",")
     rows = []
     print(f"{'model':<10} {'thr':>3} {'exact img/s':>11}  " +

@@ -584,6 +584,21 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
   reorder(res, dst);
 }
 
+/// Runs conv or inner-product primitive \p p on \p args (which hold its
+/// source, weights, bias and destination), adding the residual as p was
+/// made to: copied into the destination for a sum post-op, read in place
+/// by a binary one. A split residual is left to the caller.
+void executeLayer(const Prim& p, const PostOps& post,
+                  std::unordered_map<int, dnnl::memory> args) {
+  if (post.residual && p.residual == ResidualAs::Sum)
+    preloadResidual(post, args.at(DNNL_ARG_DST));
+  if (post.residual && p.residual == ResidualAs::Binary)
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
+        memoryAs(post.residual, p.dst);
+  p.prim.execute(stream(), args);
+  stream().wait();
+}
+
 void checkConvShapes(const Dims4& xd, const Dims4& wd, const Dims4& yd,
                      const ConvArgs& a) {
   auto shapes = [&] {
@@ -1109,17 +1124,11 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dnnl::memory dst = outputMemory(y, p.dst);
   dnnl::memory bias({{K}, dt::f32, tag::x}, engine(),
                     const_cast<float*>(ia.bias.data()));
-  std::unordered_map<int, dnnl::memory> execArgs{{DNNL_ARG_SRC, src},
-                                                 {DNNL_ARG_WEIGHTS, weights},
-                                                 {DNNL_ARG_BIAS, bias},
-                                                 {DNNL_ARG_DST, dst}};
-  if (post.residual && p.residual == ResidualAs::Sum)
-    preloadResidual(post, dst);
-  if (post.residual && p.residual == ResidualAs::Binary)
-    execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
-        memoryAs(post.residual, p.dst);
-  p.prim.execute(stream(), execArgs);
-  stream().wait();
+  executeLayer(p, post,
+               {{DNNL_ARG_SRC, src},
+                {DNNL_ARG_WEIGHTS, weights},
+                {DNNL_ARG_BIAS, bias},
+                {DNNL_ARG_DST, dst}});
   if (qOut > 0.f)
     implOf(y).memScale = qOut;
   if (post.residual && p.residual == ResidualAs::Split)
@@ -1175,18 +1184,16 @@ void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
   dnnl::memory src = quantizedSource(x, p.src, aq.scale, srcBuf);
   allocHost(y);
   dnnl::memory dst(dstDesc, engine(), y->impl->host);
-  if (post.residual && p.residual == ResidualAs::Sum)
-    preloadResidual(post, dst);
   dnnl::memory bias({{N}, dt::f32, tag::x}, engine(),
                     const_cast<float*>(ia.bias.data()));
   dnnl::memory scales({{N}, dt::f32, tag::x}, engine(),
                       const_cast<float*>(ia.scales.data()));
-  p.prim.execute(stream(), {{DNNL_ARG_SRC, src},
-                            {DNNL_ARG_WEIGHTS, weights},
-                            {DNNL_ARG_BIAS, bias},
-                            {DNNL_ARG_DST, dst},
-                            {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
-  stream().wait();
+  executeLayer(p, post,
+               {{DNNL_ARG_SRC, src},
+                {DNNL_ARG_WEIGHTS, weights},
+                {DNNL_ARG_BIAS, bias},
+                {DNNL_ARG_DST, dst},
+                {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
   markHostWritten(y);
   if (post.residual && p.residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
@@ -1339,18 +1346,11 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dnnl::memory src = sourceFor(x, p.src, nm.roundOperands, scratch, srcHold);
   // Destination: y keeps the blocked layout for the next layer.
   dnnl::memory dst = outputMemory(y, p.dst);
-  std::unordered_map<int, dnnl::memory> execArgs{
-      {DNNL_ARG_SRC, src},
-      {DNNL_ARG_WEIGHTS, wts.weights},
-      {DNNL_ARG_BIAS, wts.bias},
-      {DNNL_ARG_DST, dst}};
-  if (post.residual && p.residual == ResidualAs::Sum)
-    preloadResidual(post, dst);
-  if (post.residual && p.residual == ResidualAs::Binary)
-    execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
-        memoryAs(post.residual, p.dst);
-  p.prim.execute(stream(), execArgs);
-  stream().wait();
+  executeLayer(p, post,
+               {{DNNL_ARG_SRC, src},
+                {DNNL_ARG_WEIGHTS, wts.weights},
+                {DNNL_ARG_BIAS, wts.bias},
+                {DNNL_ARG_DST, dst}});
   // With 16 channels, NHWC is byte for byte nChw16c: say so, and the next
   // layer (blocked, like every fp32 layer) reads it without a reorder (a
   // first convolution whose padding the direct kernels reject writes NHWC).
@@ -1438,13 +1438,11 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
   // The M x N result is written straight into y's NCHW host buffer.
   allocHost(y);
   dnnl::memory dst(dstDesc, engine(), y->impl->host);
-  if (post.residual && p->residual == ResidualAs::Sum)
-    preloadResidual(post, dst);
-  p->prim.execute(stream(), {{DNNL_ARG_SRC, src},
-                             {DNNL_ARG_WEIGHTS, wts.weights},
-                             {DNNL_ARG_BIAS, wts.bias},
-                             {DNNL_ARG_DST, dst}});
-  stream().wait();
+  executeLayer(*p, post,
+               {{DNNL_ARG_SRC, src},
+                {DNNL_ARG_WEIGHTS, wts.weights},
+                {DNNL_ARG_BIAS, wts.bias},
+                {DNNL_ARG_DST, dst}});
   markHostWritten(y);
   if (post.residual && p->residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
