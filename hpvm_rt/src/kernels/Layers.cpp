@@ -361,8 +361,14 @@ dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
 /// norm; the residual is added as \p how says (\p dst: the layout of the
 /// output, which a binary post-op's residual must have).
 dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
-                                 const dnnl::memory::desc& dst = {}) {
+                                 const dnnl::memory::desc& dst = {},
+                                 bool runtimeScale = false) {
   dnnl::post_ops ops;
+  // A scale known only at run time (int8_dyn's input scale): a binary
+  // multiply by a 1x1x1x1 tensor before everything else.
+  if (runtimeScale)
+    ops.append_binary(dnnl::algorithm::binary_mul,
+                      dnnl::memory::desc({1, 1, 1, 1}, dt::f32, tag::nchw));
   appendAct(ops, post.act, post.actLo, post.actHi);
   if (post.residual && how != ResidualAs::Split) {
     if (how == ResidualAs::Binary)
@@ -673,10 +679,9 @@ ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
   }
   const auto [lo, hi] = valueRange(x);
   ActQuant q = actQuantOf(lo, hi);
-  // oneDNN 2.6 takes a convolution's output scales only when the primitive
-  // is created: the batch's scale is rounded up to a grid of 16 steps per
-  // octave (at most 4.4% of the 8-bit range unused), so that a handful of
-  // primitives per layer serve every batch.
+  // The batch's scale is rounded up to a grid of 16 steps per octave (at
+  // most 4.4% of the 8-bit range unused): batches of similar ranges
+  // quantize alike.
   q.scale = std::exp2(std::ceil(std::log2(q.scale) * 16.f) / 16.f);
   return q;
 }
@@ -1049,9 +1054,14 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   const auto& plain = int8Plain(w, post, wDims, G == 1 ? tag::oihw : tag::goihw,
                                 K, Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1);
   const Int8Args ia(plain, aq.scale);
+  // int8_dyn: the batch's input scale changes from batch to batch; oneDNN
+  // 2.6 fixes output scales when a primitive is created, so they hold the
+  // weight scales only and the input scale multiplies at run time (one
+  // primitive per layer).
+  const bool dyn = knob.precision == Precision::INT8DYN;
   // An int8 consumer next: the result as its u8 input (scaled by it).
   const float qOut = post.quantizeOut;
-  std::vector<float> outScales = ia.scales;
+  std::vector<float> outScales = dyn ? plain.scales : ia.scales;
   if (qOut > 0.f)
     for (float& f : outScales)
       f /= qOut;
@@ -1062,8 +1072,8 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}",
       xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
       args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
-      residualDims, tensorKey(w), plain.key, scaleKey(aq.scale),
-      scaleKey(qOut));
+      residualDims, tensorKey(w), plain.key,
+      dyn ? std::string("dyn") : scaleKey(aq.scale), scaleKey(qOut));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
     dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
@@ -1074,12 +1084,12 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
           dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
-      dnnl::primitive_attr attr = postOpsAttr(post, how, dst);
+      dnnl::primitive_attr attr = postOpsAttr(post, how, dst, dyn);
       attr.set_output_scales(1 << 1, outScales);
       dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                 pd.dst_desc(), how};
-      made.binaryIndex = post.act == Act::None ? 0 : 1;
+      made.binaryIndex = (dyn ? 1 : 0) + (post.act == Act::None ? 0 : 1);
       made.reference = isRefImpl(pd);
       return made;
     };
@@ -1124,11 +1134,15 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dnnl::memory dst = outputMemory(y, p.dst);
   dnnl::memory bias({{K}, dt::f32, tag::x}, engine(),
                     const_cast<float*>(ia.bias.data()));
-  executeLayer(p, post,
-               {{DNNL_ARG_SRC, src},
-                {DNNL_ARG_WEIGHTS, weights},
-                {DNNL_ARG_BIAS, bias},
-                {DNNL_ARG_DST, dst}});
+  float inScale = aq.scale;
+  std::unordered_map<int, dnnl::memory> execArgs{{DNNL_ARG_SRC, src},
+                                                 {DNNL_ARG_WEIGHTS, weights},
+                                                 {DNNL_ARG_BIAS, bias},
+                                                 {DNNL_ARG_DST, dst}};
+  if (dyn)
+    execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+        dnnl::memory({{1, 1, 1, 1}, dt::f32, tag::nchw}, engine(), &inScale);
+  executeLayer(p, post, std::move(execArgs));
   if (qOut > 0.f)
     implOf(y).memScale = qOut;
   if (post.residual && p.residual == ResidualAs::Split)
