@@ -641,6 +641,7 @@ private:
   std::unique_ptr<Predictor> predictor_;
   std::vector<GeneSpace> genes_;
   std::vector<std::vector<uint16_t>> allowed_; ///< Per node: kept choices.
+  std::vector<Genome> uniform_; ///< One knob on every node that kept it.
 
   // Results.
   struct Candidate {
@@ -927,8 +928,10 @@ std::vector<Evaluated> Session::search() {
       it->second[f] = uint16_t(a);
     }
   for (const auto& [id, g] : uniform)
-    if (std::count_if(g.begin(), g.end(), [](uint16_t v) { return v; }) > 1)
+    if (std::count_if(g.begin(), g.end(), [](uint16_t v) { return v; }) > 1) {
       seeds.push_back(g);
+      uniform_.push_back(toChoices(g));
+    }
 
   const auto kind =
       qosModel_ == "p2" ? Predictor::Kind::P2 : Predictor::Kind::P1;
@@ -1030,9 +1033,17 @@ void Session::calibrateAndValidate(const std::vector<Evaluated>& archive) {
 
   // Validation: the calibrated front within the largest loss (plus a
   // margin), spread, re-measured on the whole tune set.
-  std::vector<size_t> front =
-      paretoFront(calibrated, maxLoss_ + std::max(0.5, 0.25 * maxLoss_));
+  const double reach = maxLoss_ + std::max(0.5, 0.25 * maxLoss_);
+  std::vector<size_t> front = paretoFront(calibrated, reach);
   std::vector<size_t> picks = spreadPick(front, size_t(opts_.validate));
+  // One knob on every node that kept it is validated too when its loss is
+  // within reach: the additive prediction undervalues whole chains of
+  // bf16 or int8 layers.
+  for (const Genome& u : uniform_)
+    for (size_t i = 0; i < archive.size(); ++i)
+      if (archive[i].genome == u && calibrated[i].loss <= reach &&
+          std::find(picks.begin(), picks.end(), i) == picks.end())
+        picks.push_back(i);
   std::vector<Point> measured;
   auto validate = [&](const std::vector<size_t>& which) {
     ProgressBar bar("validate", int64_t(which.size()), !opts_.quiet);
