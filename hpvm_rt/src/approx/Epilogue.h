@@ -72,15 +72,14 @@ struct BlockedConv {
   /// Native bf16 arithmetic (perforation only): bf16 operands, fp32 sums
   /// and results; the input is converted once. roundInput must be empty.
   bool bf16 = false;
-  /// int8 (perforation only), when `weights` is set: the input quantized
-  /// per tensor (u8 or s8, real = q * inScale), the filter per output
-  /// channel (OIHW s8, quantized from `BlockedConv::weights`, which
-  /// identifies it in the filter cache), 32-bit sums rescaled to fp32 by
-  /// outScales[k] = inScale * weight scale k (scalesKey names them).
+  /// int8 (perforation only), when `weights` is set: `x` holds the input
+  /// quantized per tensor (u8 or s8, NHWC), `weights` the filter quantized
+  /// per output channel (OIHW s8, from `BlockedConv::weights`, which
+  /// identifies it in the filter cache); the 32-bit sums are rescaled to
+  /// fp32 by outScales[k] = input scale * weight scale k (scalesKey names
+  /// them).
   struct Int8 {
     const int8_t* weights = nullptr;
-    bool u8 = true;
-    float inScale = 1.f;
     std::vector<float> outScales;
     uint64_t scalesKey = 0;
   } int8;

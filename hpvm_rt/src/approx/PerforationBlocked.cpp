@@ -360,7 +360,7 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   Numerics nm;
   nm.in = bc.bf16 ? dt::bf16 : dt::f32;
   if (bc.int8.weights) {
-    nm.in = bc.int8.u8 ? dt::u8 : dt::s8;
+    nm.in = bc.x.get_desc().data_type();
     nm.outScales = &bc.int8.outScales;
     nm.scalesKey = bc.int8.scalesKey;
   }
@@ -403,23 +403,11 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   dnnl::stream strm(eng);
   ScratchPool::Lease lease(scratchPool());
 
-  // The input in the engine's layout (and type), rounded or quantized when
-  // the caller asks.
-  const memory::desc xDesc({g.n, g.c, g.h, g.w}, nm.in, srcTag(g, int8));
-  const char* x;
-  if (int8) {
-    memory src(bc.x.get_desc(), eng, bc.x.get_data_handle());
-    memory to(xDesc, eng, lease.slot(0, xDesc.get_size()));
-    dnnl::primitive_attr attr;
-    attr.set_output_scales(0, {1.f / bc.int8.inScale});
-    dnnl::reorder(
-        dnnl::reorder::primitive_desc(eng, src.get_desc(), eng, xDesc, attr))
-        .execute(strm, src, to);
-    strm.wait();
-    x = static_cast<const char*>(to.get_data_handle());
-  } else {
-    x = reinterpret_cast<const char*>(blockedInput(bc, xDesc, lease, strm));
-  }
+  // The input in the engine's layout (and type: int8 comes quantized in
+  // it), rounded when the caller asks.
+  const char* x = reinterpret_cast<const char*>(blockedInput(
+      bc, memory::desc({g.n, g.c, g.h, g.w}, nm.in, srcTag(g, int8)), lease,
+      strm));
 
   // The filter (OIHW, read transposed for columns), reordered once per
   // layout and contents.

@@ -547,8 +547,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     return it == byFirst.end() ? nullptr : &groups[it->second];
   };
   for (Group& g : groups) {
-    const bool bf16 =
-        g.knob.precision == Precision::BF16 && g.knob.variant == Variant::Exact;
+    const bool bf16 = g.knob.precision == Precision::BF16;
     if ((g.kind != HpvmOp::Conv && g.kind != HpvmOp::GroupConv) ||
         g.knob.variant != Variant::Exact ||
         (!isInt8(g.knob.precision) && !bf16) || g.residual != kNoOperand ||

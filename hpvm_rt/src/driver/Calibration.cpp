@@ -220,16 +220,7 @@ void CalibrationRecorder::add(int ordinal, HpvmOp op, const float* data,
   Node& node = nodes_[ordinal];
   node.op = op;
   if (pass_ == 1) {
-    float lo = node.lo, hi = node.hi;
-#pragma omp parallel for reduction(min                                         \
-                                   : lo) reduction(max                         \
-                                                   : hi) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      lo = std::min(lo, data[i]);
-      hi = std::max(hi, data[i]);
-    }
-    node.lo = lo;
-    node.hi = hi;
+    extendRange(data, n, node.lo, node.hi);
     return;
   }
   // Pass 2: histogram of the magnitudes over [0, largest magnitude].

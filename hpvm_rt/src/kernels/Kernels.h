@@ -140,6 +140,9 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
 
 // --- Threads ----------------------------------------------------------------
 
+/// Widens [lo, hi] to hold data[0..n) (NaNs are ignored), in parallel.
+void extendRange(const float* data, int64_t n, float& lo, float& hi);
+
 /// Sets the number of threads every kernel uses (0 = all cores).
 void setNumThreads(int n);
 int numThreads();

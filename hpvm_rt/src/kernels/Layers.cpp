@@ -655,17 +655,10 @@ ActQuant actQuantOf(float lo, float hi) {
 /// largest magnitude).
 std::pair<float, float> valueRange(const Tensor* x) {
   const dnnl::memory cur = currentMemory(x);
-  const float* p = static_cast<const float*>(cur.get_data_handle());
-  const int64_t n =
-      static_cast<int64_t>(cur.get_desc().get_size() / sizeof(float));
   float lo = INFINITY, hi = -INFINITY;
-#pragma omp parallel for reduction(min                                         \
-                                   : lo) reduction(max                         \
-                                                   : hi) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    lo = std::min(lo, p[i]);
-    hi = std::max(hi, p[i]);
-  }
+  extendRange(static_cast<const float*>(cur.get_data_handle()),
+              static_cast<int64_t>(cur.get_desc().get_size() / sizeof(float)),
+              lo, hi);
   return {lo, hi};
 }
 
@@ -902,16 +895,21 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
                    ? hostData(w)
                    : roundedWeights(w, knob.precision);
-  dnnl::memory int8Filter; // keeps bc.int8.weights alive
+  dnnl::memory int8Filter;          // keeps bc.int8.weights alive
+  std::optional<PoolBuffer> int8In; // holds the quantized input
   if (int8) {
     if (knob.variant == Variant::Samp)
       return false;
+    // The input quantized once, into the NHWC the engine's int8 kernels
+    // take.
     const ActQuant aq = inputQuant(knob, x);
+    const dnnl::memory::desc xq({xd[0], xd[1], xd[2], xd[3]},
+                                aq.u8 ? dt::u8 : dt::s8, tag::nhwc);
+    int8In.emplace(xq.get_size());
+    bc.x = quantizedSource(x, xq, aq.scale, *int8In);
     const auto& plain = int8Unfolded(w, a.groups);
     int8Filter = plain.weights;
     bc.int8.weights = static_cast<const int8_t*>(int8Filter.get_data_handle());
-    bc.int8.u8 = aq.u8;
-    bc.int8.inScale = aq.scale;
     uint64_t h = 1469598103934665603ull;
     for (float s : plain.scales) {
       bc.int8.outScales.push_back(aq.scale * s);
@@ -1669,6 +1667,19 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   stream().wait();
   markInPlace(y, dst);
   roundResult(knob.precision, y);
+}
+
+// --- Ranges -----------------------------------------------------------------
+
+void extendRange(const float* data, int64_t n, float& lo, float& hi) {
+  float l = lo, h = hi;
+#pragma omp parallel for reduction(min : l) reduction(max : h) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    l = std::min(l, data[i]);
+    h = std::max(h, data[i]);
+  }
+  lo = l;
+  hi = h;
 }
 
 // --- Activations ------------------------------------------------------------
