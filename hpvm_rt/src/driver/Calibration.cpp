@@ -370,13 +370,7 @@ void useCalibrationFile(const std::string& path) {
 }
 
 std::string companionCalibration(const std::string& configPath) {
-  size_t slash = configPath.find_last_of('/');
-  size_t dot = configPath.find_last_of('.');
-  std::string stem =
-      dot != std::string::npos && (slash == std::string::npos || dot > slash)
-          ? configPath.substr(0, dot)
-          : configPath;
-  return stem + ".calib.txt";
+  return stemOf(configPath) + ".calib.txt";
 }
 
 } // namespace hpvm::rt

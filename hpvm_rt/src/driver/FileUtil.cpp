@@ -34,6 +34,14 @@ void writeFileAtomic(const std::string& path, std::string_view bytes) {
   }
 }
 
+std::string stemOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot != path.npos && (slash == path.npos || dot > slash))
+    return path.substr(0, dot);
+  return path;
+}
+
 uint64_t fileSize(const std::string& path, std::string_view what) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)

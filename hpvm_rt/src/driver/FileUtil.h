@@ -22,6 +22,10 @@ public:
 /// path and the system error on failure (the temporary file is removed).
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
+/// \p path without the extension of its last component ("a/b.txt" ->
+/// "a/b"; "a.d/b" stays).
+std::string stemOf(const std::string& path);
+
 /// The size of the file at \p path in bytes; throws RunError ("path: cannot
 /// open <what>: <reason>") if it does not exist or is not a regular file.
 uint64_t fileSize(const std::string& path, std::string_view what);

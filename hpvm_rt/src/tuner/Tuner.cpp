@@ -162,14 +162,6 @@ const Opt kTuneOptions[] = {
      [](TuneOptions& o, SV, SV) { o.help = true; }},
 };
 
-std::string stemOf(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  size_t dot = path.find_last_of('.');
-  if (dot != path.npos && (slash == path.npos || dot > slash))
-    return path.substr(0, dot);
-  return path;
-}
-
 } // namespace
 
 TuneOptions parseTuneOptions(int argc, const char* const* argv) {
