@@ -14,14 +14,17 @@ namespace hpvm::fe {
 /// (N, K, 1, 1); empty for every other rank.
 std::vector<int64_t> form4d(const std::vector<int64_t>& shape);
 
+// \p opset, the model's default-domain opset, selects attribute defaults
+// (OpAttrs).
+
 /// Why Pad node \p pad cannot be folded into its consumer, or "" if it can.
-std::string padFoldBlocker(const Node& pad);
+std::string padFoldBlocker(const Node& pad, int64_t opset);
 
 /// Why Flatten/Reshape node \p r cannot be aliased away, or "" if it can.
-std::string reshapeAliasBlocker(const Node& r);
+std::string reshapeAliasBlocker(const Node& r, int64_t opset);
 
 /// The shape the ONNX-level Flatten/Reshape \p r produces, {} if unknown.
-std::vector<int64_t> reshapeTarget(const Node& r);
+std::vector<int64_t> reshapeTarget(const Node& r, int64_t opset);
 
 /// Producer description for messages: "node 'x' (Relu)" or "the graph
 /// input".

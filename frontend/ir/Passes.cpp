@@ -5,13 +5,13 @@
 #include "Diagnostics.h"
 #include "ir/PassUtil.h"
 #include "onnx/Attributes.h"
+#include "onnx/OpAttrs.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <unordered_set>
 
 namespace hpvm::fe {
@@ -66,15 +66,14 @@ std::shared_ptr<TensorData> withDims(const TensorData& t,
 }
 
 /// Axes from attribute "axes" or constant input 1; false if unknown.
-bool axesOf(Node* n, std::vector<int64_t>& axes) {
+bool axesOf(Node* n, OpAttrs& a, std::vector<int64_t>& axes) {
   if (n->inputs.size() > 1) {
     if (!n->inputs[1]->isConstant())
       return false;
     axes = n->inputs[1]->constant->toInts();
     return true;
   }
-  AttrReader r(n->attrs);
-  axes = r.getInts("axes", {});
+  axes = a.getInts("axes");
   return true;
 }
 
@@ -131,8 +130,8 @@ std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
 
 /// Evaluates \p n when it is a foldable operator on constants; nullptr
 /// otherwise.
-std::shared_ptr<const TensorData> evaluate(Node* n) {
-  AttrReader r(n->attrs);
+std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
+  OpAttrs r(*n, opset);
   auto allConstant = [n] {
     return std::all_of(n->inputs.begin(), n->inputs.end(),
                        [](const Value* v) { return v->isConstant(); });
@@ -142,17 +141,16 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
     if (auto t = r.getTensor("value"))
       return t;
     if (r.has("value_float"))
-      return floatTensor({static_cast<float>(r.getFloat("value_float", 0))},
-                         {});
+      return floatTensor({static_cast<float>(r.getFloat("value_float"))}, {});
     if (r.has("value_floats")) {
-      std::vector<double> d = r.getFloats("value_floats", {});
+      std::vector<double> d = r.getFloats("value_floats");
       return floatTensor(std::vector<float>(d.begin(), d.end()),
                          {static_cast<int64_t>(d.size())});
     }
     if (r.has("value_int"))
-      return intTensor({r.getInt("value_int", 0)}, {});
+      return intTensor({r.getInt("value_int")}, {});
     if (r.has("value_ints")) {
-      std::vector<int64_t> v = r.getInts("value_ints", {});
+      std::vector<int64_t> v = r.getInts("value_ints");
       return intTensor(v, {static_cast<int64_t>(v.size())});
     }
     return nullptr;
@@ -171,7 +169,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
     if (!dims.empty() && dims[0] < 0)
       dims[0] = 0;
     int64_t rank = static_cast<int64_t>(dims.size());
-    int64_t start = r.getInt("start", 0), end = r.getInt("end", rank);
+    int64_t start = r.getInt("start"), end = r.getInt("end");
     start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
     end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
     std::vector<int64_t> out;
@@ -184,7 +182,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
       return nullptr;
     const TensorData& data = *n->inputs[0]->constant;
     const TensorData& idx = *n->inputs[1]->constant;
-    if (data.dims.size() != 1 || r.getInt("axis", 0) != 0)
+    if (data.dims.size() != 1 || r.getInt("axis") != 0)
       return nullptr;
     auto t = std::make_shared<TensorData>();
     t->dtype = data.dtype;
@@ -204,7 +202,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
   case OpKind::OnnxUnsqueeze:
   case OpKind::OnnxSqueeze: {
     std::vector<int64_t> axes;
-    if (!n->inputs[0]->isConstant() || !axesOf(n, axes))
+    if (!n->inputs[0]->isConstant() || !axesOf(n, r, axes))
       return nullptr;
     const TensorData& data = *n->inputs[0]->constant;
     std::vector<int64_t> dims;
@@ -240,7 +238,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
       return nullptr;
     const TensorData& first = *n->inputs[0]->constant;
     int64_t rank = static_cast<int64_t>(first.dims.size());
-    int64_t axis = r.getInt("axis", 0);
+    int64_t axis = r.getInt("axis");
     axis = axis < 0 ? axis + rank : axis;
     if (axis < 0 || axis >= rank)
       return nullptr;
@@ -275,7 +273,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
     if (!n->inputs[0]->isConstant())
       return nullptr;
     const TensorData& data = *n->inputs[0]->constant;
-    int64_t to = r.getInt("to", 0);
+    int64_t to = r.getInt("to");
     auto t = std::make_shared<TensorData>();
     t->dims = data.dims;
     int64_t count = data.numElements();
@@ -314,7 +312,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n) {
   case OpKind::OnnxReshape: {
     if (!n->inputs[0]->isConstant())
       return nullptr;
-    std::vector<int64_t> target = reshapeTarget(*n);
+    std::vector<int64_t> target = reshapeTarget(*n, opset);
     if (target.empty() && n->output->shape.empty())
       return nullptr;
     const TensorData& data = *n->inputs[0]->constant;
@@ -361,12 +359,12 @@ double shortestFloat(float f) {
   return static_cast<double>(f);
 }
 
-std::vector<int64_t> reshapeTarget(const Node& r) {
+std::vector<int64_t> reshapeTarget(const Node& r, int64_t opset) {
   const std::vector<int64_t>& in = r.inputs[0]->shape;
+  OpAttrs attrs(r, opset);
   if (r.kind == OpKind::OnnxFlatten) {
-    AttrReader attrs(r.attrs);
     int64_t rank = static_cast<int64_t>(in.size());
-    int64_t axis = attrs.getInt("axis", 1);
+    int64_t axis = attrs.getInt("axis");
     axis = axis < 0 ? axis + rank : axis;
     if (in.empty() || axis < 0 || axis > rank)
       return {};
@@ -385,17 +383,16 @@ std::vector<int64_t> reshapeTarget(const Node& r) {
       return {};
     target = r.inputs[1]->constant->toInts();
   } else {
-    AttrReader attrs(r.attrs);
-    target = attrs.getInts("shape", {});
+    target = attrs.getInts("shape");
   }
   if (target.empty())
     return {};
   return resolveReshape(in, target);
 }
 
-std::string reshapeAliasBlocker(const Node& r) {
+std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
   const Value* in = r.inputs[0];
-  std::vector<int64_t> out = reshapeTarget(r);
+  std::vector<int64_t> out = reshapeTarget(r, opset);
   std::string what = r.kind == OpKind::OnnxFlatten ? "flattening" : "reshaping";
   if (out.empty())
     return "the target shape is not known when compiling (dynamic shapes "
@@ -423,8 +420,8 @@ std::string reshapeAliasBlocker(const Node& r) {
          "before a dense layer)";
 }
 
-std::string padFoldBlocker(const Node& pad) {
-  AttrReader attrs(pad.attrs);
+std::string padFoldBlocker(const Node& pad, int64_t opset) {
+  OpAttrs attrs(pad, opset);
   // Pads: attribute (opset < 11, "paddings" in opset 1) or constant input 1.
   std::vector<int64_t> pads;
   if (pad.inputs.size() > 1) {
@@ -433,10 +430,10 @@ std::string padFoldBlocker(const Node& pad) {
              "supported)";
     pads = pad.inputs[1]->constant->toInts();
   } else {
-    pads = attrs.has("pads") ? attrs.getInts("pads", {})
-                             : attrs.getInts("paddings", {});
+    pads =
+        attrs.has("pads") ? attrs.getInts("pads") : attrs.getInts("paddings");
   }
-  double value = attrs.getFloat("value", 0.0);
+  double value = attrs.getFloat("value");
   if (pad.inputs.size() > 2) {
     const Value* v = pad.inputs[2];
     if (!v->isConstant() || v->constant->numElements() != 1)
@@ -471,12 +468,12 @@ std::string padFoldBlocker(const Node& pad) {
     return "Pad is only folded into the Conv, MaxPool or AveragePool it "
            "feeds (it feeds " +
            describeProducer(user.output) + ")";
-  AttrReader userAttrs(user.attrs);
-  std::string autoPad = userAttrs.getString("auto_pad", "NOTSET");
+  OpAttrs userAttrs(user, opset);
+  std::string autoPad = userAttrs.getString("auto_pad");
   if (autoPad != "NOTSET" && autoPad != "VALID")
     return "Pad feeds " + describeProducer(user.output) + " with auto_pad " +
            autoPad + ", which cannot be combined";
-  std::vector<int64_t> own = userAttrs.getInts("pads", {});
+  std::vector<int64_t> own = userAttrs.getInts("pads");
   bool ownPads =
       std::any_of(own.begin(), own.end(), [](int64_t p) { return p != 0; }) &&
       autoPad == "NOTSET";
@@ -487,7 +484,7 @@ std::string padFoldBlocker(const Node& pad) {
   if (user.kind == OpKind::OnnxAveragePool) {
     if (minusInf)
       return "padding with -inf before AveragePool is not supported";
-    if (ownPads && userAttrs.getInt("count_include_pad", 0) == 0)
+    if (ownPads && userAttrs.getInt("count_include_pad") == 0)
       return "Pad feeds AveragePool with its own pads and "
              "count_include_pad=0, which cannot be combined";
     return "";
@@ -503,8 +500,8 @@ std::string padFoldBlocker(const Node& pad) {
       producer != nullptr && (producer->kind == OpKind::OnnxRelu ||
                               producer->kind == OpKind::OnnxClip);
   if (producer != nullptr && producer->kind == OpKind::OnnxClip) {
-    AttrReader clip(producer->attrs);
-    double lo = clip.getFloat("min", -std::numeric_limits<double>::infinity());
+    OpAttrs clip(*producer, opset);
+    double lo = clip.getFloat("min");
     if (producer->inputs.size() > 1) {
       const Value* v = producer->inputs[1];
       lo = v->isConstant() && v->constant->numElements() == 1
@@ -516,7 +513,7 @@ std::string padFoldBlocker(const Node& pad) {
   if (!nonNegative)
     return "zero padding before MaxPool changes the result unless its input "
            "is non-negative (produced by Relu)";
-  std::vector<int64_t> kernel = userAttrs.getInts("kernel_shape", {});
+  std::vector<int64_t> kernel = userAttrs.getInts("kernel_shape");
   if (kernel.size() != 2)
     return "MaxPool has no 2-D kernel_shape";
   if (own.size() != 4)
@@ -557,12 +554,12 @@ void eliminateDeadNodes(Graph& g) {
 
 void foldConstants(Graph& g) {
   for (Node* n : nodeList(g)) {
-    if (auto data = evaluate(n)) {
+    if (auto data = evaluate(n, g.source.opset)) {
       replaceByConstant(g, n, std::move(data));
       continue;
     }
     if (n->kind == OpKind::OnnxReshape || n->kind == OpKind::OnnxFlatten) {
-      std::vector<int64_t> target = reshapeTarget(*n);
+      std::vector<int64_t> target = reshapeTarget(*n, g.source.opset);
       if (!target.empty())
         n->output->shape = target;
     }
@@ -589,19 +586,20 @@ void removeIdentities(Graph& g) {
 
 void foldPads(Graph& g) {
   for (Node* pad : nodeList(g)) {
-    if (pad->kind != OpKind::OnnxPad || !padFoldBlocker(*pad).empty())
+    if (pad->kind != OpKind::OnnxPad ||
+        !padFoldBlocker(*pad, g.source.opset).empty())
       continue;
-    AttrReader attrs(pad->attrs);
+    OpAttrs attrs(*pad, g.source.opset);
     std::vector<int64_t> pads;
     if (pad->inputs.size() > 1)
       pads = pad->inputs[1]->constant->toInts();
     else
-      pads = attrs.has("pads") ? attrs.getInts("pads", {})
-                               : attrs.getInts("paddings", {});
+      pads =
+          attrs.has("pads") ? attrs.getInts("pads") : attrs.getInts("paddings");
     Node* user = pad->output->users.front();
-    AttrReader userAttrs(user->attrs);
-    std::vector<int64_t> own = userAttrs.getInts("pads", {0, 0, 0, 0});
-    if (own.size() != 4 || userAttrs.getString("auto_pad", "NOTSET") == "VALID")
+    OpAttrs userAttrs(*user, g.source.opset);
+    std::vector<int64_t> own = userAttrs.getInts("pads");
+    if (own.size() != 4 || userAttrs.getString("auto_pad") == "VALID")
       own.assign(4, 0);
     // ONNX pads: [top, left, bottom, right] for the consumer, and
     // [n, c, top, left, n, c, bottom, right] for Pad.
@@ -627,7 +625,8 @@ void aliasReshapes(Graph& g) {
   for (Node* n : nodeList(g)) {
     if (n->kind != OpKind::OnnxFlatten && n->kind != OpKind::OnnxReshape)
       continue;
-    if (n->inputs[0]->isConstant() || !reshapeAliasBlocker(*n).empty())
+    if (n->inputs[0]->isConstant() ||
+        !reshapeAliasBlocker(*n, g.source.opset).empty())
       continue;
     g.replaceAllUses(n->output, n->inputs[0]);
     g.eraseNode(n);

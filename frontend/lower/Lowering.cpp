@@ -5,6 +5,7 @@
 #include "ir/Passes.h"
 #include "lower/OpTable.h"
 #include "onnx/Attributes.h"
+#include "onnx/OpAttrs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -167,12 +168,12 @@ std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
 
 /// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
 /// dims of \p x into \p h and \p w.
-std::string windowGeometry(AttrReader& attrs, const std::vector<int64_t>& x,
+std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
                            int64_t kh, int64_t kw, bool ceilMode, Axis& h,
                            Axis& w) {
-  std::vector<int64_t> strides = attrs.getInts("strides", {1, 1});
-  std::vector<int64_t> pads = attrs.getInts("pads", {0, 0, 0, 0});
-  std::string autoPad = attrs.getString("auto_pad", "NOTSET");
+  std::vector<int64_t> strides = attrs.getInts("strides");
+  std::vector<int64_t> pads = attrs.getInts("pads");
+  std::string autoPad = attrs.getString("auto_pad");
   if (strides.size() != 2 || pads.size() != 4)
     return "strides " + formatInts(strides) + " / pads " + formatInts(pads) +
            " do not describe a 2-D window";
@@ -197,12 +198,14 @@ std::string lowerConv(Lowering& L, Node* n) {
   if (w.size() != 4)
     return "weight has shape " + formatShape(w) +
            "; only 2-D convolutions (4-D weights) are supported";
-  AttrReader attrs(n->attrs);
-  std::vector<int64_t> kernel = attrs.getInts("kernel_shape", {w[2], w[3]});
+  OpAttrs attrs(*n, L.g.source.opset);
+  std::vector<int64_t> kernel = attrs.getInts("kernel_shape");
+  if (kernel.empty())
+    kernel = {w[2], w[3]};
   if (kernel != std::vector<int64_t>{w[2], w[3]})
     return "kernel_shape " + formatInts(kernel) +
            " does not match the weight shape " + formatShape(w);
-  int64_t group = attrs.getInt("group", 1);
+  int64_t group = attrs.getInt("group");
   int64_t C = x->shape[1], K = w[0];
   if (C % group != 0 || K % group != 0 || w[1] * group != C)
     return "weight shape " + formatShape(w) + " does not fit " +
@@ -291,11 +294,12 @@ std::string lowerDense(Lowering& L, Node* n) {
   if (b.dims.size() != 2)
     return "weight has shape " + formatShape(b.dims) +
            "; only 2-D weights (batched MatMul is not supported)";
-  AttrReader attrs(n->attrs);
+  OpAttrs attrs(*n, L.g.source.opset);
+  // MatMul is Gemm with the defaults (alpha = beta = 1, no transposes).
   bool gemm = n->kind == OpKind::OnnxGemm;
-  bool transB = gemm && attrs.getInt("transB", 0) != 0;
-  double alpha = gemm ? attrs.getFloat("alpha", 1.0) : 1.0;
-  double beta = gemm ? attrs.getFloat("beta", 1.0) : 1.0;
+  bool transB = gemm && attrs.getInt("transB") != 0;
+  double alpha = gemm ? attrs.getFloat("alpha") : 1.0;
+  double beta = gemm ? attrs.getFloat("beta") : 1.0;
   int64_t K = transB ? b.dims[1] : b.dims[0];
   int64_t N = transB ? b.dims[0] : b.dims[1];
   int64_t inK = 1;
@@ -365,18 +369,18 @@ std::string lowerPool(Lowering& L, Node* n) {
     L.finish(n, out);
     return "";
   }
-  AttrReader attrs(n->attrs);
-  std::vector<int64_t> kernel = attrs.getInts("kernel_shape", {});
+  OpAttrs attrs(*n, L.g.source.opset);
+  std::vector<int64_t> kernel = attrs.getInts("kernel_shape");
   if (kernel.size() != 2)
     return "kernel_shape " + formatInts(kernel) + " is not a 2-D window";
-  bool ceilMode = attrs.getInt("ceil_mode", 0) != 0;
+  bool ceilMode = attrs.getInt("ceil_mode") != 0;
   Axis h, w;
   if (auto r =
           windowGeometry(attrs, x->shape, kernel[0], kernel[1], ceilMode, h, w);
       !r.empty())
     return r;
   bool avg = n->kind == OpKind::OnnxAveragePool;
-  if (avg && attrs.getInt("count_include_pad", 0) == 0 &&
+  if (avg && attrs.getInt("count_include_pad") == 0 &&
       (h.padBegin || h.padEnd || w.padBegin || w.padEnd))
     return "count_include_pad=0 with padding is not supported (the average "
            "always divides by the full window)";
@@ -425,10 +429,10 @@ std::string lowerAdd(Lowering& L, Node* n) {
   if (cd.size() > onnx.size())
     return "the constant has shape " + formatShape(cd) +
            ", of higher rank than the activation";
-  AttrReader attrs(n->attrs);
+  OpAttrs attrs(*n, L.g.source.opset);
   size_t offset = onnx.size() - cd.size();
-  if (attrs.getInt("broadcast", 0) != 0 && attrs.has("axis"))
-    offset = static_cast<size_t>(attrs.getInt("axis", 0));
+  if (attrs.getInt("broadcast") != 0 && attrs.has("axis"))
+    offset = static_cast<size_t>(attrs.getInt("axis"));
   std::vector<int64_t> aligned(onnx.size(), 1);
   for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
     aligned[offset + i] = cd[i];
@@ -476,9 +480,8 @@ std::string lowerBatchNorm(Lowering& L, Node* n) {
              std::to_string(C) + " channels";
     ops.push_back(L.constantAs(v, {1, C, 1, 1}));
   }
-  AttrReader attrs(n->attrs);
-  double eps =
-      shortestFloat(static_cast<float>(attrs.getFloat("epsilon", 1e-5)));
+  OpAttrs attrs(*n, L.g.source.opset);
+  double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon")));
   int pos = L.position(n);
   L.finish(n, L.emit(OpKind::BatchNorm, ops, {Scalar::real(eps)}, x4,
                      n->output->name, *n, pos));
@@ -498,9 +501,9 @@ std::string lowerUnary(Lowering& L, Node* n, OpKind kind,
 }
 
 std::string lowerClip(Lowering& L, Node* n) {
-  AttrReader attrs(n->attrs);
+  OpAttrs attrs(*n, L.g.source.opset);
   constexpr double inf = std::numeric_limits<double>::infinity();
-  double lo = attrs.getFloat("min", -inf), hi = attrs.getFloat("max", inf);
+  double lo = attrs.getFloat("min"), hi = attrs.getFloat("max");
   for (size_t i = 1; i < n->inputs.size() && i < 3; ++i) {
     const Value* v = n->inputs[i];
     if (!v->isConstant() || v->constant->numElements() != 1)
@@ -530,9 +533,9 @@ std::string lowerSoftmax(Lowering& L, Node* n) {
   if (onnx.size() != 2 && onnx.size() != 4)
     return "softmax of shape " + formatShape(onnx) +
            " is not supported (only N x classes)";
-  AttrReader attrs(n->attrs);
+  OpAttrs attrs(*n, L.g.source.opset);
   int64_t rank = static_cast<int64_t>(onnx.size());
-  int64_t axis = attrs.getInt("axis", L.g.source.opset >= 13 ? -1 : 1);
+  int64_t axis = attrs.getInt("axis");
   axis = axis < 0 ? axis + rank : axis;
   std::vector<int64_t> x4 = form4d(onnx);
   if (axis != 1 || x4[2] != 1 || x4[3] != 1)
@@ -543,15 +546,15 @@ std::string lowerSoftmax(Lowering& L, Node* n) {
 }
 
 /// Why a node that the passes should have removed is still there.
-std::string leftoverReason(const Node* n) {
+std::string leftoverReason(const Node* n, int64_t opset) {
   switch (n->kind) {
   case OpKind::OnnxFlatten:
   case OpKind::OnnxReshape:
     if (n->inputs[0]->isConstant())
       return "reshaping a constant to an unknown shape is not supported";
-    return reshapeAliasBlocker(*n);
+    return reshapeAliasBlocker(*n, opset);
   case OpKind::OnnxPad:
-    return padFoldBlocker(*n);
+    return padFoldBlocker(*n, opset);
   case OpKind::OnnxDropout:
     return "training_mode is not a constant false (only inference Dropout "
            "is supported)";
@@ -586,7 +589,7 @@ std::string lowerNode(Lowering& L, Node* n) {
   case OpKind::OnnxSoftmax:
     return lowerSoftmax(L, n);
   default:
-    return leftoverReason(n);
+    return leftoverReason(n, L.g.source.opset);
   }
 }
 

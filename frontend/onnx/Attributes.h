@@ -21,7 +21,8 @@ public:
 
 /// Reads attributes of one node with defaults, remembering which ones were
 /// read, so that unread attributes can be reported (onnx-tensorrt's
-/// OnnxAttrs with TVM's `ignores`).
+/// OnnxAttrs with TVM's `ignores`). The frontend reads node attributes
+/// through OpAttrs, which passes each attribute's one declared default.
 class AttrReader {
 public:
   explicit AttrReader(const std::map<std::string, AttrValue>& attrs)

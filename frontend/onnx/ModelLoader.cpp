@@ -5,6 +5,7 @@
 #include "Diagnostics.h"
 #include "lower/OpTable.h"
 #include "onnx/Attributes.h"
+#include "onnx/OpAttrs.h"
 #include "onnx/Sha256.h"
 
 #include <onnx/checker.h>
@@ -304,14 +305,14 @@ convertAttributes(const NodeProto& node, std::vector<std::string>& reasons) {
 // Pre-scan: operator support and attribute values.
 // ---------------------------------------------------------------------------
 
-/// Reads every attribute \p kind understands from \p r and appends to
-/// \p reasons each value torch2hpvm cannot honour. Values that need shapes
-/// (ceil_mode, asymmetric pads, count_include_pad with auto_pad) are checked
-/// during lowering.
-void checkAttributes(OpKind kind, AttrReader& r,
+/// Appends to \p reasons each attribute value of a \p kind node that
+/// torch2hpvm cannot honour; \p a has read every declared attribute without
+/// type errors. Values that need shapes (ceil_mode, asymmetric pads,
+/// count_include_pad with auto_pad, Pad's value) are checked during lowering.
+void checkAttributes(OpKind kind, OpAttrs& a,
                      std::vector<std::string>& reasons) {
   auto onlyOnes = [&](const char* name) {
-    std::vector<int64_t> v = r.getInts(name, {});
+    std::vector<int64_t> v = a.getInts(name);
     for (int64_t x : v)
       if (x != 1) {
         reasons.push_back(std::string(name) + " " + formatInts(v) +
@@ -320,13 +321,13 @@ void checkAttributes(OpKind kind, AttrReader& r,
       }
   };
   auto autoPad = [&] {
-    std::string mode = r.getString("auto_pad", "NOTSET");
+    std::string mode = a.getString("auto_pad");
     if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" &&
         mode != "SAME_LOWER")
       reasons.push_back("auto_pad '" + escapeName(mode) + "' is not supported");
   };
   auto positive = [&](const char* name) {
-    std::vector<int64_t> v = r.getInts(name, {});
+    std::vector<int64_t> v = a.getInts(name);
     for (int64_t x : v)
       if (x < 1) {
         reasons.push_back(std::string(name) + " " + formatInts(v) +
@@ -335,7 +336,7 @@ void checkAttributes(OpKind kind, AttrReader& r,
       }
   };
   auto nonNegative = [&](const char* name) {
-    std::vector<int64_t> v = r.getInts(name, {});
+    std::vector<int64_t> v = a.getInts(name);
     for (int64_t x : v)
       if (x < 0) {
         reasons.push_back(std::string(name) + " " + formatInts(v) +
@@ -343,105 +344,80 @@ void checkAttributes(OpKind kind, AttrReader& r,
         return;
       }
   };
-  // Opset-1 optimisation hint without meaning for inference.
-  r.consume("consumed_inputs");
 
   switch (kind) {
   case OpKind::OnnxConv:
     autoPad();
     onlyOnes("dilations");
-    if (r.getInt("group", 1) < 1)
-      reasons.push_back("group " + std::to_string(r.getInt("group", 1)) +
+    if (a.getInt("group") < 1)
+      reasons.push_back("group " + std::to_string(a.getInt("group")) +
                         " must be positive");
     positive("kernel_shape");
     nonNegative("pads");
     positive("strides");
-    break;
+    return;
   case OpKind::OnnxGemm:
-    r.getFloat("alpha", 1.0);
-    r.getFloat("beta", 1.0);
-    r.getInt("broadcast", 1);
-    if (r.getInt("transA", 0) != 0)
+    if (a.getInt("transA") != 0)
       reasons.push_back("transA=1 (transposed activations) is not supported");
-    r.getInt("transB", 0);
-    break;
+    return;
   case OpKind::OnnxMaxPool:
   case OpKind::OnnxAveragePool:
     autoPad();
-    r.getInt("ceil_mode", 0);
-    r.getInt("count_include_pad", 0);
     if (kind == OpKind::OnnxMaxPool)
       onlyOnes("dilations");
     positive("kernel_shape");
     nonNegative("pads");
     positive("strides");
-    break;
-  case OpKind::OnnxAdd:
-    r.getInt("broadcast", 0);
-    r.getInt("axis", 0);
-    break;
+    return;
   case OpKind::OnnxBatchNormalization:
-    r.getFloat("epsilon", 1e-5);
-    if (r.getInt("is_test", 1) == 0)
+    if (a.getInt("is_test") == 0)
       reasons.push_back("is_test=0 (training mode) is not supported");
-    if (r.getInt("training_mode", 0) != 0)
+    if (a.getInt("training_mode") != 0)
       reasons.push_back("training_mode=1 is not supported (inference only)");
-    break;
-  case OpKind::OnnxClip:
-    r.getFloat("min", 0.0);
-    r.getFloat("max", 0.0);
-    break;
-  case OpKind::OnnxSoftmax:
-  case OpKind::OnnxFlatten:
-  case OpKind::OnnxGather:
-  case OpKind::OnnxConcat:
-    r.getInt("axis", 0);
-    break;
-  case OpKind::OnnxReshape:
-    r.getInts("shape", {});
-    break;
-  case OpKind::OnnxDropout:
-    r.getFloat("ratio", 0.5);
-    break;
+    return;
   case OpKind::OnnxPad: {
-    std::string mode = r.getString("mode", "constant");
+    std::string mode = a.getString("mode");
     if (mode != "constant")
       reasons.push_back("mode '" + escapeName(mode) +
                         "' is not supported (only constant)");
-    r.getInts("pads", {});
-    r.getInts("paddings", {});
-    double value = r.getFloat("value", 0.0);
-    if (value != 0.0)
-      reasons.push_back("padding value " + std::to_string(value) +
-                        " is not supported (only 0)");
-    break;
+    return;
   }
   case OpKind::OnnxConstant:
-    r.getTensor("value");
-    r.getFloat("value_float", 0.0);
-    r.getFloats("value_floats", {});
-    r.getInt("value_int", 0);
-    r.getInts("value_ints", {});
-    if (r.has("sparse_value") || r.has("value_string") ||
-        r.has("value_strings"))
-      reasons.push_back("sparse and string constants are not supported");
-    r.consume("sparse_value");
-    r.consume("value_string");
-    r.consume("value_strings");
-    break;
+    if (a.has("value_string"))
+      reasons.push_back("string constants are not supported");
+    return;
+  // Every value is accepted here (or checked during lowering).
+  case OpKind::OnnxMatMul:
+  case OpKind::OnnxGlobalAveragePool:
+  case OpKind::OnnxAdd:
+  case OpKind::OnnxRelu:
+  case OpKind::OnnxClip:
+  case OpKind::OnnxTanh:
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxReshape:
+  case OpKind::OnnxIdentity:
+  case OpKind::OnnxDropout:
   case OpKind::OnnxShape:
-    r.getInt("start", 0);
-    r.getInt("end", 0);
-    break;
+  case OpKind::OnnxGather:
   case OpKind::OnnxUnsqueeze:
   case OpKind::OnnxSqueeze:
-    r.getInts("axes", {});
-    break;
+  case OpKind::OnnxConcat:
   case OpKind::OnnxCast:
-    r.getInt("to", 0);
-    break;
-  default:
-    break;
+    return;
+  // HPVM kinds never come from a model.
+  case OpKind::Conv:
+  case OpKind::GroupConv:
+  case OpKind::Mul:
+  case OpKind::Add:
+  case OpKind::BatchNorm:
+  case OpKind::Relu:
+  case OpKind::ClippedRelu:
+  case OpKind::Tanh:
+  case OpKind::Softmax:
+  case OpKind::MaxPool:
+  case OpKind::AvgPool:
+    HPVM_UNREACHABLE("pre-scan of HPVM kind " + std::string(opKindName(kind)));
   }
 }
 
@@ -498,26 +474,26 @@ PreScan preScan(const ModelProto& model, const std::string& path,
     }
     std::vector<std::string> reasons;
     std::map<std::string, AttrValue> attrs = convertAttributes(node, reasons);
-    AttrReader reader(attrs);
-    try {
+    OpAttrs reader(desc->kind, attrs, opset);
+    std::vector<std::string> typeErrors = reader.readAll();
+    if (typeErrors.empty())
       checkAttributes(desc->kind, reader, reasons);
-    } catch (const AttrError& e) {
-      reasons.push_back(e.what());
-    }
-    for (const std::string& name : reader.unconsumed(desc->ignoredAttrs))
+    reasons.insert(reasons.end(), typeErrors.begin(), typeErrors.end());
+    // consumed_inputs: an opset-1 optimisation hint without meaning for
+    // inference.
+    std::string ignored = std::string(desc->ignoredAttrs) + " consumed_inputs";
+    for (const std::string& name : reader.unconsumed(ignored))
       reasons.push_back("attribute '" + escapeName(name) +
                         "' is not supported");
     for (const std::string& reason : reasons)
       errors.add(origin, reason);
-    // Only the attributes that lowering reads travel on.
-    std::set<std::string> ignored;
-    std::istringstream words(desc->ignoredAttrs);
+    // Only the declared attributes, which lowering reads, travel on.
+    std::set<std::string> dropped;
+    std::istringstream words(ignored);
     for (std::string w; words >> w;)
-      ignored.insert(w);
+      dropped.insert(w);
     for (auto it = attrs.begin(); it != attrs.end();)
-      it = ignored.count(it->first) || it->first == "consumed_inputs"
-               ? attrs.erase(it)
-               : std::next(it);
+      it = dropped.count(it->first) ? attrs.erase(it) : std::next(it);
     scan.attrs.push_back(std::move(attrs));
   }
   errors.throwIfAny();
