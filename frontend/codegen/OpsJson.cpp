@@ -1,6 +1,7 @@
 // OpsJson.cpp - fusion groups, ops.json and the --list-ops operator table.
 #include "codegen/OpsJson.h"
 
+#include "Diagnostics.h"
 #include "lower/OpTable.h"
 
 #include "hpvm_rt/Fusion.h"
@@ -30,9 +31,38 @@ hpvm::rt::FuseRole fuseRole(OpKind k) {
   case OpKind::MaxPool:
   case OpKind::AvgPool:
     return FuseRole::Pool;
-  default:
+  case OpKind::GroupConv:
+  case OpKind::BatchNorm:
+  case OpKind::Softmax:
     return FuseRole::Other;
+  // The layout holds lowered graphs only.
+  case OpKind::OnnxConv:
+  case OpKind::OnnxGemm:
+  case OpKind::OnnxMatMul:
+  case OpKind::OnnxMaxPool:
+  case OpKind::OnnxAveragePool:
+  case OpKind::OnnxGlobalAveragePool:
+  case OpKind::OnnxAdd:
+  case OpKind::OnnxBatchNormalization:
+  case OpKind::OnnxRelu:
+  case OpKind::OnnxClip:
+  case OpKind::OnnxTanh:
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxReshape:
+  case OpKind::OnnxIdentity:
+  case OpKind::OnnxDropout:
+  case OpKind::OnnxPad:
+  case OpKind::OnnxConstant:
+  case OpKind::OnnxShape:
+  case OpKind::OnnxGather:
+  case OpKind::OnnxUnsqueeze:
+  case OpKind::OnnxSqueeze:
+  case OpKind::OnnxConcat:
+  case OpKind::OnnxCast:
+    break;
   }
+  HPVM_UNREACHABLE("fuseRole of ONNX-level kind " + std::string(opKindName(k)));
 }
 
 /// "11-12, 121-138": sorted ids with consecutive runs collapsed.

@@ -545,26 +545,24 @@ std::string lowerSoftmax(Lowering& L, Node* n) {
   return lowerUnary(L, n, OpKind::Softmax);
 }
 
-/// Why a node that the passes should have removed is still there.
-std::string leftoverReason(const Node* n, int64_t opset) {
-  switch (n->kind) {
-  case OpKind::OnnxFlatten:
-  case OpKind::OnnxReshape:
-    if (n->inputs[0]->isConstant())
-      return "reshaping a constant to an unknown shape is not supported";
-    return reshapeAliasBlocker(*n, opset);
-  case OpKind::OnnxPad:
-    return padFoldBlocker(*n, opset);
-  case OpKind::OnnxDropout:
-    return "training_mode is not a constant false (only inference Dropout "
-           "is supported)";
-  default:
-    return std::string(n->origins.front().opType) +
-           " computes on run-time values; it is only supported on constants "
-           "(shape computations that fold away)";
-  }
+/// Why Flatten/Reshape \p n, which aliasReshapes() would have removed, is
+/// still there.
+std::string reshapeLeftover(const Node* n, int64_t opset) {
+  if (n->inputs[0]->isConstant())
+    return "reshaping a constant to an unknown shape is not supported";
+  return reshapeAliasBlocker(*n, opset);
 }
 
+/// Why \p n, a shape computation foldConstants() would have evaluated, is
+/// still there.
+std::string notFolded(const Node* n) {
+  return std::string(n->origins.front().opType) +
+         " computes on run-time values; it is only supported on constants "
+         "(shape computations that fold away)";
+}
+
+/// Lowers ONNX-level node \p n into HPVM ops; returns why it cannot be, or
+/// why the passes left a node of a kind they remove, or "".
 std::string lowerNode(Lowering& L, Node* n) {
   switch (n->kind) {
   case OpKind::OnnxConv:
@@ -588,9 +586,40 @@ std::string lowerNode(Lowering& L, Node* n) {
     return lowerClip(L, n);
   case OpKind::OnnxSoftmax:
     return lowerSoftmax(L, n);
-  default:
-    return leftoverReason(n, L.g.source.opset);
+  // Removed by the passes where they can be: what is left says why not.
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxReshape:
+    return reshapeLeftover(n, L.g.source.opset);
+  case OpKind::OnnxPad:
+    return padFoldBlocker(*n, L.g.source.opset);
+  case OpKind::OnnxDropout:
+    return "training_mode is not a constant false (only inference Dropout "
+           "is supported)";
+  case OpKind::OnnxIdentity:
+  case OpKind::OnnxConstant:
+  case OpKind::OnnxShape:
+  case OpKind::OnnxGather:
+  case OpKind::OnnxUnsqueeze:
+  case OpKind::OnnxSqueeze:
+  case OpKind::OnnxConcat:
+  case OpKind::OnnxCast:
+    return notFolded(n);
+  // lowerNodes() lowers ONNX-level nodes only.
+  case OpKind::Conv:
+  case OpKind::GroupConv:
+  case OpKind::Mul:
+  case OpKind::Add:
+  case OpKind::BatchNorm:
+  case OpKind::Relu:
+  case OpKind::ClippedRelu:
+  case OpKind::Tanh:
+  case OpKind::Softmax:
+  case OpKind::MaxPool:
+  case OpKind::AvgPool:
+    break;
   }
+  HPVM_UNREACHABLE("lowerNode of HPVM kind " +
+                   std::string(opKindName(n->kind)));
 }
 
 } // namespace

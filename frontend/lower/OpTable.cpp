@@ -121,8 +121,40 @@ int64_t opFlops(const Node& n) {
     HPVM_ASSERT(n.scalars.size() >= 2, "pool without window scalars");
     reduce = n.scalars[0].i * n.scalars[1].i;
     break;
-  default:
+  case OpKind::Add:
+  case OpKind::BatchNorm:
+  case OpKind::Relu:
+  case OpKind::ClippedRelu:
+  case OpKind::Tanh:
+  case OpKind::Softmax:
     break;
+  // ONNX-level kinds have no HPVM descriptor (hpvmOpDesc asserted).
+  case OpKind::OnnxConv:
+  case OpKind::OnnxGemm:
+  case OpKind::OnnxMatMul:
+  case OpKind::OnnxMaxPool:
+  case OpKind::OnnxAveragePool:
+  case OpKind::OnnxGlobalAveragePool:
+  case OpKind::OnnxAdd:
+  case OpKind::OnnxBatchNormalization:
+  case OpKind::OnnxRelu:
+  case OpKind::OnnxClip:
+  case OpKind::OnnxTanh:
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxReshape:
+  case OpKind::OnnxIdentity:
+  case OpKind::OnnxDropout:
+  case OpKind::OnnxPad:
+  case OpKind::OnnxConstant:
+  case OpKind::OnnxShape:
+  case OpKind::OnnxGather:
+  case OpKind::OnnxUnsqueeze:
+  case OpKind::OnnxSqueeze:
+  case OpKind::OnnxConcat:
+  case OpKind::OnnxCast:
+    HPVM_UNREACHABLE("opFlops of ONNX-level kind " +
+                     std::string(opKindName(n.kind)));
   }
   double flops =
       static_cast<double>(outElems) *
