@@ -77,6 +77,12 @@ bool axesOf(Node* n, OpAttrs& a, std::vector<int64_t>& axes) {
   return true;
 }
 
+/// True if every input of \p n is a constant.
+bool allConstant(const Node* n) {
+  return std::all_of(n->inputs.begin(), n->inputs.end(),
+                     [](const Value* v) { return v->isConstant(); });
+}
+
 /// Resolves ONNX Reshape target \p target (0 copies, -1 infers) against
 /// \p in; {} when it cannot be resolved.
 std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
@@ -128,204 +134,261 @@ std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
   return target;
 }
 
+// The folding of each operator: its result as a constant, nullptr when it
+// cannot be evaluated when compiling.
+
+/// Constant: the tensor of whichever value* attribute is present.
+std::shared_ptr<const TensorData> foldConstant(OpAttrs& a) {
+  if (auto t = a.getTensor("value"))
+    return t;
+  if (a.has("value_float"))
+    return floatTensor({static_cast<float>(a.getFloat("value_float"))}, {});
+  if (a.has("value_floats")) {
+    std::vector<double> d = a.getFloats("value_floats");
+    return floatTensor(std::vector<float>(d.begin(), d.end()),
+                       {static_cast<int64_t>(d.size())});
+  }
+  if (a.has("value_int"))
+    return intTensor({a.getInt("value_int")}, {});
+  if (a.has("value_ints")) {
+    std::vector<int64_t> v = a.getInts("value_ints");
+    return intTensor(v, {static_cast<int64_t>(v.size())});
+  }
+  return nullptr;
+}
+
+/// Shape: the input's static dims from start to end.
+std::shared_ptr<const TensorData> foldShape(Node* n, OpAttrs& a) {
+  // Symbolic dimensions become 0, which Reshape reads as "copy the input
+  // dimension": right for the batch dimension kept in place (the usual
+  // x.view(x.size(0), -1)); resolveReshape rejects other uses.
+  const Value* in = n->inputs[0];
+  if (in->shape.empty() && !in->isConstant())
+    return nullptr;
+  std::vector<int64_t> dims = in->shape;
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] < 0)
+      return nullptr;
+  if (!dims.empty() && dims[0] < 0)
+    dims[0] = 0;
+  int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t start = a.getInt("start"), end = a.getInt("end");
+  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+  std::vector<int64_t> out;
+  for (int64_t i = start; i < end; ++i)
+    out.push_back(dims[static_cast<size_t>(i)]);
+  return intTensor(out, {static_cast<int64_t>(out.size())});
+}
+
+/// Gather: elements of a 1-D constant at constant indices (axis 0).
+std::shared_ptr<const TensorData> foldGather(Node* n, OpAttrs& a) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  const TensorData& idx = *n->inputs[1]->constant;
+  if (data.dims.size() != 1 || a.getInt("axis") != 0)
+    return nullptr;
+  auto t = std::make_shared<TensorData>();
+  t->dtype = data.dtype;
+  t->dims = idx.dims;
+  size_t size = elementSize(data.dtype);
+  for (int64_t i = 0; i < idx.numElements(); ++i) {
+    int64_t k = idx.asInt(i);
+    if (k < 0)
+      k += data.dims[0];
+    if (k < 0 || k >= data.dims[0])
+      return nullptr;
+    const uint8_t* src = data.bytes.data() + static_cast<size_t>(k) * size;
+    t->bytes.insert(t->bytes.end(), src, src + size);
+  }
+  return t;
+}
+
+/// Unsqueeze/Squeeze of a constant: its bytes with dims of size 1 added or
+/// dropped.
+std::shared_ptr<const TensorData> foldSqueeze(Node* n, OpAttrs& a) {
+  std::vector<int64_t> axes;
+  if (!n->inputs[0]->isConstant() || !axesOf(n, a, axes))
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  std::vector<int64_t> dims;
+  if (n->kind == OpKind::OnnxUnsqueeze) {
+    int64_t rank = static_cast<int64_t>(data.dims.size() + axes.size());
+    std::vector<bool> isNew(static_cast<size_t>(rank), false);
+    for (int64_t axis : axes) {
+      axis = axis < 0 ? axis + rank : axis;
+      if (axis < 0 || axis >= rank || isNew[static_cast<size_t>(axis)])
+        return nullptr; // out of range or repeated: ONNX rejects both
+      isNew[static_cast<size_t>(axis)] = true;
+    }
+    size_t k = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(isNew[static_cast<size_t>(i)] ? 1 : data.dims[k++]);
+  } else {
+    int64_t rank = static_cast<int64_t>(data.dims.size());
+    std::vector<bool> drop(data.dims.size(), axes.empty());
+    for (int64_t axis : axes) {
+      axis = axis < 0 ? axis + rank : axis;
+      if (axis < 0 || axis >= rank)
+        return nullptr;
+      drop[static_cast<size_t>(axis)] = true;
+    }
+    for (size_t i = 0; i < data.dims.size(); ++i)
+      if (!drop[i] || data.dims[i] != 1)
+        dims.push_back(data.dims[i]);
+  }
+  return withDims(data, dims);
+}
+
+/// Concat of constants along axis.
+std::shared_ptr<const TensorData> foldConcat(Node* n, OpAttrs& a) {
+  if (!allConstant(n) || n->inputs.empty())
+    return nullptr;
+  const TensorData& first = *n->inputs[0]->constant;
+  int64_t rank = static_cast<int64_t>(first.dims.size());
+  int64_t axis = a.getInt("axis");
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank)
+    return nullptr;
+  // outer = product of dims before axis; each input contributes a chunk
+  // of dims[axis] * inner elements per outer step.
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= first.dims[static_cast<size_t>(i)];
+  auto t = std::make_shared<TensorData>();
+  t->dtype = first.dtype;
+  t->dims = first.dims;
+  t->dims[static_cast<size_t>(axis)] = 0;
+  for (const Value* v : n->inputs) {
+    const TensorData& d = *v->constant;
+    if (d.dtype != first.dtype || d.dims.size() != first.dims.size())
+      return nullptr;
+    t->dims[static_cast<size_t>(axis)] += d.dims[static_cast<size_t>(axis)];
+  }
+  size_t size = elementSize(first.dtype);
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Value* v : n->inputs) {
+      const TensorData& d = *v->constant;
+      size_t chunk =
+          static_cast<size_t>(d.numElements() / std::max<int64_t>(outer, 1)) *
+          size;
+      const uint8_t* src = d.bytes.data() + static_cast<size_t>(o) * chunk;
+      t->bytes.insert(t->bytes.end(), src, src + chunk);
+    }
+  return t;
+}
+
+/// Cast of a constant to float, int64, int32, double or bool.
+std::shared_ptr<const TensorData> foldCast(Node* n, OpAttrs& a) {
+  if (!n->inputs[0]->isConstant())
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  int64_t to = a.getInt("to");
+  auto t = std::make_shared<TensorData>();
+  t->dims = data.dims;
+  int64_t count = data.numElements();
+  switch (to) {
+  case static_cast<int64_t>(DataType::Float):
+    return floatTensor(data.toFloats(), data.dims);
+  case static_cast<int64_t>(DataType::Int64):
+    return intTensor(data.toInts(), data.dims);
+  case static_cast<int64_t>(DataType::Int32):
+    t->dtype = DataType::Int32;
+    for (int64_t i = 0; i < count; ++i) {
+      int32_t v = static_cast<int32_t>(data.asInt(i));
+      uint8_t buf[4];
+      std::memcpy(buf, &v, 4);
+      t->bytes.insert(t->bytes.end(), buf, buf + 4);
+    }
+    return t;
+  case static_cast<int64_t>(DataType::Double):
+    t->dtype = DataType::Double;
+    for (int64_t i = 0; i < count; ++i) {
+      double v = data.asDouble(i);
+      uint8_t buf[8];
+      std::memcpy(buf, &v, 8);
+      t->bytes.insert(t->bytes.end(), buf, buf + 8);
+    }
+    return t;
+  case static_cast<int64_t>(DataType::Bool):
+    t->dtype = DataType::Bool;
+    for (int64_t i = 0; i < count; ++i)
+      t->bytes.push_back(data.asDouble(i) != 0.0 ? 1 : 0);
+    return t;
+  default: // other element types are not folded
+    return nullptr;
+  }
+}
+
+/// Reshape of a constant to a target known when compiling.
+std::shared_ptr<const TensorData> foldReshape(Node* n, int64_t opset) {
+  if (!n->inputs[0]->isConstant())
+    return nullptr;
+  std::vector<int64_t> target = reshapeTarget(*n, opset);
+  if (target.empty() && n->output->shape.empty())
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  int64_t count = 1;
+  for (int64_t d : target)
+    count *= d;
+  if (count != data.numElements())
+    return nullptr;
+  return withDims(data, target);
+}
+
 /// Evaluates \p n when it is a foldable operator on constants; nullptr
 /// otherwise.
 std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
-  OpAttrs r(*n, opset);
-  auto allConstant = [n] {
-    return std::all_of(n->inputs.begin(), n->inputs.end(),
-                       [](const Value* v) { return v->isConstant(); });
-  };
+  OpAttrs a(*n, opset);
   switch (n->kind) {
-  case OpKind::OnnxConstant: {
-    if (auto t = r.getTensor("value"))
-      return t;
-    if (r.has("value_float"))
-      return floatTensor({static_cast<float>(r.getFloat("value_float"))}, {});
-    if (r.has("value_floats")) {
-      std::vector<double> d = r.getFloats("value_floats");
-      return floatTensor(std::vector<float>(d.begin(), d.end()),
-                         {static_cast<int64_t>(d.size())});
-    }
-    if (r.has("value_int"))
-      return intTensor({r.getInt("value_int")}, {});
-    if (r.has("value_ints")) {
-      std::vector<int64_t> v = r.getInts("value_ints");
-      return intTensor(v, {static_cast<int64_t>(v.size())});
-    }
-    return nullptr;
-  }
-  case OpKind::OnnxShape: {
-    // Symbolic dimensions become 0, which Reshape reads as "copy the input
-    // dimension": right for the batch dimension kept in place (the usual
-    // x.view(x.size(0), -1)); resolveReshape rejects other uses.
-    const Value* in = n->inputs[0];
-    if (in->shape.empty() && !in->isConstant())
-      return nullptr;
-    std::vector<int64_t> dims = in->shape;
-    for (size_t i = 1; i < dims.size(); ++i)
-      if (dims[i] < 0)
-        return nullptr;
-    if (!dims.empty() && dims[0] < 0)
-      dims[0] = 0;
-    int64_t rank = static_cast<int64_t>(dims.size());
-    int64_t start = r.getInt("start"), end = r.getInt("end");
-    start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
-    end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
-    std::vector<int64_t> out;
-    for (int64_t i = start; i < end; ++i)
-      out.push_back(dims[static_cast<size_t>(i)]);
-    return intTensor(out, {static_cast<int64_t>(out.size())});
-  }
-  case OpKind::OnnxGather: {
-    if (!allConstant() || n->inputs.size() != 2)
-      return nullptr;
-    const TensorData& data = *n->inputs[0]->constant;
-    const TensorData& idx = *n->inputs[1]->constant;
-    if (data.dims.size() != 1 || r.getInt("axis") != 0)
-      return nullptr;
-    auto t = std::make_shared<TensorData>();
-    t->dtype = data.dtype;
-    t->dims = idx.dims;
-    size_t size = elementSize(data.dtype);
-    for (int64_t i = 0; i < idx.numElements(); ++i) {
-      int64_t k = idx.asInt(i);
-      if (k < 0)
-        k += data.dims[0];
-      if (k < 0 || k >= data.dims[0])
-        return nullptr;
-      const uint8_t* src = data.bytes.data() + static_cast<size_t>(k) * size;
-      t->bytes.insert(t->bytes.end(), src, src + size);
-    }
-    return t;
-  }
+  case OpKind::OnnxConstant:
+    return foldConstant(a);
+  case OpKind::OnnxShape:
+    return foldShape(n, a);
+  case OpKind::OnnxGather:
+    return foldGather(n, a);
   case OpKind::OnnxUnsqueeze:
-  case OpKind::OnnxSqueeze: {
-    std::vector<int64_t> axes;
-    if (!n->inputs[0]->isConstant() || !axesOf(n, r, axes))
-      return nullptr;
-    const TensorData& data = *n->inputs[0]->constant;
-    std::vector<int64_t> dims;
-    if (n->kind == OpKind::OnnxUnsqueeze) {
-      int64_t rank = static_cast<int64_t>(data.dims.size() + axes.size());
-      std::vector<bool> isNew(static_cast<size_t>(rank), false);
-      for (int64_t a : axes) {
-        a = a < 0 ? a + rank : a;
-        if (a < 0 || a >= rank || isNew[static_cast<size_t>(a)])
-          return nullptr; // out of range or repeated: ONNX rejects both
-        isNew[static_cast<size_t>(a)] = true;
-      }
-      size_t k = 0;
-      for (int64_t i = 0; i < rank; ++i)
-        dims.push_back(isNew[static_cast<size_t>(i)] ? 1 : data.dims[k++]);
-    } else {
-      int64_t rank = static_cast<int64_t>(data.dims.size());
-      std::vector<bool> drop(data.dims.size(), axes.empty());
-      for (int64_t a : axes) {
-        a = a < 0 ? a + rank : a;
-        if (a < 0 || a >= rank)
-          return nullptr;
-        drop[static_cast<size_t>(a)] = true;
-      }
-      for (size_t i = 0; i < data.dims.size(); ++i)
-        if (!drop[i] || data.dims[i] != 1)
-          dims.push_back(data.dims[i]);
-    }
-    return withDims(data, dims);
-  }
-  case OpKind::OnnxConcat: {
-    if (!allConstant() || n->inputs.empty())
-      return nullptr;
-    const TensorData& first = *n->inputs[0]->constant;
-    int64_t rank = static_cast<int64_t>(first.dims.size());
-    int64_t axis = r.getInt("axis");
-    axis = axis < 0 ? axis + rank : axis;
-    if (axis < 0 || axis >= rank)
-      return nullptr;
-    // outer = product of dims before axis; each input contributes a chunk
-    // of dims[axis] * inner elements per outer step.
-    int64_t outer = 1;
-    for (int64_t i = 0; i < axis; ++i)
-      outer *= first.dims[static_cast<size_t>(i)];
-    auto t = std::make_shared<TensorData>();
-    t->dtype = first.dtype;
-    t->dims = first.dims;
-    t->dims[static_cast<size_t>(axis)] = 0;
-    for (const Value* v : n->inputs) {
-      const TensorData& d = *v->constant;
-      if (d.dtype != first.dtype || d.dims.size() != first.dims.size())
-        return nullptr;
-      t->dims[static_cast<size_t>(axis)] += d.dims[static_cast<size_t>(axis)];
-    }
-    size_t size = elementSize(first.dtype);
-    for (int64_t o = 0; o < outer; ++o)
-      for (const Value* v : n->inputs) {
-        const TensorData& d = *v->constant;
-        size_t chunk =
-            static_cast<size_t>(d.numElements() / std::max<int64_t>(outer, 1)) *
-            size;
-        const uint8_t* src = d.bytes.data() + static_cast<size_t>(o) * chunk;
-        t->bytes.insert(t->bytes.end(), src, src + chunk);
-      }
-    return t;
-  }
-  case OpKind::OnnxCast: {
-    if (!n->inputs[0]->isConstant())
-      return nullptr;
-    const TensorData& data = *n->inputs[0]->constant;
-    int64_t to = r.getInt("to");
-    auto t = std::make_shared<TensorData>();
-    t->dims = data.dims;
-    int64_t count = data.numElements();
-    switch (to) {
-    case static_cast<int64_t>(DataType::Float):
-      return floatTensor(data.toFloats(), data.dims);
-    case static_cast<int64_t>(DataType::Int64):
-      return intTensor(data.toInts(), data.dims);
-    case static_cast<int64_t>(DataType::Int32):
-      t->dtype = DataType::Int32;
-      for (int64_t i = 0; i < count; ++i) {
-        int32_t v = static_cast<int32_t>(data.asInt(i));
-        uint8_t buf[4];
-        std::memcpy(buf, &v, 4);
-        t->bytes.insert(t->bytes.end(), buf, buf + 4);
-      }
-      return t;
-    case static_cast<int64_t>(DataType::Double):
-      t->dtype = DataType::Double;
-      for (int64_t i = 0; i < count; ++i) {
-        double v = data.asDouble(i);
-        uint8_t buf[8];
-        std::memcpy(buf, &v, 8);
-        t->bytes.insert(t->bytes.end(), buf, buf + 8);
-      }
-      return t;
-    case static_cast<int64_t>(DataType::Bool):
-      t->dtype = DataType::Bool;
-      for (int64_t i = 0; i < count; ++i)
-        t->bytes.push_back(data.asDouble(i) != 0.0 ? 1 : 0);
-      return t;
-    default:
-      return nullptr;
-    }
-  }
-  case OpKind::OnnxReshape: {
-    if (!n->inputs[0]->isConstant())
-      return nullptr;
-    std::vector<int64_t> target = reshapeTarget(*n, opset);
-    if (target.empty() && n->output->shape.empty())
-      return nullptr;
-    const TensorData& data = *n->inputs[0]->constant;
-    int64_t count = 1;
-    for (int64_t d : target)
-      count *= d;
-    if (count != data.numElements())
-      return nullptr;
-    return withDims(data, target);
-  }
-  default:
+  case OpKind::OnnxSqueeze:
+    return foldSqueeze(n, a);
+  case OpKind::OnnxConcat:
+    return foldConcat(n, a);
+  case OpKind::OnnxCast:
+    return foldCast(n, a);
+  case OpKind::OnnxReshape:
+    return foldReshape(n, opset);
+  // Computations on activations (or removed or aliased by other passes).
+  case OpKind::OnnxConv:
+  case OpKind::OnnxGemm:
+  case OpKind::OnnxMatMul:
+  case OpKind::OnnxMaxPool:
+  case OpKind::OnnxAveragePool:
+  case OpKind::OnnxGlobalAveragePool:
+  case OpKind::OnnxAdd:
+  case OpKind::OnnxBatchNormalization:
+  case OpKind::OnnxRelu:
+  case OpKind::OnnxClip:
+  case OpKind::OnnxTanh:
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxFlatten:
+  case OpKind::OnnxIdentity:
+  case OpKind::OnnxDropout:
+  case OpKind::OnnxPad:
+  // HPVM ops are never folded.
+  case OpKind::Conv:
+  case OpKind::GroupConv:
+  case OpKind::Mul:
+  case OpKind::Add:
+  case OpKind::BatchNorm:
+  case OpKind::Relu:
+  case OpKind::ClippedRelu:
+  case OpKind::Tanh:
+  case OpKind::Softmax:
+  case OpKind::MaxPool:
+  case OpKind::AvgPool:
     return nullptr;
   }
+  HPVM_UNREACHABLE("evaluate of an invalid OpKind");
 }
 
 } // namespace
