@@ -160,24 +160,33 @@ std::vector<std::string> writeWeights(const ProgramLayout& layout,
   return digests;
 }
 
-} // namespace
+/// Where the export goes: the output directory and the templates.
+struct ExportPaths {
+  fs::path outPath;        ///< Absolute, normalised output directory.
+  std::string out;         ///< outPath as a string.
+  std::string templateDir; ///< Templates to render.
+};
 
-void listOps(const std::string& format, std::ostream& out) {
-  if (format == "json")
-    out << opsTableJson().dump(2) << "\n";
-  else
-    out << opsTableRst();
-}
+/// The export's files rendered in memory.
+struct RenderedFiles {
+  CodegenOptions cg;
+  std::string source;     ///< hpvm_c.cpp.
+  std::string cmakeLists; ///< CMakeLists.txt.
+  std::string opsJson;    ///< ops.json.
+};
 
-ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
+/// Checks the output directory, --config and the templates before any work.
+ExportPaths checkPaths(const Options& opts) {
   // Output directory: refuse an existing one before any work.
+  ExportPaths t;
   std::string outArg =
       opts.outDir.empty() ? defaultOutDir(opts.model) : opts.outDir;
   std::error_code ec;
-  fs::path outPath = fs::absolute(outArg, ec).lexically_normal();
-  if (!outPath.has_filename())
-    outPath = outPath.parent_path();
-  std::string out = outPath.string();
+  t.outPath = fs::absolute(outArg, ec).lexically_normal();
+  if (!t.outPath.has_filename())
+    t.outPath = t.outPath.parent_path();
+  t.out = t.outPath.string();
+  const std::string& out = t.out;
   fs::file_status st = fs::symlink_status(out, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st))
@@ -196,12 +205,17 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
       (!fs::is_regular_file(opts.configFile, ec) ||
        ::access(opts.configFile.c_str(), R_OK) != 0))
     throw UserError("cannot read --config '" + opts.configFile + "'");
-  std::string templateDir =
+  t.templateDir =
       opts.templateDir.empty() ? defaultTemplateDir() : opts.templateDir;
-  if (!fs::is_directory(templateDir, ec))
-    throw UserError("template directory '" + templateDir + "' does not exist");
+  if (!fs::is_directory(t.templateDir, ec))
+    throw UserError("template directory '" + t.templateDir +
+                    "' does not exist");
+  return t;
+}
 
-  // Load and lower.
+/// Loads the model and lowers it to HPVM tensor ops (--dump-ir on the way).
+std::unique_ptr<Graph> loadAndLower(const Options& opts,
+                                    const PipelineStreams& streams) {
   progress(streams, "loading " + opts.model);
   LoadOptions load;
   load.targetOpset = opts.opset;
@@ -215,27 +229,24 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   if (opts.dumpIr && streams.ir)
     *streams.ir << "; IR as loaded\n" << dumpIr(*g) << "\n";
   lowerToHpvm(*g, passes);
-  ProgramLayout layout = layoutProgram(*g, opts.model);
-  std::string modelSha =
-      g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
+  return g;
+}
 
-  // Datasets, checked before anything is written.
-  Dataset tune =
-      checkDataset("tune", opts.tuneInput, opts.tuneLabels, layout.channels,
-                   layout.height, layout.width, layout.numClasses);
-  Dataset test =
-      checkDataset("test", opts.testInput, opts.testLabels, layout.channels,
-                   layout.height, layout.width, layout.numClasses);
-
-  // Render everything in memory first.
+/// Renders the program, its CMakeLists.txt and ops.json in memory.
+RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
+                          const Graph& g, const ProgramLayout& layout,
+                          const std::string& modelSha, const Dataset& tune,
+                          const Dataset& test) {
+  const std::string& out = where.out;
+  RenderedFiles r;
   std::string stem = fs::path(opts.model).stem().string();
-  CodegenOptions cg;
+  CodegenOptions& cg = r.cg;
   cg.target = opts.target;
   cg.toolVersion = TORCH2HPVM_VERSION;
   cg.modelPath = opts.model;
   cg.modelSha256 = modelSha;
-  cg.producer = g->source.producer;
-  cg.opset = g->source.opset;
+  cg.producer = g.source.producer;
+  cg.opset = g.source.opset;
   cg.commandLine = formatCommand(opts.commandLine);
   cg.modelName = stem;
   cg.binaryName = sanitizeIdentifier(stem);
@@ -246,9 +257,9 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   bool inspect = opts.target == Target::HpvmTensorInspect;
   bool hasConfig = !opts.configFile.empty();
   cg.defaultConfig = hasConfig || inspect ? "tuner_confs.txt" : "";
-  cg.templateDir = templateDir;
-  std::string source = renderProgram(layout, cg);
-  std::string cmakeLists = renderCMakeLists(cg);
+  cg.templateDir = where.templateDir;
+  r.source = renderProgram(layout, cg);
+  r.cmakeLists = renderCMakeLists(cg);
   OpsJsonPaths paths;
   if (inspect) {
     paths.tuneLabelsPath = out + "/tune_labels.bin";
@@ -258,9 +269,13 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   } else if (hasConfig) {
     paths.configFile = out + "/tuner_confs.txt";
   }
-  std::string opsJson = makeOpsJson(layout, paths).dump(2) + "\n";
+  r.opsJson = makeOpsJson(layout, paths).dump(2) + "\n";
+  return r;
+}
 
-  // Write into a temporary sibling directory.
+/// Creates the temporary sibling directory the export is written into.
+std::string makeTempDir(const fs::path& outPath) {
+  std::error_code ec;
   fs::create_directories(outPath.parent_path(), ec);
   if (ec)
     throw UserError("cannot create '" + outPath.parent_path().string() +
@@ -273,10 +288,21 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec) || ec)
     throw UserError("cannot create '" + tmp + "': " + ec.message());
-  TempDirGuard guard(tmp);
+  return tmp;
+}
+
+/// Writes weights, datasets, configuration and rendered files into \p tmp;
+/// returns their manifest entries.
+nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
+                                  const PipelineStreams& streams,
+                                  const ProgramLayout& layout,
+                                  const RenderedFiles& r, const Dataset& tune,
+                                  const Dataset& test) {
+  std::error_code ec;
   fs::create_directory(tmp + "/weights", ec);
   if (ec)
     throw UserError("cannot create '" + tmp + "/weights': " + ec.message());
+  bool hasConfig = !opts.configFile.empty();
 
   progress(streams, "writing " + std::to_string(layout.weights.size()) +
                         " weight files");
@@ -298,9 +324,9 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   copyFileAtomic(test.labelsPath, tmp + "/test_labels.bin");
   if (hasConfig)
     copyFileAtomic(opts.configFile, tmp + "/tuner_confs.txt");
-  writeFileAtomic(tmp + "/hpvm_c.cpp", source);
-  writeFileAtomic(tmp + "/CMakeLists.txt", cmakeLists);
-  writeFileAtomic(tmp + "/ops.json", opsJson);
+  writeFileAtomic(tmp + "/hpvm_c.cpp", r.source);
+  writeFileAtomic(tmp + "/CMakeLists.txt", r.cmakeLists);
+  writeFileAtomic(tmp + "/ops.json", r.opsJson);
   for (const char* f : {"hpvm_c.cpp", "CMakeLists.txt", "ops.json"})
     files.push_back(fileEntry(tmp, f, true));
   for (const char* f : {"tune_input.bin", "tune_labels.bin", "test_input.bin",
@@ -308,18 +334,25 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
     files.push_back(fileEntry(tmp, f, false));
   if (hasConfig)
     files.push_back(fileEntry(tmp, "tuner_confs.txt", true));
+  return files;
+}
 
+/// Writes manifest.json, which lists \p files, into \p tmp.
+void writeManifest(const std::string& tmp, const Options& opts, const Graph& g,
+                   const ProgramLayout& layout, const std::string& modelSha,
+                   const std::string& binaryName, const Dataset& tune,
+                   const Dataset& test, const nlohmann::ordered_json& files) {
   nlohmann::ordered_json m;
   m["tool"] = {{"name", "torch2hpvm-export"}, {"version", TORCH2HPVM_VERSION}};
   m["command_line"] = opts.commandLine;
   m["model"] = {{"path", opts.model},
                 {"sha256", modelSha},
-                {"producer", g->source.producer},
-                {"opset", g->source.opset},
-                {"graph_name", g->source.graphName}};
+                {"producer", g.source.producer},
+                {"opset", g.source.opset},
+                {"graph_name", g.source.graphName}};
   m["target"] = targetName(opts.target);
   m["toolchain"] = opts.toolchain == Toolchain::Hpvm ? "hpvm" : "clang";
-  m["binary"] = opts.noBuild ? "" : "build/" + cg.binaryName;
+  m["binary"] = opts.noBuild ? "" : "build/" + binaryName;
   m["batch_size"] = opts.batchSize;
   m["input_shape"] = {layout.channels, layout.height, layout.width};
   m["classes"] = layout.numClasses;
@@ -335,34 +368,78 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   m["config"] = opts.configFile;
   m["files"] = files;
   writeFileAtomic(tmp + "/manifest.json", m.dump(2) + "\n");
+}
+
+/// Builds the program in \p tmp; on failure keeps \p tmp for inspection.
+void buildInTempDir(const std::string& tmp, const std::string& out,
+                    const std::string& binaryName, const Options& opts,
+                    const PipelineStreams& streams, TempDirGuard& guard) {
+  progress(streams, "building " + binaryName);
+  BuildRequest req;
+  req.toolchain = opts.toolchain;
+  req.projectDir = tmp;
+  req.binaryName = binaryName;
+  req.configFile = "tuner_confs.txt";
+  req.cxx = opts.cxx;
+  req.cmake = opts.cmake;
+  req.echo = opts.verbose ? streams.commands : nullptr;
+  try {
+    buildProgram(req);
+  } catch (const UserError& e) {
+    // Keep the incomplete export (hidden name) for inspection.
+    guard.release();
+    throw UserError(std::string(e.what()) +
+                        "(the incomplete export is kept in '" + tmp +
+                        "'; nothing was written to '" + out + "')",
+                    e.exitCode());
+  }
+}
+
+} // namespace
+
+void listOps(const std::string& format, std::ostream& out) {
+  if (format == "json")
+    out << opsTableJson().dump(2) << "\n";
+  else
+    out << opsTableRst();
+}
+
+ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
+  ExportPaths where = checkPaths(opts);
+  std::unique_ptr<Graph> g = loadAndLower(opts, streams);
+  ProgramLayout layout = layoutProgram(*g, opts.model);
+  std::string modelSha =
+      g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
+
+  // Datasets, checked before anything is written.
+  Dataset tune =
+      checkDataset("tune", opts.tuneInput, opts.tuneLabels, layout.channels,
+                   layout.height, layout.width, layout.numClasses);
+  Dataset test =
+      checkDataset("test", opts.testInput, opts.testLabels, layout.channels,
+                   layout.height, layout.width, layout.numClasses);
+
+  // Render everything in memory first, then write into a temporary sibling
+  // directory, build there, and move it into place.
+  RenderedFiles rendered =
+      renderFiles(opts, where, *g, layout, modelSha, tune, test);
+  std::string tmp = makeTempDir(where.outPath);
+  TempDirGuard guard(tmp);
+  nlohmann::ordered_json files =
+      writeFiles(tmp, opts, streams, layout, rendered, tune, test);
+  writeManifest(tmp, opts, *g, layout, modelSha, rendered.cg.binaryName, tune,
+                test, files);
 
   ExportResult result;
-  result.outDir = out;
+  result.outDir = where.out;
   if (!opts.noBuild) {
-    progress(streams, "building " + cg.binaryName);
-    BuildRequest req;
-    req.toolchain = opts.toolchain;
-    req.projectDir = tmp;
-    req.binaryName = cg.binaryName;
-    req.configFile = "tuner_confs.txt";
-    req.cxx = opts.cxx;
-    req.cmake = opts.cmake;
-    req.echo = opts.verbose ? streams.commands : nullptr;
-    try {
-      buildProgram(req);
-    } catch (const UserError& e) {
-      // Keep the incomplete export (hidden name) for inspection.
-      guard.release();
-      throw UserError(std::string(e.what()) +
-                          "(the incomplete export is kept in '" + tmp +
-                          "'; nothing was written to '" + out + "')",
-                      e.exitCode());
-    }
-    result.binary = out + "/build/" + cg.binaryName;
+    buildInTempDir(tmp, where.out, rendered.cg.binaryName, opts, streams,
+                   guard);
+    result.binary = where.out + "/build/" + rendered.cg.binaryName;
   }
-  moveIntoPlace(tmp, out, opts.force);
+  moveIntoPlace(tmp, where.out, opts.force);
   guard.release();
-  progress(streams, "wrote " + out);
+  progress(streams, "wrote " + where.out);
   return result;
 }
 
