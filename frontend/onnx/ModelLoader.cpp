@@ -535,24 +535,32 @@ std::string describeShape(const TypeInfo& info) {
 }
 
 /// Default constant for an empty optional input \p index of \p kind, or
-/// nullptr when the input has no default we can materialise.
-std::shared_ptr<const TensorData> optionalDefault(OpKind kind, int index) {
+/// nullptr when the input has no default we can materialise. Inputs that
+/// were attributes before opset 11 or 12 (Clip's bounds, Dropout's ratio,
+/// Pad's value) default as the attribute does (attrDecls).
+std::shared_ptr<const TensorData> optionalDefault(OpKind kind, int index,
+                                                  int64_t opset) {
   auto scalar = [](DataType t, auto v) {
     auto d = std::make_shared<TensorData>();
     d->dtype = t;
     appendValue(d->bytes, v);
     return d;
   };
+  auto asAttribute = [&](const char* name) {
+    std::map<std::string, AttrValue> absent;
+    double v = OpAttrs(kind, absent, opset).getFloat(name);
+    return scalar(DataType::Float, static_cast<float>(v));
+  };
   if (kind == OpKind::OnnxClip && index == 1)
-    return scalar(DataType::Float, -std::numeric_limits<float>::infinity());
+    return asAttribute("min");
   if (kind == OpKind::OnnxClip && index == 2)
-    return scalar(DataType::Float, std::numeric_limits<float>::infinity());
+    return asAttribute("max");
   if (kind == OpKind::OnnxDropout && index == 1)
-    return scalar(DataType::Float, 0.5f);
+    return asAttribute("ratio");
   if (kind == OpKind::OnnxDropout && index == 2)
-    return scalar(DataType::Bool, uint8_t{0});
+    return scalar(DataType::Bool, uint8_t{0}); // training_mode: false
   if (kind == OpKind::OnnxPad && index == 2)
-    return scalar(DataType::Float, 0.0f);
+    return asAttribute("value");
   return nullptr;
 }
 
@@ -573,6 +581,7 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   auto g = std::make_unique<Graph>();
   const onnx::GraphProto& graph = model.graph();
   std::string modelDir = dirOf(path);
+  int64_t opset = defaultOpset(model);
 
   std::unordered_map<std::string, TypeInfo> types;
   for (const auto& vi : graph.value_info())
@@ -654,7 +663,7 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     bool ok = true;
     for (size_t k = 0; k < names.size(); ++k) {
       if (names[k].empty()) {
-        auto def = optionalDefault(kind, static_cast<int>(k));
+        auto def = optionalDefault(kind, static_cast<int>(k), opset);
         if (def == nullptr) {
           errors.add(origin, "optional input #" + std::to_string(k) +
                                  " is empty, which is not supported");

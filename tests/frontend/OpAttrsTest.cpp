@@ -286,23 +286,35 @@ TEST_CASE("Frontend: the default Softmax axis follows the opset") {
         "classes)");
 }
 
-TEST_CASE("Frontend: Clip without bounds is unbounded") {
-  CHECK(lowered(modelText(6, {1, 2, 6, 6},
-                          "node { name: 'clip' op_type: 'Clip' input: "
-                          "'input' output: 'y' attribute { name: 'min' "
-                          "type: FLOAT f: 0 } }",
-                          {1, 2, 6, 6})) ==
-        "%1 = Relu(%input: 1x2x6x6) -> 1x2x6x6  # clip\n"
-        "return %1: 1x2x6x6\n");
-  CHECK(lowered(modelText(6, {1, 2, 6, 6},
-                          "node { name: 'clip' op_type: 'Clip' input: "
-                          "'input' output: 'y' attribute { name: 'max' "
-                          "type: FLOAT f: 6 } }",
-                          {1, 2, 6, 6})) ==
-        "error: model"
-        ": node 'clip' (Clip, #0): Clip(-inf, "
-        "6.000000) is not supported (only finite "
-        "bounds, or min 0 without max)");
+TEST_CASE("Frontend: Clip without bounds is unbounded, as attributes and "
+          "as inputs") {
+  std::string relu = "%1 = Relu(%input: 1x2x6x6) -> 1x2x6x6  # clip\n"
+                     "return %1: 1x2x6x6\n";
+  std::string noMin = "error: model: node 'clip' (Clip, #0): Clip(-inf, "
+                      "6.000000) is not supported (only finite bounds, or "
+                      "min 0 without max)";
+  // Opset 6: attributes.
+  auto clip6 = [](const std::string& attr) {
+    return modelText(6, {1, 2, 6, 6},
+                     "node { name: 'clip' op_type: 'Clip' input: 'input' "
+                     "output: 'y' attribute { " +
+                         attr + " } }",
+                     {1, 2, 6, 6});
+  };
+  CHECK(lowered(clip6("name: 'min' type: FLOAT f: 0")) == relu);
+  CHECK(lowered(clip6("name: 'max' type: FLOAT f: 6")) == noMin);
+  // Opset 13: inputs, an empty name for an absent one.
+  auto clip13 = [](const std::string& inputs, const std::string& bound) {
+    return modelText(13, {1, 2, 6, 6},
+                     "node { name: 'clip' op_type: 'Clip' input: 'input' " +
+                         inputs +
+                         " output: 'y' } initializer { name: 'bound' "
+                         "data_type: 1 float_data: " +
+                         bound + " }",
+                     {1, 2, 6, 6});
+  };
+  CHECK(lowered(clip13("input: 'bound'", "0")) == relu);
+  CHECK(lowered(clip13("input: '' input: 'bound'", "6")) == noMin);
 }
 
 TEST_CASE("Passes: Concat without axis before opset 4 folds along axis 1") {
