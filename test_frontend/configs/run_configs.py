@@ -514,6 +514,7 @@ class Oracle:
             parts = []
             for i, knob in enumerate(knobs):
                 xi, yi = inputs[0][i * n:(i + 1) * n], out[i * n:(i + 1) * n]
+                w = m.weight
                 if knob["precision"] == "INT8":
                     # The convolution on quantized operands: the input per
                     # tensor over the calibrated range, the filter per
@@ -523,14 +524,14 @@ class Oracle:
                     s = np.float32((hi if u8 else max(-lo, hi)) /
                                    (255.0 if u8 else 127.0))
                     inv = torch.tensor(np.float32(1) / s)
-                    xq = torch.clamp(torch.round(xi * inv), 0 if u8 else -128,
+                    xi = torch.clamp(torch.round(xi * inv), 0 if u8 else -128,
                                      255 if u8 else 127) * float(s)
-                    w = m.weight
                     ws = w.abs().amax(dim=(1, 2, 3), keepdim=True) / 127
-                    wq = torch.round(w / ws) * ws
-                    yi = F.conv2d(xq, wq, m.bias, m.stride, m.padding)
+                    w = torch.round(w / ws) * ws
+                    yi = F.conv2d(xi, w, m.bias, m.stride, m.padding)
                 if knob["variant"] == "Samp":
-                    w = sample_filter(m.weight, knob["rate"], knob["offset"])
+                    # (int8: the quantized filter sampled.)
+                    w = sample_filter(w, knob["rate"], knob["offset"])
                     parts.append(F.conv2d(xi, w, m.bias, m.stride,
                                           m.padding))
                 else:

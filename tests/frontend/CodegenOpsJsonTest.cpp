@@ -42,7 +42,7 @@ TEST_CASE("Codegen: ops.json of the tiny net has exact FLOPs and knobs") {
   CHECK(j["op_knobs"]["linear_4"] ==
         nlohmann::ordered_json({"11", "12", "301", "311", "312"}));
   CHECK(j["op_knobs"]["convolution_0"].size() ==
-        2 + 18 + 18 + 9 + 9 + 1 + 2 + 18 + 18);
+        2 + 18 + 18 + 9 + 9 + 1 + 2 + 18 + 18 + 9 + 9);
   CHECK(j["knobs"]["11"] == nlohmann::ordered_json({{"speedup", 1.0},
                                                     {"devices", {"cpu", "gpu"}},
                                                     {"baseline_priority", 1}}));

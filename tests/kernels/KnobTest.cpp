@@ -386,6 +386,57 @@ TEST_CASE("Kernels: int8 perforation equals the approximate algorithm on "
   }
 }
 
+TEST_CASE("Kernels: bf16 and int8 sampling equal the approximate algorithm "
+          "on rounded or quantized operands, on the blocked engine and off "
+          "it") {
+  // samp_bf16 / samp_int8: the reduced im2col and filter in bf16 (fp32
+  // sums) or int8 (exact 32-bit sums, rescaled) through oneDNN's matmul
+  // wherever the convolution is not grouped and its channels fill whole
+  // blocks, whatever the output size; the NCHW engine on rounded or
+  // dequantized operands elsewhere (3 input or 24 output channels,
+  // grouped).
+  for (const char* name :
+       {"tail13", "stride2", "pointwise", "tiny4x4", "shortcut_1x1_s2",
+        "rect16", "vgg_first", "depthwise", "lenet_like_5x5"}) {
+    ConvCase c(name, 1700);
+    const bool blocked =
+        c.s.args.groups == 1 && c.s.C % 16 == 0 && c.s.K % 16 == 0;
+    std::vector<float> xv = c.x->values();
+    for (bool nonneg : {false, true}) {
+      if (nonneg) { // as after a ReLU
+        for (float& v : xv)
+          v = std::fabs(v);
+        c.x->set(xv);
+      }
+      for (Precision p : {Precision::BF16, Precision::INT8})
+        for (int rate = 2; rate <= 4; ++rate) {
+          const int offset = rate - 1;
+          KnobSpec knob = knobOf(Variant::Samp, p, rate, offset);
+          if (p == Precision::INT8) {
+            knob.hasRange = true;
+            knob.inLo = *std::min_element(xv.begin(), xv.end());
+            knob.inHi = *std::max_element(xv.begin(), xv.end());
+          }
+          TestPost post(3, c.s.K, c.yDims, 1710);
+          const uint64_t before = approx::blockedRuns();
+          std::vector<float> got = c.run(post.ops, knob);
+          const std::string what = std::string(name) +
+                                   (nonneg ? " nonnegative" : " signed") +
+                                   " precision " + std::to_string(int(p)) +
+                                   " rate " + std::to_string(rate);
+          CHECK_MESSAGE(approx::blockedRuns() == before + (blocked ? 1 : 0),
+                        what << ": blocked engine ran "
+                             << approx::blockedRuns() - before << " times");
+          checkClose(got, c.approximate(post, knob, p), 2e-5, 2e-5, what);
+          CHECK_MESSAGE(
+              got != c.run(post.ops, knobOf(Variant::Samp, Precision::FP32,
+                                            rate, offset)),
+              what << ": equals fp32");
+        }
+    }
+  }
+}
+
 TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
           "every rate and offset, fp32 and fp16") {
   // Shapes it takes (C and K multiples of 16, small outputs or 1x1):

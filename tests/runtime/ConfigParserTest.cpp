@@ -239,7 +239,7 @@ TEST_CASE("Runtime: configuration node line errors") {
   CHECK(line("1 gpu conv fp64 11") ==
         "t.txt:4:12: unknown knob 'fp64' for op 'conv'; expected one of: "
         "bf16, fp16, fp32, int8, int8_dyn, perf, perf_bf16, perf_fp16, "
-        "perf_int8, samp, samp_fp16");
+        "perf_int8, samp, samp_bf16, samp_fp16, samp_int8");
   CHECK(line("1 gpu conv red_samp 41") ==
         "t.txt:4:12: knob 'red_samp' is not supported: HPVM's reduction "
         "sampling (ids 41-46) has no tensor op in HPVM-C programs");

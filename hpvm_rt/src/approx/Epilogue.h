@@ -69,11 +69,11 @@ struct BlockedConv {
   KnobSpec knob; ///< PerfRow or PerfCol (perforation), Samp (sampling).
   /// Rounds a copy of the input in place (fp16 knobs); none if empty.
   std::function<void(float*, int64_t)> roundInput;
-  /// Native bf16 arithmetic (perforation only): bf16 operands, fp32 sums
-  /// and results; the input is converted once. roundInput must be empty.
+  /// Native bf16 arithmetic: bf16 operands, fp32 sums and results; the
+  /// input is converted once. roundInput must be empty.
   bool bf16 = false;
-  /// int8 (perforation only), when `weights` is set: `x` holds the input
-  /// quantized per tensor (u8 or s8, NHWC), `weights` the filter quantized
+  /// int8, when `weights` is set: `x` holds the input quantized per
+  /// tensor (u8 or s8, NHWC), `weights` the filter quantized
   /// per output channel (OIHW s8, from `BlockedConv::weights`, which
   /// identifies it in the filter cache); the 32-bit sums are rescaled to
   /// fp32 by outScales[k] = input scale * weight scale k (scalesKey names
@@ -97,10 +97,12 @@ struct BlockedConv {
 bool convPerforatedBlocked(const BlockedConv& bc);
 
 /// Filter sampling (bc.knob Samp) on blocked activations: a reduced im2col
-/// gathered from nChw16c and one GEMM per chunk of images. Returns false
-/// without touching anything when this engine does not apply (grouped, C
-/// or K not a multiple of 16) or is not the faster one (large outputs, see
-/// SamplingBlocked.cpp); the caller then uses convSampled on NCHW data.
+/// gathered from the input and one GEMM per chunk of images, in fp32, in
+/// bf16 (bc.bf16) or in int8 (bc.int8.weights; bc.x then holds the input
+/// quantized as NHWC). Returns false without touching anything when this
+/// engine does not apply (grouped, C or K not a multiple of 16) or, in
+/// fp32, is not the faster one (large outputs, see SamplingBlocked.cpp);
+/// the caller then uses convSampled on NCHW data.
 bool convSampledBlocked(const BlockedConv& bc);
 
 } // namespace hpvm::rt::approx

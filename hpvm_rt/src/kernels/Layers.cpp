@@ -887,21 +887,20 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.c = xd[1];
   bc.h = xd[2];
   bc.w = xd[3];
-  // bf16 perforation runs natively where the CPU has bf16 dot products;
-  // fp16 (and bf16 elsewhere) rounds fp32 operands.
-  bc.bf16 = knob.precision == Precision::BF16 &&
-            knob.variant != Variant::Samp && numericsOf(knob).nativeBf16;
+  // bf16 perforation and sampling run natively where the CPU has bf16 dot
+  // products; fp16 (and bf16 elsewhere) rounds fp32 operands.
+  bc.bf16 = knob.precision == Precision::BF16 && numericsOf(knob).nativeBf16;
   const bool int8 = knob.precision == Precision::INT8;
+  const bool samp = knob.variant == Variant::Samp;
   bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
                    ? hostData(w)
                    : roundedWeights(w, knob.precision);
   dnnl::memory int8Filter;          // keeps bc.int8.weights alive
   std::optional<PoolBuffer> int8In; // holds the quantized input
   if (int8) {
-    if (knob.variant == Variant::Samp)
+    if (samp && (a.groups != 1 || xd[1] % 16 != 0)) // (convSampledBlocked)
       return false;
-    // The input quantized once, into the NHWC the engine's int8 kernels
-    // take.
+    // The input quantized once, into the NHWC the engines read int8 from.
     const ActQuant aq = inputQuant(knob, x);
     const dnnl::memory::desc xq({xd[0], xd[1], xd[2], xd[3]},
                                 aq.u8 ? dt::u8 : dt::s8, tag::nhwc);
@@ -942,9 +941,8 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     bc.epilogue = &*tanhEpi;
   else if (!epi->empty())
     bc.epilogue = &*epi;
-  const bool ran = knob.variant == Variant::Samp
-                       ? approx::convSampledBlocked(bc)
-                       : approx::convPerforatedBlocked(bc);
+  const bool ran =
+      samp ? approx::convSampledBlocked(bc) : approx::convPerforatedBlocked(bc);
   if (!ran)
     return false;
   if (outRound != Precision::FP32)
