@@ -14,56 +14,9 @@ namespace hpvm::fe {
 
 namespace {
 
-/// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h).
-hpvm::rt::FuseRole fuseRole(OpKind k) {
-  using hpvm::rt::FuseRole;
-  switch (k) {
-  case OpKind::Conv:
-    return FuseRole::Conv;
-  case OpKind::Mul:
-    return FuseRole::Mul;
-  case OpKind::Add:
-    return FuseRole::Add;
-  case OpKind::Relu:
-  case OpKind::Tanh:
-  case OpKind::ClippedRelu:
-    return FuseRole::Activation;
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
-    return FuseRole::Pool;
-  case OpKind::GroupConv:
-  case OpKind::BatchNorm:
-  case OpKind::Softmax:
-    return FuseRole::Other;
-  // The layout holds lowered graphs only.
-  case OpKind::OnnxConv:
-  case OpKind::OnnxGemm:
-  case OpKind::OnnxMatMul:
-  case OpKind::OnnxMaxPool:
-  case OpKind::OnnxAveragePool:
-  case OpKind::OnnxGlobalAveragePool:
-  case OpKind::OnnxAdd:
-  case OpKind::OnnxBatchNormalization:
-  case OpKind::OnnxRelu:
-  case OpKind::OnnxClip:
-  case OpKind::OnnxTanh:
-  case OpKind::OnnxSoftmax:
-  case OpKind::OnnxFlatten:
-  case OpKind::OnnxReshape:
-  case OpKind::OnnxIdentity:
-  case OpKind::OnnxDropout:
-  case OpKind::OnnxPad:
-  case OpKind::OnnxConstant:
-  case OpKind::OnnxShape:
-  case OpKind::OnnxGather:
-  case OpKind::OnnxUnsqueeze:
-  case OpKind::OnnxSqueeze:
-  case OpKind::OnnxConcat:
-  case OpKind::OnnxCast:
-    break;
-  }
-  HPVM_UNREACHABLE("fuseRole of ONNX-level kind " + std::string(opKindName(k)));
-}
+/// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h; Ops.def Fuse
+/// column).
+hpvm::rt::FuseRole fuseRole(OpKind k) { return hpvmOpDesc(k).facts->fuse; }
 
 /// "11-12, 121-138": sorted ids with consecutive runs collapsed.
 std::string idRanges(std::vector<int> ids) {

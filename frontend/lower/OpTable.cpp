@@ -7,35 +7,17 @@
 
 namespace hpvm::fe {
 
-namespace {
-
-constexpr KnobApplies KnobAll = KnobApplies::KnobAll;
-constexpr KnobApplies KnobConv = KnobApplies::KnobConv;
-constexpr KnobApplies KnobDense = KnobApplies::KnobDense;
-
-/// True if a knob row with \p applies may be used on an op whose Knobs column
-/// is \p op: KnobAll knobs fit every op, KnobDense knobs fit conv,
-/// group_conv and mul, KnobConv knobs fit conv only.
-bool knobFits(KnobApplies applies, KnobApplies op) {
-  switch (applies) {
-  case KnobApplies::KnobAll:
-    return true;
-  case KnobApplies::KnobDense:
-    return op == KnobApplies::KnobConv || op == KnobApplies::KnobDense;
-  case KnobApplies::KnobConv:
-    return op == KnobApplies::KnobConv;
-  }
-  return false;
-}
-
-} // namespace
-
 const std::vector<HpvmOpDesc>& hpvmOps() {
   static const std::vector<HpvmOpDesc> table = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
-                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce)               \
-  {OpKind::Kind, #Kind,      ConfName, JsonType,     #Intrinsic,    RtCall,    \
-   TensorArgs,   ScalarArgs, Knobs,    FlopsPerElem, FlopsPerReduce},
+                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
+                InPlace, ReduceOver, Scalar)                                   \
+  {OpKind::Kind,       #Kind,                                                  \
+   ConfName,           JsonType,                                               \
+   #Intrinsic,         RtCall,                                                 \
+   TensorArgs,         ScalarArgs,                                             \
+   KnobApplies::Knobs, FlopsPerElem,                                           \
+   FlopsPerReduce,     &hpvm::rt::kOpFacts[static_cast<int>(OpKind::Kind)]},
 #include "hpvm_rt/Ops.def"
   };
   return table;
@@ -76,7 +58,8 @@ const std::vector<KnobDesc>& knobTable() {
   static const std::vector<KnobDesc> table = {
 #define HPVM_KNOB(Id, ConfName, Variant, Precision, Speedup, Rate, Offset,     \
                   Applies)                                                     \
-  {Id, ConfName, #Variant, #Precision, Speedup, Rate, Offset, Applies},
+  {Id,      ConfName, #Variant, #Precision,                                    \
+   Speedup, Rate,     Offset,   KnobApplies::Applies},
 #include "hpvm_rt/Ops.def"
   };
   return table;
@@ -86,7 +69,7 @@ std::vector<int> knobsFor(OpKind kind) {
   KnobApplies op = hpvmOpDesc(kind).knobs;
   std::vector<int> ids;
   for (const KnobDesc& knob : knobTable())
-    if (knobFits(knob.applies, op))
+    if (hpvm::rt::knobFits(knob.applies, op))
       ids.push_back(knob.id);
   return ids;
 }
@@ -99,66 +82,23 @@ int64_t opFlops(const Node& n) {
   int64_t outElems = 1;
   for (size_t i = 1; i < n.output->shape.size(); ++i)
     outElems *= n.output->shape[i];
-  int64_t reduce = 0;
-  switch (n.kind) {
-  case OpKind::Conv:
-  case OpKind::GroupConv: {
-    // Filter K x C/groups x KH x KW: each output sums C/groups*KH*KW terms.
-    const std::vector<int64_t>& w = n.inputs.at(1)->shape;
-    HPVM_ASSERT(w.size() == 4, "convolution filter is not 4-D");
-    reduce = w[1] * w[2] * w[3];
-    break;
-  }
-  case OpKind::Mul: {
-    // Weights 1 x 1 x K x N.
-    const std::vector<int64_t>& w = n.inputs.at(1)->shape;
-    HPVM_ASSERT(w.size() == 4, "mul weights are not 4-D");
-    reduce = w[2];
-    break;
-  }
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
-    HPVM_ASSERT(n.scalars.size() >= 2, "pool without window scalars");
-    reduce = n.scalars[0].i * n.scalars[1].i;
-    break;
-  case OpKind::Add:
-  case OpKind::BatchNorm:
-  case OpKind::Relu:
-  case OpKind::ClippedRelu:
-  case OpKind::Tanh:
-  case OpKind::Softmax:
-    break;
-  // ONNX-level kinds have no HPVM descriptor (hpvmOpDesc asserted).
-  case OpKind::OnnxConv:
-  case OpKind::OnnxGemm:
-  case OpKind::OnnxMatMul:
-  case OpKind::OnnxMaxPool:
-  case OpKind::OnnxAveragePool:
-  case OpKind::OnnxGlobalAveragePool:
-  case OpKind::OnnxAdd:
-  case OpKind::OnnxBatchNormalization:
-  case OpKind::OnnxRelu:
-  case OpKind::OnnxClip:
-  case OpKind::OnnxTanh:
-  case OpKind::OnnxSoftmax:
-  case OpKind::OnnxFlatten:
-  case OpKind::OnnxReshape:
-  case OpKind::OnnxIdentity:
-  case OpKind::OnnxDropout:
-  case OpKind::OnnxPad:
-  case OpKind::OnnxConstant:
-  case OpKind::OnnxShape:
-  case OpKind::OnnxGather:
-  case OpKind::OnnxUnsqueeze:
-  case OpKind::OnnxSqueeze:
-  case OpKind::OnnxConcat:
-  case OpKind::OnnxCast:
-    HPVM_UNREACHABLE("opFlops of ONNX-level kind " +
-                     std::string(opKindName(n.kind)));
-  }
-  double flops =
-      static_cast<double>(outElems) *
-      (desc.flopsPerElem + desc.flopsPerReduce * static_cast<double>(reduce));
+  const hpvm::rt::OpFacts& f = *desc.facts;
+  const std::vector<int64_t>* second =
+      f.tensorArgs > 1 ? &n.inputs.at(1)->shape : nullptr;
+  HPVM_ASSERT(f.reduceOver == hpvm::rt::ReduceOver::None ||
+                  f.reduceOver == hpvm::rt::ReduceOver::Window ||
+                  (second && second->size() == 4),
+              "the reduction operand of " + std::string(desc.kindName) +
+                  " is not 4-D");
+  std::vector<double> scalars;
+  for (const Scalar& s : n.scalars)
+    scalars.push_back(s.isInteger ? static_cast<double>(s.i) : s.d);
+  HPVM_ASSERT(f.reduceOver != hpvm::rt::ReduceOver::Window ||
+                  scalars.size() >= 2,
+              "pool without window scalars");
+  const double flops =
+      hpvm::rt::opFlopsOf(f, static_cast<double>(outElems),
+                          second ? second->data() : nullptr, scalars.data());
   return static_cast<int64_t>(flops + 0.5);
 }
 

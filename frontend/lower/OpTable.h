@@ -5,6 +5,8 @@
 
 #include "ir/Graph.h"
 
+#include "hpvm_rt/OpFacts.h"
+
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -12,7 +14,7 @@
 namespace hpvm::fe {
 
 /// Which knob rows apply to an op (Ops.def "Applies"/"Knobs" column).
-enum class KnobApplies { KnobAll, KnobConv, KnobDense };
+using hpvm::rt::KnobApplies;
 
 /// One HPVM_OP row.
 struct HpvmOpDesc {
@@ -27,6 +29,9 @@ struct HpvmOpDesc {
   KnobApplies knobs;   ///< Which knob rows apply.
   double flopsPerElem; ///< FLOPs per output element, independent of R.
   double flopsPerReduce; ///< FLOPs per output element and reduction step.
+  /// The row's facts shared with the runtime (fusion role, activation,
+  /// in-place, FLOP formula).
+  const hpvm::rt::OpFacts* facts;
 };
 
 /// The descriptor of HPVM kind \p kind (asserts isHpvmOp(kind)).

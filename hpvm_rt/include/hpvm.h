@@ -92,19 +92,6 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 
 // --- Tensor intrinsics, one per Ops.def HPVM_OP row -------------------------
 
-namespace hpvm::rt::api {
-/// The ops of Ops.def, for typing the intrinsics' scalar operands.
-enum class IntrinsicOp {
-#define HPVM_OP(Kind, ...) Kind,
-#include "hpvm_rt/Ops.def"
-};
-/// Type of an intrinsic's scalar operands: int, except batchnorm's epsilon
-/// (double) and clipped relu's bounds (float).
-template <IntrinsicOp> struct ScalarOf { using type = int; };
-template <> struct ScalarOf<IntrinsicOp::BatchNorm> { using type = double; };
-template <> struct ScalarOf<IntrinsicOp::ClippedRelu> { using type = float; };
-} // namespace hpvm::rt::api
-
 #define HPVM_RT_TENSORS_1 void*
 #define HPVM_RT_TENSORS_2 void*, void*
 #define HPVM_RT_TENSORS_5 void*, void*, void*, void*, void*
@@ -116,9 +103,10 @@ template <> struct ScalarOf<IntrinsicOp::ClippedRelu> { using type = float; };
 
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
-                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce)               \
-  void* Intrinsic(HPVM_RT_TENSORS_##TensorArgs HPVM_RT_SCALARS_##ScalarArgs(   \
-      ::hpvm::rt::api::ScalarOf<::hpvm::rt::api::IntrinsicOp::Kind>::type));
+                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
+                InPlace, ReduceOver, Scalar)                                   \
+  void* Intrinsic(                                                             \
+      HPVM_RT_TENSORS_##TensorArgs HPVM_RT_SCALARS_##ScalarArgs(Scalar));
 #include "hpvm_rt/Ops.def"
 }
 

@@ -26,9 +26,6 @@ constexpr int kNumHpvmOps = 0
 #include "hpvm_rt/Ops.def"
     ;
 
-/// Which knobs apply to an op (Ops.def Applies / Knobs columns).
-enum class KnobApplies : uint8_t { KnobAll, KnobConv, KnobDense };
-
 /// Facts of one HPVM_OP row.
 struct OpInfo {
   HpvmOp op;
@@ -40,6 +37,7 @@ struct OpInfo {
   int tensorArgs, scalarArgs;
   KnobApplies knobs;
   double flopsPerElem, flopsPerReduce;
+  const OpFacts* facts; ///< The row's facts shared with the exporter.
 };
 const OpInfo& opInfo(HpvmOp op);
 /// Looks an op up by its configuration-file token; nullptr if unknown.

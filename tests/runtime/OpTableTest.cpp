@@ -74,3 +74,33 @@ TEST_CASE("OpTable: knob applicability follows the Applies column") {
   CHECK(knobAppliesTo(bf16, HpvmOp::Mul));
   CHECK_FALSE(knobAppliesTo(bf16, HpvmOp::Add));
 }
+
+TEST_CASE("OpTable: each op's shared facts are its own row's, and drive "
+          "fusion, in-place and FLOPs") {
+  // (The exporter reads the same kOpFacts; a row out of order would give an
+  // op another's fusion role.)
+  CHECK(kNumOpFacts == kNumHpvmOps);
+  for (int k = 0; k < kNumHpvmOps; ++k) {
+    const OpInfo& info = opInfo(static_cast<HpvmOp>(k));
+    REQUIRE(info.facts == &kOpFacts[k]);
+    CHECK(std::string(info.facts->kind) == info.kindName);
+    CHECK(info.facts->tensorArgs == info.tensorArgs);
+    CHECK(info.facts->scalarArgs == info.scalarArgs);
+  }
+  CHECK(opInfo(HpvmOp::Conv).facts->fuse == FuseRole::Conv);
+  CHECK(opInfo(HpvmOp::GroupConv).facts->fuse == FuseRole::Other);
+  CHECK(opInfo(HpvmOp::ClippedRelu).facts->act == Act::Clip);
+  CHECK(opInfo(HpvmOp::Softmax).facts->inPlace);
+  CHECK_FALSE(opInfo(HpvmOp::MaxPool).facts->inPlace);
+  // conv 2x3x8x8 * 4x3x3x3 -> 2x4x6x6: 2 FLOPs per multiply-add.
+  const int64_t w[4] = {4, 3, 3, 3};
+  CHECK(opFlopsOf(*opInfo(HpvmOp::Conv).facts, 2 * 4 * 6 * 6, w,
+                  static_cast<const double*>(nullptr)) ==
+        2.0 * 4 * 6 * 6 * 2 * 27);
+  const double window[2] = {2, 3};
+  CHECK(opFlopsOf(*opInfo(HpvmOp::AvgPool).facts, 10,
+                  static_cast<const int64_t*>(nullptr),
+                  window) == 10.0 * (1 + 6));
+  CHECK(knobFits(KnobApplies::KnobDense, KnobApplies::KnobConv));
+  CHECK_FALSE(knobFits(KnobApplies::KnobConv, KnobApplies::KnobDense));
+}

@@ -5,13 +5,12 @@
 #ifndef HPVM_RT_FUSION_H
 #define HPVM_RT_FUSION_H
 
+#include "hpvm_rt/OpFacts.h"
+
 #include <cstdint>
 #include <vector>
 
 namespace hpvm::rt {
-
-/// What an op can be in a fused node.
-enum class FuseRole : uint8_t { Conv, Mul, Add, Activation, Pool, Other };
 
 /// The ops HPVM fuses after op `first`: a convolution or matrix multiply
 /// takes its bias add, then an activation, then (convolution only) a

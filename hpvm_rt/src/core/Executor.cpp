@@ -165,41 +165,16 @@ ExecState& S() {
   return s;
 }
 
-bool isAct(HpvmOp op) {
-  return op == HpvmOp::Relu || op == HpvmOp::ClippedRelu || op == HpvmOp::Tanh;
-}
+/// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h; Ops.def Fuse
+/// column).
+FuseRole fuseRole(HpvmOp op) { return opInfo(op).facts->fuse; }
 
-bool isPool(HpvmOp op) {
-  return op == HpvmOp::MaxPool || op == HpvmOp::AvgPool;
-}
+bool isAct(HpvmOp op) { return fuseRole(op) == FuseRole::Activation; }
 
-/// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h).
-FuseRole fuseRole(HpvmOp op) {
-  if (op == HpvmOp::Conv)
-    return FuseRole::Conv;
-  if (op == HpvmOp::Mul)
-    return FuseRole::Mul;
-  if (op == HpvmOp::Add)
-    return FuseRole::Add;
-  if (isAct(op))
-    return FuseRole::Activation;
-  if (isPool(op))
-    return FuseRole::Pool;
-  return FuseRole::Other;
-}
+bool isPool(HpvmOp op) { return fuseRole(op) == FuseRole::Pool; }
 
-Act actOf(HpvmOp op) {
-  switch (op) {
-  case HpvmOp::Relu:
-    return Act::Relu;
-  case HpvmOp::ClippedRelu:
-    return Act::Clip;
-  case HpvmOp::Tanh:
-    return Act::Tanh;
-  default:
-    return Act::None;
-  }
-}
+/// The activation an op is as a fused post-op (Ops.def Act column).
+Act actOf(HpvmOp op) { return opInfo(op).facts->act; }
 
 /// Sets \p t's extents to \p s (symbolic tensors are reused per launch).
 void setShape(Tensor* t, const Shape& s) {

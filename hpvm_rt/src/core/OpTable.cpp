@@ -12,10 +12,20 @@ namespace {
 
 const OpInfo kOps[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
-                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce)               \
-  {HpvmOp::Kind,        #Kind,        ConfName,      JsonType,                 \
-   HPVM_STR(Intrinsic), RtCall,       TensorArgs,    ScalarArgs,               \
-   KnobApplies::Knobs,  FlopsPerElem, FlopsPerReduce},
+                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
+                InPlace, ReduceOver, Scalar)                                   \
+  {HpvmOp::Kind,                                                               \
+   #Kind,                                                                      \
+   ConfName,                                                                   \
+   JsonType,                                                                   \
+   HPVM_STR(Intrinsic),                                                        \
+   RtCall,                                                                     \
+   TensorArgs,                                                                 \
+   ScalarArgs,                                                                 \
+   KnobApplies::Knobs,                                                         \
+   FlopsPerElem,                                                               \
+   FlopsPerReduce,                                                             \
+   &kOpFacts[static_cast<int>(HpvmOp::Kind)]},
 #include "hpvm_rt/Ops.def"
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumHpvmOps,
@@ -58,15 +68,7 @@ const KnobInfo* knobById(int id) {
 }
 
 bool knobAppliesTo(const KnobInfo& knob, HpvmOp op) {
-  switch (knob.applies) {
-  case KnobApplies::KnobAll:
-    return true;
-  case KnobApplies::KnobConv:
-    return op == HpvmOp::Conv;
-  case KnobApplies::KnobDense:
-    return op == HpvmOp::Conv || op == HpvmOp::GroupConv || op == HpvmOp::Mul;
-  }
-  return false;
+  return knobFits(knob.applies, opInfo(op).knobs);
 }
 
 } // namespace hpvm::rt

@@ -57,19 +57,7 @@ int64_t windowExtent(int64_t n, int64_t k, int64_t p, int64_t s,
   return 1 + (n + 2 * p - k) / s;
 }
 
-bool isInPlace(HpvmOp op) {
-  switch (op) {
-  case HpvmOp::Add:
-  case HpvmOp::BatchNorm:
-  case HpvmOp::Relu:
-  case HpvmOp::ClippedRelu:
-  case HpvmOp::Tanh:
-  case HpvmOp::Softmax:
-    return true;
-  default:
-    return false;
-  }
-}
+bool isInPlace(HpvmOp op) { return opInfo(op).facts->inPlace; }
 
 } // namespace
 
@@ -143,25 +131,9 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
 }
 
 double opFlops(HpvmOp op, const Shape* in, const Shape& out, const double* s) {
-  const OpInfo& info = opInfo(op);
-  double reduce = 0;
-  switch (op) {
-  case HpvmOp::Conv:
-  case HpvmOp::GroupConv:
-    reduce = double(in[1][1]) * double(in[1][2]) * double(in[1][3]);
-    break;
-  case HpvmOp::Mul:
-    reduce = double(in[1][2]);
-    break;
-  case HpvmOp::MaxPool:
-  case HpvmOp::AvgPool:
-    reduce = s[0] * s[1];
-    break;
-  default:
-    break;
-  }
-  return double(numElements(out)) *
-         (info.flopsPerElem + info.flopsPerReduce * reduce);
+  const OpFacts& f = *opInfo(op).facts;
+  return opFlopsOf(f, double(numElements(out)),
+                   f.tensorArgs > 1 ? in[1].data() : nullptr, s);
 }
 
 void runSingleOp(HpvmOp op, Tensor* const* in, const double* s,
@@ -223,8 +195,6 @@ void* eagerOp(HpvmOp op, const char* api, void* const* tensors,
 } // namespace hpvm::rt
 
 using hpvm::rt::HpvmOp;
-using hpvm::rt::api::IntrinsicOp;
-using hpvm::rt::api::ScalarOf;
 
 // --- Intrinsics, expanded from Ops.def --------------------------------------
 
@@ -248,9 +218,10 @@ using hpvm::rt::api::ScalarOf;
 
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
-                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce)               \
-  void* Intrinsic(HPVM_RT_TPARAMS_##TensorArgs HPVM_RT_SPARAMS_##ScalarArgs(   \
-      ScalarOf<IntrinsicOp::Kind>::type)) {                                    \
+                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
+                InPlace, ReduceOver, Scalar)                                   \
+  void* Intrinsic(                                                             \
+      HPVM_RT_TPARAMS_##TensorArgs HPVM_RT_SPARAMS_##ScalarArgs(Scalar)) {     \
     void* const tensors[] = {HPVM_RT_TLIST_##TensorArgs};                      \
     const double scalars[] = {HPVM_RT_SLIST_##ScalarArgs};                     \
     return hpvm::rt::tensorOp(HpvmOp::Kind, #Intrinsic, tensors, scalars);     \

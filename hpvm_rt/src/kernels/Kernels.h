@@ -14,6 +14,8 @@
 
 #include "tensor.h"
 
+#include "hpvm_rt/OpFacts.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -55,9 +57,6 @@ inline float int8UnsignedScale(const KnobSpec& k) {
     return 0.f;
   return k.inHi > 0.f && k.inHi <= 3.0e38f ? k.inHi / 255.f : 1.f;
 }
-
-/// Elementwise activation applied after an op.
-enum class Act : uint8_t { None, Relu, Clip, Tanh };
 
 /// Post-operations fused into a convolution or dense layer, applied in this
 /// order: bias (per channel), batch norm (inference), activation, residual

@@ -1,0 +1,96 @@
+// OpFacts.h - the table logic shared by the exporter and the runtime: the
+// per-op facts of Ops.def's HPVM_OP rows (fusion role, activation, in-place,
+// knob applicability, FLOP formula) as constexpr data, and the rules that
+// read them. Both sides index the facts by their own enumeration of the
+// HPVM_OP rows (hpvm::fe::OpKind's first rows, hpvm::rt::HpvmOp), which
+// follows the table's order.
+#ifndef HPVM_RT_OPFACTS_H
+#define HPVM_RT_OPFACTS_H
+
+#include <cstdint>
+
+namespace hpvm::rt {
+
+/// What an op can be in a fused node (hpvm_rt/Fusion.h).
+enum class FuseRole : uint8_t { Conv, Mul, Add, Activation, Pool, Other };
+
+/// Elementwise activation applied after an op (Ops.def Act column).
+enum class Act : uint8_t { None, Relu, Clip, Tanh };
+
+/// Which knobs apply to an op (Ops.def Applies / Knobs columns).
+enum class KnobApplies : uint8_t { KnobAll, KnobConv, KnobDense };
+
+/// What an op's reduction length per output element is (Ops.def
+/// ReduceOver column).
+enum class ReduceOver : uint8_t {
+  None,    ///< 0
+  Filter,  ///< C/groups * KH * KW: dims 1-3 of the second operand.
+  Weights, ///< K: dim 2 of the second operand (1 x 1 x K x N).
+  Window,  ///< KH * KW: the first two scalars.
+};
+
+/// The facts of one HPVM_OP row that both sides compute with.
+struct OpFacts {
+  const char* kind; ///< "Conv": the row's Kind.
+  int tensorArgs, scalarArgs;
+  KnobApplies knobs;
+  double flopsPerElem, flopsPerReduce;
+  FuseRole fuse;
+  Act act;
+  bool inPlace;
+  ReduceOver reduceOver;
+};
+
+/// One OpFacts per HPVM_OP row, in table order.
+inline constexpr OpFacts kOpFacts[] = {
+#define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
+                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act_,   \
+                InPlace, Reduce, Scalar)                                       \
+  {#Kind,        TensorArgs,        ScalarArgs,     KnobApplies::Knobs,        \
+   FlopsPerElem, FlopsPerReduce,    FuseRole::Fuse, Act::Act_,                 \
+   InPlace != 0, ReduceOver::Reduce},
+#include "hpvm_rt/Ops.def"
+};
+inline constexpr int kNumOpFacts = sizeof(kOpFacts) / sizeof(kOpFacts[0]);
+
+/// True if a knob row with \p knob applies to an op whose Knobs column is
+/// \p op: KnobAll knobs fit every op, KnobDense knobs conv, group_conv and
+/// mul (Knobs KnobConv or KnobDense), KnobConv knobs conv only.
+constexpr bool knobFits(KnobApplies knob, KnobApplies op) {
+  switch (knob) {
+  case KnobApplies::KnobAll:
+    return true;
+  case KnobApplies::KnobDense:
+    return op == KnobApplies::KnobConv || op == KnobApplies::KnobDense;
+  case KnobApplies::KnobConv:
+    return op == KnobApplies::KnobConv;
+  }
+  return false;
+}
+
+/// FLOPs of one call of an op with facts \p f: \p outElems output
+/// elements; \p second the second tensor operand's 4 dims (unused unless
+/// the reduction reads them), \p scalars its scalar operands.
+template <typename Dim, typename Scalar>
+constexpr double opFlopsOf(const OpFacts& f, double outElems, const Dim* second,
+                           const Scalar* scalars) {
+  double reduce = 0;
+  switch (f.reduceOver) {
+  case ReduceOver::None:
+    break;
+  case ReduceOver::Filter:
+    reduce = double(second[1]) * double(second[2]) * double(second[3]);
+    break;
+  case ReduceOver::Weights:
+    reduce = double(second[2]);
+    break;
+  case ReduceOver::Window:
+    reduce = double(scalars[0]) * double(scalars[1]);
+    break;
+  }
+  return outElems * (f.flopsPerElem + f.flopsPerReduce * reduce);
+}
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_OPFACTS_H
