@@ -185,6 +185,14 @@ std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
   return reason;
 }
 
+// One lowering function lower<Lowering> per HPVM_ONNX row of Ops.def (its
+// Lowering column), dispatched to by lowerNode(): a row without its
+// function does not build. Each lowers ONNX-level node n into HPVM ops and
+// returns why it cannot, or "".
+#define HPVM_ONNX(OnnxName, MinOpset, Stem, Produces, IgnoredAttrs)            \
+  std::string lower##Stem(Lowering& L, Node* n);
+#include "hpvm_rt/Ops.def"
+
 std::string lowerConv(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input"); !r.empty())
@@ -460,7 +468,7 @@ std::string lowerAdd(Lowering& L, Node* n) {
   return "";
 }
 
-std::string lowerBatchNorm(Lowering& L, Node* n) {
+std::string lowerBatchNormalization(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input", true); !r.empty())
     return r;
@@ -561,61 +569,56 @@ std::string notFolded(const Node* n) {
          "(shape computations that fold away)";
 }
 
-/// Lowers ONNX-level node \p n into HPVM ops; returns why it cannot be, or
-/// why the passes left a node of a kind they remove, or "".
+// The rows that share another's lowering.
+std::string lowerGemm(Lowering& L, Node* n) { return lowerDense(L, n); }
+std::string lowerMatMul(Lowering& L, Node* n) { return lowerDense(L, n); }
+std::string lowerMaxPool(Lowering& L, Node* n) { return lowerPool(L, n); }
+std::string lowerAveragePool(Lowering& L, Node* n) { return lowerPool(L, n); }
+std::string lowerGlobalAveragePool(Lowering& L, Node* n) {
+  return lowerPool(L, n);
+}
+std::string lowerRelu(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Relu);
+}
+std::string lowerTanh(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Tanh);
+}
+
+// Rows the passes remove where they can: what is left says why not.
+std::string lowerFlatten(Lowering& L, Node* n) {
+  return reshapeLeftover(n, L.g.source.opset);
+}
+std::string lowerReshape(Lowering& L, Node* n) {
+  return reshapeLeftover(n, L.g.source.opset);
+}
+std::string lowerPad(Lowering& L, Node* n) {
+  return padFoldBlocker(*n, L.g.source.opset);
+}
+std::string lowerDropout(Lowering&, Node*) {
+  return "training_mode is not a constant false (only inference Dropout is "
+         "supported)";
+}
+std::string lowerIdentity(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerConstant(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerShape(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerGather(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerUnsqueeze(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerSqueeze(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerConcat(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
+
+/// Lowers ONNX-level node \p n into HPVM ops with its row's function;
+/// returns why it cannot be, or why the passes left a node of a kind they
+/// remove, or "".
 std::string lowerNode(Lowering& L, Node* n) {
   switch (n->kind) {
-  case OpKind::OnnxConv:
-    return lowerConv(L, n);
-  case OpKind::OnnxGemm:
-  case OpKind::OnnxMatMul:
-    return lowerDense(L, n);
-  case OpKind::OnnxMaxPool:
-  case OpKind::OnnxAveragePool:
-  case OpKind::OnnxGlobalAveragePool:
-    return lowerPool(L, n);
-  case OpKind::OnnxAdd:
-    return lowerAdd(L, n);
-  case OpKind::OnnxBatchNormalization:
-    return lowerBatchNorm(L, n);
-  case OpKind::OnnxRelu:
-    return lowerUnary(L, n, OpKind::Relu);
-  case OpKind::OnnxTanh:
-    return lowerUnary(L, n, OpKind::Tanh);
-  case OpKind::OnnxClip:
-    return lowerClip(L, n);
-  case OpKind::OnnxSoftmax:
-    return lowerSoftmax(L, n);
-  // Removed by the passes where they can be: what is left says why not.
-  case OpKind::OnnxFlatten:
-  case OpKind::OnnxReshape:
-    return reshapeLeftover(n, L.g.source.opset);
-  case OpKind::OnnxPad:
-    return padFoldBlocker(*n, L.g.source.opset);
-  case OpKind::OnnxDropout:
-    return "training_mode is not a constant false (only inference Dropout "
-           "is supported)";
-  case OpKind::OnnxIdentity:
-  case OpKind::OnnxConstant:
-  case OpKind::OnnxShape:
-  case OpKind::OnnxGather:
-  case OpKind::OnnxUnsqueeze:
-  case OpKind::OnnxSqueeze:
-  case OpKind::OnnxConcat:
-  case OpKind::OnnxCast:
-    return notFolded(n);
-  // lowerNodes() lowers ONNX-level nodes only.
-  case OpKind::Conv:
-  case OpKind::GroupConv:
-  case OpKind::Mul:
-  case OpKind::Add:
-  case OpKind::BatchNorm:
-  case OpKind::Relu:
-  case OpKind::ClippedRelu:
-  case OpKind::Tanh:
-  case OpKind::Softmax:
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
+#define HPVM_ONNX(OnnxName, MinOpset, Stem, Produces, IgnoredAttrs)            \
+  case OpKind::Onnx##Stem:                                                     \
+    return lower##Stem(L, n);
+#include "hpvm_rt/Ops.def"
+    // lowerNodes() lowers ONNX-level nodes only.
+#define HPVM_OP(Kind, ...) case OpKind::Kind:
+#include "hpvm_rt/Ops.def"
     break;
   }
   HPVM_UNREACHABLE("lowerNode of HPVM kind " +
