@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -232,6 +233,26 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
   return g;
 }
 
+/// --toolchain hpvm: refuses a graph using ops real HPVM does not have
+/// (hpvm_rt extensions, Ops.def Hpvm column), naming each node once with
+/// the intrinsic HPVM lacks.
+void checkToolchain(const Options& opts, const Graph& g) {
+  if (opts.toolchain != Toolchain::Hpvm)
+    return;
+  ErrorList errors(g.source.path);
+  std::set<std::pair<int, std::string>> seen;
+  for (const auto& n : g.nodes()) {
+    const HpvmOpDesc& d = hpvmOpDesc(n->kind);
+    const Origin& origin = n->origins.front();
+    if (!d.facts->hpvm && seen.insert({origin.index, d.intrinsic}).second)
+      errors.add(origin, std::string("HPVM has no ") + d.intrinsic + " (" +
+                             d.confName +
+                             " is an hpvm_rt extension; --toolchain clang "
+                             "builds it)");
+  }
+  errors.throwIfAny();
+}
+
 /// Renders the program, its CMakeLists.txt and ops.json in memory.
 RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
                           const Graph& g, const ProgramLayout& layout,
@@ -407,6 +428,7 @@ void listOps(const std::string& format, std::ostream& out) {
 ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   ExportPaths where = checkPaths(opts);
   std::unique_ptr<Graph> g = loadAndLower(opts, streams);
+  checkToolchain(opts, *g);
   ProgramLayout layout = layoutProgram(*g, opts.model);
   std::string modelSha =
       g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;

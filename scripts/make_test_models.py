@@ -126,6 +126,8 @@ def op_fixtures():
           helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
     save("Tanh.onnxtxt", [node("Tanh", ["input"], ["y"], "tanh")], [X],
          io("y", [1, 2, 6, 6]))
+    save("Sigmoid.onnxtxt", [node("Sigmoid", ["input"], ["y"], "sigmoid")],
+         [X], io("y", [1, 2, 6, 6]))
     save("Softmax.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten"),
           node("Gemm", ["f", "w"], ["g"], "fc", transB=1),
@@ -242,7 +244,7 @@ def errors():
           node("LeakyRelu", ["r"], ["l"], "leaky"),
           node("Conv", ["l", "w"], ["c"], "dilated", kernel_shape=[3, 3],
                dilations=[2, 2]),
-          node("Sigmoid", ["c"], ["y"], "")],
+          node("Softsign", ["c"], ["y"], "")],
          [X], io("y", [1, 2, 2, 2]), [weights("w", [2, 2, 3, 3], 40)])
     save("errors/unknown_attribute.onnxtxt",
          [node("Relu", ["input"], ["y"], "relu", alpha=0.5)],

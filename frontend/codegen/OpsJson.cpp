@@ -180,8 +180,10 @@ std::string opsTableRst() {
     std::string intrinsics, confNames;
     std::vector<int> knobs;
     for (const HpvmOpDesc* d : ops) {
+      // An hpvm_rt extension: real HPVM (--toolchain hpvm) refuses it.
       intrinsics += (intrinsics.empty() ? "" : ", ") + std::string("``") +
-                    d->intrinsic + "``";
+                    d->intrinsic + "``" +
+                    (d->facts->hpvm ? "" : " (hpvm_rt only)");
       confNames += (confNames.empty() ? "" : ", ") + std::string("``") +
                    d->confName + "``";
       for (int id : knobsFor(d->kind))
@@ -216,6 +218,7 @@ nlohmann::ordered_json opsTableJson() {
                     {"config_name", d.confName},
                     {"json_type", d.jsonType},
                     {"intrinsic", d.intrinsic},
+                    {"in_hpvm", d.facts->hpvm},
                     {"runtime_call", d.rtCall},
                     {"tensor_args", d.tensorArgs},
                     {"scalar_args", d.scalarArgs},

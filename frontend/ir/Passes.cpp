@@ -369,23 +369,15 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
   case OpKind::OnnxRelu:
   case OpKind::OnnxClip:
   case OpKind::OnnxTanh:
+  case OpKind::OnnxSigmoid:
   case OpKind::OnnxSoftmax:
   case OpKind::OnnxFlatten:
   case OpKind::OnnxIdentity:
   case OpKind::OnnxDropout:
   case OpKind::OnnxPad:
-  // HPVM ops are never folded.
-  case OpKind::Conv:
-  case OpKind::GroupConv:
-  case OpKind::Mul:
-  case OpKind::Add:
-  case OpKind::BatchNorm:
-  case OpKind::Relu:
-  case OpKind::ClippedRelu:
-  case OpKind::Tanh:
-  case OpKind::Softmax:
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
+    // HPVM ops are never folded.
+#define HPVM_OP(Kind, ...) case OpKind::Kind:
+#include "hpvm_rt/Ops.def"
     return nullptr;
   }
   HPVM_UNREACHABLE("evaluate of an invalid OpKind");

@@ -583,6 +583,9 @@ std::string lowerRelu(Lowering& L, Node* n) {
 std::string lowerTanh(Lowering& L, Node* n) {
   return lowerUnary(L, n, OpKind::Tanh);
 }
+std::string lowerSigmoid(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Sigmoid);
+}
 
 // Rows the passes remove where they can: what is left says why not.
 std::string lowerFlatten(Lowering& L, Node* n) {

@@ -393,6 +393,7 @@ void checkAttributes(OpKind kind, OpAttrs& a,
   case OpKind::OnnxRelu:
   case OpKind::OnnxClip:
   case OpKind::OnnxTanh:
+  case OpKind::OnnxSigmoid:
   case OpKind::OnnxSoftmax:
   case OpKind::OnnxFlatten:
   case OpKind::OnnxReshape:
@@ -405,18 +406,9 @@ void checkAttributes(OpKind kind, OpAttrs& a,
   case OpKind::OnnxConcat:
   case OpKind::OnnxCast:
     return;
-  // HPVM kinds never come from a model.
-  case OpKind::Conv:
-  case OpKind::GroupConv:
-  case OpKind::Mul:
-  case OpKind::Add:
-  case OpKind::BatchNorm:
-  case OpKind::Relu:
-  case OpKind::ClippedRelu:
-  case OpKind::Tanh:
-  case OpKind::Softmax:
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
+    // HPVM kinds never come from a model.
+#define HPVM_OP(Kind, ...) case OpKind::Kind:
+#include "hpvm_rt/Ops.def"
     HPVM_UNREACHABLE("pre-scan of HPVM kind " + std::string(opKindName(kind)));
   }
 }

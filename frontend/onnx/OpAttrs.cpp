@@ -183,20 +183,12 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxGlobalAveragePool:
   case OpKind::OnnxRelu:
   case OpKind::OnnxTanh:
+  case OpKind::OnnxSigmoid:
   case OpKind::OnnxIdentity:
     return none;
-  // HPVM kinds carry scalars, not attributes.
-  case OpKind::Conv:
-  case OpKind::GroupConv:
-  case OpKind::Mul:
-  case OpKind::Add:
-  case OpKind::BatchNorm:
-  case OpKind::Relu:
-  case OpKind::ClippedRelu:
-  case OpKind::Tanh:
-  case OpKind::Softmax:
-  case OpKind::MaxPool:
-  case OpKind::AvgPool:
+    // HPVM kinds carry scalars, not attributes.
+#define HPVM_OP(Kind, ...) case OpKind::Kind:
+#include "hpvm_rt/Ops.def"
     return none;
   }
   HPVM_UNREACHABLE("attrDecls of an invalid OpKind");

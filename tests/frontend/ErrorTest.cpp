@@ -34,12 +34,13 @@ std::string failure(const std::string& path) {
 TEST_CASE("Frontend: every unsupported node is listed in one error") {
   std::string path = errorFixture("two_unsupported");
   CHECK(failure(path) ==
-        path + ": 3 unsupported nodes:\n"
-               "  node 'leaky' (LeakyRelu, #1): operator LeakyRelu is not "
-               "supported\n"
-               "  node 'dilated' (Conv, #2): dilations [2, 2] are not "
-               "supported (only 1)\n"
-               "  node '#3' (Sigmoid, #3): operator Sigmoid is not supported");
+        path +
+            ": 3 unsupported nodes:\n"
+            "  node 'leaky' (LeakyRelu, #1): operator LeakyRelu is not "
+            "supported\n"
+            "  node 'dilated' (Conv, #2): dilations [2, 2] are not "
+            "supported (only 1)\n"
+            "  node '#3' (Softsign, #3): operator Softsign is not supported");
 }
 
 TEST_CASE("Frontend: an unknown attribute is named") {

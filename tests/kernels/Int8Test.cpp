@@ -156,6 +156,8 @@ double activate(Act a, double v, float lo, float hi) {
     return std::clamp(v, double(lo), double(hi));
   case Act::Tanh:
     return std::tanh(v);
+  case Act::Sigmoid:
+    return 1 / (1 + std::exp(-v));
   }
   return v;
 }
@@ -285,13 +287,13 @@ struct Expected {
 /// Applies the post-ops after bias and batch norm to z (bound e).
 void postOps(const RefPost& post, size_t i, double& z, double& e) {
   z = activate(post.act, z, post.actLo, post.actHi);
-  if (post.act == Act::Tanh)
+  if (isTranscendental(post.act))
     e += kTanhUlps * kU * std::fabs(z);
   if (!post.residual.empty()) {
     z += post.residual[i];
     e += kU * (std::fabs(z) + e); // the fp32 add
     z = activate(post.act2, z, post.act2Lo, post.act2Hi);
-    if (post.act2 == Act::Tanh)
+    if (isTranscendental(post.act2))
       e += kTanhUlps * kU * std::fabs(z);
   }
 }

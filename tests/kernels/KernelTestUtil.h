@@ -228,6 +228,11 @@ struct TestPost {
       ops.act = Act::Relu;
     if (v == 2)
       ops.act = Act::Tanh;
+    if (v == 5) { // a squeeze-and-excitation gate
+      bias = perK(1, -0.5f, 0.5f);
+      ops.bias = bias->get();
+      ops.act = Act::Sigmoid;
+    }
     if (v == 3 || v == 4) {
       ops.act = v == 3 ? Act::Clip : Act::Relu;
       ops.actLo = 0.f;
@@ -240,7 +245,7 @@ struct TestPost {
       ops.act2Hi = 1.f;
     }
   }
-  static constexpr int kVariants = 5;
+  static constexpr int kVariants = 6;
 
   /// Applies the post-ops to y (N x K x HW) with the reference kernels.
   void reference(std::vector<float>& y, int64_t N, int64_t K,

@@ -31,7 +31,7 @@ bool representable(std::vector<float> v, Precision p) {
 void checkFused(const std::vector<float>& got, const std::vector<float>& want,
                 const PostOps& ops, Precision p, const std::string& what,
                 bool blocked = false) {
-  if (ops.act != Act::Tanh && !blocked) {
+  if (!isTranscendental(ops.act) && !blocked) {
     CHECK_MESSAGE(got == want, what);
     return;
   }

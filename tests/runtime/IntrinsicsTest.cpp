@@ -147,6 +147,15 @@ OpCase caseFor(HpvmOp op) {
     c.direct = [](void* const* t) { return tensorTanh(t[0]); };
     ref::act(hostOf(x), n, Act::Tanh, 0, 0, c.want.data());
     break;
+  case HpvmOp::Sigmoid: // (an hpvm_rt extension: its direct call is itself)
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_sigmoid(t[0]);
+    };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(x), n, Act::Sigmoid, 0, 0, c.want.data());
+    break;
   case HpvmOp::Softmax:
     c.in = {x};
     c.out = xs;

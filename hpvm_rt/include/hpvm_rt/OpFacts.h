@@ -15,7 +15,7 @@ namespace hpvm::rt {
 enum class FuseRole : uint8_t { Conv, Mul, Add, Activation, Pool, Other };
 
 /// Elementwise activation applied after an op (Ops.def Act column).
-enum class Act : uint8_t { None, Relu, Clip, Tanh };
+enum class Act : uint8_t { None, Relu, Clip, Tanh, Sigmoid };
 
 /// Which knobs apply to an op (Ops.def Applies / Knobs columns).
 enum class KnobApplies : uint8_t { KnobAll, KnobConv, KnobDense };
@@ -39,16 +39,17 @@ struct OpFacts {
   Act act;
   bool inPlace;
   ReduceOver reduceOver;
+  bool hpvm; ///< HPVM has the intrinsic (else: an hpvm_rt extension).
 };
 
 /// One OpFacts per HPVM_OP row, in table order.
 inline constexpr OpFacts kOpFacts[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act_,   \
-                InPlace, Reduce, Scalar)                                       \
-  {#Kind,        TensorArgs,        ScalarArgs,     KnobApplies::Knobs,        \
-   FlopsPerElem, FlopsPerReduce,    FuseRole::Fuse, Act::Act_,                 \
-   InPlace != 0, ReduceOver::Reduce},
+                InPlace, Reduce, Scalar, Hpvm)                                 \
+  {#Kind,        TensorArgs,         ScalarArgs,     KnobApplies::Knobs,       \
+   FlopsPerElem, FlopsPerReduce,     FuseRole::Fuse, Act::Act_,                \
+   InPlace != 0, ReduceOver::Reduce, Hpvm != 0},
 #include "hpvm_rt/Ops.def"
 };
 inline constexpr int kNumOpFacts = sizeof(kOpFacts) / sizeof(kOpFacts[0]);

@@ -665,6 +665,7 @@ void buildSchedule(Plan& p) {
     case HpvmOp::Relu:
     case HpvmOp::ClippedRelu:
     case HpvmOp::Tanh:
+    case HpvmOp::Sigmoid:
       g.act = actOf(op.op);
       if (op.op == HpvmOp::ClippedRelu) {
         g.actLo = float(op.scalars[0]);
@@ -800,6 +801,7 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   case HpvmOp::Relu:
   case HpvmOp::ClippedRelu:
   case HpvmOp::Tanh:
+  case HpvmOp::Sigmoid:
     runAct(in(g.x), g.act, g.actLo, g.actHi, g.knob, out);
     return;
   case HpvmOp::Softmax:

@@ -124,6 +124,7 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
     return x;
   case HpvmOp::Relu:
   case HpvmOp::Tanh:
+  case HpvmOp::Sigmoid:
   case HpvmOp::Softmax:
     return x;
   }
@@ -153,14 +154,13 @@ void runSingleOp(HpvmOp op, Tensor* const* in, const double* s,
     runBatchNorm(in[0], in[1], in[2], in[3], in[4], s[0], Act::None, 0, 0, knob,
                  out);
     return;
-  case HpvmOp::Relu:
-    runAct(in[0], Act::Relu, 0, 0, knob, out);
-    return;
   case HpvmOp::ClippedRelu:
     runAct(in[0], Act::Clip, float(s[0]), float(s[1]), knob, out);
     return;
+  case HpvmOp::Relu:
   case HpvmOp::Tanh:
-    runAct(in[0], Act::Tanh, 0, 0, knob, out);
+  case HpvmOp::Sigmoid:
+    runAct(in[0], opInfo(op).facts->act, 0, 0, knob, out);
     return;
   case HpvmOp::Softmax:
     runSoftmax(in[0], knob, out);
@@ -219,7 +219,7 @@ using hpvm::rt::HpvmOp;
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar)                                   \
+                InPlace, ReduceOver, Scalar, Hpvm)                             \
   void* Intrinsic(                                                             \
       HPVM_RT_TPARAMS_##TensorArgs HPVM_RT_SPARAMS_##ScalarArgs(Scalar)) {     \
     void* const tensors[] = {HPVM_RT_TLIST_##TensorArgs};                      \

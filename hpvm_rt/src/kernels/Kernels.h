@@ -58,6 +58,13 @@ inline float int8UnsignedScale(const KnobSpec& k) {
   return k.inHi > 0.f && k.inHi <= 3.0e38f ? k.inHi / 255.f : 1.f;
 }
 
+/// True for the activations the layers compute with oneDNN's vectorised
+/// eltwise over whole outputs (a scalar loop of std::tanh or std::exp costs
+/// more than the convolution) rather than in their output pass.
+inline bool isTranscendental(Act a) {
+  return a == Act::Tanh || a == Act::Sigmoid;
+}
+
 /// Post-operations fused into a convolution or dense layer, applied in this
 /// order: bias (per channel), batch norm (inference), activation, residual
 /// add (elementwise, same shape as the output), second activation. Tensors

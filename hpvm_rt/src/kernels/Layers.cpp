@@ -191,6 +191,8 @@ dnnl::algorithm eltwiseAlg(Act a) {
     return dnnl::algorithm::eltwise_clip;
   case Act::Tanh:
     return dnnl::algorithm::eltwise_tanh;
+  case Act::Sigmoid:
+    return dnnl::algorithm::eltwise_logistic;
   case Act::None:
     break;
   }
@@ -534,6 +536,10 @@ private:
       for (int64_t i = 0; i < n; ++i)
         v[i] = std::tanh(v[i]);
       return;
+    case Act::Sigmoid:
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = 1.f / (1.f + std::exp(-v[i]));
+      return;
     }
   }
 
@@ -821,10 +827,10 @@ const float* roundedWeights(const Tensor* w, Precision p) {
   return out;
 }
 
-/// The blocked engine's post-ops when the activation is a tanh: bias and
-/// batch norm on each row (head), then oneDNN's vectorised tanh (as in the
-/// exact convolution) over each chunk of finished images while it is in
-/// cache, then residual, act2 and rounding (tail).
+/// The blocked engine's post-ops when the activation is a tanh or sigmoid:
+/// bias and batch norm on each row (head), then oneDNN's vectorised
+/// activation (as in the exact convolution) over each chunk of finished
+/// images while it is in cache, then residual, act2 and rounding (tail).
 class BlockedTanhPostOps final : public approx::BlockedEpilogue {
 public:
   BlockedTanhPostOps(const PostOps& post, int64_t N, int64_t K, int64_t Ho,
@@ -833,7 +839,7 @@ public:
               /*blocked=*/true),
         tail_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Tail,
               /*blocked=*/true),
-        k_(K), ho_(Ho), wo_(Wo) {}
+        act_(post.act), k_(K), ho_(Ho), wo_(Wo) {}
 
   void setBlockedResidual(const float* r) { tail_.setBlockedResidual(r); }
 
@@ -845,7 +851,7 @@ public:
   void applyImages(float* y, int64_t n0, int64_t count) const override {
     const int64_t len = count * k_ * ho_ * wo_;
     dnnl::memory all({{len}, dt::f32, tag::x}, engine(), y);
-    eltwise(all, all, Act::Tanh, 0.f, 0.f);
+    eltwise(all, all, act_, 0.f, 0.f);
     if (tail_.empty())
       return;
     const int64_t rows = count * (k_ / 16) * ho_;
@@ -857,6 +863,7 @@ public:
 
 private:
   HostPostOps head_, tail_;
+  Act act_;
   int64_t k_, ho_, wo_;
 };
 
@@ -875,7 +882,7 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   // The post-ops: in the output pass, except a tanh (see BlockedTanhPostOps).
   std::optional<HostPostOps> epi;
   std::optional<BlockedTanhPostOps> tanhEpi;
-  if (post.act == Act::Tanh)
+  if (isTranscendental(post.act))
     tanhEpi.emplace(post, N, K, yd[2], yd[3], outRound);
   else
     epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
@@ -1000,7 +1007,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
   const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
   const Precision outRound =
       knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
-  const bool tanhAfter = post.act == Act::Tanh;
+  const bool tanhAfter = isTranscendental(post.act);
   using Part = HostPostOps::Part;
   const HostPostOps epi(post, N, K, HW, outRound,
                         tanhAfter ? Part::Head : Part::All);
@@ -1015,7 +1022,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
                            wd[3], a, knob, yp, ep);
   if (tanhAfter) {
     dnnl::memory all({{N * K * HW}, dt::f32, tag::x}, engine(), yp);
-    eltwise(all, all, Act::Tanh, 0.f, 0.f);
+    eltwise(all, all, post.act, 0.f, 0.f);
     const HostPostOps tail(post, N, K, HW, outRound, Part::Tail);
     if (!tail.empty()) {
 #pragma omp parallel for schedule(static)

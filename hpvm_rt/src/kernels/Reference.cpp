@@ -147,6 +147,9 @@ void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
     case Act::Tanh:
       v = std::tanh(v);
       break;
+    case Act::Sigmoid:
+      v = 1.f / (1.f + std::exp(-v));
+      break;
     }
     y[i] = v;
   }
