@@ -322,10 +322,9 @@ TEST_CASE("Cli: --toolchain hpvm refuses hpvm_rt extensions, naming the "
   Options o = exportOptions(data, "../Sigmoid.onnxtxt", out);
   o.toolchain = Toolchain::Hpvm;
   CHECK(exportError(o) ==
-        o.model +
-            ": node 'sigmoid' (Sigmoid, #0): HPVM has no "
-            "__hpvm_rt__tensor_sigmoid (sigmoid is an hpvm_rt extension; "
-            "--toolchain clang builds it)");
+        o.model + ": node 'sigmoid' (Sigmoid, #0): HPVM has no "
+                  "__hpvm_rt__tensor_sigmoid (sigmoid is an hpvm_rt extension; "
+                  "--toolchain clang builds it)");
   CHECK_FALSE(fs::exists(out));
   // With clang the same model gets past the check (to the datasets, which
   // are not this model's).
