@@ -79,17 +79,36 @@ def write_dataset(directory, prefix, inputs, labels):
     return inp, lab
 
 
-def export_onnx(model, shape, opset, path, constant_folding=False):
-    """Exports `model` as HPVM's torch2hpvm does: batch 1, input 'input',
-    output 'output', training mode preserved (eval: batch norm kept as
-    BatchNormalization), no constant folding unless asked."""
+# How a test exports its PyTorch model (ModelSpec.export): "hpvm" as HPVM's
+# torch2hpvm does (training mode preserved: an eval model keeps batch norm as
+# BatchNormalization; no constant folding); "pytorch" as a PyTorch user does
+# (torch.onnx.export's defaults: TrainingMode.EVAL, which folds batch norm
+# into the preceding conv, gradients enabled, and constant folding).
+EXPORTS = {
+    "hpvm": dict(constant_folding=False, eval_mode=False),
+    "pytorch": dict(constant_folding=True, eval_mode=True),
+}
+
+
+def export_onnx(model, shape, opset, path, constant_folding=False,
+                eval_mode=False):
+    """Exports `model` with batch 1, input 'input' and output 'output'. By
+    default as HPVM's torch2hpvm does: training mode preserved (eval: batch
+    norm kept as BatchNormalization), no constant folding unless asked.
+    `eval_mode`: as a PyTorch user calls torch.onnx.export: its default
+    TrainingMode.EVAL (batch norm folded into the conv before it), and
+    gradients enabled (under torch.no_grad(), nn.MultiheadAttention in eval
+    mode takes its fused fast path, aten::_native_multi_head_attention,
+    which torch.onnx cannot export: ViT would fail)."""
     import torch
     dummy = torch.zeros((1,) + tuple(shape))
     tmp = path + ".tmp"
-    with torch.no_grad():
+    training = (torch.onnx.TrainingMode.EVAL if eval_mode
+                else torch.onnx.TrainingMode.PRESERVE)
+    with torch.set_grad_enabled(eval_mode):
         torch.onnx.export(model, dummy, tmp, opset_version=opset,
                           input_names=["input"], output_names=["output"],
-                          training=torch.onnx.TrainingMode.PRESERVE,
+                          training=training,
                           do_constant_folding=constant_folding)
     os.replace(tmp, path)
     return path
@@ -103,19 +122,39 @@ def top2_margin(out):
 
 def run(cmd, timeout, cwd=None, what=None):
     """Runs argv `cmd`; returns CompletedProcess (text). Raises TestFailure
-    on a timeout, with the command and what it printed."""
+    on a timeout, with the command and what it printed. The command runs in
+    its own process group, killed whole on a timeout (or an interrupt), so
+    that nothing it started (a compiler under the exporter) outlives it."""
     what = what or os.path.basename(cmd[0])
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout, errors="replace")
-    except subprocess.TimeoutExpired as e:
-        raise TestFailure(f"{what} timed out after {timeout} s: "
-                          f"{quote(cmd)}\n{tail(e.stdout)}{tail(e.stderr)}")
+        child = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 errors="replace", start_new_session=True)
     except OSError as e:
         raise TestFailure(f"cannot run {what}: {quote(cmd)}: {e}")
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(child)
+        out, err = child.communicate()
+        raise TestFailure(f"{what} timed out after {timeout} s: "
+                          f"{quote(cmd)}\n{tail(out)}{tail(err)}")
+    except BaseException:
+        _kill_group(child)
+        child.wait()
+        raise
+    proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
     proc.seconds = time.monotonic() - t0
     return proc
+
+
+def _kill_group(child):
+    """SIGKILL to the process group `run` started `child` in."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def status_text(code):
