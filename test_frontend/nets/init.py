@@ -20,7 +20,12 @@ the fly (a one-pass variant of layer-sequential unit-variance init):
   A BatchNorm marked `residual_branch_end` (the last of a residual branch)
   draws gamma ~ U(0.1, 0.3) instead, as trained ResNets have; otherwise a
   deep residual network is chaotic and float32 rounding noise grows to the
-  size of the test's tolerance.
+  size of the test's tolerance. torchvision's ResNet blocks (ResNet,
+  ResNeXt, Wide ResNet) are marked here: BasicBlock.bn2, Bottleneck.bn3.
+- LayerNorm (elementwise affine): gamma ~ U(0.6, 1.4), beta ~ U(-0.3, 0.3),
+  so that the scale and shift are seen and no two channels match (the
+  default ones and zeros would also make PyTorch's ONNX export share one
+  initializer among all of them).
 
 Forward hooks return the recomputed output, so later layers calibrate on the
 final values of earlier ones. Everything is drawn from one torch.Generator.
@@ -35,6 +40,18 @@ LOGIT_STD = 2.0
 def _std(t):
     s = float(t.double().std())
     return s if s > 1e-12 else 1.0
+
+
+def mark_residual_branches(model):
+    """Marks the last BatchNorm of each torchvision ResNet block's residual
+    branch `residual_branch_end` (HPVM's own networks mark theirs)."""
+    last = {"BasicBlock": "bn2", "Bottleneck": "bn3"}
+    for m in model.modules():
+        if type(m).__module__ == "torchvision.models.resnet" and \
+                type(m).__name__ in last:
+            bn = getattr(m, last[type(m).__name__], None)
+            if isinstance(bn, nn.BatchNorm2d):
+                bn.residual_branch_end = True
 
 
 @torch.no_grad()
@@ -54,7 +71,11 @@ def randomize(model, calib, seed):
         x = inputs[0]
         y = m._conv_forward(x, m.weight, None) if isinstance(
             m, nn.Conv2d) else F.linear(x, m.weight)
-        dims = [0, 2, 3] if y.dim() == 4 else [0]
+        # Per output channel: NCHW for Conv2d; the last axis for Linear,
+        # whatever its rank (channel-last [N, H, W, C] in ConvNeXt,
+        # [N, tokens, C] in ViT and Swin).
+        dims = ([0, 2, 3] if isinstance(m, nn.Conv2d)
+                else list(range(y.dim() - 1)))
         mean = y.mean(dim=dims, keepdim=True)
         if m is last:
             scale = LOGIT_STD / _std(y - mean)
@@ -84,12 +105,22 @@ def randomize(model, calib, seed):
         return F.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias,
                             False, 0.0, m.eps)
 
+    def ln_hook(m, inputs, out):
+        if m.weight is not None:
+            m.weight.copy_(uniform(m.weight.shape, 0.6, 1.4))
+        if m.bias is not None:
+            m.bias.copy_(uniform(m.bias.shape, -0.3, 0.3))
+        return m.forward(*inputs)   # also LayerNorm2d (ConvNeXt's)
+
+    mark_residual_branches(model)
     handles = []
     for m in model.modules():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             handles.append(m.register_forward_hook(dense_hook))
         elif isinstance(m, nn.BatchNorm2d):
             handles.append(m.register_forward_hook(bn_hook))
+        elif isinstance(m, nn.LayerNorm):
+            handles.append(m.register_forward_hook(ln_hook))
     model.eval()
     model(calib)
     for h in handles:
