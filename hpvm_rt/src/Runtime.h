@@ -7,7 +7,6 @@
 #include "kernels/Kernels.h"
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,7 +57,7 @@ const KnobInfo* knobById(int id);
 /// True if \p knob may be applied to \p op.
 bool knobAppliesTo(const KnobInfo& knob, HpvmOp op);
 
-// --- Configurations (grammar and errors: config/Config.h) ------------------
+// --- Configurations (grammar: driver/config/Config.h) ----------------------
 
 /// One op of a configuration line with its knob.
 struct OpChoice {
@@ -91,12 +90,6 @@ struct ConfigFile {
   std::vector<Configuration> configs;
 };
 
-/// A configuration error; what() is "path:line:col: message".
-class ConfigError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
 // --- What the executor knows about the program -----------------------------
 
 /// One HPVM fused node of the launched program (HPVM's FuseHPVMTensorNodes
@@ -125,7 +118,7 @@ struct OpRecord {
 
 /// Applies \p config (nullptr: exact FP32 everywhere) to the following
 /// launches. The executor checks it against the program at the next launch
-/// and throws ConfigError naming the line and the fused node on mismatch.
+/// and throws UserError naming the line and the fused node on mismatch.
 void setActiveConfiguration(const Configuration* config,
                             const std::string& path);
 /// The fused nodes of the most recently launched program (empty before the
@@ -158,7 +151,7 @@ struct Int8Calibration {
 
 /// Uses \p cal (nullptr: none) for the INT8 knobs of the following
 /// launches; a configuration using one on a node the calibration lacks is
-/// a ConfigError at the next launch.
+/// a UserError at the next launch.
 void setActiveInt8Calibration(const Int8Calibration* cal);
 /// The calibration in use (nullptr: none).
 const Int8Calibration* activeInt8Calibration();

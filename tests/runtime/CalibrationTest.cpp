@@ -2,7 +2,7 @@
 // trip, every error with its exact message) and the min/max and percentile
 // measurements.
 #include "driver/Calibration.h"
-#include "driver/FileUtil.h"
+#include "Errors.h"
 
 #include <doctest/doctest.h>
 
@@ -34,13 +34,13 @@ private:
   std::string path_;
 };
 
-/// The RunError message of reading \p text as a calibration ("F" stands
+/// The UserError message of reading \p text as a calibration ("F" stands
 /// for the file's path).
 std::string errorOf(const std::string& text) {
   TempFile f(text);
   try {
     readCalibration(f.path());
-  } catch (const RunError& e) {
+  } catch (const UserError& e) {
     std::string msg = e.what();
     const size_t at = msg.find(f.path());
     if (at != std::string::npos)
@@ -120,7 +120,7 @@ TEST_CASE("Calibration: every malformed file gets its exact message") {
             "...' (expected model, method, images or node lines)");
   // Not a file at all.
   CHECK_THROWS_WITH_AS(readCalibration("/nonexistent/cal.txt"),
-                       doctest::Contains("/nonexistent/cal.txt"), RunError);
+                       doctest::Contains("/nonexistent/cal.txt"), UserError);
 }
 
 TEST_CASE("Calibration: methods parse, and bad ones get their exact message") {
@@ -137,7 +137,7 @@ TEST_CASE("Calibration: methods parse, and bad ones get their exact message") {
          "' for --method: expected minmax, percentile or percentile:P with "
          "0 < P <= 100")
             .c_str(),
-        RunError);
+        UserError);
 }
 
 TEST_CASE("Calibration: min/max and percentile ranges of observed inputs") {

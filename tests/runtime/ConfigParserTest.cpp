@@ -1,5 +1,6 @@
 // ConfigParserTest.cpp - HPVM configuration files: every shipped file
 // parses, keys and knobs resolve, and every error has its exact message.
+#include "Errors.h"
 #include "driver/config/Config.h"
 
 #include <doctest/doctest.h>
@@ -27,7 +28,7 @@ std::vector<std::string> opNames(const NodeConfig& node) {
 std::string errorOf(const std::string& text) {
   try {
     parseConfigText(text, "t.txt");
-  } catch (const ConfigError& e) {
+  } catch (const UserError& e) {
     return e.what();
   }
   return "(no error)";

@@ -178,7 +178,6 @@ std::vector<float> addReluExpected(const std::vector<float>& x) {
 } // namespace
 
 TEST_CASE("Executor: two nodes and an edge compute relu(x + b)") {
-  hpvm::rt::setThrowOnError(true);
   void* x = makeTensor({1, 2, 2, 2}, kX);
   void* b = makeTensor({1, 2, 1, 1}, {1.f, -1.5f});
   TwoIn args{x, 0, b, 0, {nullptr, 99}};
@@ -195,7 +194,6 @@ TEST_CASE("Executor: two nodes and an edge compute relu(x + b)") {
 }
 
 TEST_CASE("Executor: a nested internal node forwards bindings by position") {
-  hpvm::rt::setThrowOnError(true);
   void* x = makeTensor({1, 2, 2, 2}, kX);
   void* b = makeTensor({1, 2, 1, 1}, {1.f, -1.5f});
   TwoIn args{b, 0, x, 0, {nullptr, 99}};
@@ -205,7 +203,6 @@ TEST_CASE("Executor: a nested internal node forwards bindings by position") {
 }
 
 TEST_CASE("Executor: fan-out feeds one output to three ops") {
-  hpvm::rt::setThrowOnError(true);
   void* x = makeTensor({1, 2, 2, 2}, kX);
   OneIn args{x, 0, {nullptr, 0}};
   __hpvm__wait(__hpvm__launch(0, fanOutRoot, (void*)&args));
@@ -220,7 +217,6 @@ TEST_CASE("Executor: fan-out feeds one output to three ops") {
 
 TEST_CASE("Executor: root outputs are written after the parameters in "
           "bindOut order with their own types") {
-  hpvm::rt::setThrowOnError(true);
   void* x = makeTensor({1, 2, 2, 2}, kX);
   PairIn args{x, 0, {0, nullptr}};
   __hpvm__wait(__hpvm__launch(0, pairRoot, (void*)&args));
@@ -231,7 +227,6 @@ TEST_CASE("Executor: root outputs are written after the parameters in "
 
 TEST_CASE("Executor: repeated launches reuse the plan with new inputs and "
           "replan for a new batch size") {
-  hpvm::rt::setThrowOnError(true);
   void* b = makeTensor({1, 2, 1, 1}, {1.f, -1.5f});
   int64_t built = hpvm::rt::plansBuilt();
   for (int round = 0; round < 3; ++round) {
@@ -269,7 +264,6 @@ TEST_CASE("Executor: repeated launches reuse the plan with new inputs and "
 
 TEST_CASE("Executor: direct calls outside a launch compute eagerly and in "
           "place as HPVM does") {
-  hpvm::rt::setThrowOnError(true);
   void* x = makeTensor({1, 2, 2, 2}, kX);
   void* b = makeTensor({1, 2, 1, 1}, {1.f, -1.5f});
   void* sum = tensorAdd(x, b);

@@ -1,6 +1,7 @@
 // ExecutorWiringTest.cpp - every wiring error a launch reports, with its
 // exact message: unbound input, positions out of range, type mismatches,
 // cycles, outputs or inputs bound twice, and misuse of the API.
+#include "Errors.h"
 #include "core/Core.h"
 #include "hpvm.h"
 #include "tensor_runtime.h"
@@ -191,7 +192,7 @@ void* tensorY() {
     Args args{tensorX(), 0, tensorY(), 0, {nullptr, 0}};                       \
     try {                                                                      \
       __hpvm__wait(__hpvm__launch(0, root, (void*)&args));                     \
-    } catch (const hpvm::rt::RuntimeError& e) {                                \
+    } catch (const hpvm::rt::UserError& e) {                                   \
       return std::string(e.what());                                            \
     }                                                                          \
     return std::string();                                                      \
@@ -201,7 +202,6 @@ void* tensorY() {
 
 TEST_CASE("Executor: an input never bound is reported with the node and "
           "position") {
-  hpvm::rt::setThrowOnError(true);
   std::string got = LAUNCH_ERROR(neverBoundRoot);
   CHECK(got == "parameter 3 of leaf2 (created at " + at(lineA) +
                    ") is never bound (by __hpvm__bindIn or __hpvm__edge in "
@@ -209,7 +209,6 @@ TEST_CASE("Executor: an input never bound is reported with the node and "
 }
 
 TEST_CASE("Executor: positions out of range are reported") {
-  hpvm::rt::setThrowOnError(true);
   std::string got = LAUNCH_ERROR(parentRangeRoot);
   CHECK(got == at(lineA) + ": __hpvm__bindIn(leaf2, 4, 0): parent position "
                            "4 is out of range: parentRangeRoot has 4 "
@@ -227,7 +226,6 @@ TEST_CASE("Executor: positions out of range are reported") {
 }
 
 TEST_CASE("Executor: type mismatches are reported with both types") {
-  hpvm::rt::setThrowOnError(true);
   std::string got = LAUNCH_ERROR(bindTypeRoot);
   CHECK(got == at(lineA) + ": __hpvm__bindIn(leafInt, 0, 0): type mismatch: "
                            "parameter 0 of bindTypeRoot (pointer) feeds "
@@ -238,13 +236,11 @@ TEST_CASE("Executor: type mismatches are reported with both types") {
 }
 
 TEST_CASE("Executor: a cycle is reported with its nodes") {
-  hpvm::rt::setThrowOnError(true);
   CHECK(LAUNCH_ERROR(cycleRoot) ==
         "cycle among the children of cycleRoot: leaf1 -> leaf2 -> leaf1");
 }
 
 TEST_CASE("Executor: outputs and inputs bound twice are reported") {
-  hpvm::rt::setThrowOnError(true);
   std::string got = LAUNCH_ERROR(outTwiceRoot);
   CHECK(got == at(lineB) +
                    ": __hpvm__bindOut(leaf2, 1, 0): output 0 of "
@@ -261,7 +257,6 @@ TEST_CASE("Executor: outputs and inputs bound twice are reported") {
 }
 
 TEST_CASE("Executor: misuse of node handles and node kinds is reported") {
-  hpvm::rt::setThrowOnError(true);
   std::string got = LAUNCH_ERROR(foreignHandleRoot);
   CHECK(got == at(lineA) + ": __hpvm__bindIn: the node handle was not "
                            "created by innerMaker (handles are valid only in "
@@ -274,7 +269,7 @@ TEST_CASE("Executor: misuse of node handles and node kinds is reported") {
   try {
     __hpvm__createNodeND(0, leaf1);
     got.clear();
-  } catch (const hpvm::rt::RuntimeError& e) {
+  } catch (const hpvm::rt::UserError& e) {
     got = e.what();
   }
   CHECK(got == at(line) + ": __hpvm__createNodeND called outside a node "
@@ -282,7 +277,6 @@ TEST_CASE("Executor: misuse of node handles and node kinds is reported") {
 }
 
 TEST_CASE("Executor: shape errors name the node function and intrinsic") {
-  hpvm::rt::setThrowOnError(true);
   CHECK(LAUNCH_ERROR(badShapeRoot) ==
         "node leaf2: __hpvm__tensor_add: cannot add 1x2x2x2 to 1x2x1x1 (need "
         "the same element count, or one element per channel)");

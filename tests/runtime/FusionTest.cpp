@@ -1,6 +1,7 @@
 // FusionTest.cpp - HPVM fused nodes of traced programs (reference 7.1),
 // node ids, configurations applied per fused node and their mismatch
 // errors, fused execution against the reference kernels, op records.
+#include "Errors.h"
 #include "core/Core.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
@@ -195,7 +196,7 @@ Configuration chainConfig(int softmaxLineKnob = 11) {
 std::string configError(Chain& chain) {
   try {
     chain.run();
-  } catch (const ConfigError& e) {
+  } catch (const UserError& e) {
     return e.what();
   }
   return "";
@@ -241,7 +242,6 @@ void residualRoot(void*, size_t, void*, size_t, void*, size_t, void*, size_t,
 
 TEST_CASE("Fusion: a LeNet-shaped chain forms HPVM's fused nodes and "
           "matches the reference kernels") {
-  setThrowOnError(true);
   setActiveConfiguration(nullptr, "");
   Chain chain;
   void* out = chain.run();
@@ -290,7 +290,6 @@ std::pair<void*, std::vector<float>> runResidual() {
 
 TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
           "HPVM's ResNet") {
-  setThrowOnError(true);
   setActiveConfiguration(nullptr, "");
   auto [out, want] = runResidual();
   const std::vector<FusedNodeInfo>& nodes = programNodes();
@@ -307,7 +306,6 @@ TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
 
 TEST_CASE("Fusion: with a zero storage budget buffers are freed after "
           "their last use and results stay exact") {
-  setThrowOnError(true);
   setenv("HPVM_RT_KEEP_BYTES", "0", 1);
   setActiveConfiguration(nullptr, ""); // Rebuilds schedules.
   for (int round = 0; round < 2; ++round) {
@@ -324,7 +322,6 @@ TEST_CASE("Fusion: with a zero storage budget buffers are freed after "
 
 TEST_CASE("Fusion: a configuration sets each op's knob and records report "
           "ops, knobs and FLOPs") {
-  setThrowOnError(true);
   Chain chain;
   Configuration conf = chainConfig();
   conf.nodes[0].ops[0].knobId = 123; // Row perforation, rate 2.
@@ -364,7 +361,6 @@ TEST_CASE("Fusion: a configuration sets each op's knob and records report "
 }
 
 TEST_CASE("Fusion: configuration mismatches name the line and fused node") {
-  setThrowOnError(true);
   Chain chain;
   Configuration conf = chainConfig();
   conf.nodes[1].ops.pop_back();
@@ -440,7 +436,6 @@ struct __attribute__((__packed__)) TwoIn {
 
 TEST_CASE("Fusion: programs without TENSOR_TARGET nodes (HPVM's cudnn "
           "target) run exact and ignore the configuration") {
-  setThrowOnError(true);
   void* x = randomTensor({1, 2, 5, 5}, 21);
   void* w = randomTensor({3, 2, 3, 3}, 22, 0.5f);
   Configuration conf = chainConfig();

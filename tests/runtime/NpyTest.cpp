@@ -1,6 +1,6 @@
 // NpyTest.cpp - the .npy writer: exact header bytes and NumPy reading it.
 #include "driver/Npy.h"
-#include "driver/FileUtil.h"
+#include "Errors.h"
 
 #include <doctest/doctest.h>
 
@@ -58,6 +58,6 @@ TEST_CASE("Runtime: NumPy reads the arrays writeNpy writes") {
                        (dir + "/no/such/dir/a.npy: cannot write: No such "
                               "file or directory")
                            .c_str(),
-                       RunError);
+                       UserError);
   std::filesystem::remove_all(dir);
 }

@@ -1,7 +1,7 @@
 // ProfileTest.cpp - profiles, Chrome traces and call logs from op records;
 // profile_info.txt; the llvm_hpvm_* runtime-controller entry points.
+#include "Errors.h"
 #include "driver/Controller.h"
-#include "driver/FileUtil.h"
 #include "driver/Profiler.h"
 #include "tensor_runtime.h"
 
@@ -218,15 +218,15 @@ TEST_CASE("Runtime: controller rejects bad labels and batches") {
   RuntimeController c;
   CHECK_THROWS_WITH_AS(c.invoke(out, "labels.bin", 0, 3),
                        "labels.bin: batch [0, 3) is outside its 2 labels",
-                       RunError);
+                       UserError);
   CHECK_THROWS_WITH_AS(c.invoke(out, "labels.bin", 0, 2),
                        "labels.bin: label 7 at index 1 is out of range; the "
                        "model has 3 classes",
-                       RunError);
+                       UserError);
   RuntimeController fresh;
   CHECK_THROWS_WITH_AS(fresh.invoke(out, "missing.bin", 0, 2),
                        "missing.bin: cannot open labels file: No such file "
                        "or directory",
-                       RunError);
+                       UserError);
   freeTensor(out);
 }

@@ -1,6 +1,7 @@
 // TensorApiTest.cpp - HPVM's tensor C API: creation, weight and dataset
 // readers with their size errors, label readers, accuracy functions and
 // batch memory tracking.
+#include "Errors.h"
 #include "core/Core.h"
 #include "kernels/Kernels.h"
 #include "tensorUtils.h"
@@ -45,7 +46,7 @@ std::string readText(const std::string& path) {
 std::string errorOf(const std::function<void()>& fn) {
   try {
     fn();
-  } catch (const hpvm::rt::RuntimeError& e) {
+  } catch (const hpvm::rt::UserError& e) {
     return e.what();
   }
   return "";
@@ -80,7 +81,6 @@ TEST_CASE("TensorApi: created tensors expose HPVM's struct fields") {
   std::vector<float> data = iota(42);
   initTensorData(m, data.data(), 42 * 4);
   CHECK(static_cast<float*>(m->host_data)[41] == 41.f);
-  hpvm::rt::setThrowOnError(true);
   CHECK(errorOf([&] { initTensorData(m, data.data(), 40); }) ==
         "initTensorData: got 40 bytes for a tensor of shape 6x7x1x1 (168 "
         "bytes)");
@@ -93,7 +93,6 @@ TEST_CASE("TensorApi: created tensors expose HPVM's struct fields") {
 
 TEST_CASE("TensorApi: readTrainedWeights reads raw float32 and rejects a "
           "file of the wrong size") {
-  hpvm::rt::setThrowOnError(true);
   TempDir dir;
   std::string path = dir.file("conv2d_1_w.bin");
   writeFile(path, iota(24, 1));
@@ -112,7 +111,6 @@ TEST_CASE("TensorApi: readTrainedWeights reads raw float32 and rejects a "
 
 TEST_CASE("TensorApi: readInputBatch reads a slice and reports a short "
           "dataset") {
-  hpvm::rt::setThrowOnError(true);
   TempDir dir;
   std::string path = dir.file("test_input.bin");
   writeFile(path, iota(5 * 2 * 2 * 2)); // 5 images of 2x2x2.
@@ -130,7 +128,6 @@ TEST_CASE("TensorApi: readInputBatch reads a slice and reports a short "
 }
 
 TEST_CASE("TensorApi: label readers and accuracy as HPVM computes it") {
-  hpvm::rt::setThrowOnError(true);
   TempDir dir;
   std::string labels = dir.file("test_labels.bin");
   writeFile(labels, std::vector<int32_t>{2, 0, 1, 1});

@@ -2,6 +2,7 @@
 // tune-search against a scripted probe, the bench-knobs options and their
 // errors, and the checks of a bench-knobs record read as tune-search costs.
 #include "tuner/BenchKnobs.h"
+#include "Errors.h"
 
 #include "driver/FileUtil.h"
 
@@ -25,7 +26,7 @@ namespace {
 std::string benchError(std::vector<const char*> words) {
   try {
     parseBenchOptions(int(words.size()), words.data());
-  } catch (const RunError& e) {
+  } catch (const UserError& e) {
     return e.what();
   }
   return "(no error)";
@@ -175,7 +176,7 @@ TEST_CASE("KnobTimer: a knob that fails is recorded and the others go on "
     t.nodeMs = {2.0, 1.0};
     t.nodeSpread = {0.0, 0.0};
     if (kind != ProbeKind::Exact && p.knobId == failing && p.node == 0)
-      throw ConfigError("knob needs a calibration");
+      throw UserError("knob needs a calibration");
     if (kind != ProbeKind::Exact && p.knobId == noisy && p.node == 1) {
       again += kind == ProbeKind::Again;
       t.nodeSpread[1] = kind == ProbeKind::Again ? 0.5 : 0.3;
@@ -224,7 +225,7 @@ TEST_CASE("tune-search --costs: the record must match the program") {
     writeFileAtomic(path, j.dump());
     try {
       readKnobCosts(path, nodes, runner);
-    } catch (const RunError& e) {
+    } catch (const UserError& e) {
       return std::string(e.what());
     }
     return std::string("(no error)");

@@ -1,6 +1,7 @@
 // OptionsTest.cpp - the tune-search command line and the run modes'
 // --qos-loss: values, defaults derived from -o, and every error message.
 #include "driver/Options.h"
+#include "Errors.h"
 #include "tuner/Tuner.h"
 
 #include <doctest/doctest.h>
@@ -20,7 +21,7 @@ TuneOptions parse(std::vector<const char*> words) {
 std::string tuneError(std::vector<const char*> words) {
   try {
     parse(words);
-  } catch (const RunError& e) {
+  } catch (const UserError& e) {
     return e.what();
   }
   return "(no error)";
@@ -30,7 +31,7 @@ std::string runError(std::vector<const char*> words) {
   words.insert(words.begin(), "prog");
   try {
     parseRunOptions(int(words.size()), words.data());
-  } catch (const RunError& e) {
+  } catch (const UserError& e) {
     return e.what();
   }
   return "(no error)";

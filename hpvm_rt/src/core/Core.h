@@ -1,5 +1,5 @@
 // Core.h - internals shared by hpvm_rt's core (dataflow executor, tracing,
-// tensor C API) and its tests: errors, tensor helpers, op dispatch.
+// tensor C API) and its tests: warnings, tensor helpers, op dispatch.
 #ifndef HPVM_RT_CORE_CORE_H
 #define HPVM_RT_CORE_CORE_H
 
@@ -8,25 +8,12 @@
 
 #include <array>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace hpvm::rt {
 
-// --- Errors -----------------------------------------------------------------
+// --- Warnings (errors: Errors.h) --------------------------------------------
 
-/// A user error found by the core (bad wiring, bad shapes, bad files).
-class RuntimeError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Reports a user error: prints "hpvm_rt: error: <message>" to stderr and
-/// exits with status 1, or throws RuntimeError(message) when
-/// setThrowOnError(true) (tests).
-[[noreturn]] void fatal(const std::string& message);
-/// Chooses how fatal() reports (default: print and exit).
-void setThrowOnError(bool enable);
 /// Prints "hpvm_rt: warning: <message>" to stderr.
 void warning(const std::string& message);
 
@@ -61,7 +48,7 @@ void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
                const double* scalars);
 
 /// The output shape of \p op on operands of shapes \p in with \p scalars;
-/// reports shape errors through fatal(), naming \p api and, inside a
+/// throws UserError for shape errors, naming \p api and, inside a
 /// launch, the node function \p node (else null).
 Shape inferShape(HpvmOp op, const Shape* in, const double* scalars,
                  const char* api, const std::string* node);

@@ -2,6 +2,7 @@
 // creation, bindIn/bindOut/edge wiring, wiring checks, topological
 // execution with nesting, __hpvm__return, and launch (packed root struct in,
 // root outputs written after it).
+#include "Errors.h"
 #include "Executor.h"
 #include "hpvm.h"
 #include "tensor_runtime.h"
@@ -124,8 +125,8 @@ const std::string* internName(const char* text) {
 Frame& currentFrame(const char* call, const char* file, int line) {
   LaunchState& st = state();
   if (!st.active || st.frames.empty())
-    fatal(at(file, line) + ": " + call +
-          " called outside a node function of a launch");
+    throw UserError(at(file, line) + ": " + call +
+                    " called outside a node function of a launch");
   return *st.frames.back();
 }
 
@@ -134,10 +135,11 @@ Child& childOf(Frame& f, void* handle, const char* call, const char* file,
                int line) {
   auto h = reinterpret_cast<uintptr_t>(handle);
   if (h < f.firstHandle || h - f.firstHandle >= f.children.size())
-    fatal(at(file, line) + ": " + call +
-          ": the node handle was not created by " + *f.name +
-          " (handles are valid only in the node function that created "
-          "them)");
+    throw UserError(
+        at(file, line) + ": " + call + ": the node handle was not created by " +
+        *f.name +
+        " (handles are valid only in the node function that created "
+        "them)");
   return f.children[h - f.firstHandle];
 }
 
@@ -161,10 +163,11 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
     for (size_t p = 0; p < kids[c].in.size(); ++p) {
       const Source& s = kids[c].in[p];
       if (s.kind == Source::Unbound)
-        fatal("parameter " + std::to_string(p) + " of " + childText(kids[c]) +
-              " is never bound (by __hpvm__bindIn or "
-              "__hpvm__edge in " +
-              *f.name + ")");
+        throw UserError("parameter " + std::to_string(p) + " of " +
+                        childText(kids[c]) +
+                        " is never bound (by __hpvm__bindIn or "
+                        "__hpvm__edge in " +
+                        *f.name + ")");
       if (s.kind == Source::Edge) {
         ++pending[c];
         succ[s.node].push_back(static_cast<int>(c));
@@ -173,9 +176,9 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
   // Output fields bound without gaps.
   for (size_t o = 0; o < f.outBinds.size(); ++o)
     if (!f.outBinds[o].set)
-      fatal("output " + std::to_string(o) + " of " + *f.name +
-            " is never bound (__hpvm__bindOut binds output " +
-            std::to_string(f.outBinds.size() - 1) + ")");
+      throw UserError("output " + std::to_string(o) + " of " + *f.name +
+                      " is never bound (__hpvm__bindOut binds output " +
+                      std::to_string(f.outBinds.size() - 1) + ")");
   // Kahn's algorithm, lowest creation index first.
   std::vector<int> order;
   order.reserve(n);
@@ -211,8 +214,8 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
     std::string text;
     for (size_t i = path.size(); i-- > static_cast<size_t>(seen[c]);)
       text += *kids[path[i]].name + " -> ";
-    fatal("cycle among the children of " + *f.name + ": " + text +
-          *kids[path.back()].name);
+    throw UserError("cycle among the children of " + *f.name + ": " + text +
+                    *kids[path.back()].name);
   }
   // Run in order.
   std::vector<Value> childArgs;
@@ -227,15 +230,17 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
       }
       const Child& src = kids[s.node];
       if (s.pos >= src.outputs.size())
-        fatal(at(s.file, s.line) + ": __hpvm__edge reads output " +
-              std::to_string(s.pos) + " of " + *src.name + ", which has " +
-              std::to_string(src.outputs.size()) + " output(s)");
+        throw UserError(at(s.file, s.line) + ": __hpvm__edge reads output " +
+                        std::to_string(s.pos) + " of " + *src.name +
+                        ", which has " + std::to_string(src.outputs.size()) +
+                        " output(s)");
       const Value& v = src.outputs[s.pos];
       if (!sameType(v.type, k.sig->params[p]))
-        fatal(at(s.file, s.line) + ": type mismatch: output " +
-              std::to_string(s.pos) + " of " + *src.name + " (" +
-              typeName(v.type) + ") feeds parameter " + std::to_string(p) +
-              " of " + *k.name + " (" + typeName(k.sig->params[p]) + ")");
+        throw UserError(at(s.file, s.line) + ": type mismatch: output " +
+                        std::to_string(s.pos) + " of " + *src.name + " (" +
+                        typeName(v.type) + ") feeds parameter " +
+                        std::to_string(p) + " of " + *k.name + " (" +
+                        typeName(k.sig->params[p]) + ")");
       childArgs[p] = v;
     }
     runNode(*k.name, k.fn, k.sig, childArgs.data(), k.outputs);
@@ -244,9 +249,10 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
   for (const OutBind& b : f.outBinds) {
     const Child& k = kids[b.child];
     if (b.childPos >= k.outputs.size())
-      fatal(at(b.file, b.line) + ": __hpvm__bindOut reads output " +
-            std::to_string(b.childPos) + " of " + *k.name + ", which has " +
-            std::to_string(k.outputs.size()) + " output(s)");
+      throw UserError(at(b.file, b.line) + ": __hpvm__bindOut reads output " +
+                      std::to_string(b.childPos) + " of " + *k.name +
+                      ", which has " + std::to_string(k.outputs.size()) +
+                      " output(s)");
     outputs.push_back(k.outputs[b.childPos]);
   }
 }
@@ -267,11 +273,13 @@ void runNode(const std::string& name, api::AnyFn fn, const FnSig* sig,
     return;
   }
   if (f.returned)
-    fatal(name + " both creates child nodes and calls __hpvm__return (an "
-                 "internal node's outputs come from __hpvm__bindOut)");
+    throw UserError(name +
+                    " both creates child nodes and calls __hpvm__return (an "
+                    "internal node's outputs come from __hpvm__bindOut)");
   if (f.leaf.leafIndex >= 0)
-    fatal(name + " both creates child nodes and calls tensor operations "
-                 "(tensor operations belong in leaf nodes)");
+    throw UserError(name +
+                    " both creates child nodes and calls tensor operations "
+                    "(tensor operations belong in leaf nodes)");
   runChildren(f, args, outputs);
 }
 
@@ -303,15 +311,15 @@ void* createNode(const char* file, int line, const char* text, unsigned dims,
   Frame& f = currentFrame("__hpvm__createNodeND", file, line);
   const std::string* name = internName(text);
   if (dims != 0 || numExtents != 0)
-    fatal(at(file, line) + ": __hpvm__createNodeND(" + std::to_string(dims) +
-          ", " + *name +
-          "): replicated nodes (dims > 0) are not supported; tensor "
-          "programs use dims 0");
+    throw UserError(at(file, line) + ": __hpvm__createNodeND(" +
+                    std::to_string(dims) + ", " + *name +
+                    "): replicated nodes (dims > 0) are not supported; tensor "
+                    "programs use dims 0");
   if (f.leaf.leafIndex >= 0)
-    fatal(*f.name +
-          " both calls tensor operations and creates child "
-          "nodes (at " +
-          at(file, line) + ")");
+    throw UserError(*f.name +
+                    " both calls tensor operations and creates child "
+                    "nodes (at " +
+                    at(file, line) + ")");
   LaunchState& st = state();
   Child c{fn, sig, name, file, line, {}, {}};
   c.in.resize(static_cast<size_t>(sig->numParams));
@@ -328,24 +336,25 @@ void bindIn(const char* file, int line, void* node, unsigned ip, unsigned ic,
            std::to_string(ip) + ", " + std::to_string(ic) + ")";
   };
   if (isStream)
-    fatal(call() + ": streaming bindings are not supported");
+    throw UserError(call() + ": streaming bindings are not supported");
   if (ip >= static_cast<unsigned>(f.sig->numParams))
-    fatal(call() + ": parent position " + std::to_string(ip) +
-          " is out of range: " + *f.name + " has " +
-          std::to_string(f.sig->numParams) + " parameters");
+    throw UserError(call() + ": parent position " + std::to_string(ip) +
+                    " is out of range: " + *f.name + " has " +
+                    std::to_string(f.sig->numParams) + " parameters");
   if (ic >= c.in.size())
-    fatal(call() + ": child position " + std::to_string(ic) +
-          " is out of range: " + *c.name + " has " +
-          std::to_string(c.in.size()) + " parameters");
+    throw UserError(call() + ": child position " + std::to_string(ic) +
+                    " is out of range: " + *c.name + " has " +
+                    std::to_string(c.in.size()) + " parameters");
   Source& s = c.in[ic];
   if (s.kind != Source::Unbound)
-    fatal(call() + ": parameter " + std::to_string(ic) + " of " + *c.name +
-          " is already bound at " + at(s.file, s.line));
+    throw UserError(call() + ": parameter " + std::to_string(ic) + " of " +
+                    *c.name + " is already bound at " + at(s.file, s.line));
   if (!sameType(f.sig->params[ip], c.sig->params[ic]))
-    fatal(call() + ": type mismatch: parameter " + std::to_string(ip) + " of " +
-          *f.name + " (" + typeName(f.sig->params[ip]) + ") feeds parameter " +
-          std::to_string(ic) + " of " + *c.name + " (" +
-          typeName(c.sig->params[ic]) + ")");
+    throw UserError(call() + ": type mismatch: parameter " +
+                    std::to_string(ip) + " of " + *f.name + " (" +
+                    typeName(f.sig->params[ip]) + ") feeds parameter " +
+                    std::to_string(ic) + " of " + *c.name + " (" +
+                    typeName(c.sig->params[ic]) + ")");
   s = Source{Source::Parent, -1, ip, file, line};
 }
 
@@ -358,13 +367,13 @@ void bindOut(const char* file, int line, void* node, unsigned oc, unsigned op,
            std::to_string(oc) + ", " + std::to_string(op) + ")";
   };
   if (isStream)
-    fatal(call() + ": streaming bindings are not supported");
+    throw UserError(call() + ": streaming bindings are not supported");
   if (f.outBinds.size() <= op)
     f.outBinds.resize(op + 1);
   OutBind& b = f.outBinds[op];
   if (b.set)
-    fatal(call() + ": output " + std::to_string(op) + " of " + *f.name +
-          " is already bound at " + at(b.file, b.line));
+    throw UserError(call() + ": output " + std::to_string(op) + " of " +
+                    *f.name + " is already bound at " + at(b.file, b.line));
   b = OutBind{true, static_cast<int>(&c - f.children.data()), oc, file, line};
 }
 
@@ -379,17 +388,17 @@ void* edge(const char* file, int line, void* src, void* dst, unsigned replType,
            ", " + std::to_string(sp) + ", " + std::to_string(dp) + ")";
   };
   if (isStream)
-    fatal(call() + ": streaming edges are not supported");
+    throw UserError(call() + ": streaming edges are not supported");
   if (&s == &d)
-    fatal(call() + ": cycle: an edge from " + *s.name + " to itself");
+    throw UserError(call() + ": cycle: an edge from " + *s.name + " to itself");
   if (dp >= d.in.size())
-    fatal(call() + ": destination position " + std::to_string(dp) +
-          " is out of range: " + *d.name + " has " +
-          std::to_string(d.in.size()) + " parameters");
+    throw UserError(call() + ": destination position " + std::to_string(dp) +
+                    " is out of range: " + *d.name + " has " +
+                    std::to_string(d.in.size()) + " parameters");
   Source& in = d.in[dp];
   if (in.kind != Source::Unbound)
-    fatal(call() + ": parameter " + std::to_string(dp) + " of " + *d.name +
-          " is already bound at " + at(in.file, in.line));
+    throw UserError(call() + ": parameter " + std::to_string(dp) + " of " +
+                    *d.name + " is already bound at " + at(in.file, in.line));
   in = Source{Source::Edge, static_cast<int>(&s - f.children.data()), sp, file,
               line};
   return reinterpret_cast<void*>(uintptr_t(1) + dp);
@@ -398,13 +407,14 @@ void* edge(const char* file, int line, void* src, void* dst, unsigned replType,
 void returnValues(unsigned n, const Value* values, unsigned count) {
   LaunchState& st = state();
   if (!st.active || st.frames.empty())
-    fatal("__hpvm__return called outside a node function of a launch");
+    throw UserError(
+        "__hpvm__return called outside a node function of a launch");
   Frame& f = *st.frames.back();
   if (n != count)
-    fatal(*f.name + ": __hpvm__return(" + std::to_string(n) + ", ...) got " +
-          std::to_string(count) + " value(s)");
+    throw UserError(*f.name + ": __hpvm__return(" + std::to_string(n) +
+                    ", ...) got " + std::to_string(count) + " value(s)");
   if (f.returned)
-    fatal(*f.name + " calls __hpvm__return twice");
+    throw UserError(*f.name + " calls __hpvm__return twice");
   f.returned = true;
   f.returnValues.assign(values, values + count);
 }
@@ -415,11 +425,11 @@ void* launch(const char* file, int line, const char* rootName,
   std::string where = at(file, line) + ": __hpvm__launch(" +
                       std::to_string(isStream) + ", " + rootName + ")";
   if (isStream)
-    fatal(where + ": streaming launches are not supported");
+    throw UserError(where + ": streaming launches are not supported");
   if (st.active)
-    fatal(where + ": called inside a running launch");
+    throw UserError(where + ": called inside a running launch");
   if (!args)
-    fatal(where + ": the argument struct is NULL");
+    throw UserError(where + ": the argument struct is NULL");
   // Unpack the packed root struct with the root's parameter types.
   auto* bytes = static_cast<unsigned char*>(args);
   std::vector<Value> in(static_cast<size_t>(sig->numParams));

@@ -5,6 +5,7 @@
 // residual add and second activation) and runs them on the kernels, caching
 // the plan and its intermediate buffers across launches with the same trace.
 #include "Executor.h"
+#include "Errors.h"
 #include "hpvm.h"
 #include "hpvm_rt/Fusion.h"
 #include "kernels/Kernels.h"
@@ -354,26 +355,26 @@ void calibrate(KnobSpec& spec, const FusedNodeInfo& node, HpvmOp op,
            " of fused node " + std::to_string(node.ordinal) + " needs";
   };
   if (!cal)
-    throw ConfigError(need() + " an int8 calibration: pass --calibration FILE "
-                               "(written by the program's calibrate mode), "
-                               "or use int8_dyn (312)");
+    throw UserError(need() + " an int8 calibration: pass --calibration FILE "
+                             "(written by the program's calibrate mode), "
+                             "or use int8_dyn (312)");
   for (const Int8Range& e : cal->nodes)
     if (e.ordinal == node.ordinal) {
       if (e.op != op)
-        throw ConfigError(cal->path + ":" + std::to_string(e.line) + ": node " +
-                          std::to_string(e.ordinal) + " is " +
-                          opInfo(e.op).confName + " in the calibration but " +
-                          opInfo(op).confName +
-                          " in the program: the calibration is of another "
-                          "program");
+        throw UserError(cal->path + ":" + std::to_string(e.line) + ": node " +
+                        std::to_string(e.ordinal) + " is " +
+                        opInfo(e.op).confName + " in the calibration but " +
+                        opInfo(op).confName +
+                        " in the program: the calibration is of another "
+                        "program");
       spec.hasRange = true;
       spec.inLo = e.lo;
       spec.inHi = e.hi;
       return;
     }
-  throw ConfigError(need() + " a range that calibration '" + cal->path +
-                    "' lacks (it has " + std::to_string(cal->nodes.size()) +
-                    " nodes): the calibration is of another program");
+  throw UserError(need() + " a range that calibration '" + cal->path +
+                  "' lacks (it has " + std::to_string(cal->nodes.size()) +
+                  " nodes): the calibration is of another program");
 }
 
 /// Resolves the knob of every op from the active configuration, checking
@@ -431,8 +432,8 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
       line = it == byName.end() ? nullptr : it->second;
     }
     if (!line)
-      throw ConfigError(where(conf->line, 1) + "configuration '" + conf->name +
-                        "' has no line for " + desc);
+      throw UserError(where(conf->line, 1) + "configuration '" + conf->name +
+                      "' has no line for " + desc);
     used[line - conf->nodes.data()] = 1;
     bool match = line->ops.size() == node.ops.size();
     for (size_t k = 0; match && k < node.ops.size(); ++k) {
@@ -445,18 +446,18 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
       for (const OpChoice& c : line->ops)
         listed.push_back(c.op);
       int col = line->ops.empty() ? 1 : line->ops[0].column;
-      throw ConfigError(where(line->line, col) + "line '" + line->name +
-                        "' of configuration '" + conf->name + "' lists '" +
-                        opsText(listed) + "' but the program's " + desc +
-                        " has '" + opsText(node.ops) + "'");
+      throw UserError(where(line->line, col) + "line '" + line->name +
+                      "' of configuration '" + conf->name + "' lists '" +
+                      opsText(listed) + "' but the program's " + desc +
+                      " has '" + opsText(node.ops) + "'");
     }
     for (size_t k = 0; k < node.ops.size(); ++k) {
       const OpChoice& c = line->ops[k];
       const KnobInfo* knob = knobById(c.knobId);
       if (!knob || !knobAppliesTo(*knob, node.ops[k]))
-        throw ConfigError(where(c.line, c.column) + "knob " +
-                          std::to_string(c.knobId) + " cannot be applied to " +
-                          opInfo(node.ops[k]).confName + " of " + desc);
+        throw UserError(where(c.line, c.column) + "knob " +
+                        std::to_string(c.knobId) + " cannot be applied to " +
+                        opInfo(node.ops[k]).confName + " of " + desc);
       KnobSpec& spec = knobs[p.fusedOps[f][k]] = knob->spec;
       if (spec.precision == Precision::INT8)
         calibrate(spec, node, node.ops[k], where(c.line, c.column));
@@ -474,11 +475,11 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
              std::to_string(p.fused.back().firstOpId);
     else
       keys = "names 1.." + std::to_string(p.fused.size());
-    throw ConfigError(where(line.line, 1) + "line '" + line.name + "' (key " +
-                      std::to_string(line.key) + ") of configuration '" +
-                      conf->name + "' matches no fused node of the program (" +
-                      std::to_string(p.fused.size()) + " fused nodes, " + keys +
-                      ")");
+    throw UserError(where(line.line, 1) + "line '" + line.name + "' (key " +
+                    std::to_string(line.key) + ") of configuration '" +
+                    conf->name + "' matches no fused node of the program (" +
+                    std::to_string(p.fused.size()) + " fused nodes, " + keys +
+                    ")");
   }
   return knobs;
 }
@@ -906,12 +907,13 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   for (int i = 0; i < info.tensorArgs; ++i) {
     auto* tensor = static_cast<Tensor*>(tensors[i]);
     if (!tensor)
-      fatal(where() + ": tensor operand " + std::to_string(i + 1) + " is NULL");
+      throw UserError(where() + ": tensor operand " + std::to_string(i + 1) +
+                      " is NULL");
     auto sym = st.symIndex.find(tensor);
     if (sym != st.symIndex.end()) {
       if (static_cast<size_t>(sym->second) >= t.ops.size())
-        fatal(where() + ": tensor operand " + std::to_string(i + 1) +
-              " is an intermediate result of an earlier launch");
+        throw UserError(where() + ": tensor operand " + std::to_string(i + 1) +
+                        " is an intermediate result of an earlier launch");
       r.in[i] = sym->second;
       shapes[i] = t.ops[sym->second].out;
       continue;

@@ -2,6 +2,7 @@
 // rules (reference section 2), FLOP counts, and eager execution of single
 // ops on the kernels.
 #include "Core.h"
+#include "Errors.h"
 #include "Executor.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
@@ -42,18 +43,19 @@ PoolArgs poolArgs(HpvmOp op, const double* s) {
 namespace {
 
 /// Output extent of a window of \p k with padding \p p and stride \p s over
-/// \p n, or fatal() if the geometry is invalid.
+/// \p n; throws UserError if the geometry is invalid.
 template <class Where>
 int64_t windowExtent(int64_t n, int64_t k, int64_t p, int64_t s,
                      const char* axis, const Where& where) {
   if (k < 1 || s < 1 || p < 0)
-    fatal(where() + ": bad " + axis + " geometry: window " + std::to_string(k) +
-          ", padding " + std::to_string(p) + ", stride " + std::to_string(s) +
-          " (window and stride must be >= 1, padding >= 0)");
+    throw UserError(where() + ": bad " + axis + " geometry: window " +
+                    std::to_string(k) + ", padding " + std::to_string(p) +
+                    ", stride " + std::to_string(s) +
+                    " (window and stride must be >= 1, padding >= 0)");
   if (n + 2 * p < k)
-    fatal(where() + ": " + axis + " window " + std::to_string(k) +
-          " is larger than the padded input extent " +
-          std::to_string(n + 2 * p));
+    throw UserError(where() + ": " + axis + " window " + std::to_string(k) +
+                    " is larger than the padded input extent " +
+                    std::to_string(n + 2 * p));
   return 1 + (n + 2 * p - k) / s;
 }
 
@@ -73,13 +75,14 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
     const Shape& w = in[1];
     ConvArgs a = convArgs(op, s);
     if (a.groups < 1)
-      fatal(where() + ": group count " + std::to_string(a.groups) +
-            " must be >= 1");
+      throw UserError(where() + ": group count " + std::to_string(a.groups) +
+                      " must be >= 1");
     if (w[1] * a.groups != x[1] || w[0] % a.groups != 0)
-      fatal(where() + ": input " + shapeText(x) + " does not fit filter " +
-            shapeText(w) + " with " + std::to_string(a.groups) +
-            " group(s) (need input channels = filter dim 1 x groups and "
-            "filter dim 0 divisible by groups)");
+      throw UserError(
+          where() + ": input " + shapeText(x) + " does not fit filter " +
+          shapeText(w) + " with " + std::to_string(a.groups) +
+          " group(s) (need input channels = filter dim 1 x groups and "
+          "filter dim 0 divisible by groups)");
     return {x[0], w[0],
             windowExtent(x[2], w[2], a.padH, a.strideH, "vertical", where),
             windowExtent(x[3], w[3], a.padW, a.strideW, "horizontal", where)};
@@ -88,27 +91,29 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
     const Shape& w = in[1];
     int64_t k = x[1] * x[2] * x[3];
     if (w[0] * w[1] != 1 || w[2] != k)
-      fatal(where() + ": input " + shapeText(x) + " (" + std::to_string(k) +
-            " features) does not fit weights " + shapeText(w) +
-            " (expected 1x1x" + std::to_string(k) + "xN)");
+      throw UserError(where() + ": input " + shapeText(x) + " (" +
+                      std::to_string(k) + " features) does not fit weights " +
+                      shapeText(w) + " (expected 1x1x" + std::to_string(k) +
+                      "xN)");
     return {x[0], w[3], 1, 1};
   }
   case HpvmOp::Add: {
     int64_t nb = numElements(in[1]);
     if (nb != numElements(x) && nb != x[1])
-      fatal(where() + ": cannot add " + shapeText(in[1]) + " to " +
-            shapeText(x) +
-            " (need the same element count, or one element "
-            "per channel)");
+      throw UserError(where() + ": cannot add " + shapeText(in[1]) + " to " +
+                      shapeText(x) +
+                      " (need the same element count, or one element "
+                      "per channel)");
     return x;
   }
   case HpvmOp::BatchNorm:
     for (int i = 1; i < 5; ++i)
       if (numElements(in[i]) != x[1])
-        fatal(where() + ": batch norm operand " + std::to_string(i + 1) +
-              " has shape " + shapeText(in[i]) + "; expected " +
-              std::to_string(x[1]) + " elements (one per channel of " +
-              shapeText(x) + ")");
+        throw UserError(where() + ": batch norm operand " +
+                        std::to_string(i + 1) + " has shape " +
+                        shapeText(in[i]) + "; expected " +
+                        std::to_string(x[1]) +
+                        " elements (one per channel of " + shapeText(x) + ")");
     return x;
   case HpvmOp::MaxPool:
   case HpvmOp::AvgPool: {
@@ -119,8 +124,8 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
   }
   case HpvmOp::ClippedRelu:
     if (!(s[0] <= s[1]))
-      fatal(where() + ": clip bounds [" + std::to_string(s[0]) + ", " +
-            std::to_string(s[1]) + "] are empty");
+      throw UserError(where() + ": clip bounds [" + std::to_string(s[0]) +
+                      ", " + std::to_string(s[1]) + "] are empty");
     return x;
   case HpvmOp::Relu:
   case HpvmOp::Tanh:
@@ -181,8 +186,8 @@ void* eagerOp(HpvmOp op, const char* api, void* const* tensors,
   Shape shapes[kMaxTensorArgs];
   for (int i = 0; i < info.tensorArgs; ++i) {
     if (!tensors[i])
-      fatal(std::string(api) + ": tensor operand " + std::to_string(i + 1) +
-            " is NULL");
+      throw UserError(std::string(api) + ": tensor operand " +
+                      std::to_string(i + 1) + " is NULL");
     in[i] = static_cast<Tensor*>(tensors[i]);
     shapes[i] = shapeOf(in[i]);
   }
@@ -245,10 +250,10 @@ void* tensorPooling(void* input, int poolFunction, int window_height,
                     int window_width, int vertical_pad, int horizontal_pad,
                     int vertical_stride, int horizontal_stride) {
   if (poolFunction != 0 && poolFunction != 1)
-    hpvm::rt::fatal("tensorPooling: pool function " +
-                    std::to_string(poolFunction) +
-                    " is not supported (0 = max, 1 = mean; HPVM has no "
-                    "kernel for min pooling)");
+    throw hpvm::rt::UserError(
+        "tensorPooling: pool function " + std::to_string(poolFunction) +
+        " is not supported (0 = max, 1 = mean; HPVM has no "
+        "kernel for min pooling)");
   void* const tensors[] = {input};
   const double scalars[] = {double(window_height),   double(window_width),
                             double(vertical_pad),    double(horizontal_pad),

@@ -1,7 +1,8 @@
 // TensorApi.cpp - HPVM's tensor C API: tensor creation and freeing, batch
 // memory tracking, weight/dataset/label readers, accuracy functions, runtime
-// initialisation; plus the core's error reporting.
+// initialisation; plus the core's warnings.
 #include "Core.h"
+#include "Errors.h"
 #include "kernels/Kernels.h"
 #include "tensorUtils.h"
 
@@ -21,8 +22,6 @@ namespace hpvm::rt {
 
 namespace {
 
-bool throwOnError = false;
-
 /// Batch memory tracking (startMemTracking / freeBatchMemory).
 struct Tracking {
   bool on = false;
@@ -34,35 +33,28 @@ Tracking& tracking() {
   return t;
 }
 
-/// Prints uncaught hpvm_rt errors (e.g. a ConfigError thrown out of a
-/// launch in a program that does not catch it) cleanly instead of the C++
-/// runtime's abort message.
+/// Reports an error that escaped the program (a UserError thrown by the C
+/// API or out of a launch in a program that does not catch it) through
+/// reportError(): "hpvm_rt: error: <message>" and exit status 1 for a user
+/// error, an internal-error report and abort for anything else.
 [[noreturn]] void onTerminate() {
-  if (std::exception_ptr e = std::current_exception()) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "hpvm_rt: error: %s\n", ex.what());
-      std::exit(1);
-    } catch (...) {
-    }
-  }
+  if (std::exception_ptr e = std::current_exception())
+    std::exit(reportError("hpvm_rt", e));
   std::abort();
 }
 
 Tensor* asTensor(void* t, const char* api) {
   if (!t)
-    fatal(std::string(api) + ": tensor argument is NULL");
+    throw UserError(std::string(api) + ": tensor argument is NULL");
   return static_cast<Tensor*>(t);
 }
 
-/// Size of \p path in bytes, or fatal() naming it and \p what.
+/// Size of \p path in bytes; throws UserError naming it and \p what.
 int64_t fileSize(const char* path, const char* what) {
   struct stat st;
   if (!path || stat(path, &st) != 0)
-    fatal(std::string("cannot open ") + what + " '" + (path ? path : "") +
-          "': " + std::strerror(errno));
+    throw UserError(std::string("cannot open ") + what + " '" +
+                    (path ? path : "") + "': " + std::strerror(errno));
   return static_cast<int64_t>(st.st_size);
 }
 
@@ -71,16 +63,16 @@ void readBytes(const char* path, const char* what, int64_t offset,
                int64_t bytes, void* dest) {
   std::FILE* f = std::fopen(path, "rb");
   if (!f)
-    fatal(std::string("cannot open ") + what + " '" + path +
-          "': " + std::strerror(errno));
+    throw UserError(std::string("cannot open ") + what + " '" + path +
+                    "': " + std::strerror(errno));
   bool ok = std::fseek(f, static_cast<long>(offset), SEEK_SET) == 0 &&
             std::fread(dest, 1, static_cast<size_t>(bytes), f) ==
                 static_cast<size_t>(bytes);
   std::fclose(f);
   if (!ok)
-    fatal(std::string("cannot read ") + std::to_string(bytes) +
-          " bytes at offset " + std::to_string(offset) + " of " + what + " '" +
-          path + "'");
+    throw UserError(std::string("cannot read ") + std::to_string(bytes) +
+                    " bytes at offset " + std::to_string(offset) + " of " +
+                    what + " '" + path + "'");
 }
 
 /// Writes \p text to \p path atomically (temporary file + rename).
@@ -122,16 +114,6 @@ const float* resultRows(void* result, const char* api, int64_t& n, int64_t& c) {
 }
 
 } // namespace
-
-[[noreturn]] void fatal(const std::string& message) {
-  if (throwOnError)
-    throw RuntimeError(message);
-  std::fflush(stdout);
-  std::fprintf(stderr, "hpvm_rt: error: %s\n", message.c_str());
-  std::exit(1);
-}
-
-void setThrowOnError(bool enable) { throwOnError = enable; }
 
 void warning(const std::string& message) {
   std::fflush(stdout);
@@ -192,8 +174,8 @@ namespace {
 void* createPublic(const Shape& s, int numDims) {
   for (int64_t d : s)
     if (d <= 0)
-      fatal("cannot create a tensor of shape " + shapeText(s) +
-            ": every extent must be positive");
+      throw UserError("cannot create a tensor of shape " + shapeText(s) +
+                      ": every extent must be positive");
   Tensor* t = newTensor(s, numDims, /*tracked=*/true);
   allocHost(t);
   return t;
@@ -213,8 +195,8 @@ void llvm_hpvm_initTensorRt(int) {
     char* end = nullptr;
     long n = std::strtol(env, &end, 10);
     if (end == env || *end || n < 0)
-      fatal(std::string("HPVM_NUM_THREADS='") + env +
-            "' is not a thread count (a number >= 0; 0 = all cores)");
+      throw UserError(std::string("HPVM_NUM_THREADS='") + env +
+                      "' is not a thread count (a number >= 0; 0 = all cores)");
     setNumThreads(static_cast<int>(n));
   }
 }
@@ -228,8 +210,9 @@ void llvm_hpvm_cleanupApproxhpvmRt(void) { llvm_hpvm_cleanupTensorRt(); }
 void* create4DTensor(int, int data_format, size_t n, size_t c, size_t h,
                      size_t w) {
   if (data_format != nchw)
-    fatal("create4DTensor: only the NCHW data format (0) is supported, got " +
-          std::to_string(data_format));
+    throw UserError(
+        "create4DTensor: only the NCHW data format (0) is supported, got " +
+        std::to_string(data_format));
   return createPublic({static_cast<int64_t>(n), static_cast<int64_t>(c),
                        static_cast<int64_t>(h), static_cast<int64_t>(w)},
                       4);
@@ -249,9 +232,9 @@ void* create2DTensor(int, size_t d1, size_t d2) {
 void initTensorData(void* tensor, void* data, size_t bytes) {
   Tensor* t = asTensor(tensor, "initTensorData");
   if (bytes != t->size_in_bytes)
-    fatal("initTensorData: got " + std::to_string(bytes) +
-          " bytes for a tensor of shape " + shapeText(shapeOf(t)) + " (" +
-          std::to_string(t->size_in_bytes) + " bytes)");
+    throw UserError("initTensorData: got " + std::to_string(bytes) +
+                    " bytes for a tensor of shape " + shapeText(shapeOf(t)) +
+                    " (" + std::to_string(t->size_in_bytes) + " bytes)");
   allocHost(t);
   std::memcpy(t->host_data, data, bytes);
   hostModified(t);
@@ -286,9 +269,10 @@ struct Tensor* readTrainedWeights(const char* file, int, long d1, long d2,
   int64_t want = numElements(s) * 4;
   int64_t have = fileSize(file, "weight file");
   if (have != want)
-    fatal("weight file '" + std::string(file) + "' has " +
-          std::to_string(have) + " bytes; expected " + std::to_string(want) +
-          " bytes (" + shapeText(s) + " float32)");
+    throw UserError("weight file '" + std::string(file) + "' has " +
+                    std::to_string(have) + " bytes; expected " +
+                    std::to_string(want) + " bytes (" + shapeText(s) +
+                    " float32)");
   auto* t = static_cast<Tensor*>(createPublic(s, 4));
   readBytes(file, "weight file", 0, want, t->host_data);
   hostModified(t);
@@ -299,17 +283,19 @@ struct Tensor* readInputBatch(const char* file, long, long start, long end,
                               long d2, long d3, long d4) {
   Shape image{1, d2, d3, d4};
   if (start < 0 || end <= start)
-    fatal("readInputBatch: bad image range [" + std::to_string(start) + ", " +
-          std::to_string(end) + ") of dataset '" + file + "'");
+    throw UserError("readInputBatch: bad image range [" +
+                    std::to_string(start) + ", " + std::to_string(end) +
+                    ") of dataset '" + file + "'");
   int64_t imageBytes = numElements(image) * 4;
   int64_t have = fileSize(file, "dataset");
   if (have < end * imageBytes)
-    fatal("dataset '" + std::string(file) + "' has " + std::to_string(have) +
-          " bytes (" + std::to_string(have / imageBytes) + " images of " +
-          std::to_string(d2) + "x" + std::to_string(d3) + "x" +
-          std::to_string(d4) + " float32); images [" + std::to_string(start) +
-          ", " + std::to_string(end) + ") need " +
-          std::to_string(end * imageBytes) + " bytes");
+    throw UserError("dataset '" + std::string(file) + "' has " +
+                    std::to_string(have) + " bytes (" +
+                    std::to_string(have / imageBytes) + " images of " +
+                    std::to_string(d2) + "x" + std::to_string(d3) + "x" +
+                    std::to_string(d4) + " float32); images [" +
+                    std::to_string(start) + ", " + std::to_string(end) +
+                    ") need " + std::to_string(end * imageBytes) + " bytes");
   auto* t = static_cast<Tensor*>(createPublic({end - start, d2, d3, d4}, 4));
   readBytes(file, "dataset", start * imageBytes, (end - start) * imageBytes,
             t->host_data);
@@ -320,9 +306,9 @@ struct Tensor* readInputBatch(const char* file, long, long start, long end,
 uint8_t* readLabels(const char* file, int n) {
   int64_t have = fileSize(file, "labels file");
   if (n < 0 || have < n)
-    fatal("labels file '" + std::string(file) + "' has " +
-          std::to_string(have) + " bytes; " + std::to_string(n) +
-          " one-byte labels were asked for");
+    throw UserError("labels file '" + std::string(file) + "' has " +
+                    std::to_string(have) + " bytes; " + std::to_string(n) +
+                    " one-byte labels were asked for");
   auto* labels = static_cast<uint8_t*>(std::malloc(n > 0 ? n : 1));
   readBytes(file, "labels file", 0, n, labels);
   return labels;
@@ -330,15 +316,15 @@ uint8_t* readLabels(const char* file, int n) {
 
 uint32_t* readLabelsBatch3(const char* file, int start, int end) {
   if (start < 0 || end < start)
-    fatal("bad label range [" + std::to_string(start) + ", " +
-          std::to_string(end) + ") of labels file '" + file + "'");
+    throw UserError("bad label range [" + std::to_string(start) + ", " +
+                    std::to_string(end) + ") of labels file '" + file + "'");
   int64_t have = fileSize(file, "labels file");
   if (have < int64_t(end) * 4)
-    fatal("labels file '" + std::string(file) + "' has " +
-          std::to_string(have) + " bytes (" + std::to_string(have / 4) +
-          " labels); labels [" + std::to_string(start) + ", " +
-          std::to_string(end) + ") need " + std::to_string(int64_t(end) * 4) +
-          " bytes");
+    throw UserError("labels file '" + std::string(file) + "' has " +
+                    std::to_string(have) + " bytes (" +
+                    std::to_string(have / 4) + " labels); labels [" +
+                    std::to_string(start) + ", " + std::to_string(end) +
+                    ") need " + std::to_string(int64_t(end) * 4) + " bytes");
   int64_t n = end - start;
   auto* labels = static_cast<uint32_t*>(std::malloc(n > 0 ? n * 4 : 4));
   readBytes(file, "labels file", int64_t(start) * 4, n * 4, labels);
@@ -355,9 +341,9 @@ float computeAccuracy3(uint32_t* labels, void* result) {
   int64_t correct = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (labels[i] >= static_cast<uint64_t>(c))
-      fatal("label " + std::to_string(labels[i]) + " of image " +
-            std::to_string(i) + " is out of range for " + std::to_string(c) +
-            " classes");
+      throw UserError("label " + std::to_string(labels[i]) + " of image " +
+                      std::to_string(i) + " is out of range for " +
+                      std::to_string(c) + " classes");
     correct += top1(data + i * c, c) == static_cast<int64_t>(labels[i]);
   }
   float accuracy = n ? 100.0f * float(correct) / float(n) : 0.0f;
@@ -373,17 +359,17 @@ float computeTop5Accuracy(uint8_t* labels, int num_labels, void* result,
   int64_t n = 0, c = 0;
   const float* data = resultRows(result, "computeTop5Accuracy", n, c);
   if (num_classes != c)
-    fatal("computeTop5Accuracy: result has " + std::to_string(c) +
-          " classes, " + std::to_string(num_classes) + " were given");
+    throw UserError("computeTop5Accuracy: result has " + std::to_string(c) +
+                    " classes, " + std::to_string(num_classes) + " were given");
   if (num_labels > n)
-    fatal("computeTop5Accuracy: " + std::to_string(num_labels) +
-          " labels for a result of " + std::to_string(n) + " images");
+    throw UserError("computeTop5Accuracy: " + std::to_string(num_labels) +
+                    " labels for a result of " + std::to_string(n) + " images");
   int64_t correct = 0;
   for (int i = 0; i < num_labels; ++i) {
     if (labels[i] >= c)
-      fatal("label " + std::to_string(labels[i]) + " of image " +
-            std::to_string(i) + " is out of range for " + std::to_string(c) +
-            " classes");
+      throw UserError("label " + std::to_string(labels[i]) + " of image " +
+                      std::to_string(i) + " is out of range for " +
+                      std::to_string(c) + " classes");
     const float* row = data + int64_t(i) * c;
     // The label is in the top five if fewer than five classes beat it
     // (ties rank the lower index first).

@@ -1,6 +1,7 @@
 // Calibration.cpp - int8 calibration files and measurements (Calibration.h).
 #include "driver/Calibration.h"
 
+#include "Errors.h"
 #include "driver/FileUtil.h"
 #include "driver/Options.h"
 #include "driver/Progress.h"
@@ -74,19 +75,19 @@ std::string exactFloat(float v) {
 Int8Calibration readCalibration(const std::string& path) {
   const uint64_t size = fileSize(path, "int8 calibration");
   if (size > kMaxFileBytes)
-    throw RunError(fmt::format("{}: not an int8 calibration: {} bytes (at "
-                               "most {} expected)",
-                               path, size, kMaxFileBytes));
+    throw UserError(fmt::format("{}: not an int8 calibration: {} bytes (at "
+                                "most {} expected)",
+                                path, size, kMaxFileBytes));
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw RunError(path + ": cannot open int8 calibration");
+    throw UserError(path + ": cannot open int8 calibration");
   std::stringstream buf;
   buf << in.rdbuf();
   const std::string text = buf.str();
   Int8Calibration cal;
   cal.path = path;
   auto fail = [&](int line, const std::string& what) -> void {
-    throw RunError(fmt::format("{}:{}: {}", path, line, what));
+    throw UserError(path, line, 0, what);
   };
   size_t pos = 0;
   int number = 0;
@@ -154,9 +155,9 @@ Int8Calibration readCalibration(const std::string& path) {
     }
   }
   if (!sawHeader)
-    throw RunError(path + ": not an int8 calibration (the file is empty)");
+    throw UserError(path + ": not an int8 calibration (the file is empty)");
   if (cal.nodes.empty())
-    throw RunError(path + ": int8 calibration lists no nodes");
+    throw UserError(path + ": int8 calibration lists no nodes");
   return cal;
 }
 
@@ -190,9 +191,9 @@ CalibrationMethod parseCalibrationMethod(const std::string& text) {
     if (parseWord(p, m.percent) && m.percent > 0 && m.percent <= 100)
       return m;
   }
-  throw RunError(fmt::format("bad value '{}' for --method: expected minmax, "
-                             "percentile or percentile:P with 0 < P <= 100",
-                             shown(text)));
+  throw UserError(fmt::format("bad value '{}' for --method: expected minmax, "
+                              "percentile or percentile:P with 0 < P <= 100",
+                              shown(text)));
 }
 
 CalibrationRecorder::CalibrationRecorder(CalibrationMethod method)
@@ -330,7 +331,7 @@ std::unique_ptr<Int8Calibration>& activeCalibration() {
 CalibrateOptions parseCalibrateOptions(int argc, const char* const* argv) {
   CalibrateOptions o;
   parseOptionTable(argc, argv, 0, kCalibrateOptions, o, [](SV arg) {
-    throw RunError(fmt::format("unexpected argument '{}'", shown(arg)));
+    throw UserError(fmt::format("unexpected argument '{}'", shown(arg)));
   });
   return o;
 }
@@ -350,7 +351,7 @@ std::string calibrateHelp(const std::string& program) {
 int calibrateMode(const CalibrateOptions& opts, tuner::ProgramRunner& runner) {
   const int64_t available = runner.setSize("tune");
   if (available <= 0)
-    throw RunError("calibrate needs the tune set, and the program has none");
+    throw UserError("calibrate needs the tune set, and the program has none");
   const int64_t images =
       std::min(opts.images ? *opts.images : int64_t(1000), available);
   Int8Calibration cal =

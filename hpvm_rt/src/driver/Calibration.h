@@ -27,7 +27,7 @@
 
 namespace hpvm::rt {
 
-/// Reads a calibration file; throws RunError naming the file, line and
+/// Reads a calibration file; throws UserError naming the file, line and
 /// what is wrong.
 Int8Calibration readCalibration(const std::string& path);
 
@@ -42,7 +42,7 @@ struct CalibrationMethod {
 };
 
 /// Parses "minmax", "percentile" or "percentile:P" (0 < P <= 100); throws
-/// RunError.
+/// UserError.
 CalibrationMethod parseCalibrationMethod(const std::string& text);
 
 /// Measures a calibration over exact runs: install it as the executor's

@@ -2,15 +2,18 @@
 // controller entry points (initialize, invoke per batch, clear).
 #include "driver/Controller.h"
 
+#include "Errors.h"
 #include "driver/FileUtil.h"
 #include "driver/config/Config.h"
 #include "tensor_runtime.h"
 
 #include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 
 namespace hpvm::rt {
 
@@ -75,10 +78,11 @@ void checkOpCount(const Configuration& config, const std::string& path,
   const NodeConfig& last = config.nodes.back();
   int64_t covered = last.key + static_cast<int64_t>(last.ops.size()) - 1;
   if (covered != numOps)
-    throw ConfigError(fmt::format(
-        "{}:{}:1: configuration '{}' covers {} op{} but the program has {}",
-        path, config.line, config.name, covered, covered == 1 ? "" : "s",
-        numOps));
+    throw UserError(path, config.line, 1,
+                    fmt::format("configuration '{}' covers {} op{} but the "
+                                "program has {}",
+                                config.name, covered, covered == 1 ? "" : "s",
+                                numOps));
 }
 
 RuntimeController& RuntimeController::get() {
@@ -124,31 +128,30 @@ void RuntimeController::invoke(void* result, const char* labelsPath, int start,
     std::string path = labelsPath ? labelsPath : "";
     uint64_t bytes = fileSize(path, "labels file");
     if (bytes % 4 != 0)
-      throw RunError(fmt::format("{}: {} bytes is not a whole number of "
-                                 "int32 labels",
-                                 path, bytes));
+      throw UserError(fmt::format("{}: {} bytes is not a whole number of "
+                                  "int32 labels",
+                                  path, bytes));
     labels_.resize(bytes / 4);
     std::ifstream in(path, std::ios::binary);
     if (!in.read(reinterpret_cast<char*>(labels_.data()),
                  static_cast<std::streamsize>(bytes)))
-      throw RunError(fmt::format("{}: cannot read labels file", path));
+      throw UserError(fmt::format("{}: cannot read labels file", path));
     labelsPath_ = path;
   }
   if (start < 0 || end <= start || static_cast<size_t>(end) > labels_.size())
-    throw RunError(fmt::format("{}: batch [{}, {}) is outside its {} labels",
-                               labelsPath_, start, end, labels_.size()));
+    throw UserError(fmt::format("{}: batch [{}, {}) is outside its {} labels",
+                                labelsPath_, start, end, labels_.size()));
   auto* t = static_cast<Tensor*>(result);
   if (!t)
-    throw RunError("llvm_hpvm_invokeRtControl: the result tensor is null");
+    throw UserError("llvm_hpvm_invokeRtControl: the result tensor is null");
   hpvm_request_tensor(t, 0);
   size_t n = static_cast<size_t>(end - start);
   if (t->dims.num_dims < 2 || t->dims.dim_sizes[0] != n ||
       t->num_elems % n != 0)
-    throw RunError(fmt::format("llvm_hpvm_invokeRtControl: the result "
-                               "tensor has {} elements with batch dimension "
-                               "{}, expected a batch of {}",
-                               t->num_elems,
-                               t->dims.num_dims ? t->dims.dim_sizes[0] : 0, n));
+    throw UserError(fmt::format(
+        "llvm_hpvm_invokeRtControl: the result tensor has {} elements with "
+        "batch dimension {}, expected a batch of {}",
+        t->num_elems, t->dims.num_dims ? t->dims.dim_sizes[0] : 0, n));
   size_t classes = t->num_elems / n;
   const float* data = static_cast<const float*>(t->host_data);
   size_t correct = 0;
@@ -156,9 +159,9 @@ void RuntimeController::invoke(void* result, const char* labelsPath, int start,
     int64_t best = top1(data + i * classes, static_cast<int64_t>(classes));
     int32_t label = labels_[static_cast<size_t>(start) + i];
     if (label < 0 || static_cast<size_t>(label) >= classes)
-      throw RunError(fmt::format("{}: label {} at index {} is out of range; "
-                                 "the model has {} classes",
-                                 labelsPath_, label, start + i, classes));
+      throw UserError(fmt::format("{}: label {} at index {} is out of range; "
+                                  "the model has {} classes",
+                                  labelsPath_, label, start + i, classes));
     correct += best == label;
   }
   double accuracy = 100.0 * static_cast<double>(correct) / n;
@@ -171,14 +174,44 @@ void RuntimeController::invoke(void* result, const char* labelsPath, int start,
   mark_ = std::chrono::steady_clock::now();
 }
 
+int reportError(const std::string& tool, std::exception_ptr error) noexcept {
+  std::fflush(stdout);
+  const char* name = tool.c_str();
+  try {
+    std::rethrow_exception(error);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    return kExitUserError;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: error: out of memory\n", name);
+    return kExitUserError;
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr,
+                 "%s: internal error: oneDNN failed with status %d: %s\n", name,
+                 static_cast<int>(e.status), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: uncaught exception: %s\n", name,
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr,
+                 "%s: internal error: uncaught exception of unknown type\n",
+                 name);
+  }
+  std::fprintf(stderr,
+               "%s: note: this is a bug in hpvm_rt, not a problem with the "
+               "model, its files or the command line; please report it\n",
+               name);
+  std::fflush(stderr);
+  std::abort();
+}
+
 } // namespace hpvm::rt
 
 namespace {
 
-[[noreturn]] void fatal(const std::exception& e) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "hpvm_rt: error: %s\n", e.what());
-  std::exit(1);
+/// Ends the process after an error escaped an llvm_hpvm_* entry point.
+[[noreturn]] void fatal() {
+  std::exit(hpvm::rt::reportError("hpvm_rt", std::current_exception()));
 }
 
 } // namespace
@@ -186,16 +219,16 @@ namespace {
 extern "C" void llvm_hpvm_initializeRuntimeController(const char* path) {
   try {
     hpvm::rt::RuntimeController::get().initialize(path ? path : "");
-  } catch (const std::exception& e) {
-    fatal(e);
+  } catch (...) {
+    fatal();
   }
 }
 
 extern "C" void llvm_hpvm_clearRuntimeController() {
   try {
     hpvm::rt::RuntimeController::get().writeProfile("profile_info.txt");
-  } catch (const std::exception& e) {
-    fatal(e);
+  } catch (...) {
+    fatal();
   }
 }
 
@@ -203,7 +236,7 @@ extern "C" void llvm_hpvm_invokeRtControl(void* result, const char* labels,
                                           int start, int end) {
   try {
     hpvm::rt::RuntimeController::get().invoke(result, labels, start, end);
-  } catch (const std::exception& e) {
-    fatal(e);
+  } catch (...) {
+    fatal();
   }
 }

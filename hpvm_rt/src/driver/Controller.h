@@ -39,7 +39,7 @@ std::string profileKernelName(const OpRecord& record);
 void noteGpuLines(const Configuration& config, bool quiet, bool& noted);
 
 /// Checks that \p config covers exactly \p numOps ops (when numOps > 0);
-/// throws ConfigError "path:line:1: ..." at its header otherwise.
+/// throws UserError "path:line:1: ..." at its header otherwise.
 void checkOpCount(const Configuration& config, const std::string& path,
                   int64_t numOps);
 
@@ -49,7 +49,7 @@ public:
   static RuntimeController& get();
 
   /// Parses \p path and makes its first configuration the active one.
-  /// Throws ConfigError.
+  /// Throws UserError.
   void initialize(const std::string& path);
   /// The file loaded by initialize(), or nullptr.
   const ConfigFile* file() const { return file_.get(); }
@@ -60,7 +60,7 @@ public:
   size_t iterations() const { return iterations_.size(); }
   /// Writes profile_info.txt to \p path if at least one iteration was
   /// recorded (as HPVM), then forgets the iterations. Returns whether a
-  /// file was written. Throws RunError if it cannot be written.
+  /// file was written. Throws UserError if it cannot be written.
   bool writeProfile(const std::string& path);
 
   /// Forgets the recorded iterations (a failed run writes no profile).
@@ -68,7 +68,7 @@ public:
 
   /// llvm_hpvm_invokeRtControl: accuracy of the batch [start, end) of
   /// \p labelsPath against \p result, running mean written to
-  /// final_accuracy, iteration closed. Throws RunError on bad labels.
+  /// final_accuracy, iteration closed. Throws UserError on bad labels.
   void invoke(void* result, const char* labelsPath, int start, int end);
 
 private:

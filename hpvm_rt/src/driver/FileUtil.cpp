@@ -1,6 +1,8 @@
 // FileUtil.cpp - atomic file writes and file checks for the driver.
 #include "driver/FileUtil.h"
 
+#include "Errors.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -15,7 +17,7 @@ void writeFileAtomic(const std::string& path, std::string_view bytes) {
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f)
-    throw RunError(
+    throw UserError(
         fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   int err = ok ? 0 : errno;
@@ -29,7 +31,7 @@ void writeFileAtomic(const std::string& path, std::string_view bytes) {
   }
   if (!ok) {
     std::remove(tmp.c_str());
-    throw RunError(
+    throw UserError(
         fmt::format("{}: cannot write: {}", path, std::strerror(err)));
   }
 }
@@ -45,10 +47,10 @@ std::string stemOf(const std::string& path) {
 uint64_t fileSize(const std::string& path, std::string_view what) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
-    throw RunError(fmt::format("{}: cannot open {}: {}", path, what,
-                               std::strerror(errno)));
+    throw UserError(fmt::format("{}: cannot open {}: {}", path, what,
+                                std::strerror(errno)));
   if (!S_ISREG(st.st_mode))
-    throw RunError(
+    throw UserError(
         fmt::format("{}: cannot open {}: not a regular file", path, what));
   return static_cast<uint64_t>(st.st_size);
 }

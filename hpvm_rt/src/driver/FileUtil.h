@@ -1,24 +1,16 @@
-// FileUtil.h - the driver's user-error type and atomic file writing (temp
-// file + rename, so that no reader ever sees a half-written file).
+// FileUtil.h - the driver's file helpers: atomic file writing (temp file +
+// rename, so that no reader ever sees a half-written file), stems, sizes.
 #ifndef HPVM_RT_DRIVER_FILEUTIL_H
 #define HPVM_RT_DRIVER_FILEUTIL_H
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace hpvm::rt {
 
-/// An error the user caused (bad option, dataset, file); what() is the
-/// complete message, naming the file and what is wrong.
-class RunError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
 /// Writes \p bytes to \p path atomically: a temporary file next to it is
-/// written, flushed and renamed over \p path. Throws RunError naming the
+/// written, flushed and renamed over \p path. Throws UserError naming the
 /// path and the system error on failure (the temporary file is removed).
 void writeFileAtomic(const std::string& path, std::string_view bytes);
 
@@ -26,7 +18,7 @@ void writeFileAtomic(const std::string& path, std::string_view bytes);
 /// "a/b"; "a.d/b" stays).
 std::string stemOf(const std::string& path);
 
-/// The size of the file at \p path in bytes; throws RunError ("path: cannot
+/// The size of the file at \p path in bytes; throws UserError ("path: cannot
 /// open <what>: <reason>") if it does not exist or is not a regular file.
 uint64_t fileSize(const std::string& path, std::string_view what);
 

@@ -13,7 +13,7 @@ namespace hpvm::rt {
 std::string npyHeader(const std::vector<int64_t>& shape);
 
 /// Writes \p data (C order, product of \p shape elements) to \p path as a
-/// .npy file, atomically. Throws RunError on failure.
+/// .npy file, atomically. Throws UserError on failure.
 void writeNpy(const std::string& path, const std::vector<int64_t>& shape,
               const float* data);
 

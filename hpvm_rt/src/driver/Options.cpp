@@ -1,6 +1,8 @@
 // Options.cpp - table-driven parser of the generated programs' command line.
 #include "driver/Options.h"
 
+#include "Errors.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -17,9 +19,9 @@ int64_t parseCount(std::string_view option, std::string_view value,
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, n);
   if (ec != std::errc() || ptr != end || n < min)
-    throw RunError(fmt::format("bad value '{}' for {}: expected an integer "
-                               ">= {}",
-                               value, option, min));
+    throw UserError(fmt::format("bad value '{}' for {}: expected an integer "
+                                ">= {}",
+                                value, option, min));
   return n;
 }
 
@@ -29,9 +31,9 @@ double parseNumber(std::string_view option, std::string_view value,
   char* end = nullptr;
   double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
   if (text.empty() || *end || !std::isfinite(v) || v < min)
-    throw RunError(fmt::format("bad value '{}' for {}: expected a number >= "
-                               "{}",
-                               value, option, min));
+    throw UserError(fmt::format("bad value '{}' for {}: expected a number >= "
+                                "{}",
+                                value, option, min));
   return v;
 }
 
@@ -130,21 +132,21 @@ RunOptions parseRunOptions(int argc, const char* const* argv) {
   parseOptionTable(argc, argv, 1, kOptions, opts, [&](std::string_view arg) {
     RunOptions& o = opts;
     if (arg != "test" && arg != "tune")
-      throw RunError(fmt::format(
+      throw UserError(fmt::format(
           "unexpected argument '{}'; expected 'test' or 'tune'", arg));
     if (setGiven && arg != o.set)
-      throw RunError("give only one of 'test' and 'tune'");
+      throw UserError("give only one of 'test' and 'tune'");
     o.set = std::string(arg);
     setGiven = true;
   });
   if (opts.allConfigs && !opts.configSelector.empty())
-    throw RunError("--all-configs and --config exclude each other");
+    throw UserError("--all-configs and --config exclude each other");
   if (opts.allConfigs && !opts.outputNpy.empty())
-    throw RunError("--all-configs and --output exclude each other");
+    throw UserError("--all-configs and --output exclude each other");
   if (opts.qosLoss && !opts.configSelector.empty())
-    throw RunError("--qos-loss and --config exclude each other");
+    throw UserError("--qos-loss and --config exclude each other");
   if (opts.qosLoss && opts.allConfigs)
-    throw RunError("--qos-loss and --all-configs exclude each other");
+    throw UserError("--qos-loss and --all-configs exclude each other");
   return opts;
 }
 

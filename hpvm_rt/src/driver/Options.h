@@ -3,7 +3,7 @@
 #ifndef HPVM_RT_DRIVER_OPTIONS_H
 #define HPVM_RT_DRIVER_OPTIONS_H
 
-#include "driver/FileUtil.h"
+#include "Errors.h"
 
 #include <cstdint>
 #include <optional>
@@ -46,18 +46,18 @@ template <class O> struct OptionSpec {
   void (*apply)(O& o, std::string_view name, std::string_view v);
 };
 
-/// Parses \p value as an integer >= \p min for \p option; throws RunError
+/// Parses \p value as an integer >= \p min for \p option; throws UserError
 /// ("bad value 'x' for --opt: expected an integer >= 1").
 int64_t parseCount(std::string_view option, std::string_view value,
                    int64_t min);
 
 /// Parses \p value as a finite number >= \p min for \p option; throws
-/// RunError.
+/// UserError.
 double parseNumber(std::string_view option, std::string_view value, double min);
 
 /// Parses argv[first..argc) against \p table into \p opts: options as
 /// "--name value", "--name=value" or "-x value"; every other word goes to
-/// \p positional. Throws RunError naming the option and what is wrong.
+/// \p positional. Throws UserError naming the option and what is wrong.
 template <class O, size_t N, class Positional>
 void parseOptionTable(int argc, const char* const* argv, int first,
                       const OptionSpec<O> (&table)[N], O& opts,
@@ -80,15 +80,15 @@ void parseOptionTable(int argc, const char* const* argv, int first,
       if ((s.shortName && name == s.shortName) || name == s.longName)
         spec = &s;
     if (!spec)
-      throw RunError("unknown option '" + std::string(name) + "'");
+      throw UserError("unknown option '" + std::string(name) + "'");
     if (!spec->metavar) {
       if (inlineValue)
-        throw RunError("option '" + std::string(spec->longName) +
-                       "' takes no value");
+        throw UserError("option '" + std::string(spec->longName) +
+                        "' takes no value");
     } else if (!inlineValue) {
       if (i + 1 >= argc)
-        throw RunError("option '" + std::string(name) + "' needs a value (" +
-                       spec->metavar + ")");
+        throw UserError("option '" + std::string(name) + "' needs a value (" +
+                        spec->metavar + ")");
       value = argv[++i];
     }
     spec->apply(opts, spec->longName, value);
@@ -112,7 +112,7 @@ std::string optionTableHelp(const OptionSpec<O> (&table)[N]) {
   return out;
 }
 
-/// Parses argv[1..argc). Throws RunError with a message naming the option
+/// Parses argv[1..argc). Throws UserError with a message naming the option
 /// and what is wrong (unknown option, missing or bad value, conflicting
 /// options).
 RunOptions parseRunOptions(int argc, const char* const* argv);

@@ -3,6 +3,7 @@
 // outputs, profiles, and HPVM's tuner (inspect) protocol.
 #include "hpvm_rt/RunModel.h"
 
+#include "Errors.h"
 #include "Runtime.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
@@ -115,42 +116,42 @@ public:
     ds.labelsPath = modelDir_ + set + "_labels.bin";
     int64_t count = set == "tune" ? info_.tuneCount : info_.testCount;
     if (count <= 0)
-      throw RunError(fmt::format("the model has no {} set (it was exported "
-                                 "without one)",
-                                 set));
+      throw UserError(fmt::format("the model has no {} set (it was exported "
+                                  "without one)",
+                                  set));
     uint64_t imageBytes = imageElems() * sizeof(float);
     uint64_t want = static_cast<uint64_t>(count) * imageBytes;
     uint64_t have = fileSize(ds.inputPath, "dataset file");
     if (have != want)
-      throw RunError(fmt::format(
+      throw UserError(fmt::format(
           "{}: {} bytes, expected {} images x {}x{}x{} float32 = {} bytes",
           ds.inputPath, have, count, info_.channels, info_.height, info_.width,
           want));
     want = static_cast<uint64_t>(count) * 4;
     have = fileSize(ds.labelsPath, "labels file");
     if (have != want)
-      throw RunError(fmt::format("{}: {} bytes, expected {} labels x int32 "
-                                 "= {} bytes",
-                                 ds.labelsPath, have, count, want));
+      throw UserError(fmt::format("{}: {} bytes, expected {} labels x int32 "
+                                  "= {} bytes",
+                                  ds.labelsPath, have, count, want));
     ds.count = count;
     if (limit) {
       if (*limit > count)
-        throw RunError(fmt::format("--limit {} exceeds the {} images of the "
-                                   "{} set",
-                                   *limit, count, set));
+        throw UserError(fmt::format("--limit {} exceeds the {} images of the "
+                                    "{} set",
+                                    *limit, count, set));
       ds.count = *limit;
     }
     ds.labels.resize(static_cast<size_t>(ds.count));
     std::ifstream in(ds.labelsPath, std::ios::binary);
     if (!in.read(reinterpret_cast<char*>(ds.labels.data()),
                  static_cast<std::streamsize>(ds.count * 4)))
-      throw RunError(fmt::format("{}: cannot read labels", ds.labelsPath));
+      throw UserError(fmt::format("{}: cannot read labels", ds.labelsPath));
     for (size_t i = 0; i < ds.labels.size(); ++i)
       if (ds.labels[i] < 0 || ds.labels[i] >= info_.numClasses)
-        throw RunError(fmt::format("{}: label {} at index {} is out of "
-                                   "range; the model has {} classes",
-                                   ds.labelsPath, ds.labels[i], i,
-                                   info_.numClasses));
+        throw UserError(fmt::format("{}: label {} at index {} is out of "
+                                    "range; the model has {} classes",
+                                    ds.labelsPath, ds.labels[i], i,
+                                    info_.numClasses));
     return ds;
   }
 
@@ -172,8 +173,8 @@ public:
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(
         std::fopen(ds.inputPath.c_str(), "rb"), &std::fclose);
     if (!in)
-      throw RunError(fmt::format("{}: cannot open dataset file: {}",
-                                 ds.inputPath, std::strerror(errno)));
+      throw UserError(fmt::format("{}: cannot open dataset file: {}",
+                                  ds.inputPath, std::strerror(errno)));
     std::vector<float> staging(static_cast<size_t>(batch) * imageElems());
     if (keepOutputs)
       result.outputs.reserve(static_cast<size_t>(ds.count * info_.numClasses));
@@ -188,8 +189,8 @@ public:
         const int64_t n = std::min(batch, ds.count - start);
         const size_t bytes = static_cast<size_t>(n) * imageBytes;
         if (std::fread(staging.data(), 1, bytes, in.get()) != bytes)
-          throw RunError(fmt::format("{}: cannot read images {} to {}",
-                                     ds.inputPath, start, start + n));
+          throw UserError(fmt::format("{}: cannot read images {} to {}",
+                                      ds.inputPath, start, start + n));
         void* input = create4DTensor(0, 0, static_cast<size_t>(n),
                                      static_cast<size_t>(info_.channels),
                                      static_cast<size_t>(info_.height),
@@ -199,9 +200,9 @@ public:
         const auto t0 = Clock::now();
         auto* out = static_cast<Tensor*>(runBatch_(input));
         if (!out)
-          throw RunError(fmt::format("images {} to {}: the program returned "
-                                     "no output tensor",
-                                     start, start + n));
+          throw UserError(fmt::format("images {} to {}: the program returned "
+                                      "no output tensor",
+                                      start, start + n));
         hpvm_request_tensor(out, 0);
         const double seconds = secondsSince(t0);
         result.batchSeconds.push_back(seconds);
@@ -244,7 +245,7 @@ private:
     if (out->dims.num_dims < 1 ||
         out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
         out->num_elems != want)
-      throw RunError(fmt::format(
+      throw UserError(fmt::format(
           "images {} to {}: the program's output has {} values with batch "
           "dimension {}, expected {} images x {} classes",
           start, start + n, out->num_elems,
@@ -284,9 +285,9 @@ void applyThreads(const RunOptions& opts) {
       const char* end = env + std::strlen(env);
       auto [ptr, ec] = std::from_chars(env, end, n);
       if (ec != std::errc() || ptr != end || n < 0)
-        throw RunError(fmt::format("HPVM_NUM_THREADS='{}': expected an "
-                                   "integer >= 0",
-                                   env));
+        throw UserError(fmt::format("HPVM_NUM_THREADS='{}': expected an "
+                                    "integer >= 0",
+                                    env));
       threads = n;
     }
   }
@@ -344,9 +345,9 @@ int runInspect(Runner& runner, const RunOptions& opts,
     {
       std::ifstream fifo(readPath, std::ios::binary);
       if (!fifo)
-        throw RunError(fmt::format("{}: cannot open the tuner's request "
-                                   "FIFO: {}",
-                                   readPath, std::strerror(errno)));
+        throw UserError(fmt::format("{}: cannot open the tuner's request "
+                                    "FIFO: {}",
+                                    readPath, std::strerror(errno)));
       char buffer[100] = {};
       fifo.read(buffer, sizeof(buffer) - 1);
       request.assign(buffer, static_cast<size_t>(fifo.gcount()));
@@ -357,9 +358,9 @@ int runInspect(Runner& runner, const RunOptions& opts,
     if (request == "stop")
       return 0;
     if (request != "test" && request != "tune")
-      throw RunError(fmt::format("{}: invalid request '{}'; expected "
-                                 "'test', 'tune' or 'stop'",
-                                 readPath, request));
+      throw UserError(fmt::format("{}: invalid request '{}'; expected "
+                                  "'test', 'tune' or 'stop'",
+                                  readPath, request));
     // The tuner rewrites the configuration before every request.
     auto file = std::make_unique<ConfigFile>(parseConfigFile(confPath));
     const Configuration& config = file->configs.front();
@@ -371,9 +372,9 @@ int runInspect(Runner& runner, const RunOptions& opts,
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(
         std::fopen(writePath.c_str(), "wb"), &std::fclose);
     if (!out)
-      throw RunError(fmt::format("{}: cannot open the tuner's result FIFO: "
-                                 "{}",
-                                 writePath, std::strerror(errno)));
+      throw UserError(fmt::format("{}: cannot open the tuner's result FIFO: "
+                                  "{}",
+                                  writePath, std::strerror(errno)));
     auto sink = [&](Tensor* t, int64_t) {
       // One record per batch: uint64 ndims, uint64 dims[ndims], float32 data.
       uint64_t ndims = static_cast<uint64_t>(t->dims.num_dims);
@@ -384,14 +385,14 @@ int runInspect(Runner& runner, const RunOptions& opts,
           std::fwrite(dims.data(), sizeof(uint64_t), dims.size(), out.get()) !=
               dims.size() ||
           std::fwrite(t->host_data, 1, bytes, out.get()) != bytes)
-        throw RunError(fmt::format("{}: cannot write the batch result: {}",
-                                   writePath, std::strerror(errno)));
+        throw UserError(fmt::format("{}: cannot write the batch result: {}",
+                                    writePath, std::strerror(errno)));
     };
     RunResult result = runner.run(ds, 1, false, nullptr, sink);
     RuntimeController::get().discardIterations();
     if (std::fflush(out.get()) != 0)
-      throw RunError(fmt::format("{}: cannot write the batch results: {}",
-                                 writePath, std::strerror(errno)));
+      throw UserError(fmt::format("{}: cannot write the batch results: {}",
+                                  writePath, std::strerror(errno)));
     writeFileAtomic("final_accuracy", fmt::format("{:.6f}", result.accuracy()));
     out.reset();
     if (!opts.quiet)
@@ -557,8 +558,8 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   ModeOptions topts;
   try {
     topts = parse(argc - 2, argv + 2);
-  } catch (const RunError& e) {
-    throw RunError(
+  } catch (const UserError& e) {
+    throw UserError(
         fmt::format("{}\nTry '{} {} --help'.", e.what(), program, mode));
   }
   if (topts.help) {
@@ -566,9 +567,9 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
     return 0;
   }
   if (info.inspect == 1 && std::strcmp(mode, "calibrate") != 0)
-    throw RunError(fmt::format("{} needs a program of the hpvm_tensor target "
-                               "(this one serves HPVM's tuner protocol)",
-                               mode));
+    throw UserError(fmt::format("{} needs a program of the hpvm_tensor target "
+                                "(this one serves HPVM's tuner protocol)",
+                                mode));
   RunOptions opts;
   opts.batchSize = topts.batchSize;
   opts.threads = topts.threads;
@@ -636,9 +637,9 @@ bool takeCalibrationOption(std::vector<char*>& words,
     size_t take = 0;
     if (w == name) {
       if (i + 1 >= words.size())
-        throw RunError(fmt::format("option '--calibration' needs a value "
-                                   "(FILE)\nTry '{} --help'.",
-                                   program));
+        throw UserError(fmt::format("option '--calibration' needs a value "
+                                    "(FILE)\nTry '{} --help'.",
+                                    program));
       value = words[i + 1];
       take = 2;
     } else if (w.substr(0, name.size() + 1) == "--calibration=") {
@@ -683,8 +684,8 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   RunOptions opts;
   try {
     opts = parseRunOptions(argc, argv);
-  } catch (const RunError& e) {
-    throw RunError(fmt::format("{}\nTry '{} --help'.", e.what(), program));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}\nTry '{} --help'.", e.what(), program));
   }
   if (opts.help) {
     std::fputs(runHelp(program).c_str(), stdout);
@@ -704,11 +705,11 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
                                               : modelDir + info.defaultConfig;
   if (configPath.empty() &&
       (opts.allConfigs || !opts.configSelector.empty() || opts.qosLoss))
-    throw RunError(fmt::format("{} needs a configuration file: give -c FILE "
-                               "(the model has no default configuration)",
-                               opts.allConfigs ? "--all-configs"
-                               : opts.qosLoss  ? "--qos-loss"
-                                               : "--config"));
+    throw UserError(fmt::format("{} needs a configuration file: give -c FILE "
+                                "(the model has no default configuration)",
+                                opts.allConfigs ? "--all-configs"
+                                : opts.qosLoss  ? "--qos-loss"
+                                                : "--config"));
 
   Runner runner(opts, info, runBatch, modelDir);
   if (info.inspect == 1) {
@@ -822,10 +823,8 @@ int hpvm_rt::runModel(int argc, char** argv, const ModelInfo& info,
   program = program.substr(program.find_last_of('/') + 1);
   try {
     return hpvm::rt::runMain(argc, argv, info, loadWeights, runBatch);
-  } catch (const std::exception& e) {
+  } catch (...) {
     hpvm::rt::RuntimeController::get().discardIterations();
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    return hpvm::rt::reportError(program, std::current_exception());
   }
-  return 1;
 }

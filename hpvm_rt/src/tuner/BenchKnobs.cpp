@@ -3,6 +3,7 @@
 // reading of its record as tune-search's costs.
 #include "tuner/BenchKnobs.h"
 
+#include "Errors.h"
 #include "driver/FileUtil.h"
 #include "driver/Options.h"
 #include "driver/Progress.h"
@@ -98,9 +99,9 @@ NodeTimes KnobTimer::measure(ProbeKind kind, const KnobPair& pair) {
   for (int r = 0; r < repeats_; ++r) {
     runs.push_back(probe_(kind, pair));
     if (runs.back().nodeMs.size() != nodes_)
-      throw RunError(fmt::format("a probe timed {} fused nodes; the program "
-                                 "has {}",
-                                 runs.back().nodeMs.size(), nodes_));
+      throw UserError(fmt::format("a probe timed {} fused nodes; the program "
+                                  "has {}",
+                                  runs.back().nodeMs.size(), nodes_));
   }
   return medianOf(runs);
 }
@@ -158,7 +159,7 @@ std::vector<KnobCost> KnobTimer::time(const std::vector<KnobPair>& pairs,
         c.noisy = c.spread > 0.2;
       }
       timed.emplace(workOf(p), i);
-    } catch (const ConfigError& e) {
+    } catch (const UserError& e) {
       c = KnobCost{};
       c.error = e.what();
       // A knob of the same work after this one is timed in its place.
@@ -189,8 +190,8 @@ std::vector<int> parseKnobIds(SV option, SV value) {
   for (SV word : splitCommas(value)) {
     int id = int(parseCount(option, word, 1));
     if (!knobById(id))
-      throw RunError(fmt::format("bad value '{}' for {}: no knob has id {}",
-                                 value, option, id));
+      throw UserError(fmt::format("bad value '{}' for {}: no knob has id {}",
+                                  value, option, id));
     ids.push_back(id);
   }
   return ids;
@@ -232,7 +233,7 @@ const Opt kBenchOptions[] = {
 BenchOptions parseBenchOptions(int argc, const char* const* argv) {
   BenchOptions o;
   parseOptionTable(argc, argv, 0, kBenchOptions, o, [](SV arg) {
-    throw RunError(fmt::format("unexpected argument '{}'", arg));
+    throw UserError(fmt::format("unexpected argument '{}'", arg));
   });
   return o;
 }
@@ -457,12 +458,12 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
   const int64_t batch = runner.batchSize();
   const int64_t tuneCount = runner.setSize("tune");
   if (tuneCount <= 0)
-    throw RunError("the model has no tune set (it was exported without "
-                   "one); bench-knobs times on it");
+    throw UserError("the model has no tune set (it was exported without "
+                    "one); bench-knobs times on it");
   if (opts.images && *opts.images > tuneCount)
-    throw RunError(fmt::format("--images {} exceeds the {} images of the "
-                               "tune set",
-                               *opts.images, tuneCount));
+    throw UserError(fmt::format("--images {} exceeds the {} images of the "
+                                "tune set",
+                                *opts.images, tuneCount));
   const int64_t images = opts.images.value_or(std::min(4 * batch, tuneCount));
 
   // One exact batch: the fused nodes, their shapes and FLOPs.
@@ -473,7 +474,7 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
   PassResult firstRun = runner.pass(first);
   const std::vector<FusedNodeInfo> nodes = programNodes();
   if (nodes.empty())
-    throw RunError("the program ran no tensor operations; nothing to time");
+    throw UserError("the program ran no tensor operations; nothing to time");
   std::vector<NodeBench> benches;
   std::vector<KnobPair> pairs;
   for (size_t f = 0; f < nodes.size(); ++f) {
@@ -593,10 +594,10 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
 const KnobCost& KnobCosts::at(size_t node, int knobId) const {
   auto it = knobs[node].find(knobId);
   if (it == knobs[node].end())
-    throw RunError(fmt::format("{}: no time for knob {} on fused node {} "
-                               "(the record was made with --knobs; "
-                               "tune-search needs every knob it searches)",
-                               path, knobLabel(knobId), node + 1));
+    throw UserError(fmt::format("{}: no time for knob {} on fused node {} "
+                                "(the record was made with --knobs; "
+                                "tune-search needs every knob it searches)",
+                                path, knobLabel(knobId), node + 1));
   return it->second;
 }
 
@@ -605,21 +606,21 @@ KnobCosts readKnobCosts(const std::string& path,
                         const ProgramRunner& runner) {
   std::ifstream in(path);
   if (!in)
-    throw RunError(fmt::format("{}: cannot open the bench-knobs record: {}",
-                               path, std::strerror(errno)));
+    throw UserError(fmt::format("{}: cannot open the bench-knobs record: {}",
+                                path, std::strerror(errno)));
   json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() ||
       j.value("tool", "").rfind("torch2hpvm bench-knobs ", 0) != 0)
-    throw RunError(
+    throw UserError(
         fmt::format("{}: not a JSON record of bench-knobs --json", path));
   KnobCosts costs;
   costs.path = path;
   try {
     auto mismatch = [&](const std::string& there, const std::string& here) {
       if (there != here)
-        throw RunError(fmt::format("{}: the record was made with {}, but this "
-                                   "run uses {}",
-                                   path, there, here));
+        throw UserError(fmt::format("{}: the record was made with {}, but this "
+                                    "run uses {}",
+                                    path, there, here));
     };
     auto threads = [](int n) {
       return fmt::format("{} thread{}", n, n == 1 ? "" : "s");
@@ -631,9 +632,9 @@ KnobCosts readKnobCosts(const std::string& path,
     mismatch(threads(j.at("threads").get<int>()), threads(runner.threads()));
     const json& jn = j.at("nodes");
     if (jn.size() != nodes.size())
-      throw RunError(fmt::format("{}: the record has {} fused nodes, but this "
-                                 "program has {}",
-                                 path, jn.size(), nodes.size()));
+      throw UserError(fmt::format("{}: the record has {} fused nodes, but this "
+                                  "program has {}",
+                                  path, jn.size(), nodes.size()));
     costs.exactBatchMs = j.at("exact_batch_ms").get<double>();
     for (size_t f = 0; f < nodes.size(); ++f) {
       std::vector<std::string> ops;
@@ -641,7 +642,7 @@ KnobCosts readKnobCosts(const std::string& path,
         ops.push_back(opInfo(op).confName);
       if (jn[f].at("node_id").get<int>() != nodes[f].firstOpId ||
           jn[f].at("ops").get<std::vector<std::string>>() != ops)
-        throw RunError(fmt::format(
+        throw UserError(fmt::format(
             "{}: fused node {} is '{}' (node id {}) there but '{}' (node id "
             "{}) in this program",
             path, nodes[f].ordinal,
@@ -667,9 +668,9 @@ KnobCosts readKnobCosts(const std::string& path,
       costs.knobs.push_back(std::move(knobs));
     }
   } catch (const json::exception& e) {
-    throw RunError(fmt::format("{}: not a JSON record of bench-knobs --json "
-                               "({})",
-                               path, e.what()));
+    throw UserError(fmt::format("{}: not a JSON record of bench-knobs --json "
+                                "({})",
+                                path, e.what()));
   }
   return costs;
 }

@@ -47,7 +47,7 @@ enum class ProbeKind {
 };
 
 /// Runs one node-timed pass of the program as \p kind says (\p pair is
-/// ignored for Exact). May throw ConfigError when the knob cannot run.
+/// ignored for Exact). May throw UserError when the knob cannot run.
 using ProbeFn = std::function<NodeTimes(ProbeKind kind, const KnobPair& pair)>;
 
 /// The measured cost of one (node, knob).
@@ -62,7 +62,7 @@ struct KnobCost {
   bool noisy = false; ///< Spread over 20% even after a second try.
   int timedAs = 0;    ///< The knob whose timing this one takes (same
                       ///< node, variant, precision and rate), or 0.
-  std::string error;  ///< What running the knob threw (a ConfigError).
+  std::string error;  ///< What running the knob threw (a UserError).
 };
 
 /// Times (fused node, knob) pairs as tune-search does: each measurement
@@ -87,7 +87,7 @@ public:
 
   /// Costs of \p pairs, in their order (measureExact() first). Unless
   /// \p everyOffset, knobs that differ from an earlier timed one only in
-  /// their offset take its time. A pair whose probe throws ConfigError
+  /// their offset take its time. A pair whose probe throws UserError
   /// gets the message as its error; the others go on. With \p progress, a
   /// progress bar is drawn on a terminal.
   std::vector<KnobCost> time(const std::vector<KnobPair>& pairs,
@@ -118,7 +118,7 @@ struct BenchOptions {
   bool quiet = false, help = false;
 };
 
-/// Parses the words after "bench-knobs". Throws RunError.
+/// Parses the words after "bench-knobs". Throws UserError.
 BenchOptions parseBenchOptions(int argc, const char* const* argv);
 
 /// The bench-knobs --help text.
@@ -138,13 +138,13 @@ struct KnobCosts {
   std::vector<std::map<int, KnobCost>> knobs; ///< Per fused node, by id.
 
   /// The cost of knob \p knobId on fused node \p node (index); throws
-  /// RunError naming the file when the record does not have it.
+  /// UserError naming the file when the record does not have it.
   const KnobCost& at(size_t node, int knobId) const;
 };
 
 /// Reads the bench-knobs record \p path and checks that it was made for
 /// \p runner's program (model, batch size, threads) and its fused nodes
-/// \p nodes; throws RunError naming the file and the mismatch.
+/// \p nodes; throws UserError naming the file and the mismatch.
 KnobCosts readKnobCosts(const std::string& path,
                         const std::vector<FusedNodeInfo>& nodes,
                         const ProgramRunner& runner);

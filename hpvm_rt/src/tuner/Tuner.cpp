@@ -2,6 +2,7 @@
 // profiling, search, calibration, validation and the output files.
 #include "tuner/Tuner.h"
 
+#include "Errors.h"
 #include "driver/FileUtil.h"
 #include "driver/Options.h"
 #include "driver/Progress.h"
@@ -167,19 +168,19 @@ const Opt kTuneOptions[] = {
 TuneOptions parseTuneOptions(int argc, const char* const* argv) {
   TuneOptions o;
   parseOptionTable(argc, argv, 0, kTuneOptions, o, [](std::string_view arg) {
-    throw RunError(fmt::format("unexpected argument '{}'", arg));
+    throw UserError(fmt::format("unexpected argument '{}'", arg));
   });
   if (o.metric != "top1" && o.metric != "top5" && o.metric != "psnr" &&
       o.metric != "relerr")
-    throw RunError(fmt::format("bad value '{}' for --qos: expected top1, "
-                               "top5, psnr or relerr",
-                               o.metric));
+    throw UserError(fmt::format("bad value '{}' for --qos: expected top1, "
+                                "top5, psnr or relerr",
+                                o.metric));
   if (o.qosModel != "p1" && o.qosModel != "p2")
-    throw RunError(fmt::format("bad value '{}' for --qos-model: expected p1 "
-                               "or p2",
-                               o.qosModel));
+    throw UserError(fmt::format("bad value '{}' for --qos-model: expected p1 "
+                                "or p2",
+                                o.qosModel));
   if (o.fresh && o.resume)
-    throw RunError("--fresh and --resume exclude each other");
+    throw UserError("--fresh and --resume exclude each other");
   if (o.jsonFile.empty())
     o.jsonFile = stemOf(o.output) + ".json";
   if (o.plotStem.empty())
@@ -289,9 +290,9 @@ public:
     struct stat st;
     bool exists = ::stat(jsonl.c_str(), &st) == 0;
     if (resume && !exists)
-      throw RunError(fmt::format("--resume: {} has no earlier run to resume "
-                                 "(no measurements.jsonl)",
-                                 dir_));
+      throw UserError(fmt::format("--resume: {} has no earlier run to resume "
+                                  "(no measurements.jsonl)",
+                                  dir_));
     if (exists && !fresh) {
       std::ifstream in(jsonl);
       std::string line;
@@ -311,7 +312,7 @@ public:
       }
       if (!match) {
         if (resume)
-          throw RunError(fmt::format(
+          throw UserError(fmt::format(
               "--resume: {} was made for another program or other settings "
               "(batch size, threads, images, QoS); run without --resume to "
               "start again",
@@ -324,8 +325,8 @@ public:
       }
     }
     if (::mkdir(dir_.c_str(), 0777) != 0 && errno != EEXIST)
-      throw RunError(fmt::format("{}: cannot create the state directory: {}",
-                                 dir_, std::strerror(errno)));
+      throw UserError(fmt::format("{}: cannot create the state directory: {}",
+                                  dir_, std::strerror(errno)));
     ::mkdir((dir_ + "/outputs").c_str(), 0777);
     if (!exists || fresh) {
       // Start the file anew with the context line.
@@ -336,7 +337,7 @@ public:
     }
     file_ = std::fopen(jsonl.c_str(), "ab");
     if (!file_)
-      throw RunError(
+      throw UserError(
           fmt::format("{}: cannot append: {}", jsonl, std::strerror(errno)));
   }
   ~MeasureCache() {
@@ -367,8 +368,8 @@ public:
     std::string line = record.dump() + "\n";
     if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
         std::fflush(file_) != 0)
-      throw RunError(fmt::format("{}/measurements.jsonl: cannot write: {}",
-                                 dir_, std::strerror(errno)));
+      throw UserError(fmt::format("{}/measurements.jsonl: cannot write: {}",
+                                  dir_, std::strerror(errno)));
     records_[key] = std::move(record);
     ++added_;
   }
@@ -378,9 +379,9 @@ public:
     std::ifstream in(path, std::ios::binary);
     if (!in.read(reinterpret_cast<char*>(out.data()),
                  std::streamsize(count * sizeof(float))))
-      throw RunError(fmt::format("{}: cannot read cached outputs (remove the "
-                                 "state directory or pass --fresh)",
-                                 path));
+      throw UserError(fmt::format("{}: cannot read cached outputs (remove the "
+                                  "state directory or pass --fresh)",
+                                  path));
     return out;
   }
   size_t added() const { return added_; }
@@ -441,8 +442,8 @@ public:
     tuneCount_ = runner.setSize("tune");
     testCount_ = runner.setSize("test");
     if (tuneCount_ <= 0)
-      throw RunError("the model has no tune set (it was exported without "
-                     "one); tune-search needs it");
+      throw UserError("the model has no tune set (it was exported without "
+                      "one); tune-search needs it");
     profileImages_ = std::min(opts.profileImages.value_or(1000), tuneCount_);
     timingImages_ =
         std::min(opts.timingImages.value_or(8 * batch_), tuneCount_);
@@ -654,7 +655,7 @@ void Session::discover() {
   runPass(nullptr, "tune", std::min(batch_, tuneCount_), false, false);
   nodes_ = programNodes();
   if (nodes_.empty())
-    throw RunError("the program ran no tensor operations; nothing to tune");
+    throw UserError("the program ran no tensor operations; nothing to tune");
   for (const FusedNodeInfo& node : nodes_)
     knobs_.push_back(nodeKnobs(node, opts_.hpvmCompatible));
   if (!opts_.costsFile.empty())
@@ -1410,9 +1411,9 @@ int tuneSearch(const TuneOptions& opts, ProgramRunner& runner) {
     drawPlot(opts);
     return rc;
   } catch (const json::exception& e) {
-    throw RunError(fmt::format("{}: a cached measurement is not what this "
-                               "version records ({}); run again with --fresh",
-                               opts.stateDir, e.what()));
+    throw UserError(fmt::format("{}: a cached measurement is not what this "
+                                "version records ({}); run again with --fresh",
+                                opts.stateDir, e.what()));
   } catch (const Interrupted&) {
     std::fflush(stdout);
     std::fprintf(stderr,

@@ -89,7 +89,7 @@ struct TuneOptions {
   bool quiet = false, help = false;
 };
 
-/// Parses the words after "tune-search". Throws RunError.
+/// Parses the words after "tune-search". Throws UserError.
 TuneOptions parseTuneOptions(int argc, const char* const* argv);
 
 /// The comma-separated items of \p value ("" gives one empty item).
@@ -99,7 +99,7 @@ std::vector<std::string_view> splitCommas(std::string_view value);
 std::string tuneHelp(const std::string& program);
 
 /// Runs the tuning; returns the exit code (130 after an interruption, whose
-/// measurements are kept for --resume). Throws RunError / ConfigError.
+/// measurements are kept for --resume). Throws UserError.
 int tuneSearch(const TuneOptions& opts, ProgramRunner& runner);
 
 /// The program's fused node \p node as a configuration line with one knob

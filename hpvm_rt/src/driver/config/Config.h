@@ -38,18 +38,18 @@
 
 namespace hpvm::rt {
 
-/// Reads and parses the configuration file at \p path. Throws ConfigError
+/// Reads and parses the configuration file at \p path. Throws UserError
 /// ("path:line:col: message") on any syntax or table error, or if the file
 /// cannot be read.
 ConfigFile parseConfigFile(const std::string& path);
 
 /// Parses configuration text; \p path is used in messages and stored in the
-/// result. Throws ConfigError.
+/// result. Throws UserError.
 ConfigFile parseConfigText(std::string_view text, const std::string& path);
 
 /// Finds a configuration by name, or, if \p selector is a non-negative
 /// integer that names no configuration, by its 0-based position in the file.
-/// Throws ConfigError ("path: no configuration ...") listing the names when
+/// Throws UserError ("path: no configuration ...") listing the names when
 /// none matches.
 const Configuration& selectConfiguration(const ConfigFile& file,
                                          std::string_view selector);

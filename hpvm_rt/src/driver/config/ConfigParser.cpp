@@ -2,6 +2,8 @@
 // into Runtime.h's ConfigFile, resolving ops and knobs through Ops.def.
 #include "driver/config/Config.h"
 
+#include "Errors.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -196,8 +198,7 @@ public:
 
 private:
   [[noreturn]] void fail(int line, int column, const std::string& message) {
-    throw ConfigError(
-        fmt::format("{}:{}:{}: {}", path_, line, column, message));
+    throw UserError(path_, line, column, message);
   }
 
   void checkNotEmpty(const Line& line) {
@@ -438,15 +439,15 @@ ConfigFile parseConfigText(std::string_view text, const std::string& path) {
 ConfigFile parseConfigFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(fmt::format(
+    throw UserError(fmt::format(
         "{}: cannot read configuration file: it is a directory", path));
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw ConfigError(fmt::format("{}: cannot open configuration file", path));
+    throw UserError(fmt::format("{}: cannot open configuration file", path));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad())
-    throw ConfigError(fmt::format("{}: cannot read configuration file", path));
+    throw UserError(fmt::format("{}: cannot read configuration file", path));
   return parseConfigText(text.str(), path);
 }
 
@@ -463,7 +464,7 @@ const Configuration& selectConfiguration(const ConfigFile& file,
   for (size_t i = 0; i < file.configs.size(); ++i)
     names += (i ? ", " : "") + file.configs[i].name;
   bool numeric = parseInt(selector, index);
-  throw ConfigError(fmt::format(
+  throw UserError(fmt::format(
       "{}: no configuration named '{}'{} (the file has {} configuration{}: "
       "{})",
       file.path, selector,
