@@ -2,7 +2,9 @@
 // perforated and sampled convolutions.
 #include "approx/ConvGeometry.h"
 
-#include <stdexcept>
+#include "Errors.h"
+
+#include <string>
 
 namespace hpvm::rt::approx {
 
@@ -22,51 +24,47 @@ const char* variantName(Variant v) {
   return "unknown";
 }
 
-[[noreturn]] void fail(const char* who, const std::string& what) {
-  throw std::invalid_argument(std::string(who) + ": " + what);
-}
-
 } // namespace
 
 ConvGeometry checkConv(const char* who, int64_t N, int64_t C, int64_t H,
                        int64_t W, int64_t K, int64_t KH, int64_t KW,
                        const ConvArgs& a, const KnobSpec& knob,
                        Variant expected1, Variant expected2) {
-  if (knob.variant != expected1 && knob.variant != expected2)
-    fail(who, "knob " + std::to_string(knob.id) + " is " +
-                  variantName(knob.variant) + ", expected " +
-                  variantName(expected1) +
-                  (expected2 != expected1
-                       ? std::string(" or ") + variantName(expected2)
-                       : std::string()));
-  if (knob.rate < 1 || knob.rate > 4)
-    fail(who, "knob " + std::to_string(knob.id) + " has rate " +
-                  std::to_string(knob.rate) + ", expected 1 to 4");
-  if (knob.offset < 0 || knob.offset >= knob.rate)
-    fail(who, "knob " + std::to_string(knob.id) + " has offset " +
-                  std::to_string(knob.offset) + ", expected 0.." +
-                  std::to_string(knob.rate - 1));
-  if (N <= 0 || C <= 0 || H <= 0 || W <= 0)
-    fail(who, "input shape " + std::to_string(N) + "x" + std::to_string(C) +
-                  "x" + std::to_string(H) + "x" + std::to_string(W) +
-                  " has a non-positive extent");
-  if (K <= 0 || KH <= 0 || KW <= 0)
-    fail(who, "filter with " + std::to_string(K) + " output channels and a " +
-                  std::to_string(KH) + "x" + std::to_string(KW) +
-                  " window has a non-positive extent");
-  if (a.strideH <= 0 || a.strideW <= 0)
-    fail(who, "strides " + std::to_string(a.strideH) + "," +
-                  std::to_string(a.strideW) + " must be positive");
-  if (a.padH < 0 || a.padW < 0)
-    fail(who, "paddings " + std::to_string(a.padH) + "," +
+  HPVM_ASSERT(
+      knob.variant == expected1 || knob.variant == expected2,
+      std::string(who) + ": knob " + std::to_string(knob.id) + " is " +
+          variantName(knob.variant) + ", expected " + variantName(expected1) +
+          (expected2 != expected1 ? std::string(" or ") + variantName(expected2)
+                                  : std::string()));
+  HPVM_ASSERT(knob.rate >= 1 && knob.rate <= 4,
+              std::string(who) + ": knob " + std::to_string(knob.id) +
+                  " has rate " + std::to_string(knob.rate) +
+                  ", expected 1 to 4");
+  HPVM_ASSERT(knob.offset >= 0 && knob.offset < knob.rate,
+              std::string(who) + ": knob " + std::to_string(knob.id) +
+                  " has offset " + std::to_string(knob.offset) +
+                  ", expected 0.." + std::to_string(knob.rate - 1));
+  HPVM_ASSERT(N > 0 && C > 0 && H > 0 && W > 0,
+              std::string(who) + ": input shape " + std::to_string(N) + "x" +
+                  std::to_string(C) + "x" + std::to_string(H) + "x" +
+                  std::to_string(W) + " has a non-positive extent");
+  HPVM_ASSERT(K > 0 && KH > 0 && KW > 0,
+              std::string(who) + ": filter with " + std::to_string(K) +
+                  " output channels and a " + std::to_string(KH) + "x" +
+                  std::to_string(KW) + " window has a non-positive extent");
+  HPVM_ASSERT(a.strideH > 0 && a.strideW > 0,
+              std::string(who) + ": strides " + std::to_string(a.strideH) +
+                  "," + std::to_string(a.strideW) + " must be positive");
+  HPVM_ASSERT(a.padH >= 0 && a.padW >= 0,
+              std::string(who) + ": paddings " + std::to_string(a.padH) + "," +
                   std::to_string(a.padW) + " must not be negative");
-  if (a.groups <= 0 || C % a.groups != 0 || K % a.groups != 0)
-    fail(who, std::to_string(a.groups) + " groups do not divide " +
-                  std::to_string(C) + " input and " + std::to_string(K) +
-                  " output channels");
-  if (H + 2 * a.padH < KH || W + 2 * a.padW < KW)
-    fail(who, "filter " + std::to_string(KH) + "x" + std::to_string(KW) +
-                  " is larger than the padded input " +
+  HPVM_ASSERT(a.groups > 0 && C % a.groups == 0 && K % a.groups == 0,
+              std::string(who) + ": " + std::to_string(a.groups) +
+                  " groups do not divide " + std::to_string(C) + " input and " +
+                  std::to_string(K) + " output channels");
+  HPVM_ASSERT(H + 2 * a.padH >= KH && W + 2 * a.padW >= KW,
+              std::string(who) + ": filter " + std::to_string(KH) + "x" +
+                  std::to_string(KW) + " is larger than the padded input " +
                   std::to_string(H + 2 * a.padH) + "x" +
                   std::to_string(W + 2 * a.padW));
   ConvGeometry g;

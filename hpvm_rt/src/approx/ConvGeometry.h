@@ -22,7 +22,8 @@ struct ConvGeometry {
 };
 
 /// Checks the operands of an approximate convolution and computes the output
-/// shape; throws std::invalid_argument naming `who` and what is wrong (a
+/// shape. The executor validates shapes and knobs first, so a failed check
+/// is a bug: an internal assertion naming `who` and what is wrong (a
 /// non-positive extent, a bad stride or padding, groups not dividing C and
 /// K, a filter larger than the padded input, a rate outside 1..4 or an
 /// offset outside 0..rate-1, a knob of another variant). Rate 1 keeps

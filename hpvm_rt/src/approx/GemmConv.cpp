@@ -3,6 +3,8 @@
 // with its own im2col matrix and one sgemm; chunks of tiny outputs hold
 // several images so that the GEMM stays wide.
 #include "approx/GemmConv.h"
+
+#include "Errors.h"
 #include "approx/Scratch.h"
 
 #include <omp.h>
@@ -10,7 +12,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 
 namespace hpvm::rt::approx {
@@ -85,9 +86,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
           float* c, int64_t ldc) {
   const dnnl_status_t st =
       dnnl_sgemm('N', 'N', m, n, k, 1.f, a, k, b, n, 0.f, c, ldc);
-  if (st != dnnl_success)
-    throw std::runtime_error("gemmConv: dnnl_sgemm failed with status " +
-                             std::to_string(static_cast<int>(st)));
+  HPVM_ASSERT(st == dnnl_success, "gemmConv: dnnl_sgemm failed with status " +
+                                      std::to_string(static_cast<int>(st)));
 }
 
 /// Copies output channel k's row of a Kg x (nb * P) GEMM result into the

@@ -25,6 +25,7 @@
 // channel). The sampling scale r / (r - 1) multiplies the fp32 filter, and
 // is an output scale of the bf16 and int8 GEMMs (so that their filter is
 // the rounded or quantized exact one).
+#include "Errors.h"
 #include "approx/Epilogue.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
@@ -40,7 +41,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 
 namespace hpvm::rt::approx {
@@ -365,10 +365,9 @@ bool convSampledBlocked(const BlockedConv& bc) {
       const dnnl_status_t st = dnnl_sgemm(
           'N', 'T', count * perImage, g.k, t.r, 1.f,
           reinterpret_cast<const float*>(a), t.r, wr, t.r, 0.f, c, g.k);
-      if (st != dnnl_success)
-        throw std::runtime_error("convSampledBlocked: dnnl_sgemm failed with "
-                                 "status " +
-                                 std::to_string(static_cast<int>(st)));
+      HPVM_ASSERT(st == dnnl_success,
+                  "convSampledBlocked: dnnl_sgemm failed with status " +
+                      std::to_string(static_cast<int>(st)));
     } else {
       const SampledGemm& sg = count == chunk ? *full : *tail;
       memory src(sg.src, eng, a), dst(sg.dst, eng, c);

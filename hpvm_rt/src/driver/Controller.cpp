@@ -185,6 +185,9 @@ int reportError(const std::string& tool, std::exception_ptr error) noexcept {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: error: out of memory\n", name);
     return kExitUserError;
+  } catch (const InternalError& e) {
+    std::fprintf(stderr, "%s: internal error at %s:%d: %s\n", name, e.file(),
+                 e.line(), e.message().c_str());
   } catch (const dnnl::error& e) {
     std::fprintf(stderr,
                  "%s: internal error: oneDNN failed with status %d: %s\n", name,

@@ -17,6 +17,7 @@
 //               kernel's output pass (approx/Epilogue.h); FP16 variants
 //               round operands and result as above.
 // Non-convolution ops given a reduced-precision knob round their result.
+#include "Errors.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "kernels/TensorImpl.h"
@@ -196,7 +197,7 @@ dnnl::algorithm eltwiseAlg(Act a) {
   case Act::None:
     break;
   }
-  reportBug(__FILE__, __LINE__, "no eltwise algorithm for Act::None");
+  HPVM_UNREACHABLE("no eltwise algorithm for Act::None");
 }
 
 /// Appends act as an eltwise post-op (nothing for Act::None).
@@ -216,7 +217,7 @@ bool hasBn(const PostOps& p) { return p.bnGamma != nullptr; }
 
 /// Checks that a per-channel parameter tensor has C elements.
 void checkPerChannel(const Tensor* t, int64_t C, const char* what) {
-  HPVM_KCHECK(t != nullptr && numElems(t) == C,
+  HPVM_ASSERT(t != nullptr && numElems(t) == C,
               fmt::format("{} must have {} elements, has {}", what, C,
                           t ? numElems(t) : 0));
 }
@@ -425,7 +426,7 @@ public:
         den_[k] = static_cast<float>(std::sqrt(post.bnEps + var[k]));
     }
     if (post.residual) {
-      HPVM_KCHECK(numElems(post.residual) == N * K * HW,
+      HPVM_ASSERT(numElems(post.residual) == N * K * HW,
                   "residual must have the output's shape, has " +
                       dimsStr(post.residual));
       if (!blocked)
@@ -575,7 +576,7 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
   int64_t count = 1;
   for (int64_t d : dd)
     count *= d;
-  HPVM_KCHECK(numElems(post.residual) == count,
+  HPVM_ASSERT(numElems(post.residual) == count,
               "residual " + dimsStr(post.residual) +
                   " has not the output's element count");
   if (res.get_desc().dims() != dd) {
@@ -620,16 +621,16 @@ void checkConvShapes(const Dims4& xd, const Dims4& wd, const Dims4& yd,
                        yd[0], yd[1], yd[2], yd[3], a.padH, a.padW, a.strideH,
                        a.strideW, a.groups);
   };
-  HPVM_KCHECK(a.groups >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
+  HPVM_ASSERT(a.groups >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
                   a.padH >= 0 && a.padW >= 0,
               "bad conv arguments: " + shapes());
-  HPVM_KCHECK(xd[1] == wd[1] * a.groups && wd[0] % a.groups == 0,
+  HPVM_ASSERT(xd[1] == wd[1] * a.groups && wd[0] % a.groups == 0,
               "conv channels do not match the groups: " + shapes());
   int64_t Ho = 1 + (xd[2] + 2 * a.padH - wd[2]) / a.strideH;
   int64_t Wo = 1 + (xd[3] + 2 * a.padW - wd[3]) / a.strideW;
-  HPVM_KCHECK(xd[2] + 2 * a.padH >= wd[2] && xd[3] + 2 * a.padW >= wd[3],
+  HPVM_ASSERT(xd[2] + 2 * a.padH >= wd[2] && xd[3] + 2 * a.padW >= wd[3],
               "conv window larger than the padded input: " + shapes());
-  HPVM_KCHECK(yd[0] == xd[0] && yd[1] == wd[0] && yd[2] == Ho && yd[3] == Wo,
+  HPVM_ASSERT(yd[0] == xd[0] && yd[1] == wd[0] && yd[2] == Ho && yd[3] == Wo,
               "conv output dims wrong: " + shapes());
 }
 
@@ -672,7 +673,7 @@ std::pair<float, float> valueRange(const Tensor* x) {
 /// (INT8) or from this batch's own range (INT8DYN).
 ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
   if (knob.precision == Precision::INT8) {
-    HPVM_KCHECK(knob.hasRange,
+    HPVM_ASSERT(knob.hasRange,
                 fmt::format("int8 knob {} has no calibrated range", knob.id));
     return actQuantOf(knob.inLo, knob.inHi);
   }
@@ -1128,7 +1129,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       }
     }
     // Only oneDNN's reference kernel: correct, slow, and measured so.
-    HPVM_KCHECK(fallback.has_value(), "no int8 convolution primitive");
+    HPVM_ASSERT(fallback.has_value(), "no int8 convolution primitive");
     return *fallback;
   });
   dnnl::memory weights = int8Weights(w, plain, p.weights);
@@ -1226,7 +1227,7 @@ void markInPlace(Tensor* y, const dnnl::memory& dst) {
     impl.hostValid = true;
     impl.memValid = false;
   } else {
-    HPVM_KCHECK(dst.get_data_handle() == impl.mem.get_data_handle(),
+    HPVM_ASSERT(dst.get_data_handle() == impl.mem.get_data_handle(),
                 "in-place result is in neither of the tensor's buffers");
     impl.memValid = true;
     impl.hostValid = false;
@@ -1240,7 +1241,7 @@ void markInPlace(Tensor* y, const dnnl::memory& dst) {
 void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
              const PostOps& post, const KnobSpec& knob, Tensor* y) {
   applyThreads();
-  HPVM_KCHECK(x != y && post.residual != y,
+  HPVM_ASSERT(x != y && post.residual != y,
               "conv output must not alias its input or residual");
   Dims4 xd = dims4(x), wd = dims4(w), yd = dims4(y);
   checkConvShapes(xd, wd, yd, args);
@@ -1350,7 +1351,7 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
       if (how == ResidualAs::Split || !made.reference)
         return made;
     }
-    reportBug(__FILE__, __LINE__, "no convolution primitive chosen");
+    HPVM_UNREACHABLE("no convolution primitive chosen");
   });
 
   // Weights: folded with bias/batch norm and reordered once, then cached.
@@ -1389,11 +1390,11 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
 void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
               const KnobSpec& knob, Tensor* y) {
   applyThreads();
-  HPVM_KCHECK(x != y && post.residual != y,
+  HPVM_ASSERT(x != y && post.residual != y,
               "dense output must not alias its input or residual");
   Dims4 xd = dims4(x), wd = dims4(w), yd = dims4(y);
   const int64_t M = xd[0], K = xd[1] * xd[2] * xd[3], N = wd[3];
-  HPVM_KCHECK(wd[0] == 1 && wd[1] == 1 && wd[2] == K && yd[0] == M &&
+  HPVM_ASSERT(wd[0] == 1 && wd[1] == 1 && wd[2] == K && yd[0] == M &&
                   yd[1] == N && yd[2] * yd[3] == 1,
               fmt::format("dense shapes wrong: x {}, w {}, y {}", dimsStr(x),
                           dimsStr(w), dimsStr(y)));
@@ -1472,9 +1473,9 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
 void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
              Tensor* y) {
   applyThreads();
-  HPVM_KCHECK(x != y, "pool output must not alias its input");
+  HPVM_ASSERT(x != y, "pool output must not alias its input");
   Dims4 xd = dims4(x), yd = dims4(y);
-  HPVM_KCHECK(a.kh >= 1 && a.kw >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
+  HPVM_ASSERT(a.kh >= 1 && a.kw >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
                   a.padH >= 0 && a.padW >= 0 && xd[2] + 2 * a.padH >= a.kh &&
                   xd[3] + 2 * a.padW >= a.kw && a.padH < a.kh && a.padW < a.kw,
               fmt::format("bad pool arguments for x {}: window {}x{} pad "
@@ -1483,7 +1484,7 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
                           a.strideW));
   int64_t Ho = 1 + (xd[2] + 2 * a.padH - a.kh) / a.strideH;
   int64_t Wo = 1 + (xd[3] + 2 * a.padW - a.kw) / a.strideW;
-  HPVM_KCHECK(yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == Ho && yd[3] == Wo,
+  HPVM_ASSERT(yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == Ho && yd[3] == Wo,
               fmt::format("pool output dims wrong: x {}, y {}", dimsStr(x),
                           dimsStr(y)));
   // oneDNN's padding for the last window: HPVM's output size may leave the
@@ -1495,7 +1496,7 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   dnnl::memory src =
       a.kind == PoolArgs::Max ? storedMemory(x) : currentMemory(x);
   const dt type = src.get_desc().data_type();
-  HPVM_KCHECK(type == dt::f32 || type == dt::u8 || type == dt::bf16,
+  HPVM_ASSERT(type == dt::f32 || type == dt::u8 || type == dt::bf16,
               "pool input must be f32, u8 or bf16");
   dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, type, tag::any);
   auto alg = a.kind == PoolArgs::Max
@@ -1576,7 +1577,7 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   float lo, float hi, const KnobSpec& knob, Tensor* y) {
   applyThreads();
   Dims4 xd = dims4(x);
-  HPVM_KCHECK(numElems(y) == numElems(x),
+  HPVM_ASSERT(numElems(y) == numElems(x),
               fmt::format("batch norm output {} differs from input {}",
                           dimsStr(y), dimsStr(x)));
   const int64_t C = xd[1];
@@ -1629,10 +1630,10 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   Dims4 ad = dims4(a);
   const int64_t n = numElems(a), C = ad[1];
   const bool perChannel = numElems(b) != n;
-  HPVM_KCHECK(numElems(y) == n && (!perChannel || numElems(b) == C),
+  HPVM_ASSERT(numElems(y) == n && (!perChannel || numElems(b) == C),
               fmt::format("add shapes wrong: a {}, b {}, y {}", dimsStr(a),
                           dimsStr(b), dimsStr(y)));
-  HPVM_KCHECK(b != y || a == y, "add output must not alias b alone");
+  HPVM_ASSERT(b != y || a == y, "add output must not alias b alone");
   dnnl::memory src0 = currentMemory(a);
   // The second operand: per-channel 1xCx1x1 from the host, or the same
   // layout as a (reordered if it differs).
@@ -1692,7 +1693,7 @@ void extendRange(const float* data, int64_t n, float& lo, float& hi) {
 void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
             Tensor* y) {
   applyThreads();
-  HPVM_KCHECK(numElems(y) == numElems(x),
+  HPVM_ASSERT(numElems(y) == numElems(x),
               fmt::format("activation output {} differs from input {}",
                           dimsStr(y), dimsStr(x)));
   // ReLU (and a clip to bounds the precision represents) selects input
@@ -1722,7 +1723,7 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
 void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y) {
   applyThreads();
   Dims4 xd = dims4(x);
-  HPVM_KCHECK(numElems(y) == numElems(x),
+  HPVM_ASSERT(numElems(y) == numElems(x),
               fmt::format("softmax output {} differs from input {}", dimsStr(y),
                           dimsStr(x)));
   // A few classes per image: the reference loop on NCHW host data is as

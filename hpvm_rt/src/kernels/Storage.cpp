@@ -2,11 +2,12 @@
 // layouts, reorders back to NCHW on demand, and the thread count.
 #include "kernels/TensorImpl.h"
 
+#include "Errors.h"
+
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -16,17 +17,10 @@
 namespace hpvm::rt {
 namespace kern {
 
-void reportBug(const char* file, int line, const std::string& msg) {
-  std::fprintf(stderr, "%s:%d: hpvm_rt kernels internal error: %s\n", file,
-               line, msg.c_str());
-  std::fflush(stderr);
-  std::abort();
-}
-
 Dims4 dims4(const Tensor* t) {
-  HPVM_KCHECK(t != nullptr, "null tensor");
+  HPVM_ASSERT(t != nullptr, "null tensor");
   int nd = t->dims.num_dims;
-  HPVM_KCHECK(nd >= 1 && nd <= 4 && t->dims.dim_sizes != nullptr,
+  HPVM_ASSERT(nd >= 1 && nd <= 4 && t->dims.dim_sizes != nullptr,
               fmt::format("tensor must have 1 to 4 dims, has {}", nd));
   Dims4 d{1, 1, 1, 1};
   for (int i = 0; i < nd; ++i)
@@ -121,7 +115,7 @@ void newValues(TensorImpl& impl) {
 }
 
 TensorImpl& implOf(Tensor* t) {
-  HPVM_KCHECK(t != nullptr, "null tensor");
+  HPVM_ASSERT(t != nullptr, "null tensor");
   if (!t->impl) {
     auto* impl = new TensorImpl;
     impl->version = nextVersion();

@@ -48,17 +48,6 @@ struct TensorImpl {
 
 namespace hpvm::rt::kern {
 
-/// Aborts with file, line and message: a broken precondition is a bug in
-/// the caller (the executor validates user input before calling a kernel).
-[[noreturn]] void reportBug(const char* file, int line, const std::string& msg);
-
-#define HPVM_KCHECK(cond, msg)                                                 \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      ::hpvm::rt::kern::reportBug(                                             \
-          __FILE__, __LINE__, std::string("'" #cond "' failed: ") + (msg));    \
-  } while (0)
-
 /// N, C, H, W of a tensor of 1..4 dims (missing trailing dims are 1).
 using Dims4 = std::array<int64_t, 4>;
 Dims4 dims4(const Tensor* t);
