@@ -4,7 +4,8 @@
   run_e2e.py list [--set ci|full]          model tests of a set, one a line
   run_e2e.py list-stability                torchvision stability tests
   run_e2e.py model NAME --exporter EXE --workdir DIR [--hpvm-configs DIR]
-      PyTorch model with seeded random weights -> ONNX -> torch2hpvm-export
+      PyTorch model with seeded random weights -> ONNX (as torch2hpvm or
+      as a PyTorch user exports it: ModelSpec.export) -> torch2hpvm-export
       -> generated binary `test --output` -> compared with PyTorch; HPVM's
       benchmarks also have their op sequence checked against HPVM's
       configuration file for them.
@@ -95,12 +96,14 @@ def model_test(spec, work, args):
     import torch
     seed = seed_of(spec.name)
     big = spec.shape[1] >= 100
-    H.log(f"[{spec.name}] {spec.about}; seed {seed}, opset {spec.opset}, "
-          f"{spec.images} test images, batch {spec.batch}")
+    H.log(f"[{spec.name}] {spec.about}; seed {seed}, opset {spec.opset} "
+          f"({spec.export} export), {spec.images} test images, batch "
+          f"{spec.batch}")
 
     model = build_model(spec.build, spec.shape, seed, 4 if big else 16)
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
-                              os.path.join(work, spec.name + ".onnx"))
+                              os.path.join(work, spec.name + ".onnx"),
+                              **H.EXPORTS[spec.export])
     x, ref = pick_inputs(model, spec.shape, spec.images, seed)
     labels = np.argmax(ref, axis=1).astype(np.int32)
     tx, tref = pick_inputs(model, spec.shape, 2, seed + 100)

@@ -24,14 +24,23 @@ class ModelSpec:
     ci: bool                        # part of the CI-sized set
     about: str                      # one line for listings and the README
     hpvm_ops: bool = False          # op sequence must be HPVM's (its config)
+    export: str = "hpvm"            # harness.EXPORTS: "hpvm" (torch2hpvm's
+    #   way: batch norm kept, no constant folding) or "pytorch" (a PyTorch
+    #   user's torch.onnx.export: eval, batch norm folded, constants folded)
+
+    def __post_init__(self):
+        if self.export not in ("hpvm", "pytorch"):
+            raise ValueError(f"{self.name}: export is '{self.export}'; "
+                             f"use 'hpvm' or 'pytorch'")
 
 
-def _tv(name):
+def _tv(name, **kwargs):
     """A torchvision architecture with fresh random weights (no download)."""
-    return lambda: getattr(torchvision.models, name)(weights=None)
+    return lambda: getattr(torchvision.models, name)(weights=None, **kwargs)
 
 
 MNIST, CIFAR, IMAGENET = (1, 28, 28), (3, 32, 32), (3, 224, 224)
+SMALL = (3, 64, 64)     # torchvision classifiers at a CI-sized input
 
 # ImageNet networks run 2-3 images, the others 12-20; `batch` leaves a
 # partial last batch. `ci`: part of the CI-sized set. `hpvm_ops`: one of
@@ -72,6 +81,34 @@ MODELS = [
               "inverted residuals"),
     ModelSpec("tv_resnet18", _tv("resnet18"), IMAGENET, 10, 3, 2, ci=False,
               about="torchvision resnet18: BN, GlobalAveragePool"),
+]
+
+# torchvision classifiers exported as a PyTorch user does (export="pytorch":
+# opset 13, eval, batch norm folded into the conv, constant folding), one
+# per family that goes through today (scripts/tv_survey.py and
+# test_frontend/tv_survey.md track the others). CI runs each family once,
+# at 64x64 where the family allows it; AlexNet and VGG only export at 224
+# (their AdaptiveAvgPool2d to 6x6 / 7x7 exports only when the feature map
+# divides evenly).
+MODELS += [
+    ModelSpec(f"pt_{name}_{shape[1]}", _tv(name), shape, 13, images, batch,
+              ci=ci, about=f"torchvision {name} at {shape[1]}x{shape[1]}, "
+              f"PyTorch-style export: {about}", export="pytorch")
+    for name, shape, images, batch, ci, about in [
+        ("alexnet", IMAGENET, 3, 2, True, "conv11x11 s4, 3 FC"),
+        ("vgg11", IMAGENET, 3, 2, True, "8 conv3x3, 3 FC, 507 MB"),
+        ("resnet18", SMALL, 6, 4, True, "basic blocks"),
+        ("resnet18", IMAGENET, 3, 2, False, "basic blocks"),
+        ("resnext50_32x4d", SMALL, 6, 4, True, "grouped 3x3 bottlenecks"),
+        ("resnext50_32x4d", IMAGENET, 3, 2, False,
+         "grouped 3x3 bottlenecks"),
+        ("wide_resnet50_2", SMALL, 6, 4, True, "wide bottlenecks"),
+        ("wide_resnet50_2", IMAGENET, 3, 2, False, "wide bottlenecks"),
+        ("mobilenet_v2", SMALL, 6, 4, True, "ReLU6, inverted residuals"),
+        ("mobilenet_v2", IMAGENET, 3, 2, False, "ReLU6, inverted residuals"),
+        ("regnet_x_400mf", SMALL, 6, 4, False, "RegNet X: grouped convs, "
+         "no squeeze-and-excitation"),
+    ]
 ]
 
 # torchvision networks whose export must be byte-identical across runs, at
