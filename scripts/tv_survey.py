@@ -206,6 +206,7 @@ STRUCTURAL_INPUTS = {"Slice": {3, 4}, "Pad": {1, 2}, "Unsqueeze": {1},
                      "Squeeze": {1}, "Clip": {1, 2}, "ReduceMean": {1},
                      "Split": {1}, "Resize": {1, 2, 3}}
 DTYPES = {1: "", 6: "i32:", 7: "i64:", 9: "bool:", 10: "f16:", 11: "f64:"}
+VARIADIC = {"Concat", "Sum", "Max", "Min", "Mean"}
 # Table ops whose accepted form is all torchvision uses of them.
 TRIVIAL = {"Conv", "Relu", "BatchNormalization", "Identity", "Constant",
            "Dropout", "Gemm", "Flatten", "GlobalAveragePool", "Tanh"}
@@ -215,6 +216,10 @@ RUNTIME_INT = "int64/bool value computed at run time"
 # The exporter's refusal of a node: one per line under "N unsupported
 # nodes:", or after "error: MODEL: " when it is the only one.
 REFUSAL = re.compile(r"node '(.*?)' \((\w+), #(\d+)\): (.*)$")
+
+
+def clip(text, limit):
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def number_free(reason):
@@ -643,6 +648,9 @@ def analyse(onnx_path, table_ops, refused):
             continue
         out_dims = g.dims(n.output[0]) if n.output else None
         ins = [input_tag(g, n, k, v, out_dims) for k, v in enumerate(n.input)]
+        if n.op_type in VARIADIC:   # Concat of 2 or 24: one group
+            ins = [("n x " if ins.count(t) > 1 else "") + t
+                   for t in dict.fromkeys(ins)]
         outs = [input_tag(g, n, 0, v, None) for v in n.output]
         sig = n.op_type + "(" + ", ".join(attrs_of(n) + ins) + ") -> " + \
             ", ".join(outs)
@@ -656,8 +664,14 @@ def analyse(onnx_path, table_ops, refused):
             groups[key] = {"op": n.op_type, "in_table": in_table,
                            "signature": sig, "pattern": key[2],
                            "refused_because": reason, "count": 0,
-                           "example": f"'{n.name}': {exact_shapes(g, n)}"}
+                           "example": clip(f"'{n.name}': "
+                                           f"{exact_shapes(g, n)}", 300)}
         groups[key]["count"] += 1
+        if n.op_type in VARIADIC:
+            seen = groups[key].setdefault("inputs", [])
+            if len(n.input) not in seen:
+                seen.append(len(n.input))
+                seen.sort()
     return {
         "nodes": len(g.nodes),
         "ops": dict(sorted(counts.items())),
@@ -690,8 +704,9 @@ def survey_one(f, size, args, table, say):
     rec = collections.OrderedDict(
         family=f.name, key=f.key, model=f.model, size=size,
         kwargs=f.build_kwargs(size), note=f.why, status=None, reason="",
-        missing_ops=[], missing_ops_run_time=[], refusals=[], check=None,
-        seconds={}, onnx_mb=None, onnx=None)
+        missing_ops=[], missing_ops_run_time=[], refusal_count=0,
+        refusal_summary={}, refusals=[], check=None, seconds={},
+        onnx_mb=None, onnx=None)
     work = H.fresh_dir(os.path.join(args.workdir, stem(f, size)))
     try:
         run_steps(f, size, args, table, work, rec, say)
@@ -750,11 +765,18 @@ def run_steps(f, size, args, table, work, rec, say):
         proc = None
     if proc is not None:
         secs["exporter"] = round(proc.seconds, 1)
+        summary = collections.Counter()
         for line in proc.stderr.splitlines():
             m = REFUSAL.search(line)
             if m:
-                rec["refusals"].append(m.group(0))
+                if not args.max_refusals or \
+                        len(rec["refusals"]) < args.max_refusals:
+                    rec["refusals"].append(m.group(0))
                 refused[m.group(1)] = (m.group(2), m.group(4))
+                summary[f"{m.group(2)}: {number_free(m.group(4))}"] += 1
+        rec["refusal_count"] = len(refused)
+        rec["refusal_summary"] = dict(sorted(summary.items(),
+                                             key=lambda kv: (-kv[1], kv[0])))
     t0 = time.monotonic()
     try:
         facts = analyse(onnx_path, set(table), refused)
@@ -773,9 +795,8 @@ def run_steps(f, size, args, table, work, rec, say):
     message = scrub(proc.stderr.strip(), work)
     first = message.splitlines()[0] if message else ""
     if proc.returncode == 1:
-        reasons = [REFUSAL.search(r).group(4) for r in rec["refusals"]]
-        return finish(rec, "refused", first if not reasons else
-                      f"{len(reasons)} nodes; first: {rec['refusals'][0]}")
+        return finish(rec, "refused", first if not refused else
+                      f"{len(refused)} nodes; first: {rec['refusals'][0]}")
     if proc.returncode == 2:
         return finish(rec, "build-failed",
                       scrub(H.tail(proc.stderr, 15), work).strip())
@@ -822,11 +843,7 @@ def run_steps(f, size, args, table, work, rec, say):
 
 def short_reasons(rec, limit=3):
     """Distinct refusal reasons (numbers as N), most frequent first."""
-    reasons = collections.Counter()
-    for line in rec["refusals"]:
-        m = REFUSAL.search(line)
-        reasons[f"{m.group(2)}: " + number_free(m.group(4))] += 1
-    top = [f"{r} (x{c})" for r, c in reasons.most_common()]
+    top = [f"{r} (x{c})" for r, c in rec["refusal_summary"].items()]
     if len(top) > limit:
         top = top[:limit] + [f"... {len(top) - limit} more"]
     return top
@@ -872,7 +889,8 @@ def markdown(doc):
            "refusal reasons (first) |",
            "|---|---|---|---|---|---|"]
     for r in recs:
-        why = "; ".join(short_reasons(r)) if r["refusals"] else r["reason"]
+        why = "; ".join(short_reasons(r)) if r["refusal_summary"] \
+            else r["reason"]
         why = why.replace("|", "\\|").replace("\n", " ")
         if len(why) > 400:
             why = why[:400] + " ..."
@@ -889,7 +907,9 @@ def markdown(doc):
             key = (n["signature"], n["pattern"], n["refused_because"])
             ent = by_sig.setdefault(key, {"count": collections.OrderedDict(),
                                           "sizes": collections.OrderedDict(),
+                                          "inputs": set(),
                                           "example": n["example"]})
+            ent["inputs"].update(n.get("inputs", ()))
             fam = r["family"]
             ent["count"][fam] = max(ent["count"].get(fam, 0), n["count"])
             ent["sizes"].setdefault(fam, []).append(str(r["size"]))
@@ -922,6 +942,9 @@ def markdown(doc):
                 (f" refused: {reason}" if reason else "")
             where = ", ".join(f"{f} {c} ({'/'.join(e['sizes'][f])})"
                               for f, c in e["count"].items())
+            if e["inputs"]:
+                lo, hi = min(e["inputs"]), max(e["inputs"])
+                where += f"; n = {lo}" + (f" to {hi}" if hi > lo else "")
             out.append(f"- `{sig}`{extra} — {where}; e.g. "
                        f"`{e['example']}`")
         out.append("")
@@ -982,6 +1005,9 @@ def main():
                    help="seconds for torch2hpvm-export [default: 900]")
     p.add_argument("--run-timeout", type=int, default=600,
                    help="seconds for the generated binary [default: 600]")
+    p.add_argument("--max-refusals", type=int, default=100,
+                   help="refusal lines kept verbatim per model (all are "
+                        "counted by reason); 0 = all [default: 100]")
     p.add_argument("--pytorch-step", action="store_true",
                    help=argparse.SUPPRESS)
     p.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
