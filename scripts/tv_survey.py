@@ -881,8 +881,11 @@ def markdown(doc):
            "table does not accept, computing at run time; '+ folded only': "
            "missing op types whose every node computes on constants alone "
            "(shape arithmetic that a fuller constant folder would remove). "
-           "Details (every refusal line, node "
-           "signatures, timings) are in `tv_survey.json`.",
+           "Details (refusal lines, node signatures, timings) are in "
+           "`tv_survey.json`. Regenerate with `scripts/tv_survey.py --size "
+           "reduced,full --json test_frontend/tv_survey.json --md "
+           "test_frontend/tv_survey.md` (25 minutes on 2 busy cores); "
+           "`--from-json` re-renders this file.",
            ""] + [f"- {f}: {note}" for f, note in notes.items()] + [
            "",
            "| family | model | size | status | missing ONNX ops | "
