@@ -337,50 +337,28 @@ std::shared_ptr<const TensorData> foldReshape(Node* n, int64_t opset) {
   return withDims(data, target);
 }
 
-/// Evaluates \p n when it is a foldable operator on constants; nullptr
-/// otherwise.
+/// Evaluates \p n when it is a foldable operator (the shape computations
+/// exporters write) on constants; nullptr for every other operator, which
+/// computes on activations or is removed by other passes (only the
+/// foldable ones need a line here).
 std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
   OpAttrs a(*n, opset);
-  switch (n->kind) {
-  case OpKind::OnnxConstant:
+  const OpKind k = n->kind;
+  if (k == OpKind::OnnxConstant)
     return foldConstant(a);
-  case OpKind::OnnxShape:
+  if (k == OpKind::OnnxShape)
     return foldShape(n, a);
-  case OpKind::OnnxGather:
+  if (k == OpKind::OnnxGather)
     return foldGather(n, a);
-  case OpKind::OnnxUnsqueeze:
-  case OpKind::OnnxSqueeze:
+  if (k == OpKind::OnnxUnsqueeze || k == OpKind::OnnxSqueeze)
     return foldSqueeze(n, a);
-  case OpKind::OnnxConcat:
+  if (k == OpKind::OnnxConcat)
     return foldConcat(n, a);
-  case OpKind::OnnxCast:
+  if (k == OpKind::OnnxCast)
     return foldCast(n, a);
-  case OpKind::OnnxReshape:
+  if (k == OpKind::OnnxReshape)
     return foldReshape(n, opset);
-  // Computations on activations (or removed or aliased by other passes).
-  case OpKind::OnnxConv:
-  case OpKind::OnnxGemm:
-  case OpKind::OnnxMatMul:
-  case OpKind::OnnxMaxPool:
-  case OpKind::OnnxAveragePool:
-  case OpKind::OnnxGlobalAveragePool:
-  case OpKind::OnnxAdd:
-  case OpKind::OnnxBatchNormalization:
-  case OpKind::OnnxRelu:
-  case OpKind::OnnxClip:
-  case OpKind::OnnxTanh:
-  case OpKind::OnnxSigmoid:
-  case OpKind::OnnxSoftmax:
-  case OpKind::OnnxFlatten:
-  case OpKind::OnnxIdentity:
-  case OpKind::OnnxDropout:
-  case OpKind::OnnxPad:
-    // HPVM ops are never folded.
-#define HPVM_OP(Kind, ...) case OpKind::Kind:
-#include "hpvm_rt/Ops.def"
-    return nullptr;
-  }
-  HPVM_UNREACHABLE("evaluate of an invalid OpKind");
+  return nullptr;
 }
 
 } // namespace
