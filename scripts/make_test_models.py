@@ -128,6 +128,15 @@ def op_fixtures():
          io("y", [1, 2, 6, 6]))
     save("Sigmoid.onnxtxt", [node("Sigmoid", ["input"], ["y"], "sigmoid")],
          [X], io("y", [1, 2, 6, 6]))
+    # A squeeze-and-excitation gate: the input times its own pooled
+    # sigmoid, broadcast over the spatial extents; then a constant scale.
+    save("Mul.onnxtxt",
+         [node("GlobalAveragePool", ["input"], ["p"], "squeeze"),
+          node("Sigmoid", ["p"], ["g"], "gate"),
+          node("Mul", ["input", "g"], ["m"], "excite"),
+          node("Mul", ["m", "s"], ["y"], "scale")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("s", TensorProto.FLOAT, [2, 1, 1], [0.5, 2.0])])
     save("Softmax.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten"),
           node("Gemm", ["f", "w"], ["g"], "fc", transB=1),

@@ -402,6 +402,53 @@ std::string lowerPool(Lowering& L, Node* n) {
   return "";
 }
 
+/// The constant operand \p b of elementwise op \p n on an activation of
+/// 4-D form \p x4, as HPVM's binary ops take it: broadcast by ONNX's rules
+/// (aligned to the right, or at `axis` for the legacy opset < 7 broadcast)
+/// against the activation's ONNX shape, then made 1 x C x 1 x 1 (a scalar
+/// or per-channel constant) or the full shape at batch 1. Sets \p c, or
+/// returns why it cannot; \p doing names the op in messages ("adding").
+std::string constantOperand(Lowering& L, Node* n, Value* b,
+                            const std::vector<int64_t>& x4, const char* doing,
+                            const char* result, Value*& c) {
+  const std::vector<int64_t>& onnx = n->output->shape;
+  std::vector<int64_t> cd = b->constant->dims;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return std::string("the ") + result + " has shape " + formatShape(onnx) +
+           "; only 4-D or 2-D activations are supported";
+  if (cd.size() > onnx.size())
+    return "the constant has shape " + formatShape(cd) +
+           ", of higher rank than the activation";
+  OpAttrs attrs(*n, L.g.source.opset);
+  size_t offset = onnx.size() - cd.size();
+  if (attrs.getInt("broadcast") != 0 && attrs.has("axis"))
+    offset = static_cast<size_t>(attrs.getInt("axis"));
+  std::vector<int64_t> aligned(onnx.size(), 1);
+  for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
+    aligned[offset + i] = cd[i];
+  int64_t C = x4[1];
+  int64_t count = b->constant->numElements();
+  c = nullptr;
+  std::vector<int64_t> perChannel(onnx.size(), 1);
+  perChannel[1] = C;
+  if (count == 1) {
+    std::vector<float> v(static_cast<size_t>(C),
+                         static_cast<float>(b->constant->asDouble(0)));
+    c = L.addFloats(b->name, v, {1, C, 1, 1}, b->initializerIndex);
+  } else if (aligned == perChannel) {
+    c = L.constantAs(b, {1, C, 1, 1});
+  } else if (aligned.size() == 4 && aligned[0] == 1 && x4[0] == 1 &&
+             std::equal(aligned.begin() + 1, aligned.end(), x4.begin() + 1)) {
+    c = L.constantAs(b, x4);
+  }
+  if (c == nullptr)
+    return std::string(doing) + " a constant of shape " + formatShape(cd) +
+           " to an activation of shape " + formatShape(onnx) +
+           " is not supported (only per-channel 1xCx1x1, a scalar, or the "
+           "full shape at batch 1)";
+  return "";
+}
+
 std::string lowerAdd(Lowering& L, Node* n) {
   if (n->inputs.size() != 2)
     return "Add needs two inputs";
@@ -426,45 +473,66 @@ std::string lowerAdd(Lowering& L, Node* n) {
     L.finish(n, L.emit(OpKind::Add, {a, b}, {}, x4, n->output->name, *n, pos));
     return "";
   }
-  // Activation + constant: the constant broadcasts (ONNX rules, aligned to
-  // the right, or at `axis` for the legacy opset < 7 broadcast) against
-  // the activation's ONNX shape; HPVM takes 1 x C x 1 x 1 or the full shape.
-  const std::vector<int64_t>& onnx = n->output->shape;
-  std::vector<int64_t> cd = b->constant->dims;
-  if (onnx.size() != 2 && onnx.size() != 4)
-    return "the sum has shape " + formatShape(onnx) +
-           "; only 4-D or 2-D activations are supported";
-  if (cd.size() > onnx.size())
-    return "the constant has shape " + formatShape(cd) +
-           ", of higher rank than the activation";
-  OpAttrs attrs(*n, L.g.source.opset);
-  size_t offset = onnx.size() - cd.size();
-  if (attrs.getInt("broadcast") != 0 && attrs.has("axis"))
-    offset = static_cast<size_t>(attrs.getInt("axis"));
-  std::vector<int64_t> aligned(onnx.size(), 1);
-  for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
-    aligned[offset + i] = cd[i];
-  int64_t C = x4[1];
-  int64_t count = b->constant->numElements();
   Value* c = nullptr;
-  std::vector<int64_t> perChannel(onnx.size(), 1);
-  perChannel[1] = C;
-  if (count == 1) {
-    std::vector<float> v(static_cast<size_t>(C),
-                         static_cast<float>(b->constant->asDouble(0)));
-    c = L.addFloats(b->name, v, {1, C, 1, 1}, b->initializerIndex);
-  } else if (aligned == perChannel) {
-    c = L.constantAs(b, {1, C, 1, 1});
-  } else if (aligned.size() == 4 && aligned[0] == 1 && x4[0] == 1 &&
-             std::equal(aligned.begin() + 1, aligned.end(), x4.begin() + 1)) {
-    c = L.constantAs(b, x4);
-  }
-  if (c == nullptr)
-    return "adding a constant of shape " + formatShape(cd) +
-           " to an activation of shape " + formatShape(onnx) +
-           " is not supported (only per-channel 1xCx1x1, a scalar, or the "
-           "full shape at batch 1)";
+  if (auto r = constantOperand(L, n, b, x4, "adding", "sum", c); !r.empty())
+    return r;
   L.finish(n, L.emit(OpKind::Add, {a, c}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
+/// Elementwise product (multiply): activations of the same shape, or one
+/// broadcast over the other's spatial extents (a squeeze-and-excitation
+/// gate N x C x 1 x 1); an activation and a constant (per channel, scalar,
+/// full shape at batch 1).
+std::string lowerMul(Lowering& L, Node* n) {
+  if (n->inputs.size() != 2)
+    return "Mul needs two inputs";
+  Value* a = n->inputs[0];
+  Value* b = n->inputs[1];
+  if (a->isConstant() && b->isConstant())
+    return "both operands are constants (folding constant arithmetic is not "
+           "supported)";
+  if (a->isConstant())
+    std::swap(a, b);
+  if (auto r = needActivation(a, "input", true); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(a->shape);
+  int pos = L.position(n);
+  if (b->isConstant()) {
+    Value* c = nullptr;
+    if (auto r = constantOperand(L, n, b, x4, "multiplying by", "product", c);
+        !r.empty())
+      return r;
+    L.finish(
+        n, L.emit(OpKind::Multiply, {a, c}, {}, x4, n->output->name, *n, pos));
+    return "";
+  }
+  if (auto r = needActivation(b, "input", true); !r.empty())
+    return r;
+  if (a->shape.size() != b->shape.size())
+    return "multiplying activations of different ranks (" +
+           formatShape(a->shape) + " and " + formatShape(b->shape) +
+           ") is not supported";
+  std::vector<int64_t> b4 = form4d(b->shape);
+  // The full-size operand first; the other broadcast over 1 x 1 spatially.
+  auto fits = [](const std::vector<int64_t>& big,
+                 const std::vector<int64_t>& small) {
+    if (small == big)
+      return true;
+    return small[2] == 1 && small[3] == 1 &&
+           (small[1] == big[1] || small[1] == 1) && small[0] == big[0];
+  };
+  if (!fits(x4, b4)) {
+    std::swap(a, b);
+    std::swap(x4, b4);
+  }
+  if (!fits(x4, b4))
+    return "multiplying activations of shapes " + formatShape(a->shape) +
+           " and " + formatShape(b->shape) +
+           " is not supported (only the same shape, or one N x C x 1 x 1 or "
+           "N x 1 x 1 x 1 against the other)";
+  L.finish(n,
+           L.emit(OpKind::Multiply, {a, b}, {}, x4, n->output->name, *n, pos));
   return "";
 }
 

@@ -88,7 +88,8 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     };
     return decls;
   }
-  case OpKind::OnnxAdd: {
+  case OpKind::OnnxAdd:
+  case OpKind::OnnxMul: {
     // Legacy broadcast (opset < 7); axis has no default and is read only
     // when present.
     static const Decls decls = {

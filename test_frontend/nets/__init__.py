@@ -108,6 +108,8 @@ MODELS += [
         ("mobilenet_v2", IMAGENET, 3, 2, False, "ReLU6, inverted residuals"),
         ("regnet_x_400mf", SMALL, 6, 4, False, "RegNet X: grouped convs, "
          "no squeeze-and-excitation"),
+        ("regnet_y_400mf", SMALL, 6, 4, True, "RegNet Y: squeeze-and-"
+         "excitation (sigmoid gate, multiply)"),
     ]
 ]
 

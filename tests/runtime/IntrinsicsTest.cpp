@@ -108,6 +108,18 @@ OpCase caseFor(HpvmOp op) {
     ref::add(hostOf(x), hostOf(b), 2, 4, 42, true, c.want.data());
     break;
   }
+  case HpvmOp::Multiply: { // a squeeze-and-excitation gate, per image
+    void* s = randomTensor({2, 4, 1, 1}, 10, -1, 1);
+    c.in = {x, s};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_multiply(t[0], t[1]);
+    };
+    c.direct = c.intrinsic;
+    const int64_t sd[4] = {2, 4, 1, 1};
+    ref::multiply(hostOf(x), xs.data(), hostOf(s), sd, c.want.data());
+    break;
+  }
   case HpvmOp::BatchNorm: {
     void* g = randomTensor({1, 4, 1, 1}, 6, 0.5f, 1.5f);
     void* b = randomTensor({1, 4, 1, 1}, 7, -1, 1);

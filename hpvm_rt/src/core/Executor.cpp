@@ -636,7 +636,8 @@ void buildSchedule(Plan& p) {
       break;
     }
     case HpvmOp::BatchNorm:
-    case HpvmOp::Add: {
+    case HpvmOp::Add:
+    case HpvmOp::Multiply: {
       if (op.op == HpvmOp::BatchNorm) {
         std::copy(op.in + 1, op.in + 5, g.bn);
         g.bnEps = op.scalars[0];
@@ -798,6 +799,9 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     return;
   case HpvmOp::Add:
     runAdd(in(g.x), in(g.w), g.act, g.actLo, g.actHi, g.knob, out);
+    return;
+  case HpvmOp::Multiply:
+    runMultiply(in(g.x), in(g.w), g.act, g.actLo, g.actHi, g.knob, out);
     return;
   case HpvmOp::Relu:
   case HpvmOp::ClippedRelu:

@@ -106,6 +106,18 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
                       "per channel)");
     return x;
   }
+  case HpvmOp::Multiply: {
+    const Shape& b = in[1];
+    bool fits = (b[2] == x[2] && b[3] == x[3]) || (b[2] == 1 && b[3] == 1);
+    for (int d = 0; d < 2; ++d)
+      fits = fits && (b[d] == x[d] || b[d] == 1);
+    if (!fits)
+      throw UserError(where() + ": cannot multiply " + shapeText(x) + " by " +
+                      shapeText(b) +
+                      " (need the same shape, or 1 x 1 spatial extents with "
+                      "each other dim the same or 1)");
+    return x;
+  }
   case HpvmOp::BatchNorm:
     for (int i = 1; i < 5; ++i)
       if (numElements(in[i]) != x[1])
@@ -154,6 +166,9 @@ void runSingleOp(HpvmOp op, Tensor* const* in, const double* s,
     return;
   case HpvmOp::Add:
     runAdd(in[0], in[1], Act::None, 0, 0, knob, out);
+    return;
+  case HpvmOp::Multiply:
+    runMultiply(in[0], in[1], Act::None, 0, 0, knob, out);
     return;
   case HpvmOp::BatchNorm:
     runBatchNorm(in[0], in[1], in[2], in[3], in[4], s[0], Act::None, 0, 0, knob,

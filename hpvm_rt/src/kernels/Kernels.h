@@ -138,6 +138,12 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
 /// 1xCx1x1 (per-channel broadcast); optional fused activation.
 void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
             const KnobSpec& knob, Tensor* y);
+/// y = a * b (y may be a), b broadcast against a: the same shape, or 1 x 1
+/// spatially with each other dim a's or 1 (a squeeze-and-excitation gate
+/// N x C x 1 x 1, a per-channel constant 1 x C x 1 x 1); optional fused
+/// activation.
+void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
+                 const KnobSpec& knob, Tensor* y);
 /// y = act(x) (y may be x).
 void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
             Tensor* y);
@@ -169,6 +175,9 @@ void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
 void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
          bool perChannel, float* y);
 void act(const float* x, int64_t n, Act act, float lo, float hi, float* y);
+/// y (a's dims) = a * b, b's dims each a's or 1 (NumPy broadcast).
+void multiply(const float* a, const int64_t* aDims, const float* b,
+              const int64_t* bDims, float* y);
 void softmax(const float* x, int64_t N, int64_t D, float* y);
 } // namespace ref
 

@@ -1675,6 +1675,50 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   roundResult(knob.precision, y);
 }
 
+void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
+                 const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 ad = dims4(a), bd = dims4(b);
+  HPVM_ASSERT(numElems(y) == numElems(a) && b != y,
+              fmt::format("multiply shapes wrong: a {}, b {}, y {}", dimsStr(a),
+                          dimsStr(b), dimsStr(y)));
+  dnnl::memory src0 = currentMemory(a);
+  dnnl::memory src1;
+  if (bd == ad) {
+    src1 = memoryAs(b, src0.get_desc());
+  } else {
+    HPVM_ASSERT(bd[2] == 1 && bd[3] == 1,
+                "multiply broadcasts only over 1 x 1 spatial extents");
+    // N x C x 1 x 1 values are the same bytes in nChw16c as in NCHW when C
+    // fills whole blocks; matching a's blocked layout selects oneDNN's
+    // vectorised kernel.
+    const bool blocked16 = bd[1] % 16 == 0 && src0.get_desc() != nchwDesc(a);
+    src1 = dnnl::memory(
+        {{bd[0], bd[1], 1, 1}, dt::f32, blocked16 ? tag::nChw16c : tag::nchw},
+        engine(), const_cast<float*>(hostData(b)));
+  }
+  const std::string key =
+      fmt::format("mul|{}|{}|{}", descKey(src0.get_desc()),
+                  descKey(src1.get_desc()), actKey(act, lo, hi));
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::binary::desc desc(dnnl::algorithm::binary_mul, src0.get_desc(),
+                            src1.get_desc(), src0.get_desc());
+    dnnl::post_ops ops;
+    appendAct(ops, act, lo, hi);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::binary::primitive_desc pd(desc, attr, engine());
+    return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
+  });
+  dnnl::memory dst = sameLayoutOutput(a, src0, y);
+  p.prim.execute(
+      stream(),
+      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+  stream().wait();
+  markInPlace(y, dst);
+  roundResult(knob.precision, y);
+}
+
 // --- Ranges -----------------------------------------------------------------
 
 void extendRange(const float* data, int64_t n, float& lo, float& hi) {

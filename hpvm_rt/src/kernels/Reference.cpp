@@ -131,6 +131,21 @@ void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
     }
 }
 
+void multiply(const float* a, const int64_t* ad, const float* b,
+              const int64_t* bd, float* y) {
+  auto at = [&](int64_t i, int d) { return bd[d] == 1 ? 0 : i; };
+  for (int64_t n = 0; n < ad[0]; ++n)
+    for (int64_t c = 0; c < ad[1]; ++c)
+      for (int64_t h = 0; h < ad[2]; ++h)
+        for (int64_t w = 0; w < ad[3]; ++w) {
+          const int64_t i = ((n * ad[1] + c) * ad[2] + h) * ad[3] + w;
+          const int64_t j =
+              ((at(n, 0) * bd[1] + at(c, 1)) * bd[2] + at(h, 2)) * bd[3] +
+              at(w, 3);
+          y[i] = a[i] * b[j];
+        }
+}
+
 void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
