@@ -449,17 +449,24 @@ std::string constantOperand(Lowering& L, Node* n, Value* b,
   return "";
 }
 
-std::string lowerAdd(Lowering& L, Node* n) {
+/// The operands of elementwise binary op \p n: \p a an activation, \p b
+/// an activation or a constant (swapped if the constant came first).
+std::string binaryOperands(Node* n, Value*& a, Value*& b) {
   if (n->inputs.size() != 2)
-    return "Add needs two inputs";
-  Value* a = n->inputs[0];
-  Value* b = n->inputs[1];
+    return std::string(n->origins.front().opType) + " needs two inputs";
+  a = n->inputs[0];
+  b = n->inputs[1];
   if (a->isConstant() && b->isConstant())
     return "both operands are constants (folding constant arithmetic is not "
            "supported)";
   if (a->isConstant())
     std::swap(a, b);
-  if (auto r = needActivation(a, "input", true); !r.empty())
+  return needActivation(a, "input", true);
+}
+
+std::string lowerAdd(Lowering& L, Node* n) {
+  Value *a = nullptr, *b = nullptr;
+  if (auto r = binaryOperands(n, a, b); !r.empty())
     return r;
   std::vector<int64_t> x4 = form4d(a->shape);
   int pos = L.position(n);
@@ -485,16 +492,8 @@ std::string lowerAdd(Lowering& L, Node* n) {
 /// gate N x C x 1 x 1); an activation and a constant (per channel, scalar,
 /// full shape at batch 1).
 std::string lowerMul(Lowering& L, Node* n) {
-  if (n->inputs.size() != 2)
-    return "Mul needs two inputs";
-  Value* a = n->inputs[0];
-  Value* b = n->inputs[1];
-  if (a->isConstant() && b->isConstant())
-    return "both operands are constants (folding constant arithmetic is not "
-           "supported)";
-  if (a->isConstant())
-    std::swap(a, b);
-  if (auto r = needActivation(a, "input", true); !r.empty())
+  Value *a = nullptr, *b = nullptr;
+  if (auto r = binaryOperands(n, a, b); !r.empty())
     return r;
   std::vector<int64_t> x4 = form4d(a->shape);
   int pos = L.position(n);

@@ -1624,6 +1624,37 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
 
 // --- Add --------------------------------------------------------------------
 
+namespace {
+
+/// y = act(src0 <alg> src1) by oneDNN's binary primitive, in a's layout (y
+/// may be a), then rounded to the knob's precision.
+void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
+               const dnnl::memory& src1, Act act, float lo, float hi,
+               const KnobSpec& knob, Tensor* y) {
+  const std::string key = fmt::format(
+      "binary{}|{}|{}|{}", static_cast<int>(alg), descKey(src0.get_desc()),
+      descKey(src1.get_desc()), actKey(act, lo, hi));
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::binary::desc desc(alg, src0.get_desc(), src1.get_desc(),
+                            src0.get_desc());
+    dnnl::post_ops ops;
+    appendAct(ops, act, lo, hi);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::binary::primitive_desc pd(desc, attr, engine());
+    return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
+  });
+  dnnl::memory dst = sameLayoutOutput(a, src0, y);
+  p.prim.execute(
+      stream(),
+      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+  stream().wait();
+  markInPlace(y, dst);
+  roundResult(knob.precision, y);
+}
+
+} // namespace
+
 void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
             const KnobSpec& knob, Tensor* y) {
   applyThreads();
@@ -1654,25 +1685,7 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
     src1 = dnnl::memory(src0.get_desc(), engine());
     reorder(view, src1);
   }
-  std::string key = fmt::format("add|{}|{}|{}", descKey(src0.get_desc()),
-                                descKey(src1.get_desc()), actKey(act, lo, hi));
-  const Prim& p = cachedPrim(key, [&] {
-    dnnl::binary::desc desc(dnnl::algorithm::binary_add, src0.get_desc(),
-                            src1.get_desc(), src0.get_desc());
-    dnnl::post_ops ops;
-    appendAct(ops, act, lo, hi);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    dnnl::binary::primitive_desc pd(desc, attr, engine());
-    return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
-  });
-  dnnl::memory dst = sameLayoutOutput(a, src0, y);
-  p.prim.execute(
-      stream(),
-      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
-  stream().wait();
-  markInPlace(y, dst);
-  roundResult(knob.precision, y);
+  runBinary(dnnl::algorithm::binary_add, a, src0, src1, act, lo, hi, knob, y);
 }
 
 void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
@@ -1697,26 +1710,7 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
         {{bd[0], bd[1], 1, 1}, dt::f32, blocked16 ? tag::nChw16c : tag::nchw},
         engine(), const_cast<float*>(hostData(b)));
   }
-  const std::string key =
-      fmt::format("mul|{}|{}|{}", descKey(src0.get_desc()),
-                  descKey(src1.get_desc()), actKey(act, lo, hi));
-  const Prim& p = cachedPrim(key, [&] {
-    dnnl::binary::desc desc(dnnl::algorithm::binary_mul, src0.get_desc(),
-                            src1.get_desc(), src0.get_desc());
-    dnnl::post_ops ops;
-    appendAct(ops, act, lo, hi);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    dnnl::binary::primitive_desc pd(desc, attr, engine());
-    return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
-  });
-  dnnl::memory dst = sameLayoutOutput(a, src0, y);
-  p.prim.execute(
-      stream(),
-      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
-  stream().wait();
-  markInPlace(y, dst);
-  roundResult(knob.precision, y);
+  runBinary(dnnl::algorithm::binary_mul, a, src0, src1, act, lo, hi, knob, y);
 }
 
 // --- Ranges -----------------------------------------------------------------
