@@ -126,6 +126,12 @@ def op_fixtures():
           helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
     save("Tanh.onnxtxt", [node("Tanh", ["input"], ["y"], "tanh")], [X],
          io("y", [1, 2, 6, 6]))
+    # x.mean([2, 3]) as torch.onnx writes it (keepdims=0), then a Gemm.
+    save("ReduceMean.onnxtxt",
+         [node("ReduceMean", ["input"], ["m"], "mean", axes=[2, 3],
+               keepdims=0),
+          node("Gemm", ["m", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]), [weights("w", [3, 2], 50)])
     save("Sigmoid.onnxtxt", [node("Sigmoid", ["input"], ["y"], "sigmoid")],
          [X], io("y", [1, 2, 6, 6]))
     # A squeeze-and-excitation gate: the input times its own pooled

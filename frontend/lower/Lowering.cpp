@@ -640,6 +640,34 @@ std::string notFolded(const Node* n) {
 std::string lowerGemm(Lowering& L, Node* n) { return lowerDense(L, n); }
 std::string lowerMatMul(Lowering& L, Node* n) { return lowerDense(L, n); }
 std::string lowerMaxPool(Lowering& L, Node* n) { return lowerPool(L, n); }
+
+/// The mean over the spatial axes of an N x C x H x W activation (what
+/// `x.mean([2, 3])` exports): a global average pool, whose N x C x 1 x 1
+/// result also serves keepdims=0's N x C.
+std::string lowerReduceMean(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  if (n->inputs.size() > 1)
+    return "axes given as an input are not supported (only the attribute)";
+  OpAttrs attrs(*n, L.g.source.opset);
+  std::vector<int64_t> axes = attrs.getInts("axes");
+  for (int64_t& a : axes)
+    a = a < 0 ? a + 4 : a;
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3})
+    return "the mean over axes " + formatInts(attrs.getInts("axes")) +
+           " of shape " + formatShape(x->shape) +
+           " is not supported (only over the spatial axes 2 and 3)";
+  int pos = L.position(n);
+  L.finish(n,
+           L.emit(OpKind::AvgPool, {x},
+                  {Scalar::integer(x->shape[2]), Scalar::integer(x->shape[3]),
+                   Scalar::integer(0), Scalar::integer(0), Scalar::integer(1),
+                   Scalar::integer(1)},
+                  {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos));
+  return "";
+}
 std::string lowerAveragePool(Lowering& L, Node* n) { return lowerPool(L, n); }
 std::string lowerGlobalAveragePool(Lowering& L, Node* n) {
   return lowerPool(L, n);

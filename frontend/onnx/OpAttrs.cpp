@@ -180,6 +180,11 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {intAttr("to", 0)};
     return decls;
   }
+  case OpKind::OnnxReduceMean: {
+    // Absent axes: every axis (refused during lowering).
+    static const Decls decls = {intsAttr("axes", {}), intAttr("keepdims", 1)};
+    return decls;
+  }
   case OpKind::OnnxMatMul:
   case OpKind::OnnxGlobalAveragePool:
   case OpKind::OnnxRelu:

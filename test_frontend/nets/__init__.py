@@ -110,6 +110,8 @@ MODELS += [
          "no squeeze-and-excitation"),
         ("regnet_y_400mf", SMALL, 6, 4, True, "RegNet Y: squeeze-and-"
          "excitation (sigmoid gate, multiply)"),
+        ("mnasnet0_5", SMALL, 6, 4, True, "MNASNet: x.mean([2, 3]) "
+         "(ReduceMean) before the classifier"),
     ]
 ]
 
