@@ -220,8 +220,8 @@ nlohmann::ordered_json opsTableJson() {
                     {"intrinsic", d.intrinsic},
                     {"in_hpvm", d.facts->hpvm},
                     {"runtime_call", d.rtCall},
-                    {"tensor_args", d.tensorArgs},
-                    {"scalar_args", d.scalarArgs},
+                    {"tensor_args", d.facts->tensorArgs},
+                    {"scalar_args", d.facts->scalarArgs},
                     {"knobs", knobsFor(d.kind)}});
   nlohmann::ordered_json knobs = nlohmann::ordered_json::array();
   for (const KnobDesc& k : knobTable())

@@ -45,14 +45,14 @@ void verify(const Graph& g) {
       continue;
     }
     const HpvmOpDesc& desc = hpvmOpDesc(n.kind);
-    HPVM_ASSERT(static_cast<int>(n.inputs.size()) == desc.tensorArgs,
+    HPVM_ASSERT(static_cast<int>(n.inputs.size()) == desc.facts->tensorArgs,
                 where + ": " + std::to_string(n.inputs.size()) +
                     " tensor operands, expected " +
-                    std::to_string(desc.tensorArgs));
-    HPVM_ASSERT(static_cast<int>(n.scalars.size()) == desc.scalarArgs,
+                    std::to_string(desc.facts->tensorArgs));
+    HPVM_ASSERT(static_cast<int>(n.scalars.size()) == desc.facts->scalarArgs,
                 where + ": " + std::to_string(n.scalars.size()) +
                     " scalar operands, expected " +
-                    std::to_string(desc.scalarArgs));
+                    std::to_string(desc.facts->scalarArgs));
     HPVM_ASSERT(n.output->shape.size() == 4, where + ": output shape " +
                                                  formatShape(n.output->shape) +
                                                  " is not 4-D");

@@ -12,12 +12,13 @@ const std::vector<HpvmOpDesc>& hpvmOps() {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
                 InPlace, ReduceOver, Scalar, Hpvm)                             \
-  {OpKind::Kind,       #Kind,                                                  \
-   ConfName,           JsonType,                                               \
-   #Intrinsic,         RtCall,                                                 \
-   TensorArgs,         ScalarArgs,                                             \
-   KnobApplies::Knobs, FlopsPerElem,                                           \
-   FlopsPerReduce,     &hpvm::rt::kOpFacts[static_cast<int>(OpKind::Kind)]},
+  {OpKind::Kind,                                                               \
+   #Kind,                                                                      \
+   ConfName,                                                                   \
+   JsonType,                                                                   \
+   #Intrinsic,                                                                 \
+   RtCall,                                                                     \
+   &hpvm::rt::kOpFacts[static_cast<int>(OpKind::Kind)]},
 #include "hpvm_rt/Ops.def"
   };
   return table;
@@ -66,7 +67,7 @@ const std::vector<KnobDesc>& knobTable() {
 }
 
 std::vector<int> knobsFor(OpKind kind) {
-  KnobApplies op = hpvmOpDesc(kind).knobs;
+  KnobApplies op = hpvmOpDesc(kind).facts->knobs;
   std::vector<int> ids;
   for (const KnobDesc& knob : knobTable())
     if (hpvm::rt::knobFits(knob.applies, op))

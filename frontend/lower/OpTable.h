@@ -23,14 +23,9 @@ struct HpvmOpDesc {
   const char* confName;  ///< Op token in configuration files ("conv").
   const char* jsonType;  ///< Op type in ops.json ("convolution").
   const char* intrinsic; ///< "__hpvm__tensor_convolution".
-  const char* rtCall;  ///< Direct runtime call format ("tensorAdd({0}, {1})").
-  int tensorArgs;      ///< Number of tensor operands.
-  int scalarArgs;      ///< Number of scalar operands after them.
-  KnobApplies knobs;   ///< Which knob rows apply.
-  double flopsPerElem; ///< FLOPs per output element, independent of R.
-  double flopsPerReduce; ///< FLOPs per output element and reduction step.
-  /// The row's facts shared with the runtime (fusion role, activation,
-  /// in-place, FLOP formula).
+  const char* rtCall; ///< Direct runtime call format ("tensorAdd({0}, {1})").
+  /// The row's facts shared with the runtime (operand counts, knobs, FLOP
+  /// formula, fusion role, activation, in place).
   const hpvm::rt::OpFacts* facts;
 };
 

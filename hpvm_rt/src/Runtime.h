@@ -33,10 +33,9 @@ struct OpInfo {
   const char* jsonType; ///< "convolution"
   const char* intrinsic;
   const char* rtCall; ///< Direct-call format string (Ops.def RtCall).
-  int tensorArgs, scalarArgs;
-  KnobApplies knobs;
-  double flopsPerElem, flopsPerReduce;
-  const OpFacts* facts; ///< The row's facts shared with the exporter.
+  /// The row's facts shared with the exporter (operand counts, knobs,
+  /// FLOP formula, fusion role, activation, in place).
+  const OpFacts* facts;
 };
 const OpInfo& opInfo(HpvmOp op);
 /// Looks an op up by its configuration-file token; nullptr if unknown.

@@ -251,7 +251,7 @@ TEST_CASE("Intrinsics: every op matches the reference kernels eagerly, in a "
     const OpInfo& info = opInfo(op);
     INFO("op " << std::string(info.confName));
     OpCase c = caseFor(op);
-    REQUIRE(int(c.in.size()) == info.tensorArgs);
+    REQUIRE(int(c.in.size()) == info.facts->tensorArgs);
     std::vector<float> input0 = valuesOf(c.in[0]);
 
     // Inside a launch: the program's tensors stay untouched.

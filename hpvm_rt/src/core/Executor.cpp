@@ -222,7 +222,7 @@ std::vector<uint64_t> signatureOf(const Trace& t, api::AnyFn root) {
                   uint64_t(op.leaf) << 16);
     for (int i = 0; i < op.numIn; ++i)
       sig.push_back(static_cast<uint32_t>(op.in[i]));
-    for (int i = 0; i < opInfo(op.op).scalarArgs; ++i) {
+    for (int i = 0; i < opInfo(op.op).facts->scalarArgs; ++i) {
       uint64_t bits;
       std::memcpy(&bits, &op.scalars[i], sizeof bits);
       sig.push_back(bits);
@@ -906,9 +906,9 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   TraceOp r;
   r.op = op;
   r.leaf = leaf.leafIndex;
-  r.numIn = info.tensorArgs;
+  r.numIn = info.facts->tensorArgs;
   Shape shapes[kMaxTensorArgs];
-  for (int i = 0; i < info.tensorArgs; ++i) {
+  for (int i = 0; i < info.facts->tensorArgs; ++i) {
     auto* tensor = static_cast<Tensor*>(tensors[i]);
     if (!tensor)
       throw UserError(where() + ": tensor operand " + std::to_string(i + 1) +
@@ -931,7 +931,7 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
     r.in[i] = -it->second - 1;
     shapes[i] = t.extShapes[it->second];
   }
-  for (int i = 0; i < info.scalarArgs; ++i)
+  for (int i = 0; i < info.facts->scalarArgs; ++i)
     r.scalars[i] = scalars[i];
   r.out = inferShape(op, shapes, r.scalars, api, leaf.name);
   size_t index = t.ops.size();

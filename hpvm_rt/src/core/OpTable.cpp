@@ -20,11 +20,6 @@ const OpInfo kOps[] = {
    JsonType,                                                                   \
    HPVM_STR(Intrinsic),                                                        \
    RtCall,                                                                     \
-   TensorArgs,                                                                 \
-   ScalarArgs,                                                                 \
-   KnobApplies::Knobs,                                                         \
-   FlopsPerElem,                                                               \
-   FlopsPerReduce,                                                             \
    &kOpFacts[static_cast<int>(HpvmOp::Kind)]},
 #include "hpvm_rt/Ops.def"
 };
@@ -68,7 +63,7 @@ const KnobInfo* knobById(int id) {
 }
 
 bool knobAppliesTo(const KnobInfo& knob, HpvmOp op) {
-  return knobFits(knob.applies, opInfo(op).knobs);
+  return knobFits(knob.applies, opInfo(op).facts->knobs);
 }
 
 } // namespace hpvm::rt

@@ -199,7 +199,7 @@ void* eagerOp(HpvmOp op, const char* api, void* const* tensors,
   const OpInfo& info = opInfo(op);
   Tensor* in[kMaxTensorArgs] = {};
   Shape shapes[kMaxTensorArgs];
-  for (int i = 0; i < info.tensorArgs; ++i) {
+  for (int i = 0; i < info.facts->tensorArgs; ++i) {
     if (!tensors[i])
       throw UserError(std::string(api) + ": tensor operand " +
                       std::to_string(i + 1) + " is NULL");
