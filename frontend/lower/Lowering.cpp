@@ -362,19 +362,23 @@ std::string lowerDense(Lowering& L, Node* n) {
   return "";
 }
 
+/// The mean of N x C x H x W activation \p x over its spatial axes, for
+/// node \p n: a pool_mean whose window is the whole image.
+Value* emitGlobalMean(Lowering& L, const Node* n, Value* x, int& pos) {
+  return L.emit(OpKind::AvgPool, {x},
+                {Scalar::integer(x->shape[2]), Scalar::integer(x->shape[3]),
+                 Scalar::integer(0), Scalar::integer(0), Scalar::integer(1),
+                 Scalar::integer(1)},
+                {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos);
+}
+
 std::string lowerPool(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input"); !r.empty())
     return r;
   int pos = L.position(n);
   if (n->kind == OpKind::OnnxGlobalAveragePool) {
-    int64_t H = x->shape[2], W = x->shape[3];
-    Value* out =
-        L.emit(OpKind::AvgPool, {x},
-               {Scalar::integer(H), Scalar::integer(W), Scalar::integer(0),
-                Scalar::integer(0), Scalar::integer(1), Scalar::integer(1)},
-               {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos);
-    L.finish(n, out);
+    L.finish(n, emitGlobalMean(L, n, x, pos));
     return "";
   }
   OpAttrs attrs(*n, L.g.source.opset);
@@ -660,12 +664,7 @@ std::string lowerReduceMean(Lowering& L, Node* n) {
            " of shape " + formatShape(x->shape) +
            " is not supported (only over the spatial axes 2 and 3)";
   int pos = L.position(n);
-  L.finish(n,
-           L.emit(OpKind::AvgPool, {x},
-                  {Scalar::integer(x->shape[2]), Scalar::integer(x->shape[3]),
-                   Scalar::integer(0), Scalar::integer(0), Scalar::integer(1),
-                   Scalar::integer(1)},
-                  {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos));
+  L.finish(n, emitGlobalMean(L, n, x, pos));
   return "";
 }
 std::string lowerAveragePool(Lowering& L, Node* n) { return lowerPool(L, n); }
