@@ -76,12 +76,10 @@ struct BlockedConv {
   /// tensor (u8 or s8, NHWC), `weights` the filter quantized
   /// per output channel (OIHW s8, from `BlockedConv::weights`, which
   /// identifies it in the filter cache); the 32-bit sums are rescaled to
-  /// fp32 by outScales[k] = input scale * weight scale k (scalesKey names
-  /// them).
+  /// fp32 by outScales[k] = input scale * weight scale k.
   struct Int8 {
     const int8_t* weights = nullptr;
     std::vector<float> outScales;
-    uint64_t scalesKey = 0;
   } int8;
   /// Returns the dense nChw16c N x K x Ho x Wo output buffer; called once,
   /// only when the convolution runs.

@@ -362,7 +362,8 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   if (bc.int8.weights) {
     nm.in = bc.x.get_desc().data_type();
     nm.outScales = &bc.int8.outScales;
-    nm.scalesKey = bc.int8.scalesKey;
+    nm.scalesKey = contentHash(nm.outScales->data(),
+                               static_cast<int64_t>(nm.outScales->size()));
   }
   const bool int8 = nm.int8();
   const int64_t esize = nm.esize();

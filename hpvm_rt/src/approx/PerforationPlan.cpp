@@ -18,8 +18,31 @@ using dnnl::memory;
 
 std::atomic<uint64_t> blockedRunCounter{0};
 
-/// A 64-bit hash of n floats' bits, read in 64 fixed chunks in parallel
-/// (several times cheaper than reordering them: read-only, vectorised).
+/// Reordered filters, keyed by their layout, their view of the caller's
+/// data and a hash of that data (so a filter rewritten in place, or freed
+/// and its address reused, is never served stale). Least recently used
+/// entries go beyond kFilterCacheBytes.
+constexpr size_t kFilterCacheBytes = size_t(256) << 20;
+struct FilterEntry {
+  memory::desc view, want;
+  uint64_t hash;
+  memory mem;
+  uint64_t lastUse;
+};
+std::mutex filterMutex;
+std::vector<FilterEntry>& filterCache() {
+  static std::vector<FilterEntry> cache;
+  return cache;
+}
+
+} // namespace
+
+uint64_t blockedRuns() { return blockedRunCounter; }
+
+namespace detail {
+
+// A 64-bit hash of n floats' bits, read in 64 fixed chunks in parallel
+// (several times cheaper than reordering them: read-only, vectorised).
 uint64_t contentHash(const float* data, int64_t n) {
   constexpr int kChunks = 64, kLanes = 16;
   uint64_t chunkHash[kChunks];
@@ -54,29 +77,6 @@ uint64_t contentHash(const float* data, int64_t n) {
     h = (h ^ chunkHash[c]) * 0x100000001b3ull;
   return h;
 }
-
-/// Reordered filters, keyed by their layout, their view of the caller's
-/// data and a hash of that data (so a filter rewritten in place, or freed
-/// and its address reused, is never served stale). Least recently used
-/// entries go beyond kFilterCacheBytes.
-constexpr size_t kFilterCacheBytes = size_t(256) << 20;
-struct FilterEntry {
-  memory::desc view, want;
-  uint64_t hash;
-  memory mem;
-  uint64_t lastUse;
-};
-std::mutex filterMutex;
-std::vector<FilterEntry>& filterCache() {
-  static std::vector<FilterEntry> cache;
-  return cache;
-}
-
-} // namespace
-
-uint64_t blockedRuns() { return blockedRunCounter; }
-
-namespace detail {
 
 using dnnl::memory;
 

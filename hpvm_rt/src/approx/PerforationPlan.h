@@ -93,6 +93,10 @@ const float* blockedInput(const BlockedConv& bc,
                           const dnnl::memory::desc& dense,
                           ScratchPool::Lease& lease, dnnl::stream& strm);
 
+/// A 64-bit hash of n floats' bits (a filter's contents, a layer's output
+/// scales), read in parallel.
+uint64_t contentHash(const float* data, int64_t n);
+
 /// Counts one convolution computed by a blocked engine (blockedRuns()).
 void countBlockedRun();
 

@@ -227,18 +227,18 @@ struct SampledGemm {
 std::mutex gemmMutex;
 
 /// The cached matmul for m rows of `type` operands (weights bf16 or s8),
-/// output scales `scales` (one: common; K: per output channel) named by
-/// scalesKey.
+/// output scales `scales` (one: common; K: per output channel).
 const SampledGemm& sampledGemm(int64_t m, int64_t r, int64_t k, dt type,
-                               const std::vector<float>& scales,
-                               uint64_t scalesKey) {
+                               const std::vector<float>& scales) {
   static std::map<std::vector<int64_t>, SampledGemm> cache;
-  const std::vector<int64_t> key{m,
-                                 r,
-                                 k,
-                                 static_cast<int64_t>(type),
-                                 static_cast<int64_t>(scalesKey),
-                                 omp_get_max_threads()};
+  const std::vector<int64_t> key{
+      m,
+      r,
+      k,
+      static_cast<int64_t>(type),
+      static_cast<int64_t>(
+          contentHash(scales.data(), static_cast<int64_t>(scales.size()))),
+      omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(gemmMutex);
   auto it = cache.find(key);
   if (it != cache.end())
@@ -263,17 +263,6 @@ const SampledGemm& sampledGemm(int64_t m, int64_t r, int64_t k, dt type,
     sg.ok = false;
   }
   return cache.emplace(key, std::move(sg)).first->second;
-}
-
-/// FNV-1a over the bits of v.
-uint64_t floatsKey(const std::vector<float>& v) {
-  uint64_t h = 1469598103934665603ull;
-  for (float f : v) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
 }
 
 } // namespace
@@ -312,11 +301,10 @@ bool convSampledBlocked(const BlockedConv& bc) {
   const SampledGemm* full = nullptr;
   const SampledGemm* tail = nullptr;
   if (!f32) {
-    const uint64_t sk = floatsKey(outScales);
-    full = &sampledGemm(chunk * perImage, t.r, g.k, type, outScales, sk);
-    tail = g.n % chunk ? &sampledGemm(g.n % chunk * perImage, t.r, g.k, type,
-                                      outScales, sk)
-                       : full;
+    full = &sampledGemm(chunk * perImage, t.r, g.k, type, outScales);
+    tail = g.n % chunk
+               ? &sampledGemm(g.n % chunk * perImage, t.r, g.k, type, outScales)
+               : full;
     if (!full->ok || !tail->ok)
       return false;
   }

@@ -773,6 +773,27 @@ const TensorImpl::Derived& int8Unfolded(const Tensor* w, int64_t groups) {
                    perK, perK, 1);
 }
 
+/// w quantized per output channel (int8Unfolded) and dequantized to fp32:
+/// the filter the fp32 engines compute int8 knobs with where the int8
+/// engines do not apply. Cached on w.
+const float* dequantizedWeights(const Tensor* w, int64_t groups) {
+  TensorImpl& impl = implOf(w);
+  const std::string key = "int8-dequantized";
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return static_cast<const float*>(found->weights.get_data_handle());
+  const TensorImpl::Derived& plain = int8Unfolded(w, groups);
+  const int8_t* q = static_cast<const int8_t*>(plain.weights.get_data_handle());
+  const int64_t n = numElems(w), perK = n / dims4(w)[0];
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{n}, dt::f32, tag::x}, engine());
+  float* out = static_cast<float*>(d.weights.get_data_handle());
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = float(q[i]) * plain.scales[size_t(i / perK)];
+  storeDerived(impl, std::move(d), &plain);
+  return out;
+}
+
 /// The plain int8 weights \p plain reordered into the primitive's layout
 /// \p want (which may carry oneDNN's signed-source compensation), cached on
 /// w next to them.
@@ -832,10 +853,10 @@ const float* roundedWeights(const Tensor* w, Precision p) {
 /// bias and batch norm on each row (head), then oneDNN's vectorised
 /// activation (as in the exact convolution) over each chunk of finished
 /// images while it is in cache, then residual, act2 and rounding (tail).
-class BlockedTanhPostOps final : public approx::BlockedEpilogue {
+class BlockedEltwisePostOps final : public approx::BlockedEpilogue {
 public:
-  BlockedTanhPostOps(const PostOps& post, int64_t N, int64_t K, int64_t Ho,
-                     int64_t Wo, Precision roundOutput)
+  BlockedEltwisePostOps(const PostOps& post, int64_t N, int64_t K, int64_t Ho,
+                        int64_t Wo, Precision roundOutput)
       : head_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Head,
               /*blocked=*/true),
         tail_(post, N, K, Ho * Wo, roundOutput, HostPostOps::Part::Tail,
@@ -880,11 +901,12 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
   const Precision outRound =
       knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
-  // The post-ops: in the output pass, except a tanh (see BlockedTanhPostOps).
+  // The post-ops: in the output pass, except a tanh or sigmoid (see
+  // BlockedEltwisePostOps).
   std::optional<HostPostOps> epi;
-  std::optional<BlockedTanhPostOps> tanhEpi;
+  std::optional<BlockedEltwisePostOps> eltwiseEpi;
   if (isTranscendental(post.act))
-    tanhEpi.emplace(post, N, K, yd[2], yd[3], outRound);
+    eltwiseEpi.emplace(post, N, K, yd[2], yd[3], outRound);
   else
     epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
                 /*blocked=*/true);
@@ -917,14 +939,8 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     const auto& plain = int8Unfolded(w, a.groups);
     int8Filter = plain.weights;
     bc.int8.weights = static_cast<const int8_t*>(int8Filter.get_data_handle());
-    uint64_t h = 1469598103934665603ull;
-    for (float s : plain.scales) {
+    for (float s : plain.scales)
       bc.int8.outScales.push_back(aq.scale * s);
-      uint32_t bits;
-      std::memcpy(&bits, &bc.int8.outScales.back(), sizeof bits);
-      h = (h ^ bits) * 1099511628211ull;
-    }
-    bc.int8.scalesKey = h;
   }
   bc.k = wd[0];
   bc.kh = wd[2];
@@ -938,15 +954,15 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     if (post.residual) {
       residual = memoryAs(post.residual, yDesc);
       const float* r = static_cast<const float*>(residual.get_data_handle());
-      if (tanhEpi)
-        tanhEpi->setBlockedResidual(r);
+      if (eltwiseEpi)
+        eltwiseEpi->setBlockedResidual(r);
       else
         epi->setBlockedResidual(r);
     }
     return static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
   };
-  if (tanhEpi)
-    bc.epilogue = &*tanhEpi;
+  if (eltwiseEpi)
+    bc.epilogue = &*eltwiseEpi;
   else if (!epi->empty())
     bc.epilogue = &*epi;
   const bool ran =
@@ -964,7 +980,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
                 const Dims4& xd, const Dims4& wd, const Dims4& yd) {
   const float* xp = hostData(x);
   const float* wp = hostData(w);
-  static thread_local std::vector<float> xq, wq;
+  static thread_local std::vector<float> xq;
   if (knob.precision == Precision::INT8) {
     // int8 where the blocked engine does not apply: the same quantized
     // operands, dequantized, through the fp32 engine (32-bit sums become
@@ -978,15 +994,8 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i)
       xqp[i] = std::clamp(std::nearbyint(xp[i] * inv), lo, hi) * aq.scale;
-    const auto& plain = int8Unfolded(w, a.groups);
-    const int8_t* q =
-        static_cast<const int8_t*>(plain.weights.get_data_handle());
-    const int64_t perK = numElems(w) / wd[0];
-    wq.resize(static_cast<size_t>(numElems(w)));
-    for (int64_t i = 0; i < numElems(w); ++i)
-      wq[i] = float(q[i]) * plain.scales[size_t(i / perK)];
     xp = xq.data();
-    wp = wq.data();
+    wp = dequantizedWeights(w, a.groups);
   } else if (knob.precision != Precision::FP32) {
     // Reduced precision: the operands are rounded first (unless they
     // already are), the input into a buffer kept across calls (no
@@ -1001,17 +1010,17 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
     wp = roundedWeights(w, knob.precision);
   }
   // The post-ops run inside the approximate convolution's output pass;
-  // FP16 variants round the result there too. A tanh (scalar std::tanh
-  // would cost more than the convolution) runs afterwards as oneDNN's
-  // vectorised eltwise over the whole output, as in the exact
-  // convolution, and the steps after it in one more pass.
+  // FP16 variants round the result there too. A tanh or sigmoid (scalar
+  // std::tanh / std::exp would cost more than the convolution) runs
+  // afterwards as oneDNN's vectorised eltwise over the whole output, as in
+  // the exact convolution, and the steps after it in one more pass.
   const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
   const Precision outRound =
       knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
-  const bool tanhAfter = isTranscendental(post.act);
+  const bool eltwiseAfter = isTranscendental(post.act);
   using Part = HostPostOps::Part;
   const HostPostOps epi(post, N, K, HW, outRound,
-                        tanhAfter ? Part::Head : Part::All);
+                        eltwiseAfter ? Part::Head : Part::All);
   const approx::Epilogue* ep = epi.empty() ? nullptr : &epi;
   allocHost(y);
   float* yp = y->impl->host;
@@ -1021,7 +1030,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
   else
     approx::convPerforated(xp, xd[0], xd[1], xd[2], xd[3], wp, wd[0], wd[2],
                            wd[3], a, knob, yp, ep);
-  if (tanhAfter) {
+  if (eltwiseAfter) {
     dnnl::memory all({{N * K * HW}, dt::f32, tag::x}, engine(), yp);
     eltwise(all, all, post.act, 0.f, 0.f);
     const HostPostOps tail(post, N, K, HW, outRound, Part::Tail);
@@ -1653,6 +1662,18 @@ void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
   roundResult(knob.precision, y);
 }
 
+/// b's host values as the second operand \p dims (N x C x 1 x 1, N 1 or
+/// a's) of a binary op on a (whose source is \p src0): such values are the
+/// same bytes in nChw16c as in NCHW when C fills whole blocks, and matching
+/// a's blocked layout selects oneDNN's vectorised kernel instead of its
+/// reference one.
+dnnl::memory spatialBroadcast(const Tensor* b, const dims& d, const Tensor* a,
+                              const dnnl::memory& src0) {
+  const bool blocked16 = d[1] % 16 == 0 && src0.get_desc() != nchwDesc(a);
+  return dnnl::memory({d, dt::f32, blocked16 ? tag::nChw16c : tag::nchw},
+                      engine(), const_cast<float*>(hostData(b)));
+}
+
 } // namespace
 
 void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
@@ -1670,13 +1691,7 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   // layout as a (reordered if it differs).
   dnnl::memory src1;
   if (perChannel) {
-    // C values: 1xCx1x1 in nChw16c is the same bytes as in NCHW when C
-    // fills whole blocks, and matching src0's blocked layout selects
-    // oneDNN's vectorised kernel instead of its reference one.
-    const bool blocked16 = C % 16 == 0 && src0.get_desc() != nchwDesc(a);
-    src1 = dnnl::memory(
-        {{1, C, 1, 1}, dt::f32, blocked16 ? tag::nChw16c : tag::nchw}, engine(),
-        const_cast<float*>(hostData(b)));
+    src1 = spatialBroadcast(b, {1, C, 1, 1}, a, src0);
   } else if (dims4(b) == ad) {
     src1 = memoryAs(b, src0.get_desc());
   } else {
@@ -1702,13 +1717,7 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   } else {
     HPVM_ASSERT(bd[2] == 1 && bd[3] == 1,
                 "multiply broadcasts only over 1 x 1 spatial extents");
-    // N x C x 1 x 1 values are the same bytes in nChw16c as in NCHW when C
-    // fills whole blocks; matching a's blocked layout selects oneDNN's
-    // vectorised kernel.
-    const bool blocked16 = bd[1] % 16 == 0 && src0.get_desc() != nchwDesc(a);
-    src1 = dnnl::memory(
-        {{bd[0], bd[1], 1, 1}, dt::f32, blocked16 ? tag::nChw16c : tag::nchw},
-        engine(), const_cast<float*>(hostData(b)));
+    src1 = spatialBroadcast(b, {bd[0], bd[1], 1, 1}, a, src0);
   }
   runBinary(dnnl::algorithm::binary_mul, a, src0, src1, act, lo, hi, knob, y);
 }
