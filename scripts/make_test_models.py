@@ -160,9 +160,23 @@ def op_fixtures():
                                 weights("w", [3, 72], 12)])
     view = flatten_view("view_", "input", "f") + [
         node("Gemm", ["f", "w"], ["y"], "fc", transB=1)]
-    for op in ("Shape", "Gather", "Unsqueeze", "Concat"):
+    for op in ("Shape", "Gather", "Unsqueeze"):
         save(op + ".onnxtxt", view, [X], io("y", [1, 3]),
              [weights("w", [3, 72], 13)])
+    # A fire module (SqueezeNet) joined with its input along the channels,
+    # then the flattening view, whose shape Concat folds away.
+    save("Concat.onnxtxt",
+         [node("Conv", ["input", "w1"], ["a"], "expand1x1",
+               kernel_shape=[1, 1]),
+          node("Relu", ["a"], ["ar"], "relu1"),
+          node("Conv", ["input", "w3"], ["b"], "expand3x3",
+               kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          node("Concat", ["input", "ar", "b"], ["c"], "join", axis=1)]
+         + flatten_view("view_", "c", "f")
+         + [node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
+         [X], io("y", [1, 3]),
+         [weights("w1", [3, 2, 1, 1], 18), weights("w3", [1, 2, 3, 3], 19),
+          weights("w", [3, 216], 13)])
     save("Squeeze.onnxtxt",
          [node("Shape", ["input"], ["s"], "shape"),
           node("Gather", ["s", "idx"], ["n"], "gather", axis=0),

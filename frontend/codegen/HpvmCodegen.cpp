@@ -124,6 +124,13 @@ TemplateData programContext(const ProgramLayout& layout,
       operands.push_back(s);
       direct.push_back(s);
     }
+    if (desc.facts->variadic) {
+      // The count first; RtCall's {0} is the whole list.
+      std::string count = str(static_cast<int64_t>(tensors.size()));
+      operands.insert(operands.begin(), count);
+      direct.insert(direct.begin(), count);
+      direct = {join(direct)};
+    }
     n.set("params", join(params));
     n.set("numTensors", str(static_cast<int64_t>(tensors.size())));
     n.set("tensors", join(tensors));

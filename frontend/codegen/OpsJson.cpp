@@ -221,6 +221,7 @@ nlohmann::ordered_json opsTableJson() {
                     {"in_hpvm", d.facts->hpvm},
                     {"runtime_call", d.rtCall},
                     {"tensor_args", d.facts->tensorArgs},
+                    {"variadic", d.facts->variadic},
                     {"scalar_args", d.facts->scalarArgs},
                     {"knobs", knobsFor(d.kind)}});
   nlohmann::ordered_json knobs = nlohmann::ordered_json::array();

@@ -102,10 +102,10 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
     nl.func = nl.var + "_node";
     nl.jsonName = std::string(desc.jsonType) + "_" + std::to_string(n);
     nl.origin = describeOrigins(node.origins);
-    HPVM_ASSERT(
-        static_cast<int>(node.inputs.size()) == desc.facts->tensorArgs &&
-            static_cast<int>(node.scalars.size()) == desc.facts->scalarArgs,
-        "node arity differs from Ops.def");
+    HPVM_ASSERT(arityFits(*desc.facts, static_cast<int>(node.inputs.size())) &&
+                    static_cast<int>(node.scalars.size()) ==
+                        desc.facts->scalarArgs,
+                "node arity differs from Ops.def");
     for (const Value* v : node.inputs) {
       OperandLayout op;
       op.value = v;

@@ -45,10 +45,12 @@ void verify(const Graph& g) {
       continue;
     }
     const HpvmOpDesc& desc = hpvmOpDesc(n.kind);
-    HPVM_ASSERT(static_cast<int>(n.inputs.size()) == desc.facts->tensorArgs,
+    HPVM_ASSERT(arityFits(*desc.facts, static_cast<int>(n.inputs.size())),
                 where + ": " + std::to_string(n.inputs.size()) +
                     " tensor operands, expected " +
-                    std::to_string(desc.facts->tensorArgs));
+                    (desc.facts->variadic
+                         ? "1 to " + std::to_string(kMaxTensorArgs)
+                         : std::to_string(desc.facts->tensorArgs)));
     HPVM_ASSERT(static_cast<int>(n.scalars.size()) == desc.facts->scalarArgs,
                 where + ": " + std::to_string(n.scalars.size()) +
                     " scalar operands, expected " +

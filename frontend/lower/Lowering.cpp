@@ -701,8 +701,72 @@ std::string lowerShape(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerGather(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerUnsqueeze(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerSqueeze(Lowering&, Node* n) { return notFolded(n); }
-std::string lowerConcat(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
+
+/// Concatenation of activations along the channels (axis 1 of N x C x H x W
+/// or of N x K; constant inputs were folded, or are refused): one concat
+/// of up to kMaxTensorArgs parts, a tree of them beyond; a single input is
+/// the input itself.
+std::string lowerConcat(Lowering& L, Node* n) {
+  const std::vector<int64_t>& onnx = n->output->shape;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return "concatenating tensors of shape " + formatShape(onnx) +
+           " is not supported (only 4-D N x C x H x W or 2-D N x K)";
+  OpAttrs attrs(*n, L.g.source.opset);
+  int64_t rank = static_cast<int64_t>(onnx.size());
+  int64_t axis = attrs.getInt("axis");
+  if (axis < -rank || axis >= rank)
+    return "axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(rank);
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis != 1)
+    return "concatenation along axis " + std::to_string(axis) + " of shape " +
+           formatShape(onnx) +
+           " is not supported (only along the channels, "
+           "axis 1)";
+  std::vector<Value*> parts;
+  for (size_t i = 0; i < n->inputs.size(); ++i) {
+    Value* v = n->inputs[i];
+    std::string role = "input " + std::to_string(i + 1);
+    if (auto r = needActivation(v, role.c_str(), true); !r.empty())
+      return r;
+    parts.push_back(v);
+  }
+  if (parts.empty())
+    return "Concat needs at least one input";
+  if (parts.size() == 1) {
+    L.g.replaceAllUses(n->output, parts[0]);
+    L.g.eraseNode(n);
+    return "";
+  }
+  int pos = L.position(n);
+  // Groups of at most kMaxTensorArgs parts, concatenated level by level.
+  for (int level = 0; parts.size() > 1; ++level) {
+    std::vector<Value*> next;
+    for (size_t b = 0; b < parts.size(); b += kMaxTensorArgs) {
+      size_t e = std::min(parts.size(), b + size_t(kMaxTensorArgs));
+      if (e - b == 1) {
+        next.push_back(parts[b]);
+        continue;
+      }
+      std::vector<Value*> group(parts.begin() + b, parts.begin() + e);
+      std::vector<int64_t> shape = form4d(group[0]->shape);
+      shape[1] = 0;
+      for (Value* v : group)
+        shape[1] += form4d(v->shape)[1];
+      bool last = e - b == parts.size();
+      std::string name = last ? n->output->name
+                              : n->output->name + "_part" +
+                                    std::to_string(level) + "_" +
+                                    std::to_string(b / kMaxTensorArgs);
+      next.push_back(
+          L.emit(OpKind::Concat, std::move(group), {}, shape, name, *n, pos));
+    }
+    parts = std::move(next);
+  }
+  L.finish(n, parts[0]);
+  return "";
+}
 
 /// Lowers ONNX-level node \p n into HPVM ops with its row's function;
 /// returns why it cannot be, or why the passes left a node of a kind they

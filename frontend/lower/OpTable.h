@@ -14,6 +14,7 @@
 namespace hpvm::fe {
 
 /// Which knob rows apply to an op (Ops.def "Applies"/"Knobs" column).
+using hpvm::rt::kMaxTensorArgs;
 using hpvm::rt::KnobApplies;
 
 /// One HPVM_OP row.

@@ -95,6 +95,8 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 #define HPVM_RT_TENSORS_1 void*
 #define HPVM_RT_TENSORS_2 void*, void*
 #define HPVM_RT_TENSORS_5 void*, void*, void*, void*, void*
+// A variadic op: the count, then that many tensors.
+#define HPVM_RT_TENSORS_N int, ...
 #define HPVM_RT_SCALARS_0(T)
 #define HPVM_RT_SCALARS_1(T) , T
 #define HPVM_RT_SCALARS_2(T) , T, T
@@ -113,6 +115,7 @@ extern "C" {
 #undef HPVM_RT_TENSORS_1
 #undef HPVM_RT_TENSORS_2
 #undef HPVM_RT_TENSORS_5
+#undef HPVM_RT_TENSORS_N
 #undef HPVM_RT_SCALARS_0
 #undef HPVM_RT_SCALARS_1
 #undef HPVM_RT_SCALARS_2

@@ -112,6 +112,12 @@ MODELS += [
          "excitation (sigmoid gate, multiply)"),
         ("mnasnet0_5", SMALL, 6, 4, True, "MNASNet: x.mean([2, 3]) "
          "(ReduceMean) before the classifier"),
+        ("squeezenet1_1", SMALL, 6, 4, True, "SqueezeNet: fire modules "
+         "(Concat of two expand convs)"),
+        ("squeezenet1_1", IMAGENET, 3, 2, False, "SqueezeNet: fire modules"),
+        ("densenet121", SMALL, 6, 4, True, "DenseNet: dense blocks (Concat "
+         "of up to 25 activations)"),
+        ("densenet121", IMAGENET, 3, 2, False, "DenseNet: dense blocks"),
     ]
 ]
 

@@ -121,11 +121,7 @@ TEST_CASE("Codegen: every fixture model renders to compiling programs") {
     std::unique_ptr<Graph> g = loadModel(model, {});
     lowerToHpvm(*g);
     ProgramLayout layout = layoutProgram(*g, model);
-    // The tensor target once (it shares the layout); HPVM-C for every model.
-    std::vector<Target> targets = {Target::HpvmTensor};
-    if (model == models.front())
-      targets.push_back(Target::Tensor);
-    for (Target target : targets) {
+    for (Target target : {Target::HpvmTensor, Target::Tensor}) {
       CodegenOptions opts = testCodegenOptions(target);
       opts.modelPath = model;
       std::string src = dir + "/" +

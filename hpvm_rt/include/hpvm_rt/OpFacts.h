@@ -29,10 +29,17 @@ enum class ReduceOver : uint8_t {
   Window,  ///< KH * KW: the first two scalars.
 };
 
+/// Most tensor operands of one op call (a variadic op's limit; the
+/// exporter splits a longer ONNX Concat into a tree of concats).
+inline constexpr int kMaxTensorArgs = 64;
+
 /// The facts of one HPVM_OP row that both sides compute with.
 struct OpFacts {
   const char* kind; ///< "Conv": the row's Kind.
+  /// Tensor operands; a variadic op (TensorArgs N) takes 1 to
+  /// kMaxTensorArgs and has tensorArgs 0.
   int tensorArgs, scalarArgs;
+  bool variadic;
   KnobApplies knobs;
   double flopsPerElem, flopsPerReduce;
   FuseRole fuse;
@@ -42,17 +49,58 @@ struct OpFacts {
   bool hpvm; ///< HPVM has the intrinsic (else: an hpvm_rt extension).
 };
 
+// TensorArgs as a count (N, variadic: 0) and as the variadic flag.
+#define HPVM_RT_ARGC_1 1
+#define HPVM_RT_ARGC_2 2
+#define HPVM_RT_ARGC_5 5
+#define HPVM_RT_ARGC_N 0
+#define HPVM_RT_VARIADIC_1 false
+#define HPVM_RT_VARIADIC_2 false
+#define HPVM_RT_VARIADIC_5 false
+#define HPVM_RT_VARIADIC_N true
+
 /// One OpFacts per HPVM_OP row, in table order.
 inline constexpr OpFacts kOpFacts[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act_,   \
                 InPlace, Reduce, Scalar, Hpvm)                                 \
-  {#Kind,        TensorArgs,         ScalarArgs,     KnobApplies::Knobs,       \
-   FlopsPerElem, FlopsPerReduce,     FuseRole::Fuse, Act::Act_,                \
-   InPlace != 0, ReduceOver::Reduce, Hpvm != 0},
+  {#Kind,                                                                      \
+   HPVM_RT_ARGC_##TensorArgs,                                                  \
+   ScalarArgs,                                                                 \
+   HPVM_RT_VARIADIC_##TensorArgs,                                              \
+   KnobApplies::Knobs,                                                         \
+   FlopsPerElem,                                                               \
+   FlopsPerReduce,                                                             \
+   FuseRole::Fuse,                                                             \
+   Act::Act_,                                                                  \
+   InPlace != 0,                                                               \
+   ReduceOver::Reduce,                                                         \
+   Hpvm != 0},
 #include "hpvm_rt/Ops.def"
 };
+
+#undef HPVM_RT_ARGC_1
+#undef HPVM_RT_ARGC_2
+#undef HPVM_RT_ARGC_5
+#undef HPVM_RT_ARGC_N
+#undef HPVM_RT_VARIADIC_1
+#undef HPVM_RT_VARIADIC_2
+#undef HPVM_RT_VARIADIC_5
+#undef HPVM_RT_VARIADIC_N
+
+// A variadic op's intrinsic has no room for scalars after its tensors.
+static_assert([] {
+  for (const OpFacts& f : kOpFacts)
+    if (f.variadic && f.scalarArgs != 0)
+      return false;
+  return true;
+}());
 inline constexpr int kNumOpFacts = sizeof(kOpFacts) / sizeof(kOpFacts[0]);
+
+/// True if an op with facts \p f may take \p n tensor operands.
+constexpr bool arityFits(const OpFacts& f, int n) {
+  return f.variadic ? n >= 1 && n <= kMaxTensorArgs : n == f.tensorArgs;
+}
 
 /// True if a knob row with \p knob applies to an op whose Knobs column is
 /// \p op: KnobAll knobs fit every op, KnobDense knobs conv, group_conv and

@@ -37,29 +37,30 @@ void deleteTensor(Tensor* t);
 
 // --- Ops --------------------------------------------------------------------
 
-/// Maximum operands of any op (Ops.def TensorArgs / ScalarArgs).
-constexpr int kMaxTensorArgs = 5;
+/// Maximum scalar operands of any op (Ops.def ScalarArgs); tensor
+/// operands: kMaxTensorArgs (OpFacts.h).
 constexpr int kMaxScalarArgs = 6;
 
 /// Entry point of every intrinsic and direct call: inside a launch records
 /// the op and returns its symbolic result; outside computes it eagerly.
-/// \p api names the called function for messages.
-void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
+/// \p api names the called function for messages; \p numTensors is the
+/// op's TensorArgs, or a variadic op's count (checked here).
+void* tensorOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
                const double* scalars);
 
-/// The output shape of \p op on operands of shapes \p in with \p scalars;
-/// throws UserError for shape errors, naming \p api and, inside a
-/// launch, the node function \p node (else null).
-Shape inferShape(HpvmOp op, const Shape* in, const double* scalars,
+/// The output shape of \p op on \p numIn operands of shapes \p in with
+/// \p scalars; throws UserError for shape errors, naming \p api and,
+/// inside a launch, the node function \p node (else null).
+Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* scalars,
                  const char* api, const std::string* node);
 
 /// FLOPs of one call (Ops.def FlopsPerElem/FlopsPerReduce).
 double opFlops(HpvmOp op, const Shape* in, const Shape& out,
                const double* scalars);
 
-/// Runs one op exactly (FP32) on real tensors into \p out (eager mode and
-/// the executor's unfused ops).
-void runSingleOp(HpvmOp op, Tensor* const* in, const double* scalars,
+/// Runs one op exactly (FP32) on \p numIn real tensors into \p out (eager
+/// mode and the executor's unfused ops).
+void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* scalars,
                  const KnobSpec& knob, Tensor* out);
 
 /// Convolution geometry of a Conv/GroupConv op's scalar operands.

@@ -682,6 +682,7 @@ void buildSchedule(Plan& p) {
       break;
     case HpvmOp::MaxPool:
     case HpvmOp::AvgPool:
+    case HpvmOp::Concat:
       break;
     }
     g.last = g.members.back();
@@ -816,6 +817,13 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   case HpvmOp::AvgPool:
     runPool(in(g.x), poolArgs(g.kind, first.scalars), g.knob, out);
     return;
+  case HpvmOp::Concat: {
+    Tensor* parts[kMaxTensorArgs];
+    for (int k = 0; k < first.numIn; ++k)
+      parts[k] = in(first.in[k]);
+    runConcat(parts, first.numIn, g.knob, out);
+    return;
+  }
   }
 }
 
@@ -886,7 +894,7 @@ void traceBegin(api::AnyFn root, const std::string& rootName) {
 
 void traceAbort() { S().trace.clear(); }
 
-void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
+void* traceOp(LeafContext& leaf, HpvmOp op, const char* api, int numTensors,
               void* const* tensors, const double* scalars) {
   ExecState& st = S();
   Trace& t = st.trace;
@@ -906,9 +914,9 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   TraceOp r;
   r.op = op;
   r.leaf = leaf.leafIndex;
-  r.numIn = info.facts->tensorArgs;
+  r.numIn = numTensors;
   Shape shapes[kMaxTensorArgs];
-  for (int i = 0; i < info.facts->tensorArgs; ++i) {
+  for (int i = 0; i < numTensors; ++i) {
     auto* tensor = static_cast<Tensor*>(tensors[i]);
     if (!tensor)
       throw UserError(where() + ": tensor operand " + std::to_string(i + 1) +
@@ -933,7 +941,7 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
   }
   for (int i = 0; i < info.facts->scalarArgs; ++i)
     r.scalars[i] = scalars[i];
-  r.out = inferShape(op, shapes, r.scalars, api, leaf.name);
+  r.out = inferShape(op, shapes, numTensors, r.scalars, api, leaf.name);
   size_t index = t.ops.size();
   t.ops.push_back(r);
   return symTensor(index, r.out);
@@ -997,11 +1005,18 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
   t.clear();
 }
 
-void* tensorOp(HpvmOp op, const char* api, void* const* tensors,
+void* tensorOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
                const double* scalars) {
-  if (LeafContext* leaf = currentLeafContext())
-    return traceOp(*leaf, op, api, tensors, scalars);
-  return eagerOp(op, api, tensors, scalars);
+  LeafContext* leaf = currentLeafContext();
+  if (opInfo(op).facts->variadic &&
+      (numTensors < 1 || numTensors > kMaxTensorArgs))
+    throw UserError((leaf ? "node " + *leaf->name + ": " : std::string()) +
+                    api + ": " + std::to_string(numTensors) +
+                    " tensor operands (need 1 to " +
+                    std::to_string(kMaxTensorArgs) + ")");
+  if (leaf)
+    return traceOp(*leaf, op, api, numTensors, tensors, scalars);
+  return eagerOp(op, api, numTensors, tensors, scalars);
 }
 
 // --- Runtime.h hooks --------------------------------------------------------

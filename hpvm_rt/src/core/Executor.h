@@ -28,7 +28,7 @@ LeafContext* currentLeafContext();
 /// Starts tracing a launch of the graph rooted at \p root.
 void traceBegin(api::AnyFn root, const std::string& rootName);
 /// Records one op of the current leaf and returns its symbolic result.
-void* traceOp(LeafContext& leaf, HpvmOp op, const char* api,
+void* traceOp(LeafContext& leaf, HpvmOp op, const char* api, int numTensors,
               void* const* tensors, const double* scalars);
 /// Ends the trace: plans (or reuses the cached plan), executes it, and
 /// replaces symbolic tensors in \p rootOutputs by the computed ones.
@@ -41,7 +41,7 @@ void traceAbort();
 int64_t plansBuilt();
 
 /// Evaluates an op eagerly (outside a launch), HPVM's in-place semantics.
-void* eagerOp(HpvmOp op, const char* api, void* const* tensors,
+void* eagerOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
               const double* scalars);
 
 } // namespace hpvm::rt

@@ -9,6 +9,7 @@
 #include "tensor_runtime.h"
 
 #include <cmath>
+#include <cstdarg>
 
 namespace hpvm::rt {
 
@@ -63,8 +64,8 @@ bool isInPlace(HpvmOp op) { return opInfo(op).facts->inPlace; }
 
 } // namespace
 
-Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
-                 const std::string* node) {
+Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
+                 const char* api, const std::string* node) {
   auto where = [&] {
     return node ? "node " + *node + ": " + api : std::string(api);
   };
@@ -144,6 +145,20 @@ Shape inferShape(HpvmOp op, const Shape* in, const double* s, const char* api,
   case HpvmOp::Sigmoid:
   case HpvmOp::Softmax:
     return x;
+  case HpvmOp::Concat: {
+    Shape out = x;
+    for (int i = 1; i < numIn; ++i) {
+      const Shape& y = in[i];
+      if (y[0] != x[0] || y[2] != x[2] || y[3] != x[3])
+        throw UserError(where() + ": cannot concatenate " + shapeText(y) +
+                        " (operand " + std::to_string(i + 1) + ") to " +
+                        shapeText(x) +
+                        " along the channels (need the same batch, height "
+                        "and width)");
+      out[1] += y[1];
+    }
+    return out;
+  }
   }
   return x;
 }
@@ -154,7 +169,7 @@ double opFlops(HpvmOp op, const Shape* in, const Shape& out, const double* s) {
                    f.tensorArgs > 1 ? in[1].data() : nullptr, s);
 }
 
-void runSingleOp(HpvmOp op, Tensor* const* in, const double* s,
+void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
                  const KnobSpec& knob, Tensor* out) {
   switch (op) {
   case HpvmOp::Conv:
@@ -189,27 +204,36 @@ void runSingleOp(HpvmOp op, Tensor* const* in, const double* s,
   case HpvmOp::AvgPool:
     runPool(in[0], poolArgs(op, s), knob, out);
     return;
+  case HpvmOp::Concat:
+    runConcat(in, numIn, knob, out);
+    return;
   }
 }
 
 /// Eager execution (outside a launch): HPVM's semantics, in-place ops
 /// write into their first operand and return it.
-void* eagerOp(HpvmOp op, const char* api, void* const* tensors,
+void* eagerOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
               const double* scalars) {
-  const OpInfo& info = opInfo(op);
   Tensor* in[kMaxTensorArgs] = {};
   Shape shapes[kMaxTensorArgs];
-  for (int i = 0; i < info.facts->tensorArgs; ++i) {
+  for (int i = 0; i < numTensors; ++i) {
     if (!tensors[i])
       throw UserError(std::string(api) + ": tensor operand " +
                       std::to_string(i + 1) + " is NULL");
     in[i] = static_cast<Tensor*>(tensors[i]);
     shapes[i] = shapeOf(in[i]);
   }
-  Shape outShape = inferShape(op, shapes, scalars, api, nullptr);
+  Shape outShape = inferShape(op, shapes, numTensors, scalars, api, nullptr);
   Tensor* out = isInPlace(op) ? in[0] : newTensor(outShape, 4, true);
-  runSingleOp(op, in, scalars, exactKnob(), out);
+  runSingleOp(op, in, numTensors, scalars, exactKnob(), out);
   return out;
+}
+
+/// tensorOp for HPVM's direct calls, whose operand count is their array's.
+template <size_t N>
+void* directOp(HpvmOp op, const char* api, void* const (&tensors)[N],
+               const double* scalars) {
+  return tensorOp(op, api, static_cast<int>(N), tensors, scalars);
 }
 
 } // namespace hpvm::rt
@@ -218,12 +242,31 @@ using hpvm::rt::HpvmOp;
 
 // --- Intrinsics, expanded from Ops.def --------------------------------------
 
+// Parameters of an intrinsic with TensorArgs tensors, and the statements
+// that gather them into `tensors[numTensors]`.
 #define HPVM_RT_TPARAMS_1 void* t0
 #define HPVM_RT_TPARAMS_2 void *t0, void *t1
 #define HPVM_RT_TPARAMS_5 void *t0, void *t1, void *t2, void *t3, void *t4
-#define HPVM_RT_TLIST_1 t0
-#define HPVM_RT_TLIST_2 t0, t1
-#define HPVM_RT_TLIST_5 t0, t1, t2, t3, t4
+#define HPVM_RT_TPARAMS_N int n, ...
+#define HPVM_RT_TGATHER_1                                                      \
+  void* const tensors[] = {t0};                                                \
+  const int numTensors = 1;
+#define HPVM_RT_TGATHER_2                                                      \
+  void* const tensors[] = {t0, t1};                                            \
+  const int numTensors = 2;
+#define HPVM_RT_TGATHER_5                                                      \
+  void* const tensors[] = {t0, t1, t2, t3, t4};                                \
+  const int numTensors = 5;
+#define HPVM_RT_TGATHER_N                                                      \
+  void* tensors[hpvm::rt::kMaxTensorArgs] = {};                                \
+  const int numTensors = n;                                                    \
+  {                                                                            \
+    va_list ap;                                                                \
+    va_start(ap, n);                                                           \
+    for (int i = 0; i < n && i < hpvm::rt::kMaxTensorArgs; ++i)                \
+      tensors[i] = va_arg(ap, void*);                                          \
+    va_end(ap);                                                                \
+  }
 #define HPVM_RT_SPARAMS_0(T)
 #define HPVM_RT_SPARAMS_1(T) , T s0
 #define HPVM_RT_SPARAMS_2(T) , T s0, T s1
@@ -242,9 +285,10 @@ extern "C" {
                 InPlace, ReduceOver, Scalar, Hpvm)                             \
   void* Intrinsic(                                                             \
       HPVM_RT_TPARAMS_##TensorArgs HPVM_RT_SPARAMS_##ScalarArgs(Scalar)) {     \
-    void* const tensors[] = {HPVM_RT_TLIST_##TensorArgs};                      \
-    const double scalars[] = {HPVM_RT_SLIST_##ScalarArgs};                     \
-    return hpvm::rt::tensorOp(HpvmOp::Kind, #Intrinsic, tensors, scalars);     \
+    HPVM_RT_TGATHER_##TensorArgs const double scalars[] = {                    \
+        HPVM_RT_SLIST_##ScalarArgs};                                           \
+    return hpvm::rt::tensorOp(HpvmOp::Kind, #Intrinsic, numTensors, tensors,   \
+                              scalars);                                        \
   }
 #include "hpvm_rt/Ops.def"
 
@@ -257,7 +301,7 @@ void* tensorConvolution(void* input, void* filter, int vertical_pad,
   const double scalars[] = {double(vertical_pad),    double(horizontal_pad),
                             double(vertical_stride), double(horizontal_stride),
                             double(conv_mode),       double(conv_groups)};
-  return hpvm::rt::tensorOp(conv_groups > 1 ? HpvmOp::GroupConv : HpvmOp::Conv,
+  return hpvm::rt::directOp(conv_groups > 1 ? HpvmOp::GroupConv : HpvmOp::Conv,
                             "tensorConvolution", tensors, scalars);
 }
 
@@ -273,7 +317,7 @@ void* tensorPooling(void* input, int poolFunction, int window_height,
   const double scalars[] = {double(window_height),   double(window_width),
                             double(vertical_pad),    double(horizontal_pad),
                             double(vertical_stride), double(horizontal_stride)};
-  return hpvm::rt::tensorOp(poolFunction == 0 ? HpvmOp::MaxPool
+  return hpvm::rt::directOp(poolFunction == 0 ? HpvmOp::MaxPool
                                               : HpvmOp::AvgPool,
                             "tensorPooling", tensors, scalars);
 }
@@ -281,51 +325,51 @@ void* tensorPooling(void* input, int poolFunction, int window_height,
 void* tensorGemmGPU(void* lhs, void* rhs) {
   void* const tensors[] = {lhs, rhs};
   const double scalars[] = {0.0};
-  return hpvm::rt::tensorOp(HpvmOp::Mul, "tensorGemmGPU", tensors, scalars);
+  return hpvm::rt::directOp(HpvmOp::Mul, "tensorGemmGPU", tensors, scalars);
 }
 
 void* tensorGemmCPU(void* lhs, void* rhs) {
   void* const tensors[] = {lhs, rhs};
   const double scalars[] = {0.0};
-  return hpvm::rt::tensorOp(HpvmOp::Mul, "tensorGemmCPU", tensors, scalars);
+  return hpvm::rt::directOp(HpvmOp::Mul, "tensorGemmCPU", tensors, scalars);
 }
 
 void* tensorAdd(void* x, void* bias) {
   void* const tensors[] = {x, bias};
   const double scalars[] = {0.0};
-  return hpvm::rt::tensorOp(HpvmOp::Add, "tensorAdd", tensors, scalars);
+  return hpvm::rt::directOp(HpvmOp::Add, "tensorAdd", tensors, scalars);
 }
 
 void* tensorRelu(void* x) {
   void* const tensors[] = {x};
   const double scalars[] = {0.0};
-  return hpvm::rt::tensorOp(HpvmOp::Relu, "tensorRelu", tensors, scalars);
+  return hpvm::rt::directOp(HpvmOp::Relu, "tensorRelu", tensors, scalars);
 }
 
 void* tensorRelu2(void* x, float min, float max) {
   void* const tensors[] = {x};
   const double scalars[] = {double(min), double(max)};
-  return hpvm::rt::tensorOp(HpvmOp::ClippedRelu, "tensorRelu2", tensors,
+  return hpvm::rt::directOp(HpvmOp::ClippedRelu, "tensorRelu2", tensors,
                             scalars);
 }
 
 void* tensorTanh(void* x) {
   void* const tensors[] = {x};
   const double scalars[] = {0.0};
-  return hpvm::rt::tensorOp(HpvmOp::Tanh, "tensorTanh", tensors, scalars);
+  return hpvm::rt::directOp(HpvmOp::Tanh, "tensorTanh", tensors, scalars);
 }
 
 void* tensorSoftmax(void* x) {
   void* const tensors[] = {x};
   const double scalars[] = {0.0};
-  return hpvm::rt::tensorOp(HpvmOp::Softmax, "tensorSoftmax", tensors, scalars);
+  return hpvm::rt::directOp(HpvmOp::Softmax, "tensorSoftmax", tensors, scalars);
 }
 
 void* tensorBatchNorm(void* x, void* scale, void* bias, void* mean,
                       void* variance, double epsilon) {
   void* const tensors[] = {x, scale, bias, mean, variance};
   const double scalars[] = {epsilon};
-  return hpvm::rt::tensorOp(HpvmOp::BatchNorm, "tensorBatchNorm", tensors,
+  return hpvm::rt::directOp(HpvmOp::BatchNorm, "tensorBatchNorm", tensors,
                             scalars);
 }
 

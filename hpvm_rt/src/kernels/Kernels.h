@@ -149,6 +149,9 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
             Tensor* y);
 /// y = softmax over dim 1 of x viewed as N x (C*H*W) (y may be x).
 void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
+/// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
+/// along the channels; y is a tensor of its own.
+void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y);
 
 // --- Threads ----------------------------------------------------------------
 
@@ -179,6 +182,9 @@ void act(const float* x, int64_t n, Act act, float lo, float hi, float* y);
 void multiply(const float* a, const int64_t* aDims, const float* b,
               const int64_t* bDims, float* y);
 void softmax(const float* x, int64_t N, int64_t D, float* y);
+/// y = parts[0..n) along dim 1; part i is N x channels[i] x HW.
+void concat(const float* const* parts, const int64_t* channels, int n,
+            int64_t N, int64_t HW, float* y);
 } // namespace ref
 
 // --- Approximate convolution (issue #4), NCHW float32 -----------------------

@@ -1722,6 +1722,72 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   runBinary(dnnl::algorithm::binary_mul, a, src0, src1, act, lo, hi, knob, y);
 }
 
+// --- Concatenation ----------------------------------------------------------
+
+void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 yd = dims4(y);
+  std::vector<dnnl::memory> src(static_cast<size_t>(n));
+  int64_t channels = 0;
+  for (int i = 0; i < n; ++i) {
+    const Dims4 d = dims4(parts[i]);
+    HPVM_ASSERT(d[0] == yd[0] && d[2] == yd[2] && d[3] == yd[3] &&
+                    parts[i] != y,
+                fmt::format("concat part {} is {}, the result {}", i,
+                            dimsStr(parts[i]), dimsStr(y)));
+    channels += d[1];
+    src[i] = currentMemory(parts[i]);
+  }
+  HPVM_ASSERT(channels == yd[1], "concat channels do not add up");
+  // The parts' common layout when they share one oneDNN copies well
+  // (blocked by 16 channels with whole blocks, or channel-last); else
+  // plain NCHW, reordering the parts that are not.
+  tag layout = tag::nchw;
+  for (tag t : {tag::nChw16c, tag::nhwc}) {
+    bool all = true;
+    for (int i = 0; i < n && all; ++i) {
+      const Dims4 d = dims4(parts[i]);
+      all = (t != tag::nChw16c || d[1] % 16 == 0) &&
+            src[i].get_desc() ==
+                dnnl::memory::desc({d[0], d[1], d[2], d[3]}, dt::f32, t);
+    }
+    if (all) {
+      layout = t;
+      break;
+    }
+  }
+  std::vector<dnnl::memory::desc> descs;
+  std::string key = "concat";
+  for (int i = 0; i < n; ++i) {
+    const Dims4 d = dims4(parts[i]);
+    dnnl::memory::desc want({d[0], d[1], d[2], d[3]}, dt::f32, layout);
+    if (src[i].get_desc() != want)
+      src[i] = memoryAs(parts[i], want);
+    descs.push_back(want);
+    key += "|" + descKey(want);
+  }
+  const dnnl::memory::desc dstDesc({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
+                                   layout);
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::concat::primitive_desc pd(dstDesc, 1, descs, engine());
+    return Prim{dnnl::concat(pd), {}, {}, pd.dst_desc()};
+  });
+  dnnl::memory dst = outputMemory(y, dstDesc);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, dst}};
+  for (int i = 0; i < n; ++i)
+    args.emplace(DNNL_ARG_MULTIPLE_SRC + i, src[i]);
+  p.prim.execute(stream(), args);
+  stream().wait();
+  // Values already rounded to the knob's precision stay rounded.
+  bool rounded = true;
+  for (int i = 0; i < n; ++i)
+    rounded = rounded && alreadyRounded(parts[i], knob.precision);
+  if (rounded)
+    implOf(y).roundedTo = knob.precision;
+  else
+    roundResult(knob.precision, y);
+}
+
 // --- Ranges -----------------------------------------------------------------
 
 void extendRange(const float* data, int64_t n, float& lo, float& hi) {

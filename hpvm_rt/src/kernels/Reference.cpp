@@ -190,4 +190,19 @@ void softmax(const float* x, int64_t N, int64_t D, float* y) {
   }
 }
 
+void concat(const float* const* parts, const int64_t* channels, int n,
+            int64_t N, int64_t HW, float* y) {
+  int64_t C = 0;
+  for (int i = 0; i < n; ++i)
+    C += channels[i];
+  for (int64_t b = 0; b < N; ++b) {
+    int64_t c0 = 0;
+    for (int i = 0; i < n; ++i) {
+      std::copy_n(parts[i] + b * channels[i] * HW, channels[i] * HW,
+                  y + (b * C + c0) * HW);
+      c0 += channels[i];
+    }
+  }
+}
+
 } // namespace hpvm::rt::ref
