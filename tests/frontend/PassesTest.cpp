@@ -282,3 +282,36 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
                       "remove-identities", "eliminate-dead-nodes", "fold-pads",
                       "alias-reshapes", "lower", "eliminate-dead-nodes"});
 }
+
+TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
+          "concats; a one-input Concat disappears") {
+  std::string inputs;
+  for (int i = 0; i < 70; ++i)
+    inputs += "input: 'r' ";
+  std::unique_ptr<Graph> g = loadText(
+      model("node { input: 'input' output: 'r' name: 'relu' op_type: 'Relu' }"
+            " node { " +
+                inputs +
+                "output: 'c' name: 'join' op_type: 'Concat' attribute { "
+                "name: 'axis' i: 1 type: INT } }"
+                " node { input: 'c' output: 'y' name: 'alone' op_type: "
+                "'Concat' attribute { name: 'axis' i: -3 type: INT } }",
+            "y", "1,140,6,6"));
+  lowerToHpvm(*g);
+  auto parts = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i)
+      s += std::string(i ? ", " : "") + "%1: 1x2x6x6";
+    return s;
+  };
+  CHECK(dumpIr(*g) ==
+        "%1 = Relu(%input: 1x2x6x6) -> 1x2x6x6  # relu\n"
+        "%2 = Concat(" +
+            parts(64) +
+            ") -> 1x128x6x6  # join\n"
+            "%3 = Concat(" +
+            parts(6) +
+            ") -> 1x12x6x6  # join\n"
+            "%4 = Concat(%2: 1x128x6x6, %3: 1x12x6x6) -> 1x140x6x6  # join\n"
+            "return %4: 1x140x6x6\n");
+}
