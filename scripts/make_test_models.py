@@ -92,14 +92,21 @@ def op_fixtures():
           node("MatMul", ["f", "w"], ["y"], "matmul")],
          [X], io("y", [1, 5]), [weights("w", [72, 5], 5)])
     # Pooling.
+    # HPVM's pool_max, then GoogLeNet's ceil_mode pool (pool_max_pads).
     save("MaxPool.onnxtxt",
-         [node("MaxPool", ["input"], ["y"], "pool", kernel_shape=[2, 2],
-               strides=[2, 2])],
-         [X], io("y", [1, 2, 3, 3]))
+         [node("MaxPool", ["input"], ["p"], "pool", kernel_shape=[2, 2],
+               strides=[2, 2]),
+          node("MaxPool", ["p"], ["y"], "ceil", kernel_shape=[2, 2],
+               strides=[2, 2], ceil_mode=1)],
+         [X], io("y", [1, 2, 2, 2]))
+    # HPVM's pool_mean, then a mean over the input only (pool_mean_pads).
     save("AveragePool.onnxtxt",
-         [node("AveragePool", ["input"], ["y"], "pool", kernel_shape=[3, 3],
-               strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1)],
-         [X], io("y", [1, 2, 6, 6]))
+         [node("AveragePool", ["input"], ["p"], "pool", kernel_shape=[3, 3],
+               strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
+          node("AveragePool", ["p"], ["y"], "exclude_pad",
+               kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+               count_include_pad=0)],
+         [X], io("y", [1, 2, 3, 3]))
     save("GlobalAveragePool.onnxtxt",
          [node("GlobalAveragePool", ["input"], ["y"], "gap")],
          [X], io("y", [1, 2, 1, 1]))
@@ -299,13 +306,14 @@ def errors():
           node("Relu", ["f"], ["y"], "relu")],
          [X], io("y", [1, 72]), [ints("shape", [1, -1])])
     save("errors/pool_geometry.onnxtxt",
-         [node("MaxPool", ["input"], ["a"], "ceil", kernel_shape=[3, 3],
-               strides=[2, 2], ceil_mode=1),
-          node("AveragePool", ["a"], ["b"], "exclude_pad", kernel_shape=[3, 3],
-               pads=[1, 1, 1, 1], count_include_pad=0),
+         [node("AveragePool", ["input"], ["a"], "ceil", kernel_shape=[3, 3],
+               strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+               count_include_pad=1),
+          node("AveragePool", ["a"], ["b"], "asymmetric_mean",
+               kernel_shape=[2, 2], pads=[0, 0, 1, 1], count_include_pad=1),
           node("Conv", ["b", "w"], ["y"], "asymmetric", kernel_shape=[2, 2],
                pads=[0, 0, 1, 1])],
-         [X], io("y", [1, 2, 3, 3]), [weights("w", [2, 2, 2, 2], 42)])
+         [X], io("y", [1, 2, 4, 4]), [weights("w", [2, 2, 2, 2], 42)])
     save("errors/pad_before_maxpool.onnxtxt",
          [node("Pad", ["input", "pads"], ["p"], "pad"),
           node("MaxPool", ["p"], ["y"], "pool", kernel_shape=[2, 2])],

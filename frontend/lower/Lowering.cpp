@@ -119,13 +119,19 @@ struct Axis {
   int64_t in = 0, kernel = 0, stride = 1, padBegin = 0, padEnd = 0;
   int64_t pad = 0; ///< Symmetric pad chosen for HPVM.
   int64_t out = 0;
+  /// The pad after the input the last window reaches into (ceil_mode's
+  /// partial window included; at most padEnd without ceil_mode).
+  int64_t padEndUsed = 0;
+  /// HPVM's symmetric pad computes the same windows (see resolveAxis).
+  bool symmetric = true;
+  /// ceil_mode's last window reaches past the end padding.
+  bool overhang = false;
 };
 
-/// Computes pads (explicit or auto_pad) and output size of \p axis and picks
-/// HPVM's symmetric pad. Asymmetric pads are accepted when the symmetric pad
-/// padBegin computes exactly the same outputs: the output count is the same,
-/// windows start at o*stride - padBegin in both, and every extra position
-/// either side reads is padding (zeros) in both.
+/// Computes pads (explicit or auto_pad) and output size of \p axis and
+/// whether HPVM's symmetric pad padBegin computes the same outputs: the
+/// output count is the same, windows start at o*stride - padBegin in both,
+/// and every extra position either side reads is padding in both.
 std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
                         const char* axisName) {
   if (autoPad == "VALID") {
@@ -142,28 +148,30 @@ std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
     return std::string("the window (") + std::to_string(a.kernel) +
            ") is larger than the padded input " + axisName + " (" +
            std::to_string(a.in + a.padBegin + a.padEnd) + ")";
-  int64_t floorOut = span / a.stride + 1;
+  a.out = span / a.stride + 1;
   if (ceilMode) {
-    int64_t ceilOut = (span + a.stride - 1) / a.stride + 1;
-    // ONNX drops a last window that starts in the end padding.
-    if ((ceilOut - 1) * a.stride >= a.in + a.padBegin)
-      --ceilOut;
-    if (ceilOut != floorOut)
-      return std::string("ceil_mode=1 changes the output ") + axisName + " (" +
-             std::to_string(ceilOut) + " instead of " +
-             std::to_string(floorOut) + "); only floor rounding is supported";
+    a.out = (span + a.stride - 1) / a.stride + 1;
+    // A last window that would start in the end padding is dropped (ONNX,
+    // PyTorch).
+    if ((a.out - 1) * a.stride >= a.in + a.padBegin)
+      --a.out;
   }
-  a.out = floorOut;
+  int64_t reach = (a.out - 1) * a.stride + a.kernel - a.in - a.padBegin;
+  a.padEndUsed = std::max<int64_t>(reach, 0);
+  a.overhang = reach > a.padEnd;
   a.pad = a.padBegin;
-  if (a.padBegin != a.padEnd) {
-    int64_t symmetric = (a.in + 2 * a.padBegin - a.kernel);
-    if (symmetric < 0 || symmetric / a.stride + 1 != floorOut)
-      return std::string("asymmetric pads (") + axisName + " " +
-             std::to_string(a.padBegin) + " before, " +
-             std::to_string(a.padEnd) +
-             " after) cannot be expressed with HPVM's symmetric padding";
-  }
+  int64_t symmetric = a.in + 2 * a.padBegin - a.kernel;
+  a.symmetric =
+      (a.padBegin == a.padEnd && !a.overhang) ||
+      (symmetric >= 0 && symmetric / a.stride + 1 == a.out && !a.overhang);
   return "";
+}
+
+/// Why \p a cannot be computed with HPVM's symmetric padding.
+std::string asymmetricPads(const Axis& a, const char* axisName) {
+  return std::string("asymmetric pads (") + axisName + " " +
+         std::to_string(a.padBegin) + " before, " + std::to_string(a.padEnd) +
+         " after) cannot be expressed with HPVM's symmetric padding";
 }
 
 /// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
@@ -223,6 +231,10 @@ std::string lowerConv(Lowering& L, Node* n) {
   if (auto r = windowGeometry(attrs, x->shape, w[2], w[3], false, h, wd);
       !r.empty())
     return r;
+  if (!h.symmetric)
+    return asymmetricPads(h, "height");
+  if (!wd.symmetric)
+    return asymmetricPads(wd, "width");
   Value* bias = nullptr;
   if (n->inputs.size() > 2) {
     Value* b = n->inputs[2];
@@ -392,14 +404,41 @@ std::string lowerPool(Lowering& L, Node* n) {
       !r.empty())
     return r;
   bool avg = n->kind == OpKind::OnnxAveragePool;
-  if (avg && attrs.getInt("count_include_pad") == 0 &&
-      (h.padBegin || h.padEnd || w.padBegin || w.padEnd))
-    return "count_include_pad=0 with padding is not supported (the average "
-           "always divides by the full window)";
-  Value* out = L.emit(avg ? OpKind::AvgPool : OpKind::MaxPool, {x},
-                      {Scalar::integer(kernel[0]), Scalar::integer(kernel[1]),
-                       Scalar::integer(h.pad), Scalar::integer(w.pad),
-                       Scalar::integer(h.stride), Scalar::integer(w.stride)},
+  bool padded = h.padBegin || h.padEnd || w.padBegin || w.padEnd;
+  bool overhang = h.overhang || w.overhang;
+  bool symmetric = h.symmetric && w.symmetric;
+  // HPVM's pools where they compute the same; else the extension ops with
+  // pads of their own. A mean over a partial window counts what the
+  // padding covers (count_include_pad=1) or not (0): HPVM's pool_mean
+  // counts the whole window, pool_mean_pads only the input; a mean with no
+  // padding and no partial window is the same in all three.
+  OpKind kind;
+  if (!avg) {
+    kind = symmetric ? OpKind::MaxPool : OpKind::MaxPoolPads;
+  } else if (attrs.getInt("count_include_pad") != 0) {
+    if (symmetric)
+      kind = OpKind::AvgPool;
+    else if (!padded)
+      kind = OpKind::AvgPoolPads;
+    else
+      return std::string(overhang ? "ceil_mode=1" : "asymmetric padding") +
+             " with padding counted in the mean (count_include_pad=1) is not "
+             "supported (pads " +
+             formatInts(attrs.getInts("pads")) +
+             "): only symmetric pads, or ceil_mode with no padding";
+  } else {
+    kind = padded || overhang ? OpKind::AvgPoolPads : OpKind::AvgPool;
+  }
+  std::vector<Scalar> scalars = {
+      Scalar::integer(kernel[0]), Scalar::integer(kernel[1]),
+      Scalar::integer(h.padBegin), Scalar::integer(w.padBegin)};
+  if (kind == OpKind::MaxPoolPads || kind == OpKind::AvgPoolPads) {
+    scalars.push_back(Scalar::integer(h.padEndUsed));
+    scalars.push_back(Scalar::integer(w.padEndUsed));
+  }
+  scalars.push_back(Scalar::integer(h.stride));
+  scalars.push_back(Scalar::integer(w.stride));
+  Value* out = L.emit(kind, {x}, std::move(scalars),
                       {x->shape[0], x->shape[1], h.out, w.out}, n->output->name,
                       *n, pos);
   L.finish(n, out);

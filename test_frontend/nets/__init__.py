@@ -118,6 +118,9 @@ MODELS += [
         ("densenet121", SMALL, 6, 4, True, "DenseNet: dense blocks (Concat "
          "of up to 25 activations)"),
         ("densenet121", IMAGENET, 3, 2, False, "DenseNet: dense blocks"),
+        ("googlenet", SMALL, 6, 4, True, "GoogLeNet: inception blocks "
+         "(Concat), MaxPool ceil_mode=1 (pool_max_pads)"),
+        ("googlenet", IMAGENET, 3, 2, False, "GoogLeNet: inception blocks"),
     ]
 ]
 

@@ -90,11 +90,14 @@ TEST_CASE("Frontend: window geometry HPVM cannot express is listed per node") {
   std::string path = errorFixture("pool_geometry");
   CHECK(failure(path) ==
         path + ": 3 unsupported nodes:\n"
-               "  node 'ceil' (MaxPool, #0): ceil_mode=1 changes the output "
-               "height (3 instead of 2); only floor rounding is supported\n"
-               "  node 'exclude_pad' (AveragePool, #1): count_include_pad=0 "
-               "with padding is not supported (the average always divides by "
-               "the full window)\n"
+               "  node 'ceil' (AveragePool, #0): ceil_mode=1 with padding "
+               "counted in the mean (count_include_pad=1) is not supported "
+               "(pads [1, 1, 1, 1]): only symmetric pads, or ceil_mode with "
+               "no padding\n"
+               "  node 'asymmetric_mean' (AveragePool, #1): asymmetric padding "
+               "with padding counted in the mean (count_include_pad=1) is not "
+               "supported (pads [0, 0, 1, 1]): only symmetric pads, or "
+               "ceil_mode with no padding\n"
                "  node 'asymmetric' (Conv, #2): asymmetric pads (height 0 "
                "before, 1 after) cannot be expressed with HPVM's symmetric "
                "padding");

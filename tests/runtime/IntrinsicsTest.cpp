@@ -198,6 +198,30 @@ OpCase caseFor(HpvmOp op) {
     ref::pool2d(hostOf(x), 2, 4, 7, 6, a, c.want.data());
     break;
   }
+  case HpvmOp::MaxPoolPads:
+  case HpvmOp::AvgPoolPads: { // pads 0 top, 1 left, 2 bottom, 1 right
+    bool max = op == HpvmOp::MaxPoolPads;
+    c.in = {x};
+    c.out = {2, 4, 4, 4};
+    c.intrinsic = [max](void* const* t) {
+      return max ? __hpvm_rt__tensor_pool_max_pads(t[0], 3, 2, 0, 1, 2, 1, 2, 2)
+                 : __hpvm_rt__tensor_pool_mean_pads(t[0], 3, 2, 0, 1, 2, 1, 2,
+                                                    2);
+    };
+    c.direct = c.intrinsic;
+    PoolArgs a;
+    a.kind = max ? PoolArgs::Max : PoolArgs::Avg;
+    a.kh = 3;
+    a.kw = 2;
+    a.padW = 1;
+    a.padBottom = 2;
+    a.padRight = 1;
+    a.strideH = a.strideW = 2;
+    a.excludePad = !max;
+    c.want.resize(2 * 4 * 4 * 4);
+    ref::pool2d(hostOf(x), 2, 4, 7, 6, a, c.want.data());
+    break;
+  }
   case HpvmOp::Concat: { // variadic: the count, then the parts
     void* y = randomTensor({2, 3, 7, 6}, 11, -1, 1);
     void* z = randomTensor({2, 1, 7, 6}, 12, -1, 1);
@@ -307,6 +331,11 @@ TEST_CASE("Intrinsics: shape errors name the call and the shapes") {
   CHECK(error([&] { __hpvm__tensor_pool_max(x, 9, 2, 0, 0, 1, 1); }) ==
         "__hpvm__tensor_pool_max: vertical window 9 is larger than the "
         "padded input extent 8");
+  CHECK(error([&] {
+          __hpvm_rt__tensor_pool_max_pads(x, 3, 3, 0, 0, 3, 0, 2, 2);
+        }) == "__hpvm_rt__tensor_pool_max_pads: vertical padding 0 before, 3 "
+              "after is not smaller than the window 3 (a window would see "
+              "padding only)");
   CHECK(error([&] { __hpvm__tensor_pool_mean(x, 2, 2, 0, 0, 0, 1); }) ==
         "__hpvm__tensor_pool_mean: bad vertical geometry: window 2, padding "
         "0, stride 0 (window and stride must be >= 1, padding >= 0)");

@@ -32,6 +32,8 @@ enum class ReduceOver : uint8_t {
 /// Most tensor operands of one op call (a variadic op's limit; the
 /// exporter splits a longer ONNX Concat into a tree of concats).
 inline constexpr int kMaxTensorArgs = 64;
+/// Most scalar operands of any op (Ops.def ScalarArgs).
+inline constexpr int kMaxScalarArgs = 8;
 
 /// The facts of one HPVM_OP row that both sides compute with.
 struct OpFacts {
@@ -88,10 +90,11 @@ inline constexpr OpFacts kOpFacts[] = {
 #undef HPVM_RT_VARIADIC_5
 #undef HPVM_RT_VARIADIC_N
 
-// A variadic op's intrinsic has no room for scalars after its tensors.
+// A variadic op's intrinsic has no room for scalars after its tensors;
+// the runtime's trace keeps at most kMaxScalarArgs.
 static_assert([] {
   for (const OpFacts& f : kOpFacts)
-    if (f.variadic && f.scalarArgs != 0)
+    if ((f.variadic && f.scalarArgs != 0) || f.scalarArgs > kMaxScalarArgs)
       return false;
   return true;
 }());

@@ -37,10 +37,6 @@ void deleteTensor(Tensor* t);
 
 // --- Ops --------------------------------------------------------------------
 
-/// Maximum scalar operands of any op (Ops.def ScalarArgs); tensor
-/// operands: kMaxTensorArgs (OpFacts.h).
-constexpr int kMaxScalarArgs = 6;
-
 /// Entry point of every intrinsic and direct call: inside a launch records
 /// the op and returns its symbolic result; outside computes it eagerly.
 /// \p api names the called function for messages; \p numTensors is the
@@ -65,7 +61,7 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* scalars,
 
 /// Convolution geometry of a Conv/GroupConv op's scalar operands.
 ConvArgs convArgs(HpvmOp op, const double* scalars);
-/// Pooling geometry of a MaxPool/AvgPool op's scalar operands.
+/// Pooling geometry of a pooling op's scalar operands.
 PoolArgs poolArgs(HpvmOp op, const double* scalars);
 
 /// The knob with id 11 (exact FP32).

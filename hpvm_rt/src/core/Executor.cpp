@@ -531,7 +531,8 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       continue;
     int out = g.last;
     const Group* next = readerOf(out);
-    if (next && next->kind == HpvmOp::MaxPool &&
+    if (next &&
+        (next->kind == HpvmOp::MaxPool || next->kind == HpvmOp::MaxPoolPads) &&
         next->knob.precision == Precision::FP32 && next->x == out) {
       out = next->last;
       next = readerOf(out);
@@ -682,6 +683,8 @@ void buildSchedule(Plan& p) {
       break;
     case HpvmOp::MaxPool:
     case HpvmOp::AvgPool:
+    case HpvmOp::MaxPoolPads:
+    case HpvmOp::AvgPoolPads:
     case HpvmOp::Concat:
       break;
     }
@@ -815,6 +818,8 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     return;
   case HpvmOp::MaxPool:
   case HpvmOp::AvgPool:
+  case HpvmOp::MaxPoolPads:
+  case HpvmOp::AvgPoolPads:
     runPool(in(g.x), poolArgs(g.kind, first.scalars), g.knob, out);
     return;
   case HpvmOp::Concat: {

@@ -31,33 +31,50 @@ ConvArgs convArgs(HpvmOp op, const double* s) {
 
 PoolArgs poolArgs(HpvmOp op, const double* s) {
   PoolArgs a;
-  a.kind = op == HpvmOp::MaxPool ? PoolArgs::Max : PoolArgs::Avg;
+  const bool pads = op == HpvmOp::MaxPoolPads || op == HpvmOp::AvgPoolPads;
+  a.kind = op == HpvmOp::MaxPool || op == HpvmOp::MaxPoolPads ? PoolArgs::Max
+                                                              : PoolArgs::Avg;
   a.kh = asInt(s[0]);
   a.kw = asInt(s[1]);
   a.padH = asInt(s[2]);
   a.padW = asInt(s[3]);
-  a.strideH = asInt(s[4]);
-  a.strideW = asInt(s[5]);
+  // HPVM's pools pad both ends alike and count the pads in the mean.
+  a.padBottom = pads ? asInt(s[4]) : a.padH;
+  a.padRight = pads ? asInt(s[5]) : a.padW;
+  a.strideH = asInt(s[pads ? 6 : 4]);
+  a.strideW = asInt(s[pads ? 7 : 5]);
+  a.excludePad = op == HpvmOp::AvgPoolPads;
   return a;
 }
 
 namespace {
 
-/// Output extent of a window of \p k with padding \p p and stride \p s over
-/// \p n; throws UserError if the geometry is invalid.
+/// Output extent of a window of \p k with padding \p p before and \p q
+/// after and stride \p s over \p n; throws UserError if the geometry is
+/// invalid (for a \p pool also a pad as large as the window, which would
+/// leave a window with no input).
 template <class Where>
-int64_t windowExtent(int64_t n, int64_t k, int64_t p, int64_t s,
-                     const char* axis, const Where& where) {
-  if (k < 1 || s < 1 || p < 0)
+int64_t windowExtent(int64_t n, int64_t k, int64_t p, int64_t q, int64_t s,
+                     bool pool, const char* axis, const Where& where) {
+  auto padText = [&] {
+    return p == q
+               ? std::to_string(p)
+               : std::to_string(p) + " before, " + std::to_string(q) + " after";
+  };
+  if (k < 1 || s < 1 || p < 0 || q < 0)
     throw UserError(where() + ": bad " + axis + " geometry: window " +
-                    std::to_string(k) + ", padding " + std::to_string(p) +
-                    ", stride " + std::to_string(s) +
+                    std::to_string(k) + ", padding " + padText() + ", stride " +
+                    std::to_string(s) +
                     " (window and stride must be >= 1, padding >= 0)");
-  if (n + 2 * p < k)
+  if (n + p + q < k)
     throw UserError(where() + ": " + axis + " window " + std::to_string(k) +
                     " is larger than the padded input extent " +
-                    std::to_string(n + 2 * p));
-  return 1 + (n + 2 * p - k) / s;
+                    std::to_string(n + p + q));
+  if (pool && (p >= k || q >= k))
+    throw UserError(where() + ": " + axis + " padding " + padText() +
+                    " is not smaller than the window " + std::to_string(k) +
+                    " (a window would see padding only)");
+  return 1 + (n + p + q - k) / s;
 }
 
 bool isInPlace(HpvmOp op) { return opInfo(op).facts->inPlace; }
@@ -85,8 +102,10 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
           " group(s) (need input channels = filter dim 1 x groups and "
           "filter dim 0 divisible by groups)");
     return {x[0], w[0],
-            windowExtent(x[2], w[2], a.padH, a.strideH, "vertical", where),
-            windowExtent(x[3], w[3], a.padW, a.strideW, "horizontal", where)};
+            windowExtent(x[2], w[2], a.padH, a.padH, a.strideH, false,
+                         "vertical", where),
+            windowExtent(x[3], w[3], a.padW, a.padW, a.strideW, false,
+                         "horizontal", where)};
   }
   case HpvmOp::Mul: {
     const Shape& w = in[1];
@@ -129,11 +148,15 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                         " elements (one per channel of " + shapeText(x) + ")");
     return x;
   case HpvmOp::MaxPool:
-  case HpvmOp::AvgPool: {
+  case HpvmOp::AvgPool:
+  case HpvmOp::MaxPoolPads:
+  case HpvmOp::AvgPoolPads: {
     PoolArgs a = poolArgs(op, s);
     return {x[0], x[1],
-            windowExtent(x[2], a.kh, a.padH, a.strideH, "vertical", where),
-            windowExtent(x[3], a.kw, a.padW, a.strideW, "horizontal", where)};
+            windowExtent(x[2], a.kh, a.padH, a.bottom(), a.strideH, true,
+                         "vertical", where),
+            windowExtent(x[3], a.kw, a.padW, a.right(), a.strideW, true,
+                         "horizontal", where)};
   }
   case HpvmOp::ClippedRelu:
     if (!(s[0] <= s[1]))
@@ -202,6 +225,8 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
     return;
   case HpvmOp::MaxPool:
   case HpvmOp::AvgPool:
+  case HpvmOp::MaxPoolPads:
+  case HpvmOp::AvgPoolPads:
     runPool(in[0], poolArgs(op, s), knob, out);
     return;
   case HpvmOp::Concat:
@@ -272,12 +297,16 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SPARAMS_2(T) , T s0, T s1
 #define HPVM_RT_SPARAMS_4(T) , T s0, T s1, T s2, T s3
 #define HPVM_RT_SPARAMS_6(T) , T s0, T s1, T s2, T s3, T s4, T s5
+#define HPVM_RT_SPARAMS_8(T) , T s0, T s1, T s2, T s3, T s4, T s5, T s6, T s7
 #define HPVM_RT_SLIST_0 0.0
 #define HPVM_RT_SLIST_1 double(s0)
 #define HPVM_RT_SLIST_2 double(s0), double(s1)
 #define HPVM_RT_SLIST_4 double(s0), double(s1), double(s2), double(s3)
 #define HPVM_RT_SLIST_6                                                        \
   double(s0), double(s1), double(s2), double(s3), double(s4), double(s5)
+#define HPVM_RT_SLIST_8                                                        \
+  double(s0), double(s1), double(s2), double(s3), double(s4), double(s5),      \
+      double(s6), double(s7)
 
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \

@@ -97,11 +97,17 @@ struct ConvArgs {
   int padH = 0, padW = 0, strideH = 1, strideW = 1, groups = 1;
 };
 
-/// Pooling geometry. Max ignores out-of-range positions; Avg divides by the
-/// full window area (count_include_pad, PyTorch's default).
+/// Pooling geometry: pads padH/padW before and bottom()/right() after
+/// (HPVM's pools: the same). Max ignores out-of-range positions; Avg
+/// divides by the full window area (count_include_pad, PyTorch's default),
+/// or with excludePad by the window's positions inside the input.
 struct PoolArgs {
   enum Kind : uint8_t { Max, Avg } kind = Max;
   int kh = 1, kw = 1, padH = 0, padW = 0, strideH = 1, strideW = 1;
+  int padBottom = -1, padRight = -1; ///< -1: as padH / padW.
+  bool excludePad = false;
+  int bottom() const { return padBottom < 0 ? padH : padBottom; }
+  int right() const { return padRight < 0 ? padW : padRight; }
 };
 
 // --- Storage ----------------------------------------------------------------

@@ -1485,18 +1485,20 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   HPVM_ASSERT(x != y, "pool output must not alias its input");
   Dims4 xd = dims4(x), yd = dims4(y);
   HPVM_ASSERT(a.kh >= 1 && a.kw >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
-                  a.padH >= 0 && a.padW >= 0 && xd[2] + 2 * a.padH >= a.kh &&
-                  xd[3] + 2 * a.padW >= a.kw && a.padH < a.kh && a.padW < a.kw,
+                  a.padH >= 0 && a.padW >= 0 && a.bottom() >= 0 &&
+                  a.right() >= 0 && xd[2] + a.padH + a.bottom() >= a.kh &&
+                  xd[3] + a.padW + a.right() >= a.kw && a.padH < a.kh &&
+                  a.padW < a.kw && a.bottom() < a.kh && a.right() < a.kw,
               fmt::format("bad pool arguments for x {}: window {}x{} pad "
-                          "{}x{} stride {}x{}",
-                          dimsStr(x), a.kh, a.kw, a.padH, a.padW, a.strideH,
-                          a.strideW));
-  int64_t Ho = 1 + (xd[2] + 2 * a.padH - a.kh) / a.strideH;
-  int64_t Wo = 1 + (xd[3] + 2 * a.padW - a.kw) / a.strideW;
+                          "{}x{} (after {}x{}) stride {}x{}",
+                          dimsStr(x), a.kh, a.kw, a.padH, a.padW, a.bottom(),
+                          a.right(), a.strideH, a.strideW));
+  int64_t Ho = 1 + (xd[2] + a.padH + a.bottom() - a.kh) / a.strideH;
+  int64_t Wo = 1 + (xd[3] + a.padW + a.right() - a.kw) / a.strideW;
   HPVM_ASSERT(yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == Ho && yd[3] == Wo,
               fmt::format("pool output dims wrong: x {}, y {}", dimsStr(x),
                           dimsStr(y)));
-  // oneDNN's padding for the last window: HPVM's output size may leave the
+  // oneDNN's padding for the last window: the output size may leave the
   // right/bottom pad partly unused, which oneDNN needs stated exactly.
   int64_t padBottom = (Ho - 1) * a.strideH + a.kh - xd[2] - a.padH;
   int64_t padRight = (Wo - 1) * a.strideW + a.kw - xd[3] - a.padW;
@@ -1508,13 +1510,13 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   HPVM_ASSERT(type == dt::f32 || type == dt::u8 || type == dt::bf16,
               "pool input must be f32, u8 or bf16");
   dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, type, tag::any);
-  auto alg = a.kind == PoolArgs::Max
-                 ? dnnl::algorithm::pooling_max
-                 : dnnl::algorithm::pooling_avg_include_padding;
+  auto alg = a.kind == PoolArgs::Max ? dnnl::algorithm::pooling_max
+             : a.excludePad ? dnnl::algorithm::pooling_avg_exclude_padding
+                            : dnnl::algorithm::pooling_avg_include_padding;
   std::string key =
       fmt::format("pool|{}|{}|{}x{}p{},{},{},{}s{},{}", descKey(src.get_desc()),
-                  static_cast<int>(a.kind), a.kh, a.kw, a.padH, a.padW,
-                  padBottom, padRight, a.strideH, a.strideW);
+                  static_cast<int>(alg), a.kh, a.kw, a.padH, a.padW, padBottom,
+                  padRight, a.strideH, a.strideW);
   const Prim& p = cachedPrim(key, [&] {
     dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
                                      src.get_desc(), dstAny,

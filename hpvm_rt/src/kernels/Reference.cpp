@@ -70,8 +70,8 @@ void dense(const float* x, int64_t M, int64_t K, const float* w, int64_t N,
 
 void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
             const PoolArgs& a, float* y) {
-  const int64_t Ho = 1 + (H + 2 * a.padH - a.kh) / a.strideH;
-  const int64_t Wo = 1 + (W + 2 * a.padW - a.kw) / a.strideW;
+  const int64_t Ho = 1 + (H + a.padH + a.bottom() - a.kh) / a.strideH;
+  const int64_t Wo = 1 + (W + a.padW + a.right() - a.kw) / a.strideW;
   const float area = static_cast<float>(a.kh * a.kw);
 #pragma omp parallel for schedule(static)
   // Loop over (image, channel) planes.
@@ -84,6 +84,7 @@ void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
       for (int64_t ow = 0; ow < Wo; ++ow) {
         float mx = -std::numeric_limits<float>::infinity();
         float sum = 0.f;
+        int64_t inside = 0;
         for (int64_t i = 0; i < a.kh; ++i) {
           int64_t ih = oh * a.strideH - a.padH + i;
           if (ih < 0 || ih >= H)
@@ -95,9 +96,13 @@ void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
             float v = xp[ih * W + iw];
             mx = std::max(mx, v);
             sum += v;
+            ++inside;
           }
         }
-        yp[oh * Wo + ow] = a.kind == PoolArgs::Max ? mx : sum / area;
+        yp[oh * Wo + ow] =
+            a.kind == PoolArgs::Max
+                ? mx
+                : sum / (a.excludePad ? static_cast<float>(inside) : area);
       }
   }
 }
