@@ -41,6 +41,7 @@ def _tv(name, **kwargs):
 
 MNIST, CIFAR, IMAGENET = (1, 28, 28), (3, 32, 32), (3, 224, 224)
 SMALL = (3, 64, 64)     # torchvision classifiers at a CI-sized input
+INCEPTION = (3, 96, 96)  # Inception v3's CI size (it needs at least 75x75)
 
 # ImageNet networks run 2-3 images, the others 12-20; `batch` leaves a
 # partial last batch. `ci`: part of the CI-sized set. `hpvm_ops`: one of
@@ -121,6 +122,10 @@ MODELS += [
         ("googlenet", SMALL, 6, 4, True, "GoogLeNet: inception blocks "
          "(Concat), MaxPool ceil_mode=1 (pool_max_pads)"),
         ("googlenet", IMAGENET, 3, 2, False, "GoogLeNet: inception blocks"),
+        ("inception_v3", INCEPTION, 6, 4, True, "Inception v3: factorised "
+         "inception blocks (Concat), Pad + AveragePool"),
+        ("inception_v3", (3, 299, 299), 3, 2, False, "Inception v3 at its "
+         "native 299x299"),
     ]
 ]
 
