@@ -111,6 +111,14 @@ MODELS += [
          "no squeeze-and-excitation"),
         ("regnet_y_400mf", SMALL, 6, 4, True, "RegNet Y: squeeze-and-"
          "excitation (sigmoid gate, multiply)"),
+        ("efficientnet_b0", SMALL, 6, 4, True, "EfficientNet v1: MBConv "
+         "blocks, SiLU (x * sigmoid(x)), squeeze-and-excitation"),
+        ("efficientnet_b0", IMAGENET, 3, 2, False, "EfficientNet v1: MBConv "
+         "blocks, SiLU, squeeze-and-excitation"),
+        ("efficientnet_v2_s", SMALL, 6, 4, True, "EfficientNet v2: "
+         "FusedMBConv and MBConv blocks, SiLU, squeeze-and-excitation"),
+        ("efficientnet_v2_s", IMAGENET, 3, 2, False, "EfficientNet v2: "
+         "FusedMBConv and MBConv blocks, SiLU, squeeze-and-excitation"),
         ("mnasnet0_5", SMALL, 6, 4, True, "MNASNet: x.mean([2, 3]) "
          "(ReduceMean) before the classifier"),
         ("squeezenet1_1", SMALL, 6, 4, True, "SqueezeNet: fire modules "
