@@ -150,6 +150,34 @@ def op_fixtures():
           node("Mul", ["m", "s"], ["y"], "scale")],
          [X], io("y", [1, 2, 6, 6]),
          [helper.make_tensor("s", TensorProto.FLOAT, [2, 1, 1], [0.5, 2.0])])
+    # Minus a per-channel constant, divided by a scalar; the shape
+    # arithmetic of a view folds (Sub, Div of constants).
+    save("Sub.onnxtxt",
+         [node("Sub", ["input", "m"], ["y"], "center")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("m", TensorProto.FLOAT, [2, 1, 1], [0.5, -1.0])])
+    save("Div.onnxtxt",
+         [node("Div", ["input", "d"], ["y"], "scale")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("d", TensorProto.FLOAT, [], [4.0])])
+    # ShuffleNet v2: split the channels in two (Slice), shuffle them
+    # (Reshape, Transpose, Reshape).
+    save("Slice.onnxtxt",
+         [node("Conv", ["input", "w"], ["c"], "expand", kernel_shape=[1, 1]),
+          node("Slice", ["c", "s0", "s2", "ax"], ["a"], "split_a"),
+          node("Slice", ["c", "s2", "s4", "ax"], ["b"], "split_b"),
+          node("Add", ["a", "b"], ["y"], "join")],
+         [X], io("y", [1, 2, 6, 6]),
+         [weights("w", [4, 2, 1, 1], 20), ints("s0", [0]), ints("s2", [2]),
+          ints("s4", [4]), ints("ax", [1])])
+    save("Transpose.onnxtxt",
+         [node("Conv", ["input", "w"], ["c"], "expand", kernel_shape=[1, 1]),
+          node("Reshape", ["c", "grouped"], ["g"], "group"),
+          node("Transpose", ["g"], ["t"], "swap", perm=[0, 2, 1, 3, 4]),
+          node("Reshape", ["t", "flat"], ["y"], "ungroup")],
+         [X], io("y", [1, 4, 6, 6]),
+         [weights("w", [4, 2, 1, 1], 21), ints("grouped", [1, 2, 2, 6, 6]),
+          ints("flat", [1, 4, 6, 6])])
     save("Softmax.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten"),
           node("Gemm", ["f", "w"], ["g"], "fc", transB=1),

@@ -26,6 +26,14 @@ std::string reshapeAliasBlocker(const Node& r, int64_t opset);
 /// The shape the ONNX-level Flatten/Reshape \p r produces, {} if unknown.
 std::vector<int64_t> reshapeTarget(const Node& r, int64_t opset);
 
+/// The begin, step and output extent of each axis of ONNX Slice \p n over
+/// an input of dims \p dims (ONNX's clamping rules); false if its starts,
+/// ends, axes or steps are not constants or are invalid.
+bool sliceGeometry(const Node& n, int64_t opset,
+                   const std::vector<int64_t>& dims,
+                   std::vector<int64_t>& begin, std::vector<int64_t>& step,
+                   std::vector<int64_t>& extent);
+
 /// Producer description for messages: "node 'x' (Relu)" or "the graph
 /// input".
 std::string describeProducer(const Value* v);

@@ -321,6 +321,153 @@ std::shared_ptr<const TensorData> foldCast(Node* n, OpAttrs& a) {
   }
 }
 
+/// A tensor of \p data's type and dims \p outDims whose element at each
+/// multi-index comes from \p data at the flat index \p source(index).
+template <class Source>
+std::shared_ptr<const TensorData> gatherElements(const TensorData& data,
+                                                 std::vector<int64_t> outDims,
+                                                 Source source) {
+  auto t = std::make_shared<TensorData>();
+  t->dtype = data.dtype;
+  t->dims = std::move(outDims);
+  const size_t size = elementSize(data.dtype);
+  const int64_t count = t->numElements();
+  t->bytes.resize(static_cast<size_t>(count) * size);
+  std::vector<int64_t> index(t->dims.size(), 0);
+  for (int64_t o = 0; o < count; ++o) {
+    std::memcpy(t->bytes.data() + static_cast<size_t>(o) * size,
+                data.bytes.data() + static_cast<size_t>(source(index)) * size,
+                size);
+    for (size_t d = index.size(); d-- > 0;) // next multi-index
+      if (++index[d] < t->dims[d])
+        break;
+      else
+        index[d] = 0;
+  }
+  return t;
+}
+
+/// Row-major strides of \p dims.
+std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;)
+    s[d - 1] = s[d] * dims[d];
+  return s;
+}
+
+/// Add, Sub, Mul, Div of float32 or int64 constants of one type, broadcast
+/// as NumPy does; integers divide truncating toward zero (ONNX), by zero:
+/// not folded.
+std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& a = *n->inputs[0]->constant;
+  const TensorData& b = *n->inputs[1]->constant;
+  if (a.dtype != b.dtype)
+    return nullptr;
+  const bool isFloat = a.dtype == DataType::Float;
+  if (!isFloat && a.dtype != DataType::Int64)
+    return nullptr;
+  const size_t rank = std::max(a.dims.size(), b.dims.size());
+  auto aligned = [&](const std::vector<int64_t>& d) {
+    std::vector<int64_t> out(rank - d.size(), 1);
+    out.insert(out.end(), d.begin(), d.end());
+    return out;
+  };
+  std::vector<int64_t> ad = aligned(a.dims), bd = aligned(b.dims), od(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1)
+      return nullptr;
+    od[i] = ad[i] == 1 ? bd[i] : ad[i];
+  }
+  std::vector<int64_t> as = stridesOf(ad), bs = stridesOf(bd);
+  const OpKind k = n->kind;
+  std::vector<double> fv;
+  std::vector<int64_t> iv;
+  int64_t count = 1;
+  for (int64_t d : od)
+    count *= d;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t o = 0; o < count; ++o) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      ia += (ad[d] == 1 ? 0 : index[d]) * as[d];
+      ib += (bd[d] == 1 ? 0 : index[d]) * bs[d];
+    }
+    if (isFloat) {
+      double x = a.asDouble(ia), y = b.asDouble(ib);
+      fv.push_back(k == OpKind::OnnxAdd   ? x + y
+                   : k == OpKind::OnnxSub ? x - y
+                   : k == OpKind::OnnxMul ? x * y
+                                          : x / y);
+    } else {
+      int64_t x = a.asInt(ia), y = b.asInt(ib);
+      if (k == OpKind::OnnxDiv && y == 0)
+        return nullptr;
+      iv.push_back(k == OpKind::OnnxAdd   ? x + y
+                   : k == OpKind::OnnxSub ? x - y
+                   : k == OpKind::OnnxMul ? x * y
+                                          : x / y);
+    }
+    for (size_t d = rank; d-- > 0;)
+      if (++index[d] < od[d])
+        break;
+      else
+        index[d] = 0;
+  }
+  if (!isFloat)
+    return intTensor(iv, od);
+  return floatTensor(std::vector<float>(fv.begin(), fv.end()), od);
+}
+
+/// Transpose of a constant.
+std::shared_ptr<const TensorData> foldTranspose(Node* n, OpAttrs& a) {
+  if (!n->inputs[0]->isConstant())
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  const size_t rank = data.dims.size();
+  std::vector<int64_t> perm = a.getInts("perm");
+  if (perm.empty())
+    for (size_t i = rank; i-- > 0;)
+      perm.push_back(static_cast<int64_t>(i));
+  if (perm.size() != rank)
+    return nullptr;
+  std::vector<int64_t> outDims(rank);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t p = perm[i] < 0 ? perm[i] + int64_t(rank) : perm[i];
+    if (p < 0 || p >= int64_t(rank) || seen[size_t(p)])
+      return nullptr;
+    seen[size_t(p)] = true;
+    perm[i] = p;
+    outDims[i] = data.dims[size_t(p)];
+  }
+  std::vector<int64_t> strides = stridesOf(data.dims);
+  return gatherElements(data, outDims, [&](const std::vector<int64_t>& idx) {
+    int64_t s = 0;
+    for (size_t i = 0; i < rank; ++i)
+      s += idx[i] * strides[size_t(perm[i])];
+    return s;
+  });
+}
+
+/// Slice of a constant.
+std::shared_ptr<const TensorData> foldSlice(Node* n, int64_t opset) {
+  if (!n->inputs[0]->isConstant())
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  std::vector<int64_t> begin, step, extent;
+  if (!sliceGeometry(*n, opset, data.dims, begin, step, extent))
+    return nullptr;
+  std::vector<int64_t> strides = stridesOf(data.dims);
+  return gatherElements(data, extent, [&](const std::vector<int64_t>& idx) {
+    int64_t s = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      s += (begin[i] + idx[i] * step[i]) * strides[i];
+    return s;
+  });
+}
+
 /// Reshape of a constant to a target known when compiling.
 std::shared_ptr<const TensorData> foldReshape(Node* n, int64_t opset) {
   if (!n->inputs[0]->isConstant())
@@ -358,6 +505,13 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
     return foldCast(n, a);
   if (k == OpKind::OnnxReshape)
     return foldReshape(n, opset);
+  if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
+      k == OpKind::OnnxDiv)
+    return foldArithmetic(n);
+  if (k == OpKind::OnnxTranspose)
+    return foldTranspose(n, a);
+  if (k == OpKind::OnnxSlice)
+    return foldSlice(n, opset);
   return nullptr;
 }
 
@@ -366,6 +520,66 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
 // ---------------------------------------------------------------------------
 // Shared helpers.
 // ---------------------------------------------------------------------------
+
+bool sliceGeometry(const Node& node, int64_t opset,
+                   const std::vector<int64_t>& dims,
+                   std::vector<int64_t>& begin, std::vector<int64_t>& step,
+                   std::vector<int64_t>& extent) {
+  const Node* n = &node;
+  OpAttrs a(node, opset);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset < 10) {
+    starts = a.getInts("starts");
+    ends = a.getInts("ends");
+    axes = a.getInts("axes");
+  } else {
+    for (size_t i = 1; i < n->inputs.size(); ++i)
+      if (!n->inputs[i]->isConstant() && !n->inputs[i]->name.empty())
+        return false;
+    auto input = [&](size_t i) {
+      return i < n->inputs.size() && n->inputs[i]->isConstant()
+                 ? n->inputs[i]->constant->toInts()
+                 : std::vector<int64_t>{};
+    };
+    starts = input(1);
+    ends = input(2);
+    axes = input(3);
+    steps = input(4);
+  }
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return false;
+  begin.assign(dims.size(), 0);
+  step.assign(dims.size(), 1);
+  extent = dims;
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (ax < 0 || ax >= rank || seen[size_t(ax)] || steps[i] == 0)
+      return false;
+    seen[size_t(ax)] = true;
+    const int64_t d = dims[size_t(ax)], s = steps[i];
+    if (d < 0)
+      return false;
+    auto clampIndex = [&](int64_t v) {
+      v = v < 0 ? v + d : v;
+      return s > 0 ? std::clamp<int64_t>(v, 0, d)
+                   : std::clamp<int64_t>(v, -1, d - 1);
+    };
+    int64_t b = clampIndex(starts[i]), e = clampIndex(ends[i]);
+    int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
+    begin[size_t(ax)] = b;
+    step[size_t(ax)] = s;
+    extent[size_t(ax)] = std::max<int64_t>(len, 0);
+  }
+  return true;
+}
 
 std::vector<int64_t> form4d(const std::vector<int64_t>& shape) {
   if (shape.size() == 4)
@@ -585,6 +799,133 @@ void eliminateDeadNodes(Graph& g) {
   g.pruneValues();
 }
 
+namespace {
+
+/// The output extent of a window of \p k over \p in (pads \p p and \p q,
+/// stride \p s, auto_pad \p autoPad), 0 if invalid.
+int64_t windowOut(int64_t in, int64_t k, int64_t p, int64_t q, int64_t s,
+                  const std::string& autoPad, bool ceilMode) {
+  if (s < 1 || k < 1)
+    return 0;
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")
+    return (in + s - 1) / s;
+  if (autoPad == "VALID")
+    p = q = 0;
+  int64_t span = in + p + q - k;
+  if (span < 0)
+    return 0;
+  if (!ceilMode)
+    return span / s + 1;
+  int64_t out = (span + s - 1) / s + 1;
+  return (out - 1) * s >= in + p ? out - 1 : out;
+}
+
+/// The output shape of ONNX-level node \p n from its inputs' shapes, for
+/// the operators that compute on activations; {} if unknown. ONNX's shape
+/// inference leaves these unknown where shapes were computed at run time
+/// (ShuffleNet's channel split: Slice bounds from Shape arithmetic) until
+/// folding makes them constants.
+std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
+  if (n->inputs.empty())
+    return {};
+  const std::vector<int64_t>& x = n->inputs[0]->shape;
+  for (const Value* v : n->inputs)
+    if (!v->isConstant() && v->shape.empty() && !v->name.empty())
+      return {};
+  OpAttrs a(*n, opset);
+  switch (n->kind) {
+  case OpKind::OnnxRelu:
+  case OpKind::OnnxSigmoid:
+  case OpKind::OnnxTanh:
+  case OpKind::OnnxClip:
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxBatchNormalization:
+    return x;
+  case OpKind::OnnxAdd:
+  case OpKind::OnnxSub:
+  case OpKind::OnnxMul:
+  case OpKind::OnnxDiv: {
+    if (n->inputs.size() != 2)
+      return {};
+    std::vector<int64_t> y = n->inputs[1]->isConstant()
+                                 ? n->inputs[1]->constant->dims
+                                 : n->inputs[1]->shape;
+    std::vector<int64_t> a0 =
+        n->inputs[0]->isConstant() ? n->inputs[0]->constant->dims : x;
+    size_t rank = std::max(a0.size(), y.size());
+    a0.insert(a0.begin(), rank - a0.size(), 1);
+    y.insert(y.begin(), rank - y.size(), 1);
+    for (size_t i = 0; i < rank; ++i) {
+      if (a0[i] != y[i] && a0[i] != 1 && y[i] != 1)
+        return {};
+      a0[i] = a0[i] == 1 ? y[i] : a0[i];
+    }
+    return a0;
+  }
+  case OpKind::OnnxSlice: {
+    std::vector<int64_t> begin, step, extent;
+    if (!sliceGeometry(*n, opset, x, begin, step, extent))
+      return {};
+    return extent;
+  }
+  case OpKind::OnnxConcat: {
+    int64_t rank = static_cast<int64_t>(x.size());
+    int64_t axis = a.getInt("axis");
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 0 || axis >= rank)
+      return {};
+    std::vector<int64_t> out = x;
+    out[size_t(axis)] = 0;
+    for (const Value* v : n->inputs) {
+      const std::vector<int64_t>& d =
+          v->isConstant() ? v->constant->dims : v->shape;
+      if (d.size() != x.size())
+        return {};
+      out[size_t(axis)] += d[size_t(axis)];
+    }
+    return out;
+  }
+  case OpKind::OnnxConv:
+  case OpKind::OnnxMaxPool:
+  case OpKind::OnnxAveragePool: {
+    if (x.size() != 4)
+      return {};
+    std::vector<int64_t> kernel = a.getInts("kernel_shape");
+    int64_t channels = x[1];
+    if (n->kind == OpKind::OnnxConv) {
+      if (n->inputs.size() < 2 || !n->inputs[1]->isConstant())
+        return {};
+      const std::vector<int64_t>& w = n->inputs[1]->constant->dims;
+      if (w.size() != 4)
+        return {};
+      channels = w[0];
+      if (kernel.empty())
+        kernel = {w[2], w[3]};
+    }
+    std::vector<int64_t> pads = a.getInts("pads"),
+                         strides = a.getInts("strides");
+    if (kernel.size() != 2 || pads.size() != 4 || strides.size() != 2)
+      return {};
+    bool ceil = n->kind != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
+    std::string autoPad = a.getString("auto_pad");
+    int64_t h =
+        windowOut(x[2], kernel[0], pads[0], pads[2], strides[0], autoPad, ceil);
+    int64_t w =
+        windowOut(x[3], kernel[1], pads[1], pads[3], strides[1], autoPad, ceil);
+    if (h < 1 || w < 1)
+      return {};
+    return {x[0], channels, h, w};
+  }
+  case OpKind::OnnxGlobalAveragePool:
+    return x.size() == 4 ? std::vector<int64_t>{x[0], x[1], 1, 1}
+                         : std::vector<int64_t>{};
+  default:
+    return {};
+  }
+}
+
+} // namespace
+
 void foldConstants(Graph& g) {
   for (Node* n : nodeList(g)) {
     if (auto data = evaluate(n, g.source.opset)) {
@@ -595,6 +936,8 @@ void foldConstants(Graph& g) {
       std::vector<int64_t> target = reshapeTarget(*n, g.source.opset);
       if (!target.empty())
         n->output->shape = target;
+    } else if (n->output->shape.empty()) {
+      n->output->shape = inferredShape(n, g.source.opset);
     }
   }
   g.pruneValues();
@@ -667,6 +1010,47 @@ void aliasReshapes(Graph& g) {
   g.pruneValues();
 }
 
+void fuseChannelShuffles(Graph& g) {
+  auto single = [](const Value* v) -> Node* {
+    return v->users.size() == 1 ? v->users[0] : nullptr;
+  };
+  for (Node* t : nodeList(g)) {
+    if (t->kind != OpKind::OnnxTranspose)
+      continue;
+    Node* r1 = t->inputs[0]->producer;
+    Node* r2 = single(t->output);
+    if (!r1 || !r2 || r1->kind != OpKind::OnnxReshape ||
+        r2->kind != OpKind::OnnxReshape || single(r1->output) != t ||
+        t->output == g.output || r1->output == g.output)
+      continue;
+    const std::vector<int64_t>& x = r1->inputs[0]->shape;
+    const std::vector<int64_t>& mid = r1->output->shape;
+    if (x.size() != 4 || mid.size() != 5 || r2->output->shape != x ||
+        OpAttrs(*t, g.source.opset).getInts("perm") !=
+            std::vector<int64_t>{0, 2, 1, 3, 4})
+      continue;
+    const int64_t groups = mid[1];
+    if (mid[0] != x[0] || groups < 1 || mid[1] * mid[2] != x[1] ||
+        mid[3] != x[2] || mid[4] != x[3])
+      continue;
+    std::vector<Origin> origins = r1->origins;
+    for (const Node* n : {t, r2})
+      origins.insert(origins.end(), n->origins.begin(), n->origins.end());
+    int pos = 0;
+    while (g.nodes()[static_cast<size_t>(pos)].get() != r2)
+      ++pos;
+    Value* out = g.addValue(r2->output->name, DataType::Float, x);
+    Node* shuffle = g.addNode(OpKind::ChannelShuffle, {r1->inputs[0]}, out,
+                              std::move(origins), pos);
+    shuffle->scalars = {Scalar::integer(groups)};
+    g.replaceAllUses(r2->output, out);
+    g.eraseNode(r2);
+    g.eraseNode(t);
+    g.eraseNode(r1);
+  }
+  g.pruneValues();
+}
+
 void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   auto run = [&](const char* name, void (*pass)(Graph&)) {
     pass(g);
@@ -681,6 +1065,7 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("eliminate-dead-nodes", eliminateDeadNodes);
   run("fold-pads", foldPads);
   run("alias-reshapes", aliasReshapes);
+  run("fuse-channel-shuffles", fuseChannelShuffles);
   if (g.output == g.input || g.output->isConstant())
     throw UserError(g.source.path + ": the output '" +
                     escapeName(g.output->name) + "' is " +

@@ -55,6 +55,11 @@ void foldPads(Graph& g);
 /// (N, C*H*W) right before Gemm/MatMul, or a reshape that keeps the 4-D
 /// form (N, C, H, W) of its input.
 void aliasReshapes(Graph& g);
+
+/// Turns ShuffleNet's channel shuffle, Reshape (N, C, H, W) -> (N, g, C/g,
+/// H, W), Transpose perm [0, 2, 1, 3, 4], Reshape back to (N, C, H, W),
+/// into one channel_shuffle with g groups.
+void fuseChannelShuffles(Graph& g);
 /// Turns every remaining ONNX-level node into HPVM ops (Conv and Gemm bias
 /// become a separate Add). Throws UserError listing every node that cannot
 /// be lowered.

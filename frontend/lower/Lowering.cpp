@@ -578,6 +578,84 @@ std::string lowerMul(Lowering& L, Node* n) {
   return "";
 }
 
+/// An activation minus or divided by a constant (\p op of \p n): an add of
+/// the negated, or a multiply by the reciprocal, constant; whatever else
+/// the folding left is refused.
+std::string lowerByConstant(Lowering& L, Node* n, float (*op)(float),
+                            OpKind kind, const char* doing, const char* what) {
+  if (n->inputs.size() != 2)
+    return std::string(n->origins.front().opType) + " needs two inputs";
+  Value* a = n->inputs[0];
+  Value* b = n->inputs[1];
+  if (!b->isConstant())
+    return std::string(what) + " an activation is not supported (only " +
+           "an activation " + doing + " a constant)";
+  if (auto r = needActivation(a, "input", true); !r.empty())
+    return r;
+  std::vector<float> v = b->constant->toFloats();
+  for (float& f : v)
+    f = op(f);
+  Value* negated = L.addFloats(b->name, v, b->constant->dims, -1);
+  std::vector<int64_t> x4 = form4d(a->shape);
+  Value* c = nullptr;
+  if (auto r = constantOperand(L, n, negated, x4, doing, "result", c);
+      !r.empty())
+    return r;
+  int pos = L.position(n);
+  L.finish(n, L.emit(kind, {a, c}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerSub(Lowering& L, Node* n) {
+  return lowerByConstant(
+      L, n, [](float f) { return -f; }, OpKind::Add, "minus", "subtracting");
+}
+
+std::string lowerDiv(Lowering& L, Node* n) {
+  return lowerByConstant(
+      L, n, [](float f) { return 1.0f / f; }, OpKind::Multiply, "divided by",
+      "dividing by");
+}
+
+/// A slice of the channels of an N x C x H x W activation (ShuffleNet's
+/// channel split), step 1; a slice that keeps everything is the input.
+std::string lowerSlice(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  std::vector<int64_t> begin, step, extent;
+  if (!sliceGeometry(*n, L.g.source.opset, x->shape, begin, step, extent))
+    return "starts, ends, axes and steps must be valid constants";
+  for (size_t d = 0; d < 4; ++d)
+    if (d != 1 && (begin[d] != 0 || step[d] != 1 || extent[d] != x->shape[d]))
+      return "slicing axis " + std::to_string(d) + " of shape " +
+             formatShape(x->shape) +
+             " is not supported (only the channels, axis 1)";
+  if (step[1] != 1)
+    return "slicing the channels with step " + std::to_string(step[1]) +
+           " is not supported (only step 1)";
+  if (extent[1] == 0)
+    return "the slice is empty";
+  if (extent[1] == x->shape[1]) {
+    L.g.replaceAllUses(n->output, x);
+    L.g.eraseNode(n);
+    return "";
+  }
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::ChannelSlice, {x},
+                     {Scalar::integer(begin[1]),
+                      Scalar::integer(begin[1] + extent[1])},
+                     {x->shape[0], extent[1], x->shape[2], x->shape[3]},
+                     n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerTranspose(Lowering&, Node* n) {
+  return "transposing activations is not supported (only within "
+         "ShuffleNet's channel shuffle: Reshape to (N, g, C/g, H, W), "
+         "Transpose perm [0, 2, 1, 3, 4], Reshape back)";
+}
+
 std::string lowerBatchNormalization(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input", true); !r.empty())

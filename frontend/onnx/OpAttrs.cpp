@@ -89,6 +89,8 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     return decls;
   }
   case OpKind::OnnxAdd:
+  case OpKind::OnnxSub:
+  case OpKind::OnnxDiv:
   case OpKind::OnnxMul: {
     // Legacy broadcast (opset < 7); axis has no default and is read only
     // when present.
@@ -178,6 +180,17 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxCast: {
     // Required; 0 (UNDEFINED) is never folded.
     static const Decls decls = {intAttr("to", 0)};
+    return decls;
+  }
+  case OpKind::OnnxTranspose: {
+    // Absent: the dims reversed.
+    static const Decls decls = {intsAttr("perm", {})};
+    return decls;
+  }
+  case OpKind::OnnxSlice: {
+    // Opset < 10; inputs from 10 on (with steps).
+    static const Decls decls = {intsAttr("starts", {}), intsAttr("ends", {}),
+                                intsAttr("axes", {})};
     return decls;
   }
   case OpKind::OnnxReduceMean: {

@@ -130,6 +130,9 @@ MODELS += [
         ("googlenet", SMALL, 6, 4, True, "GoogLeNet: inception blocks "
          "(Concat), MaxPool ceil_mode=1 (pool_max_pads)"),
         ("googlenet", IMAGENET, 3, 2, False, "GoogLeNet: inception blocks"),
+        ("shufflenet_v2_x0_5", SMALL, 6, 4, True, "ShuffleNet v2: channel "
+         "split (Slice), channel shuffle (Reshape, Transpose, Reshape)"),
+        ("shufflenet_v2_x1_0", IMAGENET, 3, 2, False, "ShuffleNet v2"),
         ("inception_v3", INCEPTION, 6, 4, True, "Inception v3: factorised "
          "inception blocks (Concat), Pad + AveragePool"),
         ("inception_v3", (3, 299, 299), 3, 2, False, "Inception v3 at its "

@@ -280,7 +280,8 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
   CHECK(passes == std::vector<std::string>{
                       "eliminate-dead-nodes", "fold-constants",
                       "remove-identities", "eliminate-dead-nodes", "fold-pads",
-                      "alias-reshapes", "lower", "eliminate-dead-nodes"});
+                      "alias-reshapes", "fuse-channel-shuffles", "lower",
+                      "eliminate-dead-nodes"});
 }
 
 TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
@@ -314,4 +315,37 @@ TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
             ") -> 1x12x6x6  # join\n"
             "%4 = Concat(%2: 1x128x6x6, %3: 1x12x6x6) -> 1x140x6x6  # join\n"
             "return %4: 1x140x6x6\n");
+}
+
+TEST_CASE("Passes: constant Sub, Div, Transpose and Slice fold") {
+  // t = [[1, 2, 3], [4, 5, 6]]^T = [[1, 4], [2, 5], [3, 6]]; rows 1..2,
+  // column 1: [5, 6]; (x - 1) / 2 = [2, 2.5], broadcast per channel.
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 'm' dims: 2 dims: 3 data_type: 1 float_data: 1 "
+      "float_data: 2 float_data: 3 float_data: 4 float_data: 5 float_data: 6 "
+      "} initializer { name: 's' dims: 2 data_type: 7 int64_data: 1 "
+      "int64_data: 1 } initializer { name: 'e' dims: 2 data_type: 7 "
+      "int64_data: 3 int64_data: 2 } initializer { name: 'one' data_type: 1 "
+      "float_data: 1 } initializer { name: 'two' data_type: 1 float_data: 2 "
+      "} initializer { name: 'shape' dims: 3 data_type: 7 int64_data: 2 "
+      "int64_data: 1 int64_data: 1 }"
+      " node { input: 'm' output: 't' name: 'tr' op_type: 'Transpose' "
+      "attribute { name: 'perm' ints: 1 ints: 0 type: INTS } }"
+      " node { input: 't' input: 's' input: 'e' output: 'sl' name: 'slice' "
+      "op_type: 'Slice' }"
+      " node { input: 'sl' input: 'one' output: 'd' name: 'sub' op_type: "
+      "'Sub' }"
+      " node { input: 'd' input: 'two' output: 'q' name: 'div' op_type: "
+      "'Div' }"
+      " node { input: 'q' input: 'shape' output: 'c' name: 'r' op_type: "
+      "'Reshape' }"
+      " node { input: 'input' input: 'c' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* c = g->nodes()[0]->inputs[1];
+  REQUIRE(c->isConstant());
+  CHECK(c->constant->dims == std::vector<int64_t>{2, 1, 1});
+  CHECK(c->constant->toFloats() == std::vector<float>{2.0f, 2.5f});
 }

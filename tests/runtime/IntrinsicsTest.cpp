@@ -222,6 +222,27 @@ OpCase caseFor(HpvmOp op) {
     ref::pool2d(hostOf(x), 2, 4, 7, 6, a, c.want.data());
     break;
   }
+  case HpvmOp::ChannelSlice: // channels 1 .. 2
+    c.in = {x};
+    c.out = {2, 2, 7, 6};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_channel_slice(t[0], 1, 3);
+    };
+    c.direct = c.intrinsic;
+    c.want.clear();
+    for (int64_t b = 0; b < 2; ++b)
+      c.want.insert(c.want.end(), hostOf(x) + (b * 4 + 1) * 42,
+                    hostOf(x) + (b * 4 + 3) * 42);
+    break;
+  case HpvmOp::ChannelShuffle:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_channel_shuffle(t[0], 2);
+    };
+    c.direct = c.intrinsic;
+    ref::channelShuffle(hostOf(x), 2, 4, 42, 2, c.want.data());
+    break;
   case HpvmOp::Concat: { // variadic: the count, then the parts
     void* y = randomTensor({2, 3, 7, 6}, 11, -1, 1);
     void* z = randomTensor({2, 1, 7, 6}, 12, -1, 1);

@@ -686,6 +686,8 @@ void buildSchedule(Plan& p) {
     case HpvmOp::MaxPoolPads:
     case HpvmOp::AvgPoolPads:
     case HpvmOp::Concat:
+    case HpvmOp::ChannelSlice:
+    case HpvmOp::ChannelShuffle:
       break;
     }
     g.last = g.members.back();
@@ -829,6 +831,13 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     runConcat(parts, first.numIn, g.knob, out);
     return;
   }
+  case HpvmOp::ChannelSlice:
+    runChannelSlice(in(g.x), int64_t(first.scalars[0]),
+                    int64_t(first.scalars[1]), g.knob, out);
+    return;
+  case HpvmOp::ChannelShuffle:
+    runChannelShuffle(in(g.x), int64_t(first.scalars[0]), g.knob, out);
+    return;
   }
 }
 

@@ -168,6 +168,24 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   case HpvmOp::Sigmoid:
   case HpvmOp::Softmax:
     return x;
+  case HpvmOp::ChannelSlice: {
+    const int64_t begin = int64_t(s[0]), end = int64_t(s[1]);
+    if (begin < 0 || end <= begin || end > x[1])
+      throw UserError(
+          where() + ": channels " + std::to_string(begin) + " .. " +
+          std::to_string(end - 1) + " are not within " + shapeText(x) +
+          " (need 0 <= begin < end <= " + std::to_string(x[1]) + ")");
+    return {x[0], end - begin, x[2], x[3]};
+  }
+  case HpvmOp::ChannelShuffle: {
+    const int64_t groups = int64_t(s[0]);
+    if (groups < 1 || x[1] % groups != 0)
+      throw UserError(where() + ": " + std::to_string(x[1]) +
+                      " channels cannot be shuffled in " +
+                      std::to_string(groups) +
+                      " groups (need a group count >= 1 that divides them)");
+    return x;
+  }
   case HpvmOp::Concat: {
     Shape out = x;
     for (int i = 1; i < numIn; ++i) {
@@ -231,6 +249,12 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
     return;
   case HpvmOp::Concat:
     runConcat(in, numIn, knob, out);
+    return;
+  case HpvmOp::ChannelSlice:
+    runChannelSlice(in[0], int64_t(s[0]), int64_t(s[1]), knob, out);
+    return;
+  case HpvmOp::ChannelShuffle:
+    runChannelShuffle(in[0], int64_t(s[0]), knob, out);
     return;
   }
 }

@@ -158,6 +158,13 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
 /// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
 /// along the channels; y is a tensor of its own.
 void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y);
+/// y = channels begin .. end - 1 of x; y is a tensor of its own.
+void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,
+                     const KnobSpec& knob, Tensor* y);
+/// y = x's channels shuffled in \p groups groups: channel i * (C / groups)
+/// + j of x is channel j * groups + i of y; y is a tensor of its own.
+void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
+                       Tensor* y);
 
 // --- Threads ----------------------------------------------------------------
 
@@ -191,6 +198,9 @@ void softmax(const float* x, int64_t N, int64_t D, float* y);
 /// y = parts[0..n) along dim 1; part i is N x channels[i] x HW.
 void concat(const float* const* parts, const int64_t* channels, int n,
             int64_t N, int64_t HW, float* y);
+/// y (N x C x HW) = x's channels shuffled in \p groups (runChannelShuffle).
+void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
+                    int64_t groups, float* y);
 } // namespace ref
 
 // --- Approximate convolution (issue #4), NCHW float32 -----------------------

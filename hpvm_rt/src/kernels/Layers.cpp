@@ -1790,6 +1790,57 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
     roundResult(knob.precision, y);
 }
 
+namespace {
+
+/// y's channel c = x's channel source(c), plane by plane in parallel
+/// (NCHW host data); y keeps x's rounding.
+template <class Source>
+void copyChannels(const Tensor* x, const KnobSpec& knob, Tensor* y,
+                  Source source) {
+  applyThreads();
+  const Dims4 xd = dims4(x), yd = dims4(y);
+  HPVM_ASSERT(
+      x != y && xd[0] == yd[0] && xd[2] == yd[2] && xd[3] == yd[3],
+      fmt::format("channel copy from {} to {}", dimsStr(x), dimsStr(y)));
+  const float* xp = hostData(x);
+  allocHost(y);
+  float* yp = y->impl->host;
+  const int64_t N = yd[0], C = yd[1], XC = xd[1], HW = yd[2] * yd[3];
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      std::memcpy(yp + (b * C + c) * HW, xp + (b * XC + source(c)) * HW,
+                  static_cast<size_t>(HW) * sizeof(float));
+  const bool rounded = alreadyRounded(x, knob.precision);
+  markHostWritten(y);
+  if (rounded)
+    implOf(y).roundedTo = knob.precision;
+  else
+    roundResult(knob.precision, y);
+}
+
+} // namespace
+
+void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,
+                     const KnobSpec& knob, Tensor* y) {
+  HPVM_ASSERT(begin >= 0 && end > begin && end <= dims4(x)[1] &&
+                  dims4(y)[1] == end - begin,
+              "channel slice out of range");
+  copyChannels(x, knob, y, [begin](int64_t c) { return begin + c; });
+}
+
+void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
+                       Tensor* y) {
+  const int64_t C = dims4(x)[1];
+  HPVM_ASSERT(groups >= 1 && C % groups == 0 && dims4(y)[1] == C,
+              "channel shuffle groups do not divide the channels");
+  const int64_t per = C / groups;
+  // Output channel j * groups + i reads input channel i * per + j.
+  copyChannels(x, knob, y, [groups, per](int64_t c) {
+    return (c % groups) * per + c / groups;
+  });
+}
+
 // --- Ranges -----------------------------------------------------------------
 
 void extendRange(const float* data, int64_t n, float& lo, float& hi) {

@@ -195,6 +195,16 @@ void softmax(const float* x, int64_t N, int64_t D, float* y) {
   }
 }
 
+void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
+                    int64_t groups, float* y) {
+  const int64_t per = C / groups;
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t i = 0; i < groups; ++i)
+      for (int64_t j = 0; j < per; ++j)
+        std::copy_n(x + (b * C + i * per + j) * HW, HW,
+                    y + (b * C + j * groups + i) * HW);
+}
+
 void concat(const float* const* parts, const int64_t* channels, int n,
             int64_t N, int64_t HW, float* y) {
   int64_t C = 0;
