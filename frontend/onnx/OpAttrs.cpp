@@ -180,6 +180,11 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {intAttr("to", 0)};
     return decls;
   }
+  case OpKind::OnnxHardSigmoid: {
+    static const Decls decls = {floatAttr("alpha", 0.2),
+                                floatAttr("beta", 0.5)};
+    return decls;
+  }
   case OpKind::OnnxReduceMean: {
     // Absent axes: every axis (refused during lowering).
     static const Decls decls = {intsAttr("axes", {}), intAttr("keepdims", 1)};
@@ -190,6 +195,7 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxRelu:
   case OpKind::OnnxTanh:
   case OpKind::OnnxSigmoid:
+  case OpKind::OnnxHardSwish:
   case OpKind::OnnxIdentity:
     return none;
     // HPVM kinds carry scalars, not attributes.

@@ -228,8 +228,8 @@ TEST_CASE("Runtime: configuration node line errors") {
         "t.txt:4:6: expected an op after device 'gpu', found end of line");
   CHECK(line("1 gpu convv fp32 11") ==
         "t.txt:4:7: unknown op 'convv'; expected one of: add, batchnorm, "
-        "clipped_relu, conv, group_conv, mul, multiply, pool_max, pool_mean, "
-        "relu, sigmoid, softmax, tanh");
+        "clipped_relu, conv, group_conv, hard_sigmoid, hard_swish, mul, "
+        "multiply, pool_max, pool_mean, relu, sigmoid, softmax, tanh");
   CHECK(line("1 gpu pool_min fp32 11") ==
         "t.txt:4:7: op 'pool_min' is not supported: HPVM has no kernel for "
         "it");

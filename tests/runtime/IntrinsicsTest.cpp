@@ -169,6 +169,26 @@ OpCase caseFor(HpvmOp op) {
     c.direct = c.intrinsic;
     ref::act(hostOf(x), n, Act::Sigmoid, 0, 0, c.want.data());
     break;
+  case HpvmOp::HardSigmoid: // alpha, beta: some values clip at 0 and 1
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_hard_sigmoid(t[0], 0.4f, 0.45f);
+    };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(x), n, Act::HardSigmoid, 0.4f, 0.45f, c.want.data());
+    break;
+  case HpvmOp::HardSwish: { // x + 3 below 0 and above 6 too
+    void* wide = randomTensor(xs, 10, -5, 5);
+    c.in = {wide};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_hard_swish(t[0]);
+    };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(wide), n, Act::HardSwish, 0, 0, c.want.data());
+    break;
+  }
   case HpvmOp::Softmax:
     c.in = {x};
     c.out = xs;
