@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -325,6 +326,11 @@ TEST_CASE("Intrinsics: shape errors name the call and the shapes") {
   CHECK(error([&] { __hpvm__tensor_clipped_relu(x, 2.f, 1.f); }) ==
         "__hpvm__tensor_clipped_relu: clip bounds [2.000000, 1.000000] are "
         "empty");
+  CHECK(error([&] {
+          __hpvm_rt__tensor_hard_sigmoid(
+              x, std::numeric_limits<float>::infinity(), 0.5f);
+        }) == "__hpvm_rt__tensor_hard_sigmoid: hard sigmoid alpha inf and "
+              "beta 0.500000 must be finite");
   CHECK(error([&] { tensorPooling(x, 2, 2, 2, 0, 0, 2, 2); }) ==
         "tensorPooling: pool function 2 is not supported (0 = max, 1 = "
         "mean; HPVM has no kernel for min pooling)");
