@@ -178,6 +178,28 @@ def op_fixtures():
          [X], io("y", [1, 4, 6, 6]),
          [weights("w", [4, 2, 1, 1], 21), ints("grouped", [1, 2, 2, 6, 6]),
           ints("flat", [1, 4, 6, 6])])
+    # MobileNet v3: hardswish as x * HardSigmoid(x) (one hard_swish, either
+    # operand order, 4-D and after a Gemm), a squeeze-and-excitation gate
+    # (hard_sigmoid, then multiply), and ONNX's default alpha 0.2 (only
+    # alpha 1/6, beta 1/2 make a hardswish: hard_sigmoid, then multiply).
+    save("HardSigmoid.onnxtxt",
+         [node("HardSigmoid", ["input"], ["h1"], "hswish_gate", alpha=1 / 6,
+               beta=0.5),
+          node("Mul", ["input", "h1"], ["a"], "hswish"),
+          node("GlobalAveragePool", ["a"], ["p"], "squeeze"),
+          node("HardSigmoid", ["p"], ["g"], "se_gate", alpha=1 / 6, beta=0.5),
+          node("Mul", ["g", "a"], ["e"], "excite"),
+          node("HardSigmoid", ["e"], ["h2"], "default_alpha"),
+          node("Mul", ["h2", "e"], ["d"], "not_hswish"),
+          node("Flatten", ["d"], ["f"], "flatten"),
+          node("Gemm", ["f", "w"], ["c"], "fc", transB=1),
+          node("HardSigmoid", ["c"], ["h3"], "fc_gate", alpha=1 / 6,
+               beta=0.5),
+          node("Mul", ["h3", "c"], ["y"], "fc_hswish")],
+         [X], io("y", [1, 3]), [weights("w", [3, 72], 51)])
+    save("HardSwish.onnxtxt",
+         [node("HardSwish", ["input"], ["y"], "hardswish")], [X],
+         io("y", [1, 2, 6, 6]), opset=14)
     save("Softmax.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten"),
           node("Gemm", ["f", "w"], ["g"], "fc", transB=1),

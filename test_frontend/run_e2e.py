@@ -100,7 +100,8 @@ def model_test(spec, work, args):
           f"({spec.export} export), {spec.images} test images, batch "
           f"{spec.batch}")
 
-    model = build_model(spec.build, spec.shape, seed, 4 if big else 16)
+    model = build_model(spec.build, spec.shape, seed,
+                        spec.calib_images or (4 if big else 16))
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
                               os.path.join(work, spec.name + ".onnx"),
                               **H.EXPORTS[spec.export])

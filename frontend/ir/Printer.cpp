@@ -60,6 +60,7 @@ std::string formatScalars(const Node& n) {
        {"window", "", "pads", "", "strides", ""}},
       {static_cast<int>(OpKind::BatchNorm), {"eps"}},
       {static_cast<int>(OpKind::ClippedRelu), {"min", "max"}},
+      {static_cast<int>(OpKind::HardSigmoid), {"alpha", "beta"}},
   };
   auto it = labels.find(static_cast<int>(n.kind));
   std::string s;

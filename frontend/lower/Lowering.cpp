@@ -530,16 +530,42 @@ std::string lowerAdd(Lowering& L, Node* n) {
   return "";
 }
 
+/// The hard_sigmoid node computing \p gate from \p x with hard swish's
+/// alpha 1/6 and beta 1/2 and read only by the product \p gate * \p x,
+/// or null: x * HardSigmoid(x), PyTorch's export of hardswish before
+/// opset 14. (With another alpha or beta the product stays a multiply.)
+Node* hardSwishGate(const Graph& g, Value* gate, Value* x) {
+  Node* hs = gate->producer;
+  if (hs == nullptr || hs->kind != OpKind::HardSigmoid || hs->inputs[0] != x ||
+      gate->users.size() != 1 || gate == g.output)
+    return nullptr;
+  const float alpha = static_cast<float>(hs->scalars[0].d);
+  const float beta = static_cast<float>(hs->scalars[1].d);
+  return alpha == 1.f / 6.f && beta == 0.5f ? hs : nullptr;
+}
+
 /// Elementwise product (multiply): activations of the same shape, or one
 /// broadcast over the other's spatial extents (a squeeze-and-excitation
 /// gate N x C x 1 x 1); an activation and a constant (per channel, scalar,
-/// full shape at batch 1).
+/// full shape at batch 1). x * HardSigmoid(x) (hardswish) becomes one
+/// hard_swish.
 std::string lowerMul(Lowering& L, Node* n) {
   Value *a = nullptr, *b = nullptr;
   if (auto r = binaryOperands(n, a, b); !r.empty())
     return r;
   std::vector<int64_t> x4 = form4d(a->shape);
   int pos = L.position(n);
+  Node* gate = hardSwishGate(L.g, b, a);
+  if (gate == nullptr && (gate = hardSwishGate(L.g, a, b)) != nullptr)
+    std::swap(a, b);
+  if (gate != nullptr) {
+    Value* out = L.emit(OpKind::HardSwish, {a}, {}, form4d(a->shape),
+                        n->output->name, *n, pos);
+    out->producer->origins.push_back(gate->origins.front());
+    L.finish(n, out);
+    L.g.eraseNode(gate);
+    return "";
+  }
   if (b->isConstant()) {
     Value* c = nullptr;
     if (auto r = constantOperand(L, n, b, x4, "multiplying by", "product", c);
@@ -796,6 +822,23 @@ std::string lowerTanh(Lowering& L, Node* n) {
 }
 std::string lowerSigmoid(Lowering& L, Node* n) {
   return lowerUnary(L, n, OpKind::Sigmoid);
+}
+/// ONNX HardSigmoid: hard_sigmoid with alpha and beta as its scalars
+/// (lowerMul makes x * HardSigmoid(x) one hard_swish).
+std::string lowerHardSigmoid(Lowering& L, Node* n) {
+  OpAttrs attrs(*n, L.g.source.opset);
+  const auto alpha = static_cast<float>(attrs.getFloat("alpha"));
+  const auto beta = static_cast<float>(attrs.getFloat("beta"));
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    return "alpha " + std::to_string(alpha) + " and beta " +
+           std::to_string(beta) + " must be finite float32 values";
+  return lowerUnary(
+      L, n, OpKind::HardSigmoid,
+      {Scalar::real(shortestFloat(alpha)), Scalar::real(shortestFloat(beta))});
+}
+/// ONNX HardSwish (opset 14): x * max(0, min(1, x / 6 + 1/2)).
+std::string lowerHardSwish(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::HardSwish);
 }
 
 // Rows the passes remove where they can: what is left says why not.

@@ -193,6 +193,11 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
                                 intsAttr("axes", {})};
     return decls;
   }
+  case OpKind::OnnxHardSigmoid: {
+    static const Decls decls = {floatAttr("alpha", 0.2),
+                                floatAttr("beta", 0.5)};
+    return decls;
+  }
   case OpKind::OnnxReduceMean: {
     // Absent axes: every axis (refused during lowering).
     static const Decls decls = {intsAttr("axes", {}), intAttr("keepdims", 1)};
@@ -203,6 +208,7 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxRelu:
   case OpKind::OnnxTanh:
   case OpKind::OnnxSigmoid:
+  case OpKind::OnnxHardSwish:
   case OpKind::OnnxIdentity:
     return none;
     // HPVM kinds carry scalars, not attributes.

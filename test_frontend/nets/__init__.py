@@ -27,6 +27,8 @@ class ModelSpec:
     export: str = "hpvm"            # harness.EXPORTS: "hpvm" (torch2hpvm's
     #   way: batch norm kept, no constant folding) or "pytorch" (a PyTorch
     #   user's torch.onnx.export: eval, batch norm folded, constants folded)
+    calib_images: int = 0           # images nets/init.py calibrates the
+    #   random weights on; 0: 4 at ImageNet size (>= 100 pixels), else 16
 
     def __post_init__(self):
         if self.export not in ("hpvm", "pytorch"):
@@ -94,8 +96,9 @@ MODELS = [
 MODELS += [
     ModelSpec(f"pt_{name}_{shape[1]}", _tv(name), shape, 13, images, batch,
               ci=ci, about=f"torchvision {name} at {shape[1]}x{shape[1]}, "
-              f"PyTorch-style export: {about}", export="pytorch")
-    for name, shape, images, batch, ci, about in [
+              f"PyTorch-style export: {about}", export="pytorch",
+              calib_images=calib[0] if calib else 0)
+    for name, shape, images, batch, ci, about, *calib in [
         ("alexnet", IMAGENET, 3, 2, True, "conv11x11 s4, 3 FC"),
         ("vgg11", IMAGENET, 3, 2, True, "8 conv3x3, 3 FC, 507 MB"),
         ("resnet18", SMALL, 6, 4, True, "basic blocks"),
@@ -137,6 +140,15 @@ MODELS += [
          "inception blocks (Concat), Pad + AveragePool"),
         ("inception_v3", (3, 299, 299), 3, 2, False, "Inception v3 at its "
          "native 299x299"),
+        # Its last stages are 2 x 2 at 64x64: calibrated on 16 images, the
+        # batch norms and squeeze-and-excitation layers fit 16-64 samples a
+        # channel, and on fresh images activations grow block after block
+        # (logits 10x the calibrated spread, a third of the last gates
+        # saturated); 64 images keep them within 20%.
+        ("mobilenet_v3_small", SMALL, 6, 4, True, "hardswish (x * "
+         "HardSigmoid(x)), squeeze-and-excitation (hard sigmoid gate)", 64),
+        ("mobilenet_v3_large", IMAGENET, 3, 2, False, "hardswish (x * "
+         "HardSigmoid(x)), squeeze-and-excitation (hard sigmoid gate)"),
     ]
 ]
 

@@ -96,6 +96,34 @@ TEST_CASE("Frontend: depthwise conv with SAME_UPPER padding becomes "
         "return %5: 1x6x1x1\n");
 }
 
+TEST_CASE("Frontend: x * HardSigmoid(x) with alpha 1/6, beta 1/2 becomes "
+          "one hard_swish; gates and other alphas stay hard_sigmoid") {
+  std::unique_ptr<Graph> g = loadModel(fixture("HardSigmoid"), {});
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = HardSwish(%input: 1x2x6x6) -> 1x2x6x6  # hswish, hswish_gate\n"
+        "%2 = AvgPool(%1: 1x2x6x6) -> 1x2x1x1  [window 6 6 pads 0 0 strides "
+        "1 1]  # squeeze\n"
+        "%3 = HardSigmoid(%2: 1x2x1x1) -> 1x2x1x1  [alpha 0.16666667 beta "
+        "0.5]  # se_gate\n"
+        "%4 = Multiply(%1: 1x2x6x6, %3: 1x2x1x1) -> 1x2x6x6  # excite\n"
+        "%5 = HardSigmoid(%4: 1x2x6x6) -> 1x2x6x6  [alpha 0.2 beta 0.5]  # "
+        "default_alpha\n"
+        "%6 = Multiply(%5: 1x2x6x6, %4: 1x2x6x6) -> 1x2x6x6  # not_hswish\n"
+        "%7 = Mul(%6: 1x2x6x6, %w: 1x1x72x3) -> 1x3x1x1  # fc\n"
+        "%8 = HardSwish(%7: 1x3x1x1) -> 1x3x1x1  # fc_hswish, fc_gate\n"
+        "return %8: 1x3x1x1\n");
+}
+
+TEST_CASE("Frontend: ONNX HardSwish (opset 14) becomes hard_swish") {
+  std::unique_ptr<Graph> g = loadModel(fixture("HardSwish"), {});
+  CHECK(g->source.opset == 14);
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = HardSwish(%input: 1x2x6x6) -> 1x2x6x6  # hardswish\n"
+        "return %1: 1x2x6x6\n");
+}
+
 TEST_CASE("Frontend: opFlops counts exactly, strided outputs only") {
   std::unique_ptr<Graph> g = loadModel(fixture("Conv"), {});
   lowerToHpvm(*g);

@@ -39,6 +39,14 @@ TEST_CASE("Ops: the rst table has one row per ONNX operator") {
                  "     - 11-12, 121-138, 151-168, 231-239, 261-269, 301, "
                  "311-312, 321-338, 421-438, 531-539, 631-639\n") !=
         std::string::npos);
+  // An ONNX op that becomes either of two hpvm_rt extension ops.
+  CHECK(rst.find("   * - ``HardSigmoid``\n"
+                 "     - 1\n"
+                 "     - hard_sigmoid | hard_swish\n"
+                 "     - ``__hpvm_rt__tensor_hard_sigmoid`` (hpvm_rt only), "
+                 "``__hpvm_rt__tensor_hard_swish`` (hpvm_rt only)\n"
+                 "     - ``hard_sigmoid``, ``hard_swish``\n"
+                 "     - 11-12\n") != std::string::npos);
   CHECK(rst.find("   * - ``Identity``\n"
                  "     - 1\n"
                  "     - (removed)\n"
@@ -55,6 +63,16 @@ TEST_CASE("Ops: the json table lists every op and knob") {
   CHECK(j["onnx_ops"][0]["onnx_op"] == "Conv");
   CHECK(j["onnx_ops"][0]["hpvm_ops"] ==
         nlohmann::ordered_json({"conv", "group_conv", "add"}));
+  // hard_sigmoid: an hpvm_rt extension whose alpha and beta are scalars.
+  bool found = false;
+  for (const auto& op : j["hpvm_ops"])
+    if (op["config_name"] == "hard_sigmoid") {
+      found = true;
+      CHECK(op["in_hpvm"] == false);
+      CHECK(op["intrinsic"] == "__hpvm_rt__tensor_hard_sigmoid");
+      CHECK(op["scalar_args"] == 2);
+    }
+  CHECK(found);
 }
 
 TEST_CASE("Ops: README.rst's operator table is current") {

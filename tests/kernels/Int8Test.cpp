@@ -158,8 +158,33 @@ double activate(Act a, double v, float lo, float hi) {
     return std::tanh(v);
   case Act::Sigmoid:
     return 1 / (1 + std::exp(-v));
+  case Act::HardSigmoid:
+    return std::clamp(lo * v + hi, 0.0, 1.0);
+  case Act::HardSwish:
+    return v * std::clamp(v + 3, 0.0, 6.0) / 6;
   }
   return v;
+}
+
+/// The bound \p e of a value \p z through activation \p a (its
+/// Lipschitz constant; 1 for relu and clip) plus the activation's own fp32
+/// roundings, relative to \p z and the result \p y: the linear part of a
+/// hard sigmoid (at most 2, mul and add), hard swish's add, multiply and
+/// division.
+double actBound(Act a, double e, double z, double y, float lo) {
+  switch (a) {
+  case Act::HardSigmoid:
+    return std::fabs(lo) * e + 2 * kU * (std::fabs(lo * z) + std::fabs(y));
+  case Act::HardSwish:
+    return 1.5 * e + 4 * kU * (std::fabs(z) + std::fabs(y));
+  case Act::None:
+  case Act::Relu:
+  case Act::Clip:
+  case Act::Tanh:
+  case Act::Sigmoid:
+    break;
+  }
+  return isTranscendental(a) ? e + kTanhUlps * kU * std::fabs(y) : e;
 }
 
 /// The int8 weights of a layer: bias and batch norm folded, then quantized
@@ -286,15 +311,15 @@ struct Expected {
 
 /// Applies the post-ops after bias and batch norm to z (bound e).
 void postOps(const RefPost& post, size_t i, double& z, double& e) {
-  z = activate(post.act, z, post.actLo, post.actHi);
-  if (isTranscendental(post.act))
-    e += kTanhUlps * kU * std::fabs(z);
+  double y = activate(post.act, z, post.actLo, post.actHi);
+  e = actBound(post.act, e, z, y, post.actLo);
+  z = y;
   if (!post.residual.empty()) {
     z += post.residual[i];
     e += kU * (std::fabs(z) + e); // the fp32 add
-    z = activate(post.act2, z, post.act2Lo, post.act2Hi);
-    if (isTranscendental(post.act2))
-      e += kTanhUlps * kU * std::fabs(z);
+    y = activate(post.act2, z, post.act2Lo, post.act2Hi);
+    e = actBound(post.act2, e, z, y, post.act2Lo);
+    z = y;
   }
 }
 
@@ -304,8 +329,9 @@ void postOps(const RefPost& post, size_t i, double& z, double& e) {
 ///   + sc * sum over the window of (near_x |qw| + (|qx| + near_x) near_w)
 /// (one quantum either way for each input or weight near a rounding
 /// boundary; no such slack for the exact ties of a power-of-two scale),
-/// + kTanhUlps after a tanh, + one fp32 rounding of the residual sum.
-/// Relu and clip are 1-Lipschitz and keep the bound. A scale off by one
+/// then through each activation as actBound() says (relu and clip are
+/// 1-Lipschitz and keep it; kTanhUlps after a tanh or sigmoid), + one fp32
+/// rounding of the residual sum. A scale off by one
 /// part in 10^5, a bias added after scaling or a lost clamp exceeds it.
 Expected int8Reference(const RefLayer& L, const std::vector<float>& x,
                        const std::vector<float>& w, const RefPost& post,

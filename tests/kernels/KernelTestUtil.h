@@ -233,6 +233,18 @@ struct TestPost {
       ops.bias = bias->get();
       ops.act = Act::Sigmoid;
     }
+    if (v == 6) { // MobileNet v3: batch norm folded into a bias, hardswish
+      bias = perK(1, -0.5f, 0.5f);
+      ops.bias = bias->get();
+      ops.act = Act::HardSwish;
+    }
+    if (v == 7) { // a MobileNet v3 gate: hard sigmoid with alpha and beta
+      bias = perK(1, -0.5f, 0.5f);
+      ops.bias = bias->get();
+      ops.act = Act::HardSigmoid;
+      ops.actLo = 0.4f;
+      ops.actHi = 0.45f;
+    }
     if (v == 3 || v == 4) {
       ops.act = v == 3 ? Act::Clip : Act::Relu;
       ops.actLo = 0.f;
@@ -245,7 +257,7 @@ struct TestPost {
       ops.act2Hi = 1.f;
     }
   }
-  static constexpr int kVariants = 6;
+  static constexpr int kVariants = 8;
 
   /// Applies the post-ops to y (N x K x HW) with the reference kernels.
   void reference(std::vector<float>& y, int64_t N, int64_t K,

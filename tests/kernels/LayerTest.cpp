@@ -25,8 +25,8 @@ void makeBlocked(TestTensor& t, const std::vector<float>& values) {
 }
 
 /// Tensor with random values, on the host or blocked.
-void fill(TestTensor& t, unsigned seed, bool blocked) {
-  std::vector<float> v = randomVec(t.size(), seed, -2.f, 2.f);
+void fill(TestTensor& t, unsigned seed, bool blocked, float range = 2.f) {
+  std::vector<float> v = randomVec(t.size(), seed, -range, range);
   if (blocked)
     makeBlocked(t, v);
   else
@@ -91,7 +91,8 @@ TEST_CASE("Kernels: batch norm matches the reference with each "
     b.set(randomVec(C, ++seed));
     m.set(randomVec(C, ++seed));
     v.set(randomVec(C, ++seed, 0.01f, 2.f));
-    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid})
+    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
+                    Act::HardSigmoid, Act::HardSwish})
       for (bool blocked : {false, true})
         for (bool inPlace : {false, true}) {
           TestTensor x({N, C, H, W});
@@ -158,22 +159,32 @@ TEST_CASE("Kernels: activations match the reference") {
   for (const Shape& sh : readShapes("eltwise.txt")) {
     const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
                  W = sh.get("iw", sh.get("ih", 1));
-    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid})
+    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
+                    Act::HardSigmoid, Act::HardSwish})
       for (bool blocked : {false, true})
         for (bool inPlace : {false, true}) {
+          // Parameters and inputs that reach every piece: clip [0, 6],
+          // hard sigmoid alpha 0.4, beta 0.45 on [-2, 2], hard swish on
+          // [-5, 5].
+          const bool hardSigmoid = act == Act::HardSigmoid;
+          const float lo = hardSigmoid ? 0.4f : 0.f;
+          const float hi = hardSigmoid ? 0.45f : 6.f;
           TestTensor x({N, C, H, W});
-          fill(x, ++seed, blocked);
+          fill(x, ++seed, blocked, act == Act::HardSwish ? 5.f : 2.f);
           std::vector<float> want(x.size());
-          ref::act(x.values().data(), int64_t(x.size()), act, 0.f, 6.f,
+          ref::act(x.values().data(), int64_t(x.size()), act, lo, hi,
                    want.data());
           TestTensor y({N, C, H, W});
           Tensor* out = inPlace ? x.get() : y.get();
-          runAct(x.get(), act, 0.f, 6.f, KnobSpec{}, out);
+          runAct(x.get(), act, lo, hi, KnobSpec{}, out);
           std::vector<float> got = inPlace ? x.values() : y.values();
-          // tanh, sigmoid: oneDNN's vectorised versions are within a few
-          // ulps of tanhf / 1 / (1 + expf(-x)).
-          checkClose(got, want, isTranscendental(act) ? 1e-6 : 0.0,
-                     isTranscendental(act) ? 1e-6 : 0.0,
+          // Relu and clip select values; oneDNN's other activations are
+          // within a few ulps of the reference (its vectorised tanhf and
+          // 1 / (1 + expf(-x)); the hard ones in another order of
+          // operations).
+          const bool selects =
+              act == Act::None || act == Act::Relu || act == Act::Clip;
+          checkClose(got, want, selects ? 0.0 : 1e-6, selects ? 0.0 : 1e-6,
                      sh.name() + " act " + std::to_string(int(act)) +
                          (blocked ? " blocked" : "") +
                          (inPlace ? " in place" : ""));
@@ -181,7 +192,8 @@ TEST_CASE("Kernels: activations match the reference") {
   }
 }
 
-TEST_CASE("Kernels: reference activations compute relu, clip and tanh") {
+TEST_CASE("Kernels: reference activations compute relu, clip, tanh, hard "
+          "sigmoid and hard swish") {
   std::vector<float> x{-2.f, -0.5f, 0.f, 0.25f, 3.f, 7.f};
   std::vector<float> y(x.size());
   ref::act(x.data(), 6, Act::Relu, 0, 0, y.data());
@@ -191,6 +203,27 @@ TEST_CASE("Kernels: reference activations compute relu, clip and tanh") {
   ref::act(x.data(), 6, Act::Tanh, 0, 0, y.data());
   CHECK(y[0] == std::tanh(-2.f));
   CHECK(y[5] == std::tanh(7.f));
+  // Hard sigmoid max(0, min(1, alpha x + beta)) with MobileNet v3's alpha
+  // 1/6 and beta 1/2, and with ONNX's default alpha 0.2.
+  ref::act(x.data(), 6, Act::HardSigmoid, 1.f / 6.f, 0.5f, y.data());
+  const double hsig[] = {1 / 6., 5 / 12., 0.5, 0.5 + 0.25 / 6, 1, 1};
+  for (int i = 0; i < 6; ++i)
+    CHECK(y[i] == doctest::Approx(hsig[i]).epsilon(1e-7));
+  ref::act(x.data(), 6, Act::HardSigmoid, 0.2f, 0.5f, y.data());
+  CHECK(y[0] == doctest::Approx(0.1).epsilon(1e-7));
+  CHECK(y[4] == 1.f);
+  std::vector<float> neg{-7.f, -4.f};
+  ref::act(neg.data(), 2, Act::HardSigmoid, 0.2f, 0.5f, y.data());
+  CHECK(y[0] == 0.f);
+  CHECK(y[1] == 0.f);
+  // Hard swish x * relu6(x + 3) / 6: 0 below -3, x above 3.
+  ref::act(x.data(), 6, Act::HardSwish, 0, 0, y.data());
+  const double hswish[] = {-1 / 3., -0.5 * 2.5 / 6, 0, 0.25 * 3.25 / 6, 3, 7};
+  for (int i = 0; i < 6; ++i)
+    CHECK(y[i] == doctest::Approx(hswish[i]).epsilon(1e-7));
+  ref::act(neg.data(), 2, Act::HardSwish, 0, 0, y.data());
+  CHECK(y[0] == 0.f);
+  CHECK(y[1] == 0.f);
 }
 
 TEST_CASE("Kernels: softmax normalises each row over dim 1") {

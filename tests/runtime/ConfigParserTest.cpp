@@ -229,8 +229,9 @@ TEST_CASE("Runtime: configuration node line errors") {
   CHECK(line("1 gpu convv fp32 11") ==
         "t.txt:4:7: unknown op 'convv'; expected one of: add, batchnorm, "
         "channel_shuffle, channel_slice, clipped_relu, concat, conv, "
-        "group_conv, mul, multiply, pool_max, pool_max_pads, pool_mean, "
-        "pool_mean_pads, relu, sigmoid, softmax, tanh");
+        "group_conv, hard_sigmoid, hard_swish, mul, multiply, pool_max, "
+        "pool_max_pads, pool_mean, pool_mean_pads, relu, sigmoid, softmax, "
+        "tanh");
   CHECK(line("1 gpu pool_min fp32 11") ==
         "t.txt:4:7: op 'pool_min' is not supported: HPVM has no kernel for "
         "it");

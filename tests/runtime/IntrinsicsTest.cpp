@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -169,6 +170,26 @@ OpCase caseFor(HpvmOp op) {
     c.direct = c.intrinsic;
     ref::act(hostOf(x), n, Act::Sigmoid, 0, 0, c.want.data());
     break;
+  case HpvmOp::HardSigmoid: // alpha, beta: some values clip at 0 and 1
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_hard_sigmoid(t[0], 0.4f, 0.45f);
+    };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(x), n, Act::HardSigmoid, 0.4f, 0.45f, c.want.data());
+    break;
+  case HpvmOp::HardSwish: { // x + 3 below 0 and above 6 too
+    void* wide = randomTensor(xs, 10, -5, 5);
+    c.in = {wide};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_hard_swish(t[0]);
+    };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(wide), n, Act::HardSwish, 0, 0, c.want.data());
+    break;
+  }
   case HpvmOp::Softmax:
     c.in = {x};
     c.out = xs;
@@ -370,6 +391,11 @@ TEST_CASE("Intrinsics: shape errors name the call and the shapes") {
   CHECK(error([&] { __hpvm__tensor_clipped_relu(x, 2.f, 1.f); }) ==
         "__hpvm__tensor_clipped_relu: clip bounds [2.000000, 1.000000] are "
         "empty");
+  CHECK(error([&] {
+          __hpvm_rt__tensor_hard_sigmoid(
+              x, std::numeric_limits<float>::infinity(), 0.5f);
+        }) == "__hpvm_rt__tensor_hard_sigmoid: hard sigmoid alpha inf and "
+              "beta 0.500000 must be finite");
   CHECK(error([&] { tensorPooling(x, 2, 2, 2, 0, 0, 2, 2); }) ==
         "tensorPooling: pool function 2 is not supported (0 = max, 1 = "
         "mean; HPVM has no kernel for min pooling)");

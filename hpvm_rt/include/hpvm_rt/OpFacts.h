@@ -15,7 +15,17 @@ namespace hpvm::rt {
 enum class FuseRole : uint8_t { Conv, Mul, Add, Activation, Pool, Other };
 
 /// Elementwise activation applied after an op (Ops.def Act column).
-enum class Act : uint8_t { None, Relu, Clip, Tanh, Sigmoid };
+/// Clip's two parameters are its bounds, HardSigmoid's its alpha and beta
+/// (PostOps::actLo and actHi carry them).
+enum class Act : uint8_t {
+  None,
+  Relu,
+  Clip,
+  Tanh,
+  Sigmoid,
+  HardSigmoid,
+  HardSwish
+};
 
 /// Which knobs apply to an op (Ops.def Applies / Knobs columns).
 enum class KnobApplies : uint8_t { KnobAll, KnobConv, KnobDense };

@@ -177,6 +177,16 @@ bool isPool(HpvmOp op) { return fuseRole(op) == FuseRole::Pool; }
 /// The activation an op is as a fused post-op (Ops.def Act column).
 Act actOf(HpvmOp op) { return opInfo(op).facts->act; }
 
+/// Sets \p act, \p lo and \p hi to what activation op \p q is as a post-op:
+/// its Act and its parameters (the scalars of the activations that have
+/// two: Clip's bounds, HardSigmoid's alpha and beta; else 0).
+void setAct(const TraceOp& q, Act& act, float& lo, float& hi) {
+  act = actOf(q.op);
+  const bool params = opInfo(q.op).facts->scalarArgs == 2;
+  lo = params ? float(q.scalars[0]) : 0.f;
+  hi = params ? float(q.scalars[1]) : 0.f;
+}
+
 /// Sets \p t's extents to \p s (symbolic tensors are reused per launch).
 void setShape(Tensor* t, const Shape& s) {
   for (int i = 0; i < 4; ++i)
@@ -617,16 +627,11 @@ void buildSchedule(Plan& p) {
           g.bnEps = q.scalars[0];
           stage = 2;
         } else if (isAct(q.op) && (stage < 3 || stage == 4)) {
-          float lo = float(q.scalars[0]), hi = float(q.scalars[1]);
           if (stage < 3) {
-            g.act = actOf(q.op);
-            g.actLo = q.op == HpvmOp::ClippedRelu ? lo : 0;
-            g.actHi = q.op == HpvmOp::ClippedRelu ? hi : 0;
+            setAct(q, g.act, g.actLo, g.actHi);
             stage = 3;
           } else {
-            g.act2 = actOf(q.op);
-            g.act2Lo = q.op == HpvmOp::ClippedRelu ? lo : 0;
-            g.act2Hi = q.op == HpvmOp::ClippedRelu ? hi : 0;
+            setAct(q, g.act2, g.act2Lo, g.act2Hi);
             stage = 5;
           }
         } else {
@@ -647,11 +652,7 @@ void buildSchedule(Plan& p) {
       }
       int j = next(cur, g.knob);
       if (j >= 0 && isAct(p.ops[j].op)) {
-        g.act = actOf(p.ops[j].op);
-        if (p.ops[j].op == HpvmOp::ClippedRelu) {
-          g.actLo = float(p.ops[j].scalars[0]);
-          g.actHi = float(p.ops[j].scalars[1]);
-        }
+        setAct(p.ops[j], g.act, g.actLo, g.actHi);
         absorb(j);
       }
       // In place when an operand dies here (never an external tensor).
@@ -669,11 +670,9 @@ void buildSchedule(Plan& p) {
     case HpvmOp::ClippedRelu:
     case HpvmOp::Tanh:
     case HpvmOp::Sigmoid:
-      g.act = actOf(op.op);
-      if (op.op == HpvmOp::ClippedRelu) {
-        g.actLo = float(op.scalars[0]);
-        g.actHi = float(op.scalars[1]);
-      }
+    case HpvmOp::HardSigmoid:
+    case HpvmOp::HardSwish:
+      setAct(op, g.act, g.actLo, g.actHi);
       if (reusable(p, op.in[0]))
         g.inPlace = op.in[0];
       break;
@@ -813,6 +812,8 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   case HpvmOp::ClippedRelu:
   case HpvmOp::Tanh:
   case HpvmOp::Sigmoid:
+  case HpvmOp::HardSigmoid:
+  case HpvmOp::HardSwish:
     runAct(in(g.x), g.act, g.actLo, g.actHi, g.knob, out);
     return;
   case HpvmOp::Softmax:

@@ -163,9 +163,15 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
       throw UserError(where() + ": clip bounds [" + std::to_string(s[0]) +
                       ", " + std::to_string(s[1]) + "] are empty");
     return x;
+  case HpvmOp::HardSigmoid:
+    if (!std::isfinite(s[0]) || !std::isfinite(s[1]))
+      throw UserError(where() + ": hard sigmoid alpha " + std::to_string(s[0]) +
+                      " and beta " + std::to_string(s[1]) + " must be finite");
+    return x;
   case HpvmOp::Relu:
   case HpvmOp::Tanh:
   case HpvmOp::Sigmoid:
+  case HpvmOp::HardSwish:
   case HpvmOp::Softmax:
     return x;
   case HpvmOp::ChannelSlice: {
@@ -231,11 +237,13 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
                  out);
     return;
   case HpvmOp::ClippedRelu:
-    runAct(in[0], Act::Clip, float(s[0]), float(s[1]), knob, out);
+  case HpvmOp::HardSigmoid:
+    runAct(in[0], opInfo(op).facts->act, float(s[0]), float(s[1]), knob, out);
     return;
   case HpvmOp::Relu:
   case HpvmOp::Tanh:
   case HpvmOp::Sigmoid:
+  case HpvmOp::HardSwish:
     runAct(in[0], opInfo(op).facts->act, 0, 0, knob, out);
     return;
   case HpvmOp::Softmax:

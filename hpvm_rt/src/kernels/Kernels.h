@@ -16,6 +16,7 @@
 
 #include "hpvm_rt/OpFacts.h"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -65,6 +66,22 @@ inline bool isTranscendental(Act a) {
   return a == Act::Tanh || a == Act::Sigmoid;
 }
 
+/// ONNX HardSigmoid: max(0, min(1, alpha * x + beta)), with one rounding
+/// (fused multiply-add, as oneDNN's eltwise_linear computes it). The
+/// reference kernel and the layers' host post-ops share it, bit for bit.
+inline float hardSigmoid(float x, float alpha, float beta) {
+  const float v = std::fma(alpha, x, beta);
+  return v < 0.f ? 0.f : (v > 1.f ? 1.f : v);
+}
+
+/// Hard swish (MobileNet v3): x * relu6(x + 3) / 6, in PyTorch's order of
+/// operations (= x * HardSigmoid(x) with alpha 1/6, beta 1/2, up to
+/// rounding).
+inline float hardSwish(float x) {
+  const float r = x + 3.f;
+  return x * (r < 0.f ? 0.f : (r > 6.f ? 6.f : r)) / 6.f;
+}
+
 /// Post-operations fused into a convolution or dense layer, applied in this
 /// order: bias (per channel), batch norm (inference), activation, residual
 /// add (elementwise, same shape as the output), second activation. Tensors
@@ -77,10 +94,12 @@ struct PostOps {
   const Tensor* bnVar = nullptr;
   double bnEps = 0.0;
   Act act = Act::None;
-  float actLo = 0.f, actHi = 0.f;   ///< Clip bounds for Act::Clip.
+  /// The activation's parameters: Act::Clip's bounds, Act::HardSigmoid's
+  /// alpha and beta.
+  float actLo = 0.f, actHi = 0.f;
   const Tensor* residual = nullptr; ///< Elementwise add, output shape.
   Act act2 = Act::None;
-  float act2Lo = 0.f, act2Hi = 0.f;
+  float act2Lo = 0.f, act2Hi = 0.f; ///< act2's, as actLo and actHi.
   /// int8 layers only: > 0 asks for the result quantized to u8 with this
   /// scale (the next int8 layer's input quantization) instead of fp32.
   /// The executor asks only where that is exact: no residual, activation
@@ -190,6 +209,7 @@ void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
                const float* var, double eps, float* y);
 void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
          bool perChannel, float* y);
+/// y = act(x); lo and hi are the activation's parameters (PostOps::actLo).
 void act(const float* x, int64_t n, Act act, float lo, float hi, float* y);
 /// y (a's dims) = a * b, b's dims each a's or 1 (NumPy broadcast).
 void multiply(const float* a, const int64_t* aDims, const float* b,

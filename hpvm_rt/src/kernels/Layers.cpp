@@ -184,28 +184,49 @@ Numerics numericsOf(const KnobSpec& knob) {
   return nm;
 }
 
-dnnl::algorithm eltwiseAlg(Act a) {
+/// One oneDNN eltwise operation: its algorithm, alpha and beta.
+struct EltwiseStep {
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f, beta = 0.f;
+};
+
+/// An activation as the oneDNN eltwise operations computing it, in order.
+struct EltwiseSteps {
+  EltwiseStep step[2];
+  int count = 0;
+};
+
+/// act (lo, hi: its parameters) as oneDNN eltwise operations: one, except
+/// for a hard sigmoid, which oneDNN 2.6 lacks (its eltwise_hardswish has
+/// the fixed alpha 1/6, beta 1/2): alpha * x + beta, then a clip to
+/// [0, 1]. None of them for Act::None.
+EltwiseSteps eltwiseSteps(Act a, float lo, float hi) {
+  using alg = dnnl::algorithm;
   switch (a) {
-  case Act::Relu:
-    return dnnl::algorithm::eltwise_relu;
-  case Act::Clip:
-    return dnnl::algorithm::eltwise_clip;
-  case Act::Tanh:
-    return dnnl::algorithm::eltwise_tanh;
-  case Act::Sigmoid:
-    return dnnl::algorithm::eltwise_logistic;
   case Act::None:
-    break;
+    return {};
+  case Act::Relu:
+    return {{{alg::eltwise_relu}}, 1};
+  case Act::Clip:
+    return {{{alg::eltwise_clip, lo, hi}}, 1};
+  case Act::Tanh:
+    return {{{alg::eltwise_tanh}}, 1};
+  case Act::Sigmoid:
+    return {{{alg::eltwise_logistic}}, 1};
+  case Act::HardSigmoid:
+    return {{{alg::eltwise_linear, lo, hi}, {alg::eltwise_clip, 0.f, 1.f}}, 2};
+  case Act::HardSwish:
+    return {{{alg::eltwise_hardswish}}, 1};
   }
-  HPVM_UNREACHABLE("no eltwise algorithm for Act::None");
+  HPVM_UNREACHABLE("eltwiseSteps of an invalid Act");
 }
 
-/// Appends act as an eltwise post-op (nothing for Act::None).
+/// Appends act as eltwise post-ops (nothing for Act::None).
 void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi) {
-  if (a == Act::None)
-    return;
-  ops.append_eltwise(1.f, eltwiseAlg(a), a == Act::Clip ? lo : 0.f,
-                     a == Act::Clip ? hi : 0.f);
+  const EltwiseSteps steps = eltwiseSteps(a, lo, hi);
+  for (int i = 0; i < steps.count; ++i)
+    ops.append_eltwise(1.f, steps.step[i].alg, steps.step[i].alpha,
+                       steps.step[i].beta);
 }
 
 /// "a<act>lo,hi" for cache keys.
@@ -540,6 +561,16 @@ private:
     case Act::Sigmoid:
       for (int64_t i = 0; i < n; ++i)
         v[i] = 1.f / (1.f + std::exp(-v[i]));
+      return;
+    case Act::HardSigmoid:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = hardSigmoid(v[i], lo, hi);
+      return;
+    case Act::HardSwish:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = hardSwish(v[i]);
       return;
     }
   }
@@ -1555,17 +1586,23 @@ void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
                    src.get_desc().get_size());
     return;
   }
-  std::string key =
-      fmt::format("elt|{}|{}", descKey(src.get_desc()), actKey(act, lo, hi));
-  const Prim& p = cachedPrim(key, [&] {
-    dnnl::eltwise_forward::desc desc(
-        dnnl::prop_kind::forward_inference, eltwiseAlg(act), src.get_desc(),
-        act == Act::Clip ? lo : 0.f, act == Act::Clip ? hi : 0.f);
-    dnnl::eltwise_forward::primitive_desc pd(desc, engine());
-    return Prim{dnnl::eltwise_forward(pd), src.get_desc(), {}, src.get_desc()};
-  });
-  p.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-  stream().wait();
+  // One primitive per step, the first from src, the others in place on dst.
+  const EltwiseSteps steps = eltwiseSteps(act, lo, hi);
+  for (int i = 0; i < steps.count; ++i) {
+    const EltwiseStep& e = steps.step[i];
+    const std::string key = fmt::format("elt|{}|{}|{}", descKey(src.get_desc()),
+                                        actKey(act, lo, hi), i);
+    const Prim& p = cachedPrim(key, [&] {
+      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       e.alg, src.get_desc(), e.alpha, e.beta);
+      dnnl::eltwise_forward::primitive_desc pd(desc, engine());
+      return Prim{
+          dnnl::eltwise_forward(pd), src.get_desc(), {}, src.get_desc()};
+    });
+    p.prim.execute(stream(),
+                   {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+    stream().wait();
+  }
 }
 
 /// The memory y's result goes to when it has src's layout: src itself when

@@ -170,6 +170,12 @@ void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
     case Act::Sigmoid:
       v = 1.f / (1.f + std::exp(-v));
       break;
+    case Act::HardSigmoid:
+      v = hardSigmoid(v, lo, hi);
+      break;
+    case Act::HardSwish:
+      v = hardSwish(v);
+      break;
     }
     y[i] = v;
   }
