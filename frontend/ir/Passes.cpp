@@ -833,18 +833,14 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
     if (!v->isConstant() && v->shape.empty() && !v->name.empty())
       return {};
   OpAttrs a(*n, opset);
-  switch (n->kind) {
-  case OpKind::OnnxRelu:
-  case OpKind::OnnxSigmoid:
-  case OpKind::OnnxTanh:
-  case OpKind::OnnxClip:
-  case OpKind::OnnxSoftmax:
-  case OpKind::OnnxBatchNormalization:
+  const OpKind k = n->kind;
+  if (k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
+      k == OpKind::OnnxTanh || k == OpKind::OnnxClip ||
+      k == OpKind::OnnxSoftmax || k == OpKind::OnnxBatchNormalization ||
+      k == OpKind::OnnxHardSigmoid || k == OpKind::OnnxHardSwish)
     return x;
-  case OpKind::OnnxAdd:
-  case OpKind::OnnxSub:
-  case OpKind::OnnxMul:
-  case OpKind::OnnxDiv: {
+  if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
+      k == OpKind::OnnxDiv) {
     if (n->inputs.size() != 2)
       return {};
     std::vector<int64_t> y = n->inputs[1]->isConstant()
@@ -862,13 +858,13 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
     }
     return a0;
   }
-  case OpKind::OnnxSlice: {
+  if (k == OpKind::OnnxSlice) {
     std::vector<int64_t> begin, step, extent;
     if (!sliceGeometry(*n, opset, x, begin, step, extent))
       return {};
     return extent;
   }
-  case OpKind::OnnxConcat: {
+  if (k == OpKind::OnnxConcat) {
     int64_t rank = static_cast<int64_t>(x.size());
     int64_t axis = a.getInt("axis");
     axis = axis < 0 ? axis + rank : axis;
@@ -885,14 +881,13 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
     }
     return out;
   }
-  case OpKind::OnnxConv:
-  case OpKind::OnnxMaxPool:
-  case OpKind::OnnxAveragePool: {
+  if (k == OpKind::OnnxConv || k == OpKind::OnnxMaxPool ||
+      k == OpKind::OnnxAveragePool) {
     if (x.size() != 4)
       return {};
     std::vector<int64_t> kernel = a.getInts("kernel_shape");
     int64_t channels = x[1];
-    if (n->kind == OpKind::OnnxConv) {
+    if (k == OpKind::OnnxConv) {
       if (n->inputs.size() < 2 || !n->inputs[1]->isConstant())
         return {};
       const std::vector<int64_t>& w = n->inputs[1]->constant->dims;
@@ -902,11 +897,11 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       if (kernel.empty())
         kernel = {w[2], w[3]};
     }
-    std::vector<int64_t> pads = a.getInts("pads"),
-                         strides = a.getInts("strides");
+    std::vector<int64_t> pads = a.getInts("pads");
+    std::vector<int64_t> strides = a.getInts("strides");
     if (kernel.size() != 2 || pads.size() != 4 || strides.size() != 2)
       return {};
-    bool ceil = n->kind != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
+    bool ceil = k != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
     std::string autoPad = a.getString("auto_pad");
     int64_t h =
         windowOut(x[2], kernel[0], pads[0], pads[2], strides[0], autoPad, ceil);
@@ -916,12 +911,9 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       return {};
     return {x[0], channels, h, w};
   }
-  case OpKind::OnnxGlobalAveragePool:
-    return x.size() == 4 ? std::vector<int64_t>{x[0], x[1], 1, 1}
-                         : std::vector<int64_t>{};
-  default:
-    return {};
-  }
+  if (k == OpKind::OnnxGlobalAveragePool && x.size() == 4)
+    return {x[0], x[1], 1, 1};
+  return {};
 }
 
 } // namespace
