@@ -103,6 +103,7 @@ MODELS += [
         ("vgg11", IMAGENET, 3, 2, True, "8 conv3x3, 3 FC, 507 MB"),
         ("resnet18", SMALL, 6, 4, True, "basic blocks"),
         ("resnet18", IMAGENET, 3, 2, False, "basic blocks"),
+        ("resnet50", IMAGENET, 3, 2, False, "bottlenecks"),
         ("resnext50_32x4d", SMALL, 6, 4, True, "grouped 3x3 bottlenecks"),
         ("resnext50_32x4d", IMAGENET, 3, 2, False,
          "grouped 3x3 bottlenecks"),
