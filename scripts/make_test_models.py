@@ -200,6 +200,56 @@ def op_fixtures():
     save("HardSwish.onnxtxt",
          [node("HardSwish", ["input"], ["y"], "hardswish")], [X],
          io("y", [1, 2, 6, 6]), opset=14)
+    # A ConvNeXt block as torch.onnx writes it at opset 13: channel-last
+    # between two Transposes, LayerNorm (ReduceMean, Sub, Pow, ReduceMean,
+    # Add, Sqrt, Div, Mul, Add), Linear (MatMul, Add), exact GELU (Div,
+    # Erf, Add, Mul, Mul), Linear, then layer scale and the residual.
+    def f32(name, dims, values):
+        return helper.make_tensor(name, TensorProto.FLOAT, dims, values)
+    block = [
+        node("Conv", ["input", "w0"], ["x"], "dwconv", kernel_shape=[3, 3],
+             pads=[1, 1, 1, 1]),
+        node("Transpose", ["x"], ["t"], "to_last", perm=[0, 2, 3, 1]),
+        node("ReduceMean", ["t"], ["m"], "ln_mean", axes=[-1]),
+        node("Sub", ["t", "m"], ["d"], "ln_sub"),
+        node("Pow", ["d", "two"], ["d2"], "ln_pow"),
+        node("ReduceMean", ["d2"], ["v"], "ln_var", axes=[-1]),
+        node("Add", ["v", "eps"], ["ve"], "ln_eps"),
+        node("Sqrt", ["ve"], ["s"], "ln_sqrt"),
+        node("Div", ["d", "s"], ["nrm"], "ln_div"),
+        node("Mul", ["nrm", "gamma"], ["sc"], "ln_scale"),
+        node("Add", ["sc", "beta"], ["ln"], "ln_bias"),
+        node("MatMul", ["ln", "w1"], ["h"], "fc1"),
+        node("Add", ["b1", "h"], ["hb"], "fc1_bias"),
+        node("Div", ["hb", "sqrt2"], ["g0"], "gelu_div"),
+        node("Erf", ["g0"], ["g1"], "gelu_erf"),
+        node("Add", ["g1", "one"], ["g2"], "gelu_add"),
+        node("Mul", ["hb", "g2"], ["g3"], "gelu_mul"),
+        node("Mul", ["g3", "half"], ["g"], "gelu_half"),
+        node("MatMul", ["g", "w2"], ["o"], "fc2"),
+        node("Add", ["b2", "o"], ["ob"], "fc2_bias"),
+        node("Transpose", ["ob"], ["back"], "to_first", perm=[0, 3, 1, 2]),
+        node("Mul", ["scale", "back"], ["ls"], "layer_scale"),
+        node("Add", ["ls", "x"], ["y"], "residual")]
+    block_inits = [
+        weights("w0", [2, 2, 3, 3], 22),
+        f32("two", [], [2.0]), f32("eps", [], [1e-6]),
+        f32("gamma", [2], [1.5, 0.5]), f32("beta", [2], [0.25, -0.5]),
+        weights("w1", [2, 8], 23), weights("b1", [8], 24),
+        f32("sqrt2", [], [1.4142135381698608]), f32("one", [], [1.0]),
+        f32("half", [], [0.5]), weights("w2", [8, 2], 25),
+        weights("b2", [2], 26), f32("scale", [2, 1, 1], [0.5, 2.0])]
+    for op in ("Pow", "Sqrt", "Erf"):
+        save(op + ".onnxtxt", block, [X], io("y", [1, 2, 6, 6]), block_inits)
+    # ONNX's own LayerNormalization (opset 17), channel-last.
+    save("LayerNormalization.onnxtxt",
+         [node("Transpose", ["input"], ["t"], "to_last", perm=[0, 2, 3, 1]),
+          node("LayerNormalization", ["t", "gamma", "beta"], ["ln"], "ln",
+               axis=-1, epsilon=1e-6),
+          node("Transpose", ["ln"], ["y"], "to_first", perm=[0, 3, 1, 2])],
+         [X], io("y", [1, 2, 6, 6]),
+         [f32("gamma", [2], [1.5, 0.5]), f32("beta", [2], [0.25, -0.5])],
+         opset=17)
     save("Softmax.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten"),
           node("Gemm", ["f", "w"], ["g"], "fc", transB=1),

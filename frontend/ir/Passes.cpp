@@ -1043,6 +1043,377 @@ void fuseChannelShuffles(Graph& g) {
   g.pruneValues();
 }
 
+namespace {
+
+/// The only reader of \p v, or null.
+Node* soleUser(const Value* v) {
+  return v->users.size() == 1 ? v->users[0] : nullptr;
+}
+
+/// The value of scalar constant \p v, or NaN.
+double scalarValue(const Value* v) {
+  if (!v->isConstant() || v->constant->numElements() != 1)
+    return std::nan("");
+  return v->constant->asDouble(0);
+}
+
+/// The input of binary node \p n other than \p v (null if \p n does not
+/// read \p v or reads it twice).
+Value* otherInput(const Node* n, const Value* v) {
+  if (n->inputs.size() != 2 || n->inputs[0] == n->inputs[1])
+    return nullptr;
+  if (n->inputs[0] == v)
+    return n->inputs[1];
+  return n->inputs[1] == v ? n->inputs[0] : nullptr;
+}
+
+/// True if \p n is a ReduceMean of \p x over its last axis, keeping it.
+bool isLastAxisMean(Node* n, const Value* x, int64_t opset) {
+  if (n == nullptr || n->kind != OpKind::OnnxReduceMean ||
+      n->inputs.size() != 1 || n->inputs[0] != x || x->shape.empty())
+    return false;
+  OpAttrs a(*n, opset);
+  std::vector<int64_t> axes = a.getInts("axes");
+  int64_t last = static_cast<int64_t>(x->shape.size()) - 1;
+  return axes.size() == 1 && (axes[0] == -1 || axes[0] == last) &&
+         a.getInt("keepdims") != 0;
+}
+
+/// Replaces the chain ending in \p last by a new node \p kind reading
+/// \p inputs, placed where \p last was; erases \p chain (last first).
+Node* replaceChain(Graph& g, OpKind kind, std::vector<Value*> inputs,
+                   const std::vector<Node*>& chain) {
+  Node* last = chain.back();
+  std::vector<Origin> origins;
+  for (const Node* n : chain)
+    origins.insert(origins.end(), n->origins.begin(), n->origins.end());
+  int pos = 0;
+  while (g.nodes()[static_cast<size_t>(pos)].get() != last)
+    ++pos;
+  Value* out =
+      g.addValue(last->output->name, DataType::Float, last->output->shape);
+  Node* n = g.addNode(kind, std::move(inputs), out, std::move(origins), pos);
+  g.replaceAllUses(last->output, out);
+  for (size_t i = chain.size(); i-- > 0;)
+    g.eraseNode(chain[i]);
+  return n;
+}
+
+} // namespace
+
+void fuseLayerNorms(Graph& g) {
+  const int64_t opset = g.source.opset;
+  std::unordered_set<Node*> erased;
+  for (Node* mean : nodeList(g)) {
+    if (erased.count(mean) || mean->kind != OpKind::OnnxReduceMean)
+      continue;
+    Value* x = mean->inputs[0];
+    if (!isLastAxisMean(mean, x, opset) || x->isConstant())
+      continue;
+    Node* sub = soleUser(mean->output);
+    if (!sub || sub->kind != OpKind::OnnxSub || sub->inputs.size() != 2 ||
+        sub->inputs[0] != x || sub->inputs[1] != mean->output ||
+        sub->output->users.size() != 2)
+      continue;
+    Node* pow = nullptr;
+    Node* div = nullptr;
+    for (Node* u : sub->output->users) {
+      if (u->kind == OpKind::OnnxPow && u->inputs.size() == 2 &&
+          u->inputs[0] == sub->output && scalarValue(u->inputs[1]) == 2.0)
+        pow = u;
+      else if (u->kind == OpKind::OnnxDiv && u->inputs.size() == 2 &&
+               u->inputs[0] == sub->output)
+        div = u;
+    }
+    if (!pow || !div)
+      continue;
+    Node* var = soleUser(pow->output);
+    if (!isLastAxisMean(var, pow->output, opset))
+      continue;
+    Node* addEps = soleUser(var->output);
+    if (!addEps || addEps->kind != OpKind::OnnxAdd)
+      continue;
+    Value* epsValue = otherInput(addEps, var->output);
+    double eps = epsValue ? scalarValue(epsValue) : std::nan("");
+    Node* sqrt = soleUser(addEps->output);
+    if (!(eps >= 0) || !sqrt || sqrt->kind != OpKind::OnnxSqrt ||
+        soleUser(sqrt->output) != div || div->inputs[1] != sqrt->output)
+      continue;
+    std::vector<Node*> chain = {mean, sub, pow, var, addEps, sqrt, div};
+    // The optional affine part: times a scale, plus a bias (per channel of
+    // the last axis).
+    const int64_t C = x->shape.back();
+    auto perChannel = [&](const Value* v) {
+      return v && v->isConstant() && v->constant->numElements() == C &&
+             !v->constant->dims.empty() && v->constant->dims.back() == C;
+    };
+    Value* scale = nullptr;
+    Value* bias = nullptr;
+    Node* tail = div;
+    if (Node* mul = soleUser(tail->output);
+        mul && mul->kind == OpKind::OnnxMul &&
+        perChannel(otherInput(mul, tail->output))) {
+      scale = otherInput(mul, tail->output);
+      chain.push_back(mul);
+      tail = mul;
+      if (Node* add = soleUser(tail->output);
+          add && add->kind == OpKind::OnnxAdd &&
+          perChannel(otherInput(add, tail->output))) {
+        bias = otherInput(add, tail->output);
+        chain.push_back(add);
+      }
+    }
+    if (chain.back()->output == g.output && chain.back() != tail &&
+        chain.back()->kind != OpKind::OnnxAdd)
+      continue;
+    auto constant = [&](const Value* v, float fill, const char* what) {
+      if (v)
+        return g.addConstant(v->name, withDims(*v->constant, {C}),
+                             v->initializerIndex);
+      auto t = floatTensor(std::vector<float>(size_t(C), fill), {C});
+      return g.addConstant(chain.back()->output->name + what, t);
+    };
+    Value* s = constant(scale, 1.f, ".scale");
+    Value* b = constant(bias, 0.f, ".bias");
+    s->shape = {C};
+    b->shape = {C};
+    for (Node* n : chain)
+      erased.insert(n);
+    Node* ln =
+        replaceChain(g, OpKind::OnnxLayerNormalization, {x, s, b}, chain);
+    ln->attrs["axis"] = int64_t{-1};
+    ln->attrs["epsilon"] = eps;
+  }
+  g.pruneValues();
+}
+
+void fuseGelus(Graph& g) {
+  std::unordered_set<Node*> erased;
+  for (Node* erf : nodeList(g)) {
+    if (erased.count(erf) || erf->kind != OpKind::OnnxErf)
+      continue;
+    Node* div = erf->inputs[0]->producer;
+    if (!div || soleUser(div->output) != erf)
+      continue;
+    // x / sqrt(2), or x * (1 / sqrt(2)).
+    Value* x = div->inputs[0];
+    double c = div->inputs.size() == 2 ? scalarValue(div->inputs[1]) : 0;
+    bool scaled =
+        (div->kind == OpKind::OnnxDiv && std::abs(c - std::sqrt(2.0)) < 1e-6) ||
+        (div->kind == OpKind::OnnxMul && std::abs(c - std::sqrt(0.5)) < 1e-6);
+    // (An HPVM op reads 4-D activations only.)
+    if (!scaled || x->isConstant() || x->shape.size() != 4)
+      continue;
+    Node* plus = soleUser(erf->output);
+    if (!plus || plus->kind != OpKind::OnnxAdd)
+      continue;
+    Value* one = otherInput(plus, erf->output);
+    if (!one || scalarValue(one) != 1.0)
+      continue;
+    Node* times = soleUser(plus->output);
+    if (!times || times->kind != OpKind::OnnxMul ||
+        otherInput(times, plus->output) != x)
+      continue;
+    Node* half = soleUser(times->output);
+    Value* h = half && half->kind == OpKind::OnnxMul
+                   ? otherInput(half, times->output)
+                   : nullptr;
+    if (!h || scalarValue(h) != 0.5)
+      continue;
+    std::vector<Node*> chain = {div, erf, plus, times, half};
+    for (Node* n : chain)
+      erased.insert(n);
+    replaceChain(g, OpKind::Gelu, {x}, chain);
+  }
+  g.pruneValues();
+}
+
+void makeChannelFirst(Graph& g) {
+  const int64_t opset = g.source.opset;
+  auto permOf = [&](const Node* n) {
+    return OpAttrs(*n, opset).getInts("perm");
+  };
+  const std::vector<int64_t> toLast = {0, 2, 3, 1}, toFirst = {0, 3, 1, 2};
+  std::unordered_set<Node*> erased;
+  for (Node* enter : nodeList(g)) {
+    if (erased.count(enter) || enter->kind != OpKind::OnnxTranspose ||
+        enter->inputs[0]->shape.size() != 4 || enter->inputs[0]->isConstant() ||
+        permOf(enter) != toLast || enter->output == g.output)
+      continue;
+    // The region: every node reachable from the channel-last value before
+    // a Transpose back; each must work per pixel on the last axis.
+    std::vector<Node*> region, exits;
+    std::unordered_set<const Value*> inside = {enter->output};
+    std::vector<Value*> work = {enter->output};
+    bool ok = true;
+    auto constantOk = [&](const Value* v) {
+      // A scalar, or one value per channel of the last axis.
+      const std::vector<int64_t>& d = v->constant->dims;
+      return v->constant->numElements() == 1 ||
+             v->constant->numElements() == d.back();
+    };
+    while (ok && !work.empty()) {
+      Value* v = work.back();
+      work.pop_back();
+      if (v == g.output) {
+        ok = false;
+        break;
+      }
+      for (Node* u : v->users) {
+        if (std::find(region.begin(), region.end(), u) != region.end() ||
+            std::find(exits.begin(), exits.end(), u) != exits.end())
+          continue;
+        const OpKind k = u->kind;
+        bool fits = false;
+        if (k == OpKind::OnnxTranspose) {
+          fits = permOf(u) == toFirst;
+          if (fits) {
+            exits.push_back(u);
+            continue;
+          }
+        } else if (k == OpKind::OnnxLayerNormalization) {
+          OpAttrs a(*u, opset);
+          fits = u->inputs[0] == v &&
+                 (a.getInt("axis") == -1 || a.getInt("axis") == 3);
+          for (size_t i = 1; i < u->inputs.size(); ++i)
+            fits = fits &&
+                   (u->inputs[i]->name.empty() ||
+                    (u->inputs[i]->isConstant() &&
+                     u->inputs[i]->constant->dtype == DataType::Float &&
+                     u->inputs[i]->constant->numElements() == v->shape.back()));
+        } else if (k == OpKind::OnnxMatMul) {
+          const Value* w = u->inputs[1];
+          fits = u->inputs[0] == v && w->isConstant() &&
+                 w->constant->dims.size() == 2;
+        } else if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub ||
+                   k == OpKind::OnnxMul || k == OpKind::OnnxDiv) {
+          fits = u->inputs.size() == 2;
+          for (const Value* in : u->inputs)
+            fits = fits &&
+                   (inside.count(in) || (in->isConstant() && constantOk(in)));
+        } else if (k == OpKind::Gelu || k == OpKind::OnnxRelu ||
+                   k == OpKind::OnnxSigmoid || k == OpKind::OnnxTanh ||
+                   k == OpKind::OnnxHardSwish || k == OpKind::OnnxClip) {
+          fits = u->inputs[0] == v;
+          for (size_t i = 1; i < u->inputs.size(); ++i)
+            fits = fits && u->inputs[i]->isConstant();
+        }
+        if (!fits || u->output->shape.size() != 4) {
+          ok = false;
+          break;
+        }
+        region.push_back(u);
+        inside.insert(u->output);
+        work.push_back(u->output);
+      }
+    }
+    // Every input of the region's nodes comes from the region or is a
+    // constant (no mixing with channel-first values).
+    for (const Node* u : region)
+      for (const Value* in : u->inputs)
+        ok = ok && (inside.count(in) || in->isConstant());
+    if (!ok || exits.empty())
+      continue;
+    // Rewrite: shapes N x H x W x C become N x C x H x W.
+    auto first = [](const std::vector<int64_t>& s) {
+      return std::vector<int64_t>{s[0], s[3], s[1], s[2]};
+    };
+    for (Node* u : region) {
+      const OpKind k = u->kind;
+      if (k == OpKind::OnnxLayerNormalization) {
+        // Over the last axis channel-last is over the channels of each
+        // pixel channel-first: HPVM's layer_norm (ONNX's axis 1 would
+        // normalize C, H and W together).
+        const int64_t ch = u->output->shape[3];
+        std::vector<Value*> ins = {u->inputs[0]};
+        for (size_t i = 1; i < 3; ++i) {
+          std::shared_ptr<const TensorData> t =
+              i < u->inputs.size() && !u->inputs[i]->name.empty()
+                  ? u->inputs[i]->constant
+                  : floatTensor(std::vector<float>(size_t(ch), i == 1 ? 1 : 0),
+                                {ch});
+          if (!t || t->numElements() != ch || t->dtype != DataType::Float) {
+            ins.clear();
+            break;
+          }
+          Value* c = g.addConstant(
+              i < u->inputs.size()
+                  ? u->inputs[i]->name
+                  : u->output->name + (i == 1 ? ".scale" : ".bias"),
+              withDims(*t, {1, ch, 1, 1}),
+              i < u->inputs.size() ? u->inputs[i]->initializerIndex : -1);
+          c->shape = {1, ch, 1, 1};
+          ins.push_back(c);
+        }
+        HPVM_ASSERT(ins.size() == 3, "LayerNormalization scale/bias checked "
+                                     "when the region was formed");
+        const double eps = OpAttrs(*u, opset).getFloat("epsilon");
+        int pos = 0;
+        while (g.nodes()[static_cast<size_t>(pos)].get() != u)
+          ++pos;
+        Value* out = g.addValue(u->output->name, DataType::Float,
+                                first(u->output->shape));
+        Node* ln =
+            g.addNode(OpKind::LayerNorm, std::move(ins), out, u->origins, pos);
+        ln->scalars = {Scalar::real(shortestFloat(float(eps)))};
+        g.replaceAllUses(u->output, out);
+        g.eraseNode(u);
+        erased.insert(u);
+        continue;
+      } else if (k == OpKind::OnnxMatMul) {
+        // x W (W: K x N) per pixel is a 1 x 1 convolution by W^T.
+        const TensorData& w = *u->inputs[1]->constant;
+        const int64_t K = w.dims[0], N = w.dims[1];
+        std::vector<float> src = w.toFloats(), t(src.size());
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            t[size_t(j * K + i)] = src[size_t(i * N + j)];
+        Value* filter =
+            g.addConstant(u->inputs[1]->name, floatTensor(t, {N, K, 1, 1}),
+                          u->inputs[1]->initializerIndex);
+        filter->shape = {N, K, 1, 1};
+        Value* in = u->inputs[0];
+        int pos = 0;
+        while (g.nodes()[static_cast<size_t>(pos)].get() != u)
+          ++pos;
+        Value* out = g.addValue(u->output->name, DataType::Float,
+                                first(u->output->shape));
+        Node* conv =
+            g.addNode(OpKind::OnnxConv, {in, filter}, out, u->origins, pos);
+        conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+        g.replaceAllUses(u->output, out);
+        g.eraseNode(u);
+        erased.insert(u);
+        continue;
+      } else {
+        // Constants over the last axis become C x 1 x 1 (or stay scalars).
+        for (Value*& in : u->inputs) {
+          if (!in->isConstant() || in->constant->numElements() == 1)
+            continue;
+          int64_t n = in->constant->numElements();
+          Value* c = g.addConstant(in->name, withDims(*in->constant, {n, 1, 1}),
+                                   in->initializerIndex);
+          c->shape = {n, 1, 1};
+          auto& users = in->users;
+          users.erase(std::remove(users.begin(), users.end(), u), users.end());
+          in = c;
+          c->users.push_back(u);
+        }
+      }
+      u->output->shape = first(u->output->shape);
+    }
+    for (Node* x : exits) {
+      g.replaceAllUses(x->output, x->inputs[0]);
+      g.eraseNode(x);
+      erased.insert(x);
+    }
+    g.replaceAllUses(enter->output, enter->inputs[0]);
+    g.eraseNode(enter);
+    erased.insert(enter);
+  }
+  g.pruneValues();
+}
+
 void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   auto run = [&](const char* name, void (*pass)(Graph&)) {
     pass(g);
@@ -1058,6 +1429,9 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("fold-pads", foldPads);
   run("alias-reshapes", aliasReshapes);
   run("fuse-channel-shuffles", fuseChannelShuffles);
+  run("fuse-layer-norms", fuseLayerNorms);
+  run("fuse-gelus", fuseGelus);
+  run("make-channel-first", makeChannelFirst);
   if (g.output == g.input || g.output->isConstant())
     throw UserError(g.source.path + ": the output '" +
                     escapeName(g.output->name) + "' is " +

@@ -60,6 +60,25 @@ void aliasReshapes(Graph& g);
 /// H, W), Transpose perm [0, 2, 1, 3, 4], Reshape back to (N, C, H, W),
 /// into one channel_shuffle with g groups.
 void fuseChannelShuffles(Graph& g);
+
+/// Turns the LayerNorm over the last axis that the PyTorch exporter writes
+/// before opset 17 (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div,
+/// then optionally Mul scale, Add bias) into one LayerNormalization.
+void fuseLayerNorms(Graph& g);
+
+/// Turns the exact GELU the PyTorch exporter writes (x / sqrt(2), Erf,
+/// + 1, times x, times 0.5) into one gelu (an HPVM op: ONNX has Gelu from
+/// opset 20 only, beyond what torch2hpvm loads).
+void fuseGelus(Graph& g);
+
+/// Makes channel-last regions channel-first: between a Transpose of an
+/// N x C x H x W activation to N x H x W x C (perm [0, 2, 3, 1]) and the
+/// Transposes back ([0, 3, 1, 2]), where every op works per pixel on the
+/// last axis (LayerNormalization, MatMul by a constant matrix - a Linear
+/// layer, elementwise ops and constants over the channels), the ops are
+/// rewritten for N x C x H x W (LayerNormalization over axis 1, a 1 x 1
+/// Conv, constants C x 1 x 1) and the Transposes disappear (ConvNeXt).
+void makeChannelFirst(Graph& g);
 /// Turns every remaining ONNX-level node into HPVM ops (Conv and Gemm bias
 /// become a separate Add). Throws UserError listing every node that cannot
 /// be lowered.

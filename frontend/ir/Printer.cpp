@@ -61,6 +61,13 @@ std::string formatScalars(const Node& n) {
       {static_cast<int>(OpKind::BatchNorm), {"eps"}},
       {static_cast<int>(OpKind::ClippedRelu), {"min", "max"}},
       {static_cast<int>(OpKind::HardSigmoid), {"alpha", "beta"}},
+      {static_cast<int>(OpKind::MaxPoolPads),
+       {"window", "", "pads", "", "", "", "strides", ""}},
+      {static_cast<int>(OpKind::AvgPoolPads),
+       {"window", "", "pads", "", "", "", "strides", ""}},
+      {static_cast<int>(OpKind::LayerNorm), {"eps"}},
+      {static_cast<int>(OpKind::ChannelSlice), {"begin", "end"}},
+      {static_cast<int>(OpKind::ChannelShuffle), {"groups"}},
   };
   auto it = labels.find(static_cast<int>(n.kind));
   std::string s;

@@ -840,6 +840,63 @@ std::string lowerHardSigmoid(Lowering& L, Node* n) {
 std::string lowerHardSwish(Lowering& L, Node* n) {
   return lowerUnary(L, n, OpKind::HardSwish);
 }
+/// ONNX LayerNormalization whose normalized axes (axis to the last) are
+/// the channels: of an N x C activation, or of N x C x 1 x 1 (ConvNeXt's
+/// head); a channel-last LayerNorm between Transposes was made
+/// channel-first layer_norm by makeChannelFirst. Scale and bias: constants
+/// of C elements.
+std::string lowerLayerNormalization(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  const std::vector<int64_t>& onnx =
+      n->output->shape.empty() ? x->shape : n->output->shape;
+  OpAttrs attrs(*n, L.g.source.opset);
+  int64_t rank = static_cast<int64_t>(onnx.size());
+  int64_t axis = attrs.getInt("axis");
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis != 1 || (rank != 2 && (rank != 4 || onnx[2] != 1 || onnx[3] != 1)))
+    return "layer normalization over axes " + std::to_string(axis) +
+           ".. of shape " + formatShape(onnx) +
+           " is not supported (only over the channels: of N x C, or of N x "
+           "C x 1 x 1; a channel-last LayerNorm between Transposes to and "
+           "from N x H x W x C is made channel-first)";
+  std::vector<int64_t> x4 = form4d(x->shape);
+  const int64_t C = x4[1];
+  std::vector<Value*> ops = {x};
+  static const char* roles[] = {"scale", "bias"};
+  for (size_t i = 1; i < 3; ++i) {
+    if (i >= n->inputs.size() || n->inputs[i]->name.empty()) {
+      ops.push_back(L.addFloats(
+          n->output->name + (i == 1 ? ".scale" : ".bias"),
+          std::vector<float>(size_t(C), i == 1 ? 1.f : 0.f), {1, C, 1, 1}, -1));
+      continue;
+    }
+    Value* v = n->inputs[i];
+    if (auto r = needConstant(v, roles[i - 1]); !r.empty())
+      return r;
+    if (v->constant->numElements() != C)
+      return std::string(roles[i - 1]) + " has shape " +
+             formatShape(v->constant->dims) + ", expected " +
+             std::to_string(C) + " channels";
+    ops.push_back(L.constantAs(v, {1, C, 1, 1}));
+  }
+  double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon")));
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::LayerNorm, ops, {Scalar::real(eps)}, x4,
+                     n->output->name, *n, pos));
+  return "";
+}
+std::string lowerPow(Lowering&, Node*) {
+  return "Pow of activations is only supported inside the LayerNorm the "
+         "PyTorch exporter writes (ReduceMean, Sub, Pow 2, ReduceMean, Add, "
+         "Sqrt, Div over the last axis)";
+}
+std::string lowerSqrt(Lowering& L, Node* n) { return lowerPow(L, n); }
+std::string lowerErf(Lowering&, Node*) {
+  return "Erf of activations is only supported inside the GELU the PyTorch "
+         "exporter writes (x * (1 + erf(x / sqrt(2))) * 0.5)";
+}
 
 // Rows the passes remove where they can: what is left says why not.
 std::string lowerFlatten(Lowering& L, Node* n) {

@@ -182,6 +182,11 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {intAttr("to", 0)};
     return decls;
   }
+  case OpKind::OnnxLayerNormalization: {
+    static const Decls decls = {intAttr("axis", -1),
+                                floatAttr("epsilon", 1e-5)};
+    return decls;
+  }
   case OpKind::OnnxTranspose: {
     // Absent: the dims reversed.
     static const Decls decls = {intsAttr("perm", {})};
@@ -204,6 +209,9 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     return decls;
   }
   case OpKind::OnnxMatMul:
+  case OpKind::OnnxPow:
+  case OpKind::OnnxSqrt:
+  case OpKind::OnnxErf:
   case OpKind::OnnxGlobalAveragePool:
   case OpKind::OnnxRelu:
   case OpKind::OnnxTanh:

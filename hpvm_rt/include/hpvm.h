@@ -94,6 +94,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 
 #define HPVM_RT_TENSORS_1 void*
 #define HPVM_RT_TENSORS_2 void*, void*
+#define HPVM_RT_TENSORS_3 void*, void*, void*
 #define HPVM_RT_TENSORS_5 void*, void*, void*, void*, void*
 // A variadic op: the count, then that many tensors.
 #define HPVM_RT_TENSORS_N int, ...
@@ -115,6 +116,7 @@ extern "C" {
 
 #undef HPVM_RT_TENSORS_1
 #undef HPVM_RT_TENSORS_2
+#undef HPVM_RT_TENSORS_3
 #undef HPVM_RT_TENSORS_5
 #undef HPVM_RT_TENSORS_N
 #undef HPVM_RT_SCALARS_0

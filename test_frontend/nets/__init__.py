@@ -137,6 +137,10 @@ MODELS += [
         ("shufflenet_v2_x0_5", SMALL, 6, 4, True, "ShuffleNet v2: channel "
          "split (Slice), channel shuffle (Reshape, Transpose, Reshape)"),
         ("shufflenet_v2_x1_0", IMAGENET, 3, 2, False, "ShuffleNet v2"),
+        ("convnext_tiny", SMALL, 6, 4, True, "ConvNeXt: channel-last "
+         "blocks (Transpose, LayerNorm, Linear, GELU, Linear, Transpose) made "
+         "channel-first: layer_norm, 1x1 convs, gelu"),
+        ("convnext_tiny", IMAGENET, 3, 2, False, "ConvNeXt"),
         ("inception_v3", INCEPTION, 6, 4, True, "Inception v3: factorised "
          "inception blocks (Concat), Pad + AveragePool"),
         ("inception_v3", (3, 299, 299), 3, 2, False, "Inception v3 at its "

@@ -158,3 +158,27 @@ TEST_CASE("Frontend: knob lists follow the op's Knobs column") {
   CHECK(onnxOpByName("Cast")->minOpset == 6);
   CHECK(onnxOpByKind(OpKind::OnnxGemm) == onnxOpByName("Gemm"));
 }
+
+TEST_CASE("Frontend: a channel-last ConvNeXt block as torch.onnx writes it "
+          "becomes channel-first layer_norm, 1x1 convs and gelu") {
+  std::unique_ptr<Graph> g = loadModel(fixture("Pow"), {});
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = Conv(%input: 1x2x6x6, %w0: 2x2x3x3) -> 1x2x6x6  [pads 1 1 "
+        "strides 1 1]  # dwconv\n"
+        "%2 = LayerNorm(%1: 1x2x6x6, %gamma: 1x2x1x1, %beta: 1x2x1x1) -> "
+        "1x2x6x6  [eps 1e-06]  # ln_mean, ln_sub, ln_pow, ln_var, ln_eps, "
+        "ln_sqrt, ln_div, ln_scale, ln_bias\n"
+        "%3 = Conv(%2: 1x2x6x6, %w1: 8x2x1x1) -> 1x8x6x6  [pads 0 0 strides "
+        "1 1]  # fc1\n"
+        "%4 = Add(%3: 1x8x6x6, %b1: 1x8x1x1) -> 1x8x6x6  # fc1_bias\n"
+        "%5 = Gelu(%4: 1x8x6x6) -> 1x8x6x6  # gelu_div, gelu_erf, gelu_add, "
+        "gelu_mul, gelu_half\n"
+        "%6 = Conv(%5: 1x8x6x6, %w2: 2x8x1x1) -> 1x2x6x6  [pads 0 0 strides "
+        "1 1]  # fc2\n"
+        "%7 = Add(%6: 1x2x6x6, %b2: 1x2x1x1) -> 1x2x6x6  # fc2_bias\n"
+        "%8 = Multiply(%7: 1x2x6x6, %scale: 1x2x1x1) -> 1x2x6x6  # "
+        "layer_scale\n"
+        "%9 = Add(%8: 1x2x6x6, %1: 1x2x6x6) -> 1x2x6x6  # residual\n"
+        "return %9: 1x2x6x6\n");
+}

@@ -162,6 +162,8 @@ double activate(Act a, double v, float lo, float hi) {
     return std::clamp(lo * v + hi, 0.0, 1.0);
   case Act::HardSwish:
     return v * std::clamp(v + 3, 0.0, 6.0) / 6;
+  case Act::Gelu:
+    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
   }
   return v;
 }
@@ -177,6 +179,8 @@ double actBound(Act a, double e, double z, double y, float lo) {
     return std::fabs(lo) * e + 2 * kU * (std::fabs(lo * z) + std::fabs(y));
   case Act::HardSwish:
     return 1.5 * e + 4 * kU * (std::fabs(z) + std::fabs(y));
+  case Act::Gelu: // Lipschitz constant below 1.13
+    return 1.13 * e + kTanhUlps * kU * std::fabs(y);
   case Act::None:
   case Act::Relu:
   case Act::Clip:

@@ -243,6 +243,26 @@ OpCase caseFor(HpvmOp op) {
     ref::pool2d(hostOf(x), 2, 4, 7, 6, a, c.want.data());
     break;
   }
+  case HpvmOp::Gelu:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm_rt__tensor_gelu(t[0]); };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(x), n, Act::Gelu, 0, 0, c.want.data());
+    break;
+  case HpvmOp::LayerNorm: {
+    void* g = randomTensor({1, 4, 1, 1}, 13, 0.5f, 1.5f);
+    void* b = randomTensor({1, 4, 1, 1}, 14, -1, 1);
+    c.in = {x, g, b};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_layer_norm(t[0], t[1], t[2], 1e-6);
+    };
+    c.direct = c.intrinsic;
+    ref::layerNorm(hostOf(x), 2, 4, 42, hostOf(g), hostOf(b), 1e-6,
+                   c.want.data());
+    break;
+  }
   case HpvmOp::ChannelSlice: // channels 1 .. 2
     c.in = {x};
     c.out = {2, 2, 7, 6};

@@ -24,7 +24,8 @@ enum class Act : uint8_t {
   Tanh,
   Sigmoid,
   HardSigmoid,
-  HardSwish
+  HardSwish,
+  Gelu
 };
 
 /// Which knobs apply to an op (Ops.def Applies / Knobs columns).
@@ -64,10 +65,12 @@ struct OpFacts {
 // TensorArgs as a count (N, variadic: 0) and as the variadic flag.
 #define HPVM_RT_ARGC_1 1
 #define HPVM_RT_ARGC_2 2
+#define HPVM_RT_ARGC_3 3
 #define HPVM_RT_ARGC_5 5
 #define HPVM_RT_ARGC_N 0
 #define HPVM_RT_VARIADIC_1 false
 #define HPVM_RT_VARIADIC_2 false
+#define HPVM_RT_VARIADIC_3 false
 #define HPVM_RT_VARIADIC_5 false
 #define HPVM_RT_VARIADIC_N true
 
@@ -93,10 +96,12 @@ inline constexpr OpFacts kOpFacts[] = {
 
 #undef HPVM_RT_ARGC_1
 #undef HPVM_RT_ARGC_2
+#undef HPVM_RT_ARGC_3
 #undef HPVM_RT_ARGC_5
 #undef HPVM_RT_ARGC_N
 #undef HPVM_RT_VARIADIC_1
 #undef HPVM_RT_VARIADIC_2
+#undef HPVM_RT_VARIADIC_3
 #undef HPVM_RT_VARIADIC_5
 #undef HPVM_RT_VARIADIC_N
 

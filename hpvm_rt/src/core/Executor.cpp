@@ -672,7 +672,15 @@ void buildSchedule(Plan& p) {
     case HpvmOp::Sigmoid:
     case HpvmOp::HardSigmoid:
     case HpvmOp::HardSwish:
+    case HpvmOp::Gelu:
       setAct(op, g.act, g.actLo, g.actHi);
+      if (reusable(p, op.in[0]))
+        g.inPlace = op.in[0];
+      break;
+    case HpvmOp::LayerNorm:
+      g.w = op.in[1];
+      g.bias = op.in[2];
+      g.bnEps = op.scalars[0];
       if (reusable(p, op.in[0]))
         g.inPlace = op.in[0];
       break;
@@ -814,7 +822,11 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   case HpvmOp::Sigmoid:
   case HpvmOp::HardSigmoid:
   case HpvmOp::HardSwish:
+  case HpvmOp::Gelu:
     runAct(in(g.x), g.act, g.actLo, g.actHi, g.knob, out);
+    return;
+  case HpvmOp::LayerNorm:
+    runLayerNorm(in(g.x), in(g.w), in(g.bias), g.bnEps, g.knob, out);
     return;
   case HpvmOp::Softmax:
     runSoftmax(in(g.x), g.knob, out);

@@ -172,7 +172,20 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   case HpvmOp::Tanh:
   case HpvmOp::Sigmoid:
   case HpvmOp::HardSwish:
+  case HpvmOp::Gelu:
   case HpvmOp::Softmax:
+    return x;
+  case HpvmOp::LayerNorm:
+    for (int i = 1; i < 3; ++i)
+      if (numElements(in[i]) != x[1])
+        throw UserError(where() + ": layer norm operand " +
+                        std::to_string(i + 1) + " has shape " +
+                        shapeText(in[i]) + "; expected " +
+                        std::to_string(x[1]) +
+                        " elements (one per channel of " + shapeText(x) + ")");
+    if (!(s[0] >= 0))
+      throw UserError(where() + ": layer norm epsilon " + std::to_string(s[0]) +
+                      " must be >= 0");
     return x;
   case HpvmOp::ChannelSlice: {
     const int64_t begin = int64_t(s[0]), end = int64_t(s[1]);
@@ -244,7 +257,11 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
   case HpvmOp::Tanh:
   case HpvmOp::Sigmoid:
   case HpvmOp::HardSwish:
+  case HpvmOp::Gelu:
     runAct(in[0], opInfo(op).facts->act, 0, 0, knob, out);
+    return;
+  case HpvmOp::LayerNorm:
+    runLayerNorm(in[0], in[1], in[2], s[0], knob, out);
     return;
   case HpvmOp::Softmax:
     runSoftmax(in[0], knob, out);
@@ -303,6 +320,7 @@ using hpvm::rt::HpvmOp;
 // that gather them into `tensors[numTensors]`.
 #define HPVM_RT_TPARAMS_1 void* t0
 #define HPVM_RT_TPARAMS_2 void *t0, void *t1
+#define HPVM_RT_TPARAMS_3 void *t0, void *t1, void *t2
 #define HPVM_RT_TPARAMS_5 void *t0, void *t1, void *t2, void *t3, void *t4
 #define HPVM_RT_TPARAMS_N int n, ...
 #define HPVM_RT_TGATHER_1                                                      \
@@ -311,6 +329,9 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_TGATHER_2                                                      \
   void* const tensors[] = {t0, t1};                                            \
   const int numTensors = 2;
+#define HPVM_RT_TGATHER_3                                                      \
+  void* const tensors[] = {t0, t1, t2};                                        \
+  const int numTensors = 3;
 #define HPVM_RT_TGATHER_5                                                      \
   void* const tensors[] = {t0, t1, t2, t3, t4};                                \
   const int numTensors = 5;

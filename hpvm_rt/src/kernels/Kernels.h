@@ -63,7 +63,12 @@ inline float int8UnsignedScale(const KnobSpec& k) {
 /// eltwise over whole outputs (a scalar loop of std::tanh or std::exp costs
 /// more than the convolution) rather than in their output pass.
 inline bool isTranscendental(Act a) {
-  return a == Act::Tanh || a == Act::Sigmoid;
+  return a == Act::Tanh || a == Act::Sigmoid || a == Act::Gelu;
+}
+
+/// GELU, exact form: x * (1 + erf(x / sqrt(2))) / 2.
+inline float gelu(float x) {
+  return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
 }
 
 /// ONNX HardSigmoid: max(0, min(1, alpha * x + beta)), with one rounding
@@ -174,6 +179,10 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
             Tensor* y);
 /// y = softmax over dim 1 of x viewed as N x (C*H*W) (y may be x).
 void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
+/// y = layer normalization of x over the channels of each pixel, times
+/// gamma plus beta (1 x C x 1 x 1 each); y may be x.
+void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
+                  double eps, const KnobSpec& knob, Tensor* y);
 /// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
 /// along the channels; y is a tensor of its own.
 void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y);
@@ -215,6 +224,9 @@ void act(const float* x, int64_t n, Act act, float lo, float hi, float* y);
 void multiply(const float* a, const int64_t* aDims, const float* b,
               const int64_t* bDims, float* y);
 void softmax(const float* x, int64_t N, int64_t D, float* y);
+/// Layer normalization over C of x (N x C x HW), per pixel.
+void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
+               const float* gamma, const float* beta, double eps, float* y);
 /// y = parts[0..n) along dim 1; part i is N x channels[i] x HW.
 void concat(const float* const* parts, const int64_t* channels, int n,
             int64_t N, int64_t HW, float* y);

@@ -217,6 +217,8 @@ EltwiseSteps eltwiseSteps(Act a, float lo, float hi) {
     return {{{alg::eltwise_linear, lo, hi}, {alg::eltwise_clip, 0.f, 1.f}}, 2};
   case Act::HardSwish:
     return {{{alg::eltwise_hardswish}}, 1};
+  case Act::Gelu:
+    return {{{alg::eltwise_gelu_erf}}, 1};
   }
   HPVM_UNREACHABLE("eltwiseSteps of an invalid Act");
 }
@@ -571,6 +573,10 @@ private:
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i)
         v[i] = hardSwish(v[i]);
+      return;
+    case Act::Gelu:
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = gelu(v[i]);
       return;
     }
   }
@@ -1919,6 +1925,63 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
     implOf(y).roundedTo = knob.precision;
   else
     roundResult(knob.precision, y);
+}
+
+// --- Layer normalization ----------------------------------------------------
+
+void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
+                  double eps, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 xd = dims4(x);
+  const int64_t N = xd[0], C = xd[1], HW = xd[2] * xd[3];
+  HPVM_ASSERT(
+      numElems(y) == numElems(x) && numElems(gamma) == C && numElems(beta) == C,
+      fmt::format("layer norm shapes wrong: x {}, gamma {}, beta {}, "
+                  "y {}",
+                  dimsStr(x), dimsStr(gamma), dimsStr(beta), dimsStr(y)));
+  const float* g = hostData(gamma);
+  const float* b = hostData(beta);
+  const float* xp = hostData(x);
+  if (y != x)
+    allocHost(y);
+  float* yp = y->impl->host;
+  // Pixels in blocks: each block sums over the channels with the pixels as
+  // the contiguous (vectorised) inner loop, in two passes (the mean, then
+  // the squared deviations from it, as PyTorch's layer_norm).
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (HW + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t p0 = blk * kBlock, len = std::min(kBlock, HW - p0);
+      float mean[kBlock], inv[kBlock];
+      const float* xb = xp + n * C * HW + p0;
+      float* yb = yp + n * C * HW + p0;
+      std::fill_n(mean, len, 0.f);
+      for (int64_t c = 0; c < C; ++c)
+#pragma omp simd
+        for (int64_t p = 0; p < len; ++p)
+          mean[p] += xb[c * HW + p];
+      std::fill_n(inv, len, 0.f);
+      for (int64_t p = 0; p < len; ++p)
+        mean[p] /= float(C);
+      for (int64_t c = 0; c < C; ++c)
+#pragma omp simd
+        for (int64_t p = 0; p < len; ++p) {
+          const float d = xb[c * HW + p] - mean[p];
+          inv[p] += d * d;
+        }
+      for (int64_t p = 0; p < len; ++p)
+        inv[p] = float(1 / std::sqrt(double(inv[p]) / double(C) + eps));
+      for (int64_t c = 0; c < C; ++c) {
+        const float gc = g[c], bc = b[c];
+#pragma omp simd
+        for (int64_t p = 0; p < len; ++p)
+          yb[c * HW + p] = (xb[c * HW + p] - mean[p]) * inv[p] * gc + bc;
+      }
+    }
+  markHostWritten(y);
+  roundResult(knob.precision, y);
 }
 
 // --- Softmax ----------------------------------------------------------------

@@ -176,6 +176,9 @@ void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
     case Act::HardSwish:
       v = hardSwish(v);
       break;
+    case Act::Gelu:
+      v = gelu(v);
+      break;
     }
     y[i] = v;
   }
@@ -199,6 +202,26 @@ void softmax(const float* x, int64_t N, int64_t D, float* y) {
     for (int64_t d = 0; d < D; ++d)
       yr[d] = static_cast<float>(yr[d] / sum);
   }
+}
+
+void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
+               const float* gamma, const float* beta, double eps, float* y) {
+  // Per pixel: the mean, then the mean squared deviation, in double.
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t p = 0; p < HW; ++p) {
+      const float* xp = x + b * C * HW + p;
+      double mean = 0, var = 0;
+      for (int64_t c = 0; c < C; ++c)
+        mean += xp[c * HW];
+      mean /= double(C);
+      for (int64_t c = 0; c < C; ++c)
+        var += (xp[c * HW] - mean) * (xp[c * HW] - mean);
+      var /= double(C);
+      const double inv = 1 / std::sqrt(var + eps);
+      for (int64_t c = 0; c < C; ++c)
+        y[b * C * HW + c * HW + p] =
+            float((xp[c * HW] - mean) * inv * gamma[c] + beta[c]);
+    }
 }
 
 void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
