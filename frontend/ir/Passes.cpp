@@ -355,9 +355,9 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
   return s;
 }
 
-/// Add, Sub, Mul, Div of float32 or int64 constants of one type, broadcast
-/// as NumPy does; integers divide truncating toward zero (ONNX), by zero:
-/// not folded.
+/// Add, Sub, Mul, Div, Pow of float32 or int64 constants of one type,
+/// broadcast as NumPy does; integers divide truncating toward zero (ONNX),
+/// by zero: not folded; an integer Pow needs a non-negative exponent.
 std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
   if (!allConstant(n) || n->inputs.size() != 2)
     return nullptr;
@@ -396,10 +396,19 @@ std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
     }
     if (isFloat) {
       double x = a.asDouble(ia), y = b.asDouble(ib);
+      // Pow in float, as ONNX runtimes compute it.
       fv.push_back(k == OpKind::OnnxAdd   ? x + y
                    : k == OpKind::OnnxSub ? x - y
                    : k == OpKind::OnnxMul ? x * y
-                                          : x / y);
+                   : k == OpKind::OnnxDiv ? x / y
+                                          : std::pow(float(x), float(y)));
+    } else if (k == OpKind::OnnxPow) {
+      int64_t x = a.asInt(ia), y = b.asInt(ib), r = 1;
+      if (y < 0 || y > 62)
+        return nullptr;
+      for (int64_t i = 0; i < y; ++i)
+        r *= x;
+      iv.push_back(r);
     } else {
       int64_t x = a.asInt(ia), y = b.asInt(ib);
       if (k == OpKind::OnnxDiv && y == 0)
@@ -506,8 +515,16 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
   if (k == OpKind::OnnxReshape)
     return foldReshape(n, opset);
   if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
-      k == OpKind::OnnxDiv)
+      k == OpKind::OnnxDiv || k == OpKind::OnnxPow)
     return foldArithmetic(n);
+  if ((k == OpKind::OnnxSqrt || k == OpKind::OnnxErf) &&
+      n->inputs[0]->isConstant() &&
+      n->inputs[0]->constant->dtype == DataType::Float) {
+    std::vector<float> v = n->inputs[0]->constant->toFloats();
+    for (float& f : v)
+      f = k == OpKind::OnnxSqrt ? std::sqrt(f) : std::erf(f);
+    return floatTensor(v, n->inputs[0]->constant->dims);
+  }
   if (k == OpKind::OnnxTranspose)
     return foldTranspose(n, a);
   if (k == OpKind::OnnxSlice)

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -349,4 +350,27 @@ TEST_CASE("Passes: constant Sub, Div, Transpose and Slice fold") {
   REQUIRE(c->isConstant());
   CHECK(c->constant->dims == std::vector<int64_t>{2, 1, 1});
   CHECK(c->constant->toFloats() == std::vector<float>{2.0f, 2.5f});
+}
+
+TEST_CASE("Passes: constant Pow, Sqrt and Erf fold") {
+  // erf(sqrt([-3, 4]^2) - 3) = erf([0, 1]).
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 'c' dims: 2 dims: 1 dims: 1 data_type: 1 "
+      "float_data: -3 float_data: 4 } initializer { name: 'two' data_type: 1 "
+      "float_data: 2 } initializer { name: 'three' data_type: 1 float_data: "
+      "3 }"
+      " node { input: 'c' input: 'two' output: 'p' name: 'pow' op_type: "
+      "'Pow' }"
+      " node { input: 'p' output: 's' name: 'sqrt' op_type: 'Sqrt' }"
+      " node { input: 's' input: 'three' output: 'd' name: 'sub' op_type: "
+      "'Sub' }"
+      " node { input: 'd' output: 'e' name: 'erf' op_type: 'Erf' }"
+      " node { input: 'input' input: 'e' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* c = g->nodes()[0]->inputs[1];
+  REQUIRE(c->isConstant());
+  CHECK(c->constant->toFloats() == std::vector<float>{0.f, std::erf(1.f)});
 }
