@@ -682,6 +682,32 @@ std::string lowerTranspose(Lowering&, Node* n) {
          "Transpose perm [0, 2, 1, 3, 4], Reshape back)";
 }
 
+/// Appends inputs 1.. of \p n, constants of \p C elements named \p roles,
+/// to \p ops as 1 x C x 1 x 1; an absent optional one is the role's
+/// identity (a scale of ones, a bias of zeros).
+std::string perChannelOperands(Lowering& L, Node* n,
+                               const std::vector<const char*>& roles, int64_t C,
+                               std::vector<Value*>& ops) {
+  for (size_t i = 1; i <= roles.size(); ++i) {
+    const std::string role = roles[i - 1];
+    if (i >= n->inputs.size() || n->inputs[i]->name.empty()) {
+      ops.push_back(L.addFloats(
+          n->output->name + "." + role,
+          std::vector<float>(size_t(C), role == "scale" ? 1.f : 0.f),
+          {1, C, 1, 1}, -1));
+      continue;
+    }
+    Value* v = n->inputs[i];
+    if (auto r = needConstant(v, role.c_str()); !r.empty())
+      return r;
+    if (v->constant->numElements() != C)
+      return role + " has shape " + formatShape(v->constant->dims) +
+             ", expected " + std::to_string(C) + " channels";
+    ops.push_back(L.constantAs(v, {1, C, 1, 1}));
+  }
+  return "";
+}
+
 std::string lowerBatchNormalization(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input", true); !r.empty())
@@ -689,19 +715,11 @@ std::string lowerBatchNormalization(Lowering& L, Node* n) {
   if (n->inputs.size() != 5)
     return "BatchNormalization needs 5 inputs";
   std::vector<int64_t> x4 = form4d(x->shape);
-  int64_t C = x4[1];
   std::vector<Value*> ops = {x};
-  static const char* roles[] = {"scale", "bias", "mean", "variance"};
-  for (size_t i = 1; i < 5; ++i) {
-    Value* v = n->inputs[i];
-    if (auto r = needConstant(v, roles[i - 1]); !r.empty())
-      return r;
-    if (v->constant->numElements() != C)
-      return std::string(roles[i - 1]) + " has shape " +
-             formatShape(v->constant->dims) + ", expected " +
-             std::to_string(C) + " channels";
-    ops.push_back(L.constantAs(v, {1, C, 1, 1}));
-  }
+  if (auto r = perChannelOperands(L, n, {"scale", "bias", "mean", "variance"},
+                                  x4[1], ops);
+      !r.empty())
+    return r;
   OpAttrs attrs(*n, L.g.source.opset);
   double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon")));
   int pos = L.position(n);
@@ -862,25 +880,10 @@ std::string lowerLayerNormalization(Lowering& L, Node* n) {
            "C x 1 x 1; a channel-last LayerNorm between Transposes to and "
            "from N x H x W x C is made channel-first)";
   std::vector<int64_t> x4 = form4d(x->shape);
-  const int64_t C = x4[1];
   std::vector<Value*> ops = {x};
-  static const char* roles[] = {"scale", "bias"};
-  for (size_t i = 1; i < 3; ++i) {
-    if (i >= n->inputs.size() || n->inputs[i]->name.empty()) {
-      ops.push_back(L.addFloats(
-          n->output->name + (i == 1 ? ".scale" : ".bias"),
-          std::vector<float>(size_t(C), i == 1 ? 1.f : 0.f), {1, C, 1, 1}, -1));
-      continue;
-    }
-    Value* v = n->inputs[i];
-    if (auto r = needConstant(v, roles[i - 1]); !r.empty())
-      return r;
-    if (v->constant->numElements() != C)
-      return std::string(roles[i - 1]) + " has shape " +
-             formatShape(v->constant->dims) + ", expected " +
-             std::to_string(C) + " channels";
-    ops.push_back(L.constantAs(v, {1, C, 1, 1}));
-  }
+  if (auto r = perChannelOperands(L, n, {"scale", "bias"}, x4[1], ops);
+      !r.empty())
+    return r;
   double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon")));
   int pos = L.position(n);
   L.finish(n, L.emit(OpKind::LayerNorm, ops, {Scalar::real(eps)}, x4,

@@ -79,6 +79,20 @@ int64_t windowExtent(int64_t n, int64_t k, int64_t p, int64_t q, int64_t s,
 
 bool isInPlace(HpvmOp op) { return opInfo(op).facts->inPlace; }
 
+/// Checks that operands 2 .. \p n of \p what hold one element per channel
+/// of operand 1.
+template <class Where>
+void checkPerChannel(const Shape* in, int n, const char* what,
+                     const Where& where) {
+  const Shape& x = in[0];
+  for (int i = 1; i < n; ++i)
+    if (numElements(in[i]) != x[1])
+      throw UserError(where() + ": " + what + " operand " +
+                      std::to_string(i + 1) + " has shape " + shapeText(in[i]) +
+                      "; expected " + std::to_string(x[1]) +
+                      " elements (one per channel of " + shapeText(x) + ")");
+}
+
 } // namespace
 
 Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
@@ -139,13 +153,7 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
     return x;
   }
   case HpvmOp::BatchNorm:
-    for (int i = 1; i < 5; ++i)
-      if (numElements(in[i]) != x[1])
-        throw UserError(where() + ": batch norm operand " +
-                        std::to_string(i + 1) + " has shape " +
-                        shapeText(in[i]) + "; expected " +
-                        std::to_string(x[1]) +
-                        " elements (one per channel of " + shapeText(x) + ")");
+    checkPerChannel(in, 5, "batch norm", where);
     return x;
   case HpvmOp::MaxPool:
   case HpvmOp::AvgPool:
@@ -176,13 +184,7 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   case HpvmOp::Softmax:
     return x;
   case HpvmOp::LayerNorm:
-    for (int i = 1; i < 3; ++i)
-      if (numElements(in[i]) != x[1])
-        throw UserError(where() + ": layer norm operand " +
-                        std::to_string(i + 1) + " has shape " +
-                        shapeText(in[i]) + "; expected " +
-                        std::to_string(x[1]) +
-                        " elements (one per channel of " + shapeText(x) + ")");
+    checkPerChannel(in, 3, "layer norm", where);
     if (!(s[0] >= 0))
       throw UserError(where() + ": layer norm epsilon " + std::to_string(s[0]) +
                       " must be >= 0");
