@@ -223,6 +223,7 @@ nlohmann::ordered_json opsTableJson() {
                     {"tensor_args", d.facts->tensorArgs},
                     {"variadic", d.facts->variadic},
                     {"scalar_args", d.facts->scalarArgs},
+                    {"scalar_names", d.facts->scalarNames},
                     {"knobs", knobsFor(d.kind)}});
   nlohmann::ordered_json knobs = nlohmann::ordered_json::array();
   for (const KnobDesc& k : knobTable())

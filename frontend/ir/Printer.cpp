@@ -2,6 +2,8 @@
 #include "Diagnostics.h"
 #include "ir/Passes.h"
 
+#include "hpvm_rt/OpFacts.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -48,36 +50,17 @@ std::string formatAttr(const AttrValue& v) {
   return std::visit(Visitor{}, v);
 }
 
-/// The bracketed operand list of an HPVM node: "pads 2 2 strides 1 1".
+/// The bracketed operand list of an HPVM node: "pads 2 2 strides 1 1"
+/// (labels from Ops.def's ScalarNames).
 std::string formatScalars(const Node& n) {
-  static const std::unordered_map<int, std::vector<const char*>> labels = {
-      {static_cast<int>(OpKind::Conv), {"pads", "", "strides", ""}},
-      {static_cast<int>(OpKind::GroupConv),
-       {"pads", "", "strides", "", "mode", "groups"}},
-      {static_cast<int>(OpKind::MaxPool),
-       {"window", "", "pads", "", "strides", ""}},
-      {static_cast<int>(OpKind::AvgPool),
-       {"window", "", "pads", "", "strides", ""}},
-      {static_cast<int>(OpKind::BatchNorm), {"eps"}},
-      {static_cast<int>(OpKind::ClippedRelu), {"min", "max"}},
-      {static_cast<int>(OpKind::HardSigmoid), {"alpha", "beta"}},
-      {static_cast<int>(OpKind::MaxPoolPads),
-       {"window", "", "pads", "", "", "", "strides", ""}},
-      {static_cast<int>(OpKind::AvgPoolPads),
-       {"window", "", "pads", "", "", "", "strides", ""}},
-      {static_cast<int>(OpKind::LayerNorm), {"eps"}},
-      {static_cast<int>(OpKind::ChannelSlice), {"begin", "end"}},
-      {static_cast<int>(OpKind::ChannelShuffle), {"groups"}},
-  };
-  auto it = labels.find(static_cast<int>(n.kind));
+  const std::vector<std::string> labels =
+      hpvm::rt::scalarLabels(hpvm::rt::kOpFacts[static_cast<int>(n.kind)]);
   std::string s;
   for (size_t i = 0; i < n.scalars.size(); ++i) {
-    const char* label =
-        it != labels.end() && i < it->second.size() ? it->second[i] : "";
     if (!s.empty())
       s += " ";
-    if (*label)
-      s += std::string(label) + " ";
+    if (i < labels.size() && !labels[i].empty())
+      s += labels[i] + " ";
     s += formatScalar(n.scalars[i]);
   }
   return s;

@@ -11,7 +11,7 @@ const std::vector<HpvmOpDesc>& hpvmOps() {
   static const std::vector<HpvmOpDesc> table = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar, Hpvm)                             \
+                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames)                \
   {OpKind::Kind,                                                               \
    #Kind,                                                                      \
    ConfName,                                                                   \

@@ -55,6 +55,18 @@ TEST_CASE("Ops: the rst table has one row per ONNX operator") {
                  "     - -\n") != std::string::npos);
 }
 
+TEST_CASE("Ops: every op's ScalarNames name each scalar operand once") {
+  for (const HpvmOpDesc& d : hpvmOps()) {
+    INFO("op " << d.confName);
+    std::vector<std::string> labels = hpvm::rt::scalarLabels(*d.facts);
+    CHECK(static_cast<int>(labels.size()) == d.facts->scalarArgs);
+    CHECK((labels.empty() || !labels[0].empty()));
+  }
+  CHECK(hpvm::rt::scalarLabels(*hpvmOpDesc(OpKind::MaxPoolPads).facts) ==
+        std::vector<std::string>{"window", "", "pads", "", "", "", "strides",
+                                 ""});
+}
+
 TEST_CASE("Ops: the json table lists every op and knob") {
   nlohmann::ordered_json j = opsTableJson();
   CHECK(j["onnx_ops"].size() == onnxOps().size());

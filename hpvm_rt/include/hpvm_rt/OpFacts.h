@@ -8,6 +8,9 @@
 #define HPVM_RT_OPFACTS_H
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace hpvm::rt {
 
@@ -60,6 +63,8 @@ struct OpFacts {
   bool inPlace;
   ReduceOver reduceOver;
   bool hpvm; ///< HPVM has the intrinsic (else: an hpvm_rt extension).
+  /// The scalar operands' names: "pads:2 strides:2" (Ops.def ScalarNames).
+  const char* scalarNames;
 };
 
 // TensorArgs as a count (N, variadic: 0) and as the variadic flag.
@@ -78,7 +83,7 @@ struct OpFacts {
 inline constexpr OpFacts kOpFacts[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act_,   \
-                InPlace, Reduce, Scalar, Hpvm)                                 \
+                InPlace, Reduce, Scalar, Hpvm, ScalarNames)                    \
   {#Kind,                                                                      \
    HPVM_RT_ARGC_##TensorArgs,                                                  \
    ScalarArgs,                                                                 \
@@ -90,7 +95,8 @@ inline constexpr OpFacts kOpFacts[] = {
    Act::Act_,                                                                  \
    InPlace != 0,                                                               \
    ReduceOver::Reduce,                                                         \
-   Hpvm != 0},
+   Hpvm != 0,                                                                  \
+   ScalarNames},
 #include "hpvm_rt/Ops.def"
 };
 
@@ -114,6 +120,28 @@ static_assert([] {
   return true;
 }());
 inline constexpr int kNumOpFacts = sizeof(kOpFacts) / sizeof(kOpFacts[0]);
+
+/// One label per scalar operand of an op with facts \p f, from its
+/// ScalarNames: the name before the first operand it names, "" before the
+/// others ("pads:2 strides:2" -> pads, "", strides, "").
+inline std::vector<std::string> scalarLabels(const OpFacts& f) {
+  std::vector<std::string> labels;
+  const std::string names = f.scalarNames;
+  size_t i = 0;
+  while (i < names.size()) {
+    size_t end = names.find(' ', i);
+    end = end == std::string::npos ? names.size() : end;
+    const std::string word = names.substr(i, end - i);
+    const size_t colon = word.find(':');
+    const int count =
+        colon == std::string::npos ? 1 : std::atoi(word.c_str() + colon + 1);
+    labels.push_back(word.substr(0, colon));
+    for (int k = 1; k < count; ++k)
+      labels.emplace_back();
+    i = end + 1;
+  }
+  return labels;
+}
 
 /// True if an op with facts \p f may take \p n tensor operands.
 constexpr bool arityFits(const OpFacts& f, int n) {

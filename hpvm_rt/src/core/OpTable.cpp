@@ -13,7 +13,7 @@ namespace {
 const OpInfo kOps[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar, Hpvm)                             \
+                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames)                \
   {HpvmOp::Kind,                                                               \
    #Kind,                                                                      \
    ConfName,                                                                   \
