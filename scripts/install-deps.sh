@@ -5,6 +5,8 @@ set -eu
 
 # oneDNN's CMake package (Debian builds it with the OpenCL GPU runtime)
 # looks for OpenCL, hence ocl-icd-opencl-dev and opencl-headers.
+# libopenblas0-pthread: PyTorch's dense layers in the benchmarks (without it
+# Debian's PyTorch uses the reference BLAS, 4x slower).
 PACKAGES="
   build-essential cmake ninja-build clang clang-format git
   libonnx-dev libprotobuf-dev protobuf-compiler
@@ -13,6 +15,7 @@ PACKAGES="
   python3 python3-numpy python3-torch python3-torchvision python3-onnx
   python3-matplotlib
   dataset-fashion-mnist
+  libopenblas0-pthread
 "
 
 SUDO=""

@@ -1784,23 +1784,25 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
     src[i] = currentMemory(parts[i]);
   }
   HPVM_ASSERT(channels == yd[1], "concat channels do not add up");
-  // The parts' common layout when they share one oneDNN copies well
-  // (blocked by 16 channels with whole blocks, or channel-last); else
-  // plain NCHW, reordering the parts that are not.
+  // Blocked by 16 channels when every part fills whole blocks (the
+  // convolutions' layout, which the next convolution reads: DenseNet's
+  // concatenations of 32-channel layers), reordering the parts that are
+  // not; else channel-last if every part is; else plain NCHW.
+  auto all = [&](auto pred) {
+    for (int i = 0; i < n; ++i)
+      if (!pred(i, dims4(parts[i])))
+        return false;
+    return true;
+  };
   tag layout = tag::nchw;
-  for (tag t : {tag::nChw16c, tag::nhwc}) {
-    bool all = true;
-    for (int i = 0; i < n && all; ++i) {
-      const Dims4 d = dims4(parts[i]);
-      all = (t != tag::nChw16c || d[1] % 16 == 0) &&
-            src[i].get_desc() ==
-                dnnl::memory::desc({d[0], d[1], d[2], d[3]}, dt::f32, t);
-    }
-    if (all) {
-      layout = t;
-      break;
-    }
-  }
+  if (all([](int, const Dims4& d) { return d[1] % 16 == 0; }))
+    layout = tag::nChw16c;
+  else if (all([&](int i, const Dims4& d) {
+             return src[i].get_desc() ==
+                    dnnl::memory::desc({d[0], d[1], d[2], d[3]}, dt::f32,
+                                       tag::nhwc);
+           }))
+    layout = tag::nhwc;
   std::vector<dnnl::memory::desc> descs;
   std::string key = "concat";
   for (int i = 0; i < n; ++i) {
