@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
 #include <sstream>
 
 using namespace hpvm::fe;
@@ -65,6 +66,15 @@ TEST_CASE("Ops: every op's ScalarNames name each scalar operand once") {
   CHECK(hpvm::rt::scalarLabels(*hpvmOpDesc(OpKind::MaxPoolPads).facts) ==
         std::vector<std::string>{"window", "", "pads", "", "", "", "strides",
                                  ""});
+}
+
+TEST_CASE("Ops: configuration names and ops.json types are one per op") {
+  std::set<std::string> conf, json;
+  for (const HpvmOpDesc& d : hpvmOps()) {
+    INFO("op " << d.confName);
+    CHECK(conf.insert(d.confName).second);
+    CHECK(json.insert(d.jsonType).second);
+  }
 }
 
 TEST_CASE("Ops: the json table lists every op and knob") {
