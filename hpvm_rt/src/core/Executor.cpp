@@ -560,9 +560,9 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   }
 }
 
-void buildSchedule(Plan& p) {
-  Schedule& s = p.sched;
-  s.knobs = resolveKnobs(p);
+/// Forms the execution groups of \p p's ops under the knobs \p s.knobs
+/// (a primary op with the post-ops that may join it), in execution order.
+void formGroups(const Plan& p, Schedule& s) {
   s.groups.clear();
   size_t n = p.ops.size();
   std::vector<char> taken(n, 0);
@@ -710,8 +710,11 @@ void buildSchedule(Plan& p) {
   std::stable_sort(
       s.groups.begin(), s.groups.end(),
       [](const Group& a, const Group& b) { return a.last < b.last; });
+}
 
-  // Records and FLOPs.
+/// Each op's record (shapes, knob, FLOPs) and each group's FLOPs.
+void recordOps(const Plan& p, Schedule& s) {
+  const size_t n = p.ops.size();
   const Trace& t = S().trace;
   auto shapeOfCode = [&](int32_t c) {
     return c >= 0 ? p.ops[c].out : t.extShapes[-c - 1];
@@ -736,7 +739,12 @@ void buildSchedule(Plan& p) {
   for (Group& g : s.groups)
     for (int m : g.members)
       g.flops += s.records[m].flops;
+}
 
+/// Which buffers each group's output uses, and which it frees after running
+/// when keeping every intermediate buffer would take too much memory.
+void planStorage(const Plan& p, Schedule& s) {
+  const size_t n = p.ops.size();
   // Storage: keep every buffer for the next launch unless that is too much
   // memory; then free each buffer after its last reader.
   std::vector<int> owner(n, -1);
@@ -763,6 +771,15 @@ void buildSchedule(Plan& p) {
       if (lastUse[o] >= 0 && owner[o] == static_cast<int>(o))
         s.groups[lastUse[o]].release.push_back(static_cast<int>(o));
   }
+}
+
+/// The part of \p p's plan that depends on the active configuration.
+void buildSchedule(Plan& p) {
+  Schedule& s = p.sched;
+  s.knobs = resolveKnobs(p);
+  formGroups(p, s);
+  recordOps(p, s);
+  planStorage(p, s);
   s.configGen = S().configGen;
 }
 
