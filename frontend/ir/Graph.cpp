@@ -167,6 +167,13 @@ void Graph::replaceAllUses(Value* from, Value* to) {
     output = to;
 }
 
+int Graph::position(const Node* node) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].get() == node)
+      return static_cast<int>(i);
+  HPVM_UNREACHABLE("node not in graph");
+}
+
 void Graph::eraseNode(Node* node) {
   HPVM_ASSERT(node != nullptr, "eraseNode(nullptr)");
   HPVM_ASSERT(node->output == nullptr || node->output->users.empty(),

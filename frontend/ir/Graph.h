@@ -140,6 +140,8 @@ public:
   void replaceAllUses(Value* from, Value* to);
   /// Removes \p node (its output must have no users left).
   void eraseNode(Node* node);
+  /// The index of \p node in nodes() (asserts it is there).
+  int position(const Node* node) const;
   /// Removes values that are neither used nor produced nor graph I/O.
   void pruneValues();
 

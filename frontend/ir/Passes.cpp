@@ -1019,47 +1019,6 @@ void aliasReshapes(Graph& g) {
   g.pruneValues();
 }
 
-void fuseChannelShuffles(Graph& g) {
-  auto single = [](const Value* v) -> Node* {
-    return v->users.size() == 1 ? v->users[0] : nullptr;
-  };
-  for (Node* t : nodeList(g)) {
-    if (t->kind != OpKind::OnnxTranspose)
-      continue;
-    Node* r1 = t->inputs[0]->producer;
-    Node* r2 = single(t->output);
-    if (!r1 || !r2 || r1->kind != OpKind::OnnxReshape ||
-        r2->kind != OpKind::OnnxReshape || single(r1->output) != t ||
-        t->output == g.output || r1->output == g.output)
-      continue;
-    const std::vector<int64_t>& x = r1->inputs[0]->shape;
-    const std::vector<int64_t>& mid = r1->output->shape;
-    if (x.size() != 4 || mid.size() != 5 || r2->output->shape != x ||
-        OpAttrs(*t, g.source.opset).getInts("perm") !=
-            std::vector<int64_t>{0, 2, 1, 3, 4})
-      continue;
-    const int64_t groups = mid[1];
-    if (mid[0] != x[0] || groups < 1 || mid[1] * mid[2] != x[1] ||
-        mid[3] != x[2] || mid[4] != x[3])
-      continue;
-    std::vector<Origin> origins = r1->origins;
-    for (const Node* n : {t, r2})
-      origins.insert(origins.end(), n->origins.begin(), n->origins.end());
-    int pos = 0;
-    while (g.nodes()[static_cast<size_t>(pos)].get() != r2)
-      ++pos;
-    Value* out = g.addValue(r2->output->name, DataType::Float, x);
-    Node* shuffle = g.addNode(OpKind::ChannelShuffle, {r1->inputs[0]}, out,
-                              std::move(origins), pos);
-    shuffle->scalars = {Scalar::integer(groups)};
-    g.replaceAllUses(r2->output, out);
-    g.eraseNode(r2);
-    g.eraseNode(t);
-    g.eraseNode(r1);
-  }
-  g.pruneValues();
-}
-
 namespace {
 
 /// The only reader of \p v, or null.
@@ -1104,12 +1063,10 @@ Node* replaceChain(Graph& g, OpKind kind, std::vector<Value*> inputs,
   std::vector<Origin> origins;
   for (const Node* n : chain)
     origins.insert(origins.end(), n->origins.begin(), n->origins.end());
-  int pos = 0;
-  while (g.nodes()[static_cast<size_t>(pos)].get() != last)
-    ++pos;
   Value* out =
       g.addValue(last->output->name, DataType::Float, last->output->shape);
-  Node* n = g.addNode(kind, std::move(inputs), out, std::move(origins), pos);
+  Node* n = g.addNode(kind, std::move(inputs), out, std::move(origins),
+                      g.position(last));
   g.replaceAllUses(last->output, out);
   for (size_t i = chain.size(); i-- > 0;)
     g.eraseNode(chain[i]);
@@ -1117,6 +1074,36 @@ Node* replaceChain(Graph& g, OpKind kind, std::vector<Value*> inputs,
 }
 
 } // namespace
+
+void fuseChannelShuffles(Graph& g) {
+  std::unordered_set<Node*> erased;
+  for (Node* t : nodeList(g)) {
+    if (erased.count(t) || t->kind != OpKind::OnnxTranspose)
+      continue;
+    Node* r1 = t->inputs[0]->producer;
+    Node* r2 = soleUser(t->output);
+    if (!r1 || !r2 || r1->kind != OpKind::OnnxReshape ||
+        r2->kind != OpKind::OnnxReshape || soleUser(r1->output) != t ||
+        t->output == g.output || r1->output == g.output)
+      continue;
+    const std::vector<int64_t>& x = r1->inputs[0]->shape;
+    const std::vector<int64_t>& mid = r1->output->shape;
+    if (x.size() != 4 || mid.size() != 5 || r2->output->shape != x ||
+        OpAttrs(*t, g.source.opset).getInts("perm") !=
+            std::vector<int64_t>{0, 2, 1, 3, 4})
+      continue;
+    const int64_t groups = mid[1];
+    if (mid[0] != x[0] || groups < 1 || mid[1] * mid[2] != x[1] ||
+        mid[3] != x[2] || mid[4] != x[3])
+      continue;
+    const std::vector<Node*> chain = {r1, t, r2};
+    erased.insert(chain.begin(), chain.end());
+    Node* shuffle =
+        replaceChain(g, OpKind::ChannelShuffle, {r1->inputs[0]}, chain);
+    shuffle->scalars = {Scalar::integer(groups)};
+  }
+  g.pruneValues();
+}
 
 void fuseLayerNorms(Graph& g) {
   const int64_t opset = g.source.opset;
@@ -1337,11 +1324,12 @@ void makeChannelFirst(Graph& g) {
     };
     for (Node* u : region) {
       const OpKind k = u->kind;
+      u->output->shape = first(u->output->shape);
       if (k == OpKind::OnnxLayerNormalization) {
         // Over the last axis channel-last is over the channels of each
         // pixel channel-first: HPVM's layer_norm (ONNX's axis 1 would
         // normalize C, H and W together).
-        const int64_t ch = u->output->shape[3];
+        const int64_t ch = u->output->shape[1];
         std::vector<Value*> ins = {u->inputs[0]};
         for (size_t i = 1; i < 3; ++i) {
           std::shared_ptr<const TensorData> t =
@@ -1365,18 +1353,9 @@ void makeChannelFirst(Graph& g) {
         HPVM_ASSERT(ins.size() == 3, "LayerNormalization scale/bias checked "
                                      "when the region was formed");
         const double eps = OpAttrs(*u, opset).getFloat("epsilon");
-        int pos = 0;
-        while (g.nodes()[static_cast<size_t>(pos)].get() != u)
-          ++pos;
-        Value* out = g.addValue(u->output->name, DataType::Float,
-                                first(u->output->shape));
-        Node* ln =
-            g.addNode(OpKind::LayerNorm, std::move(ins), out, u->origins, pos);
-        ln->scalars = {Scalar::real(shortestFloat(float(eps)))};
-        g.replaceAllUses(u->output, out);
-        g.eraseNode(u);
         erased.insert(u);
-        continue;
+        Node* ln = replaceChain(g, OpKind::LayerNorm, std::move(ins), {u});
+        ln->scalars = {Scalar::real(shortestFloat(float(eps)))};
       } else if (k == OpKind::OnnxMatMul) {
         // x W (W: K x N) per pixel is a 1 x 1 convolution by W^T.
         const TensorData& w = *u->inputs[1]->constant;
@@ -1389,19 +1368,10 @@ void makeChannelFirst(Graph& g) {
             g.addConstant(u->inputs[1]->name, floatTensor(t, {N, K, 1, 1}),
                           u->inputs[1]->initializerIndex);
         filter->shape = {N, K, 1, 1};
-        Value* in = u->inputs[0];
-        int pos = 0;
-        while (g.nodes()[static_cast<size_t>(pos)].get() != u)
-          ++pos;
-        Value* out = g.addValue(u->output->name, DataType::Float,
-                                first(u->output->shape));
-        Node* conv =
-            g.addNode(OpKind::OnnxConv, {in, filter}, out, u->origins, pos);
-        conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
-        g.replaceAllUses(u->output, out);
-        g.eraseNode(u);
         erased.insert(u);
-        continue;
+        Node* conv =
+            replaceChain(g, OpKind::OnnxConv, {u->inputs[0], filter}, {u});
+        conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
       } else {
         // Constants over the last axis become C x 1 x 1 (or stay scalars).
         for (Value*& in : u->inputs) {
@@ -1417,7 +1387,6 @@ void makeChannelFirst(Graph& g) {
           c->users.push_back(u);
         }
       }
-      u->output->shape = first(u->output->shape);
     }
     for (Node* x : exits) {
       g.replaceAllUses(x->output, x->inputs[0]);

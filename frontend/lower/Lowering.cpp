@@ -26,13 +26,7 @@ struct Lowering {
   std::map<std::pair<const TensorData*, std::vector<int64_t>>, Value*> cache;
 
   /// Position of \p n in the node list.
-  int position(const Node* n) const {
-    const auto& nodes = g.nodes();
-    for (size_t i = 0; i < nodes.size(); ++i)
-      if (nodes[i].get() == n)
-        return static_cast<int>(i);
-    HPVM_UNREACHABLE("node not in graph");
-  }
+  int position(const Node* n) const { return g.position(n); }
 
   /// \p c as a float32 constant of HPVM shape \p shape (same element
   /// count), sharing its bytes when it already is float32.
