@@ -10,6 +10,8 @@
 
 namespace hpvm::fe {
 
+class OpAttrs;
+
 /// HPVM's 4-D form of an ONNX activation shape: rank 4 as is, (N, K) as
 /// (N, K, 1, 1); empty for every other rank.
 std::vector<int64_t> form4d(const std::vector<int64_t>& shape);
@@ -33,6 +35,32 @@ bool sliceGeometry(const Node& n, int64_t opset,
                    const std::vector<int64_t>& dims,
                    std::vector<int64_t>& begin, std::vector<int64_t>& step,
                    std::vector<int64_t>& extent);
+
+/// Spatial geometry of a window op (conv or pool) along one axis.
+struct Axis {
+  int64_t in = 0, kernel = 0, stride = 1, padBegin = 0, padEnd = 0;
+  int64_t pad = 0; ///< Symmetric pad chosen for HPVM.
+  int64_t out = 0;
+  /// The pad after the input the last window reaches into (ceil_mode's
+  /// partial window included; at most padEnd without ceil_mode).
+  int64_t padEndUsed = 0;
+  /// HPVM's symmetric pad computes the same windows (see resolveAxis).
+  bool symmetric = true;
+  /// ceil_mode's last window reaches past the end padding.
+  bool overhang = false;
+};
+
+/// Computes pads (explicit or auto_pad) and output size of \p axis and
+/// whether HPVM's symmetric pad padBegin computes the same outputs; returns
+/// why the window does not fit, or "".
+std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
+                        const char* axisName);
+
+/// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
+/// dims of \p x into \p h and \p w; returns why they do not fit, or "".
+std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
+                           int64_t kh, int64_t kw, bool ceilMode, Axis& h,
+                           Axis& w);
 
 /// Producer description for messages: "node 'x' (Relu)" or "the graph
 /// input".

@@ -598,6 +598,64 @@ bool sliceGeometry(const Node& node, int64_t opset,
   return true;
 }
 
+/// Computes pads (explicit or auto_pad) and output size of \p axis and
+/// whether HPVM's symmetric pad padBegin computes the same outputs: the
+/// output count is the same, windows start at o*stride - padBegin in both,
+/// and every extra position either side reads is padding in both.
+std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
+                        const char* axisName) {
+  if (autoPad == "VALID") {
+    a.padBegin = a.padEnd = 0;
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    int64_t out = (a.in + a.stride - 1) / a.stride;
+    int64_t total =
+        std::max<int64_t>((out - 1) * a.stride + a.kernel - a.in, 0);
+    a.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    a.padEnd = total - a.padBegin;
+  }
+  int64_t span = a.in + a.padBegin + a.padEnd - a.kernel;
+  if (span < 0)
+    return std::string("the window (") + std::to_string(a.kernel) +
+           ") is larger than the padded input " + axisName + " (" +
+           std::to_string(a.in + a.padBegin + a.padEnd) + ")";
+  a.out = span / a.stride + 1;
+  if (ceilMode) {
+    a.out = (span + a.stride - 1) / a.stride + 1;
+    // A last window that would start in the end padding is dropped (ONNX,
+    // PyTorch).
+    if ((a.out - 1) * a.stride >= a.in + a.padBegin)
+      --a.out;
+  }
+  int64_t reach = (a.out - 1) * a.stride + a.kernel - a.in - a.padBegin;
+  a.padEndUsed = std::max<int64_t>(reach, 0);
+  a.overhang = reach > a.padEnd;
+  a.pad = a.padBegin;
+  int64_t symmetric = a.in + 2 * a.padBegin - a.kernel;
+  a.symmetric =
+      (a.padBegin == a.padEnd && !a.overhang) ||
+      (symmetric >= 0 && symmetric / a.stride + 1 == a.out && !a.overhang);
+  return "";
+}
+
+/// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
+/// dims of \p x into \p h and \p w.
+std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
+                           int64_t kh, int64_t kw, bool ceilMode, Axis& h,
+                           Axis& w) {
+  std::vector<int64_t> strides = attrs.getInts("strides");
+  std::vector<int64_t> pads = attrs.getInts("pads");
+  std::string autoPad = attrs.getString("auto_pad");
+  if (strides.size() != 2 || pads.size() != 4)
+    return "strides " + formatInts(strides) + " / pads " + formatInts(pads) +
+           " do not describe a 2-D window";
+  h = Axis{x[2], kh, strides[0], pads[0], pads[2], 0, 0};
+  w = Axis{x[3], kw, strides[1], pads[1], pads[3], 0, 0};
+  std::string reason = resolveAxis(h, autoPad, ceilMode, "height");
+  if (reason.empty())
+    reason = resolveAxis(w, autoPad, ceilMode, "width");
+  return reason;
+}
+
 std::vector<int64_t> form4d(const std::vector<int64_t>& shape) {
   if (shape.size() == 4)
     return shape;
@@ -818,25 +876,6 @@ void eliminateDeadNodes(Graph& g) {
 
 namespace {
 
-/// The output extent of a window of \p k over \p in (pads \p p and \p q,
-/// stride \p s, auto_pad \p autoPad), 0 if invalid.
-int64_t windowOut(int64_t in, int64_t k, int64_t p, int64_t q, int64_t s,
-                  const std::string& autoPad, bool ceilMode) {
-  if (s < 1 || k < 1)
-    return 0;
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")
-    return (in + s - 1) / s;
-  if (autoPad == "VALID")
-    p = q = 0;
-  int64_t span = in + p + q - k;
-  if (span < 0)
-    return 0;
-  if (!ceilMode)
-    return span / s + 1;
-  int64_t out = (span + s - 1) / s + 1;
-  return (out - 1) * s >= in + p ? out - 1 : out;
-}
-
 /// The output shape of ONNX-level node \p n from its inputs' shapes, for
 /// the operators that compute on activations; {} if unknown. ONNX's shape
 /// inference leaves these unknown where shapes were computed at run time
@@ -914,19 +953,12 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       if (kernel.empty())
         kernel = {w[2], w[3]};
     }
-    std::vector<int64_t> pads = a.getInts("pads");
-    std::vector<int64_t> strides = a.getInts("strides");
-    if (kernel.size() != 2 || pads.size() != 4 || strides.size() != 2)
+    Axis h, w;
+    const bool ceil = k != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
+    if (kernel.size() != 2 ||
+        !windowGeometry(a, x, kernel[0], kernel[1], ceil, h, w).empty())
       return {};
-    bool ceil = k != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
-    std::string autoPad = a.getString("auto_pad");
-    int64_t h =
-        windowOut(x[2], kernel[0], pads[0], pads[2], strides[0], autoPad, ceil);
-    int64_t w =
-        windowOut(x[3], kernel[1], pads[1], pads[3], strides[1], autoPad, ceil);
-    if (h < 1 || w < 1)
-      return {};
-    return {x[0], channels, h, w};
+    return {x[0], channels, h.out, w.out};
   }
   if (k == OpKind::OnnxGlobalAveragePool && x.size() == 4)
     return {x[0], x[1], 1, 1};

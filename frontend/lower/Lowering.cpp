@@ -108,83 +108,11 @@ std::string needConstant(const Value* v, const char* role) {
          "; only constant " + role + "s are supported";
 }
 
-/// Spatial geometry of a window op (conv or pool) along one axis.
-struct Axis {
-  int64_t in = 0, kernel = 0, stride = 1, padBegin = 0, padEnd = 0;
-  int64_t pad = 0; ///< Symmetric pad chosen for HPVM.
-  int64_t out = 0;
-  /// The pad after the input the last window reaches into (ceil_mode's
-  /// partial window included; at most padEnd without ceil_mode).
-  int64_t padEndUsed = 0;
-  /// HPVM's symmetric pad computes the same windows (see resolveAxis).
-  bool symmetric = true;
-  /// ceil_mode's last window reaches past the end padding.
-  bool overhang = false;
-};
-
-/// Computes pads (explicit or auto_pad) and output size of \p axis and
-/// whether HPVM's symmetric pad padBegin computes the same outputs: the
-/// output count is the same, windows start at o*stride - padBegin in both,
-/// and every extra position either side reads is padding in both.
-std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
-                        const char* axisName) {
-  if (autoPad == "VALID") {
-    a.padBegin = a.padEnd = 0;
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    int64_t out = (a.in + a.stride - 1) / a.stride;
-    int64_t total =
-        std::max<int64_t>((out - 1) * a.stride + a.kernel - a.in, 0);
-    a.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    a.padEnd = total - a.padBegin;
-  }
-  int64_t span = a.in + a.padBegin + a.padEnd - a.kernel;
-  if (span < 0)
-    return std::string("the window (") + std::to_string(a.kernel) +
-           ") is larger than the padded input " + axisName + " (" +
-           std::to_string(a.in + a.padBegin + a.padEnd) + ")";
-  a.out = span / a.stride + 1;
-  if (ceilMode) {
-    a.out = (span + a.stride - 1) / a.stride + 1;
-    // A last window that would start in the end padding is dropped (ONNX,
-    // PyTorch).
-    if ((a.out - 1) * a.stride >= a.in + a.padBegin)
-      --a.out;
-  }
-  int64_t reach = (a.out - 1) * a.stride + a.kernel - a.in - a.padBegin;
-  a.padEndUsed = std::max<int64_t>(reach, 0);
-  a.overhang = reach > a.padEnd;
-  a.pad = a.padBegin;
-  int64_t symmetric = a.in + 2 * a.padBegin - a.kernel;
-  a.symmetric =
-      (a.padBegin == a.padEnd && !a.overhang) ||
-      (symmetric >= 0 && symmetric / a.stride + 1 == a.out && !a.overhang);
-  return "";
-}
-
 /// Why \p a cannot be computed with HPVM's symmetric padding.
 std::string asymmetricPads(const Axis& a, const char* axisName) {
   return std::string("asymmetric pads (") + axisName + " " +
          std::to_string(a.padBegin) + " before, " + std::to_string(a.padEnd) +
          " after) cannot be expressed with HPVM's symmetric padding";
-}
-
-/// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
-/// dims of \p x into \p h and \p w.
-std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
-                           int64_t kh, int64_t kw, bool ceilMode, Axis& h,
-                           Axis& w) {
-  std::vector<int64_t> strides = attrs.getInts("strides");
-  std::vector<int64_t> pads = attrs.getInts("pads");
-  std::string autoPad = attrs.getString("auto_pad");
-  if (strides.size() != 2 || pads.size() != 4)
-    return "strides " + formatInts(strides) + " / pads " + formatInts(pads) +
-           " do not describe a 2-D window";
-  h = Axis{x[2], kh, strides[0], pads[0], pads[2], 0, 0};
-  w = Axis{x[3], kw, strides[1], pads[1], pads[3], 0, 0};
-  std::string reason = resolveAxis(h, autoPad, ceilMode, "height");
-  if (reason.empty())
-    reason = resolveAxis(w, autoPad, ceilMode, "width");
-  return reason;
 }
 
 // One lowering function lower<Lowering> per HPVM_ONNX row of Ops.def (its
