@@ -321,6 +321,16 @@ std::shared_ptr<const TensorData> foldCast(Node* n, OpAttrs& a) {
   }
 }
 
+/// Advances \p index to the next multi-index of \p dims in row-major
+/// order (the last dimension fastest).
+void nextIndex(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+  for (size_t d = index.size(); d-- > 0;)
+    if (++index[d] < dims[d])
+      return;
+    else
+      index[d] = 0;
+}
+
 /// A tensor of \p data's type and dims \p outDims whose element at each
 /// multi-index comes from \p data at the flat index \p source(index).
 template <class Source>
@@ -338,11 +348,7 @@ std::shared_ptr<const TensorData> gatherElements(const TensorData& data,
     std::memcpy(t->bytes.data() + static_cast<size_t>(o) * size,
                 data.bytes.data() + static_cast<size_t>(source(index)) * size,
                 size);
-    for (size_t d = index.size(); d-- > 0;) // next multi-index
-      if (++index[d] < t->dims[d])
-        break;
-      else
-        index[d] = 0;
+    nextIndex(index, t->dims);
   }
   return t;
 }
@@ -418,11 +424,7 @@ std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
                    : k == OpKind::OnnxMul ? x * y
                                           : x / y);
     }
-    for (size_t d = rank; d-- > 0;)
-      if (++index[d] < od[d])
-        break;
-      else
-        index[d] = 0;
+    nextIndex(index, od);
   }
   if (!isFloat)
     return intTensor(iv, od);
