@@ -321,6 +321,23 @@ std::shared_ptr<const TensorData> foldCast(Node* n, OpAttrs& a) {
   }
 }
 
+/// NumPy broadcasting of dims \p a and \p b: both right-aligned to the
+/// larger rank (padded with 1s) in place, and \p out their broadcast
+/// shape; false if they do not broadcast.
+bool broadcastDims(std::vector<int64_t>& a, std::vector<int64_t>& b,
+                   std::vector<int64_t>& out) {
+  const size_t rank = std::max(a.size(), b.size());
+  a.insert(a.begin(), rank - a.size(), 1);
+  b.insert(b.begin(), rank - b.size(), 1);
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
+      return false;
+    out[i] = a[i] == 1 ? b[i] : a[i];
+  }
+  return true;
+}
+
 /// Advances \p index to the next multi-index of \p dims in row-major
 /// order (the last dimension fastest).
 void nextIndex(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
@@ -374,18 +391,10 @@ std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
   const bool isFloat = a.dtype == DataType::Float;
   if (!isFloat && a.dtype != DataType::Int64)
     return nullptr;
-  const size_t rank = std::max(a.dims.size(), b.dims.size());
-  auto aligned = [&](const std::vector<int64_t>& d) {
-    std::vector<int64_t> out(rank - d.size(), 1);
-    out.insert(out.end(), d.begin(), d.end());
-    return out;
-  };
-  std::vector<int64_t> ad = aligned(a.dims), bd = aligned(b.dims), od(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1)
-      return nullptr;
-    od[i] = ad[i] == 1 ? bd[i] : ad[i];
-  }
+  std::vector<int64_t> ad = a.dims, bd = b.dims, od;
+  if (!broadcastDims(ad, bd, od))
+    return nullptr;
+  const size_t rank = od.size();
   std::vector<int64_t> as = stridesOf(ad), bs = stridesOf(bd);
   const OpKind k = n->kind;
   std::vector<double> fv;
@@ -906,15 +915,8 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
                                  : n->inputs[1]->shape;
     std::vector<int64_t> a0 =
         n->inputs[0]->isConstant() ? n->inputs[0]->constant->dims : x;
-    size_t rank = std::max(a0.size(), y.size());
-    a0.insert(a0.begin(), rank - a0.size(), 1);
-    y.insert(y.begin(), rank - y.size(), 1);
-    for (size_t i = 0; i < rank; ++i) {
-      if (a0[i] != y[i] && a0[i] != 1 && y[i] != 1)
-        return {};
-      a0[i] = a0[i] == 1 ? y[i] : a0[i];
-    }
-    return a0;
+    std::vector<int64_t> out;
+    return broadcastDims(a0, y, out) ? out : std::vector<int64_t>{};
   }
   if (k == OpKind::OnnxSlice) {
     std::vector<int64_t> begin, step, extent;
