@@ -4,7 +4,7 @@
 #ifndef HPVM_TESTS_APPROX_CONVSHAPES_H
 #define HPVM_TESTS_APPROX_CONVSHAPES_H
 
-#include "kernels/Kernels.h"
+#include "approx/Approx.h"
 
 #include <cstdint>
 #include <string>

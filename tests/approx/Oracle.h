@@ -3,7 +3,7 @@
 #ifndef HPVM_TESTS_APPROX_ORACLE_H
 #define HPVM_TESTS_APPROX_ORACLE_H
 
-#include "kernels/Kernels.h"
+#include "approx/Approx.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,7 @@
 // PerforationTest.cpp - row/column perforated convolution against the NumPy
 // oracle, the exact reference kernel and its own interpolation rule.
 #include "Errors.h"
+#include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
 

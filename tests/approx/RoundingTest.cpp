@@ -1,6 +1,6 @@
 // RoundingTest.cpp - fp16 and bf16 rounding against numpy's float16 and a
 // bit-exact NumPy bf16 rounding, on random bit patterns and special values.
-#include "kernels/Kernels.h"
+#include "approx/Approx.h"
 
 #include "Oracle.h"
 

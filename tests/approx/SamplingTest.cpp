@@ -1,6 +1,7 @@
 // SamplingTest.cpp - filter-sampled convolution against the NumPy oracle
 // and the exact reference kernel; the skip sets of both variants.
 #include "Errors.h"
+#include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
 

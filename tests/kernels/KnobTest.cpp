@@ -3,6 +3,7 @@
 // convolutions are the approximate algorithm followed by the post-ops, and
 // non-convolution ops apply the knob's precision.
 #include "KernelTestUtil.h"
+#include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/TensorImpl.h"
 
@@ -578,4 +579,52 @@ TEST_CASE("Kernels: a bf16 layer storing its result as bf16 gives the next "
         CHECK(d.values() == d0.values());
       }
     }
+}
+
+TEST_CASE("Conv: each call runs the first variant of the ordered list that "
+          "applies") {
+  struct Want {
+    const char* shape;
+    Variant v;
+    Precision p;
+    int rate, offset;
+    const char* variant;
+  };
+  for (const Want& c : std::vector<Want>{
+           {"tail13", Variant::Exact, Precision::FP32, 1, 0, "exact-blocked"},
+           {"depthwise", Variant::Exact, Precision::FP16, 1, 0,
+            "exact-blocked"},
+           {"grouped2", Variant::Exact, Precision::FP32, 1, 0, "exact-any"},
+           {"lenet_like_5x5", Variant::Exact, Precision::FP32, 1, 0,
+            "exact-any"},
+           {"tail13", Variant::Exact, Precision::INT8, 1, 0, "int8"},
+           {"grouped2", Variant::Exact, Precision::INT8DYN, 1, 0, "int8"},
+           {"tail13", Variant::PerfRow, Precision::FP32, 2, 0,
+            "approx-blocked"},
+           {"tail13", Variant::Samp, Precision::BF16, 2, 1, "approx-blocked"},
+           {"lenet_like_5x5", Variant::PerfCol, Precision::FP32, 2, 1,
+            "approx-nchw"},
+           {"grouped2", Variant::Samp, Precision::FP16, 3, 0, "approx-nchw"},
+           // 2 output rows, rate 4 offset 3: nothing skipped.
+           {"tiny2x2", Variant::PerfRow, Precision::FP32, 4, 3,
+            "perforation-skips-nothing"},
+       }) {
+    ConvCase cc(c.shape, 1900);
+    KnobSpec knob = knobOf(c.v, c.p, c.rate, c.offset);
+    knob.hasRange = true;
+    knob.inLo = -1.f;
+    knob.inHi = 1.f;
+    TestPost none(0, cc.s.K, cc.yDims, 1901);
+    cc.run(none.ops, knob);
+    CHECK_MESSAGE(std::string(lastConvVariant()) == c.variant,
+                  c.shape << " knob variant " << int(c.v) << " precision "
+                          << int(c.p) << ": ran " << lastConvVariant());
+  }
+  // The tests' NCHW engines: the blocked variant steps aside.
+  approx::setPerforationPath(approx::PerforationPath::DnnlFused);
+  ConvCase cc("tail13", 1902);
+  TestPost none(0, cc.s.K, cc.yDims, 1903);
+  cc.run(none.ops, knobOf(Variant::PerfRow, Precision::FP32, 2, 0));
+  approx::setPerforationPath(approx::PerforationPath::Auto);
+  CHECK(std::string(lastConvVariant()) == "approx-nchw");
 }

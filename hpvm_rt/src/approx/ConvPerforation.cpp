@@ -23,12 +23,12 @@
 //    (GemmConv.h), which is faster there (see preferGemm).
 //  - The caller's post-ops (an Epilogue) run on each output row or plane
 //    right after the pass that completes it, while it is in cache.
+#include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "approx/GemmConv.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
-#include "kernels/Kernels.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>

@@ -9,11 +9,11 @@
 // elements touch: (r - 1) / r of the exact arithmetic and of the im2col
 // traffic. Images are processed in chunks; chunks of tiny outputs are
 // batched so that the GEMM stays wide.
+#include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "approx/GemmConv.h"
 #include "approx/Scratch.h"
-#include "kernels/Kernels.h"
 
 #include <numeric>
 

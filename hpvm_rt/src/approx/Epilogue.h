@@ -4,7 +4,7 @@
 #ifndef HPVM_RT_APPROX_EPILOGUE_H
 #define HPVM_RT_APPROX_EPILOGUE_H
 
-#include "kernels/Kernels.h"
+#include "KnobSpec.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -81,27 +81,34 @@ struct BlockedConv {
     const int8_t* weights = nullptr;
     std::vector<float> outScales;
   } int8;
+  /// int8: the quantized input's type (u8 or s8), which `x` holds; undef
+  /// for the other numerics. The *Applies() functions read this, the
+  /// geometry, the knob, bf16 and int8.outScales, nothing else.
+  dnnl::memory::data_type int8Type = dnnl::memory::data_type::undef;
   /// Returns the dense nChw16c N x K x Ho x Wo output buffer; called once,
   /// only when the convolution runs.
   std::function<float*()> output;
   const BlockedEpilogue* epilogue = nullptr; ///< Null: none.
 };
 
-/// Runs bc with oneDNN's blocked kernels, the kept rows or columns only,
-/// and returns true; returns false without touching anything when this
-/// engine does not apply (K not a multiple of 16, grouped but not
-/// depthwise, tiny outputs, no fast oneDNN kernel), in which case the
-/// caller uses convPerforated on NCHW data.
-bool convPerforatedBlocked(const BlockedConv& bc);
+/// True when convPerforatedBlocked computes bc: false for K not a multiple
+/// of 16, grouped but not depthwise, tiny outputs, or no fast oneDNN
+/// kernel (the caller then uses convPerforated on NCHW data).
+bool perforatedBlockedApplies(const BlockedConv& bc);
+/// Runs bc with oneDNN's blocked kernels, the kept rows or columns only.
+/// Only where perforatedBlockedApplies(bc).
+void convPerforatedBlocked(const BlockedConv& bc);
 
 /// Filter sampling (bc.knob Samp) on blocked activations: a reduced im2col
 /// gathered from the input and one GEMM per chunk of images, in fp32, in
-/// bf16 (bc.bf16) or in int8 (bc.int8.weights; bc.x then holds the input
-/// quantized as NHWC). Returns false without touching anything when this
-/// engine does not apply (grouped, C or K not a multiple of 16) or, in
-/// fp32, is not the faster one (large outputs, see SamplingBlocked.cpp);
-/// the caller then uses convSampled on NCHW data.
-bool convSampledBlocked(const BlockedConv& bc);
+/// bf16 (bc.bf16) or in int8 (bc.int8Type; bc.x then holds the input
+/// quantized as NHWC). Only where sampledBlockedApplies(bc).
+void convSampledBlocked(const BlockedConv& bc);
+/// True when convSampledBlocked computes bc: false when grouped, C or K not
+/// a multiple of 16, or, in fp32, where it is not the faster engine (large
+/// outputs, see SamplingBlocked.cpp); the caller then uses convSampled on
+/// NCHW data.
+bool sampledBlockedApplies(const BlockedConv& bc);
 
 } // namespace hpvm::rt::approx
 

@@ -18,6 +18,7 @@
 // transposed, and the output pass reads the classes' results transposed.
 // oneDNN's kernels are much faster with full-width rows than with the few
 // strided columns a column class has on CIFAR-sized layers.
+#include "Errors.h"
 #include "approx/Epilogue.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
@@ -33,6 +34,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace hpvm::rt::approx {
 
@@ -339,16 +341,28 @@ void writeChunk(const std::vector<const float*>& dsts,
   }
 }
 
-} // namespace
+/// What convPerforatedBlocked decides before it reads any data: the
+/// geometry, numerics, output classes and their primitives.
+struct PerforatedSetup {
+  ConvGeometry g, gi; ///< The call's; the class convolutions'.
+  Numerics nm;
+  ColumnMode mode = ColumnMode::None;
+  std::vector<bool> kept;
+  std::vector<OutputClass> classes;
+  int64_t chunk = 1;
+  std::vector<const BlockedPrim*> full, tail; ///< Per class.
+};
 
-bool convPerforatedBlocked(const BlockedConv& bc) {
+/// The setup of bc, or nothing when the engine does not apply.
+std::optional<PerforatedSetup> setupPerforated(const BlockedConv& bc) {
+  PerforatedSetup s;
   const ConvGeometry g =
       checkConv("convPerforatedBlocked", bc.n, bc.c, bc.h, bc.w, bc.k, bc.kh,
                 bc.kw, bc.args, bc.knob, Variant::PerfRow, Variant::PerfCol);
   const bool cols = bc.knob.variant == Variant::PerfCol;
   if (g.k % 16 != 0 || (g.groups != 1 && g.groups != g.k) ||
       g.ho * g.wo <= kMinOutputPositions)
-    return false;
+    return std::nullopt;
   // Columns: transposed where the convolution is heavy enough per input
   // element (and the input is blocked), else strided. gi is the geometry
   // the class convolutions see.
@@ -357,48 +371,69 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
   // The numerics: fp32, bf16 (operands bf16, the input converted once,
   // sums and results fp32) or int8 (the input quantized once into NHWC,
   // weights per output channel, results rescaled to fp32).
-  Numerics nm;
+  Numerics& nm = s.nm;
   nm.in = bc.bf16 ? dt::bf16 : dt::f32;
-  if (bc.int8.weights) {
-    nm.in = bc.x.get_desc().data_type();
+  if (bc.int8Type != dt::undef) {
+    nm.in = bc.int8Type;
     nm.outScales = &bc.int8.outScales;
     nm.scalesKey = contentHash(nm.outScales->data(),
                                static_cast<int64_t>(nm.outScales->size()));
   }
   const bool int8 = nm.int8();
-  const int64_t esize = nm.esize();
-  const ColumnMode mode = !cols ? ColumnMode::None
-                          : (int8 || srcTag(g) == tag::nChw16c) &&
-                                  flopsPerInput >= kTransposeMinFlopsPerInput
-                              ? ColumnMode::Transposed
-                              : ColumnMode::Strided;
-  const bool strided = mode == ColumnMode::Strided;
-  const ConvGeometry gi = mode == ColumnMode::Transposed ? transposed(g) : g;
-  const std::vector<bool> kept =
-      perforationKept(cols ? g.wo : g.ho, bc.knob.rate, bc.knob.offset);
-  const std::vector<OutputClass> classes =
-      keptClasses(kept, bc.knob.rate, bc.knob.offset);
+  s.mode = !cols ? ColumnMode::None
+           : (int8 || srcTag(g) == tag::nChw16c) &&
+                   flopsPerInput >= kTransposeMinFlopsPerInput
+               ? ColumnMode::Transposed
+               : ColumnMode::Strided;
+  const bool strided = s.mode == ColumnMode::Strided;
+  s.g = g;
+  s.gi = s.mode == ColumnMode::Transposed ? transposed(g) : g;
+  s.kept = perforationKept(cols ? g.wo : g.ho, bc.knob.rate, bc.knob.offset);
+  s.classes = keptClasses(s.kept, bc.knob.rate, bc.knob.offset);
 
   // Images go through in chunks whose class results fit in cache, so that
   // the output pass reads them from there.
   const int64_t perImage = g.k * g.ho * g.wo * int64_t(sizeof(float));
-  const int64_t chunk = std::clamp<int64_t>(kChunkBytes / perImage, 1, g.n);
+  s.chunk = std::clamp<int64_t>(kChunkBytes / perImage, 1, g.n);
   auto chunkPrims = [&](int64_t n) {
-    ConvGeometry gc = gi;
+    ConvGeometry gc = s.gi;
     gc.n = n;
     std::vector<const BlockedPrim*> prims;
-    for (const OutputClass& c : classes) {
+    for (const OutputClass& c : s.classes) {
       prims.push_back(&blockedPrim(gc, strided, c, nm));
       if (!prims.back()->ok)
         return std::vector<const BlockedPrim*>{};
     }
     return prims;
   };
-  const std::vector<const BlockedPrim*> full = chunkPrims(chunk);
-  const std::vector<const BlockedPrim*> tail =
-      g.n % chunk ? chunkPrims(g.n % chunk) : full;
-  if (full.empty() || tail.empty())
-    return false;
+  s.full = chunkPrims(s.chunk);
+  s.tail = g.n % s.chunk ? chunkPrims(g.n % s.chunk) : s.full;
+  if (s.full.empty() || s.tail.empty())
+    return std::nullopt;
+  return s;
+}
+
+} // namespace
+
+bool perforatedBlockedApplies(const BlockedConv& bc) {
+  return setupPerforated(bc).has_value();
+}
+
+void convPerforatedBlocked(const BlockedConv& bc) {
+  const std::optional<PerforatedSetup> setup = setupPerforated(bc);
+  HPVM_ASSERT(setup.has_value(),
+              "convPerforatedBlocked called where it does not apply");
+  const PerforatedSetup& s = *setup;
+  const ConvGeometry &g = s.g, &gi = s.gi;
+  const Numerics& nm = s.nm;
+  const ColumnMode mode = s.mode;
+  const bool strided = mode == ColumnMode::Strided;
+  const bool int8 = nm.int8();
+  const int64_t esize = nm.esize();
+  const std::vector<bool>& kept = s.kept;
+  const std::vector<OutputClass>& classes = s.classes;
+  const int64_t chunk = s.chunk;
+  const std::vector<const BlockedPrim*>&full = s.full, &tail = s.tail;
 
   dnnl::engine& eng = cpuEngine();
   dnnl::stream strm(eng);
@@ -491,7 +526,6 @@ bool convPerforatedBlocked(const BlockedConv& bc) {
       bc.epilogue->applyImages(yc, n0, gc.n);
   }
   countBlockedRun();
-  return true;
 }
 
 } // namespace hpvm::rt::approx

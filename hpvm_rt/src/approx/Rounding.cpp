@@ -1,7 +1,7 @@
 // Rounding.cpp - fp16 and bf16 numerics on float32 data: every element is
 // rounded to the narrower format (round to nearest, ties to even) and widened
 // back, so that accuracy effects of half precision are real on the CPU.
-#include "kernels/Kernels.h"
+#include "approx/Approx.h"
 
 #if defined(__AVX512F__) || defined(__F16C__)
 #include <immintrin.h>

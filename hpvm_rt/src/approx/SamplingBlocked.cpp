@@ -41,6 +41,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace hpvm::rt::approx {
@@ -265,20 +266,31 @@ const SampledGemm& sampledGemm(int64_t m, int64_t r, int64_t k, dt type,
   return cache.emplace(key, std::move(sg)).first->second;
 }
 
-} // namespace
+/// What convSampledBlocked decides before it reads any data.
+struct SampledSetup {
+  ConvGeometry g;
+  dt type = dt::f32; ///< The operands'.
+  InputLayout il;
+  TapLayout t;
+  int64_t chunk = 1;
+  /// bf16 and int8: the GEMMs of a whole chunk and of the last one.
+  const SampledGemm* full = nullptr;
+  const SampledGemm* tail = nullptr;
+};
 
-bool convSampledBlocked(const BlockedConv& bc) {
+/// The setup of bc, or nothing when the engine does not apply.
+std::optional<SampledSetup> setupSampled(const BlockedConv& bc) {
   const ConvGeometry g =
       checkConv("convSampledBlocked", bc.n, bc.c, bc.h, bc.w, bc.k, bc.kh,
                 bc.kw, bc.args, bc.knob, Variant::Samp, Variant::Samp);
   // The operands' type: int8 comes quantized by the caller, bf16 is
   // converted here.
-  const dt type = bc.int8.weights ? bc.x.get_desc().data_type()
-                  : bc.bf16       ? dt::bf16
-                                  : dt::f32;
+  const dt type = bc.int8Type != dt::undef ? bc.int8Type
+                  : bc.bf16                ? dt::bf16
+                                           : dt::f32;
   const bool f32 = type == dt::f32;
   if (g.groups != 1 || g.c % 16 != 0 || g.k % 16 != 0 || (f32 && !preferred(g)))
-    return false;
+    return std::nullopt;
   const int64_t esize = f32 ? 4 : type == dt::bf16 ? 2 : 1;
   const InputLayout il = inputLayout(g, esize);
   const TapLayout t =
@@ -293,7 +305,7 @@ bool convSampledBlocked(const BlockedConv& bc) {
   // bf16 and int8: the GEMMs of a whole chunk and of the last one, with
   // the sampling scale (and int8's per-channel scales) as output scales.
   std::vector<float> outScales{scale};
-  if (bc.int8.weights) {
+  if (bc.int8Type != dt::undef) {
     outScales = bc.int8.outScales;
     for (float& s : outScales)
       s *= scale;
@@ -306,8 +318,31 @@ bool convSampledBlocked(const BlockedConv& bc) {
                ? &sampledGemm(g.n % chunk * perImage, t.r, g.k, type, outScales)
                : full;
     if (!full->ok || !tail->ok)
-      return false;
+      return std::nullopt;
   }
+  return SampledSetup{g, type, il, t, chunk, full, tail};
+}
+
+} // namespace
+
+bool sampledBlockedApplies(const BlockedConv& bc) {
+  return setupSampled(bc).has_value();
+}
+
+void convSampledBlocked(const BlockedConv& bc) {
+  const std::optional<SampledSetup> setup = setupSampled(bc);
+  HPVM_ASSERT(setup.has_value(),
+              "convSampledBlocked called where it does not apply");
+  const ConvGeometry& g = setup->g;
+  const dt type = setup->type;
+  const bool f32 = type == dt::f32;
+  const int64_t esize = f32 ? 4 : type == dt::bf16 ? 2 : 1;
+  const InputLayout& il = setup->il;
+  const TapLayout& t = setup->t;
+  const float scale = samplingScale(bc.knob.rate);
+  const int64_t perImage = g.ho * g.wo;
+  const int64_t chunk = setup->chunk;
+  const SampledGemm *full = setup->full, *tail = setup->tail;
 
   dnnl::engine& eng = cpuEngine();
   dnnl::stream strm(eng);
@@ -380,7 +415,6 @@ bool convSampledBlocked(const BlockedConv& bc) {
       epi->applyImages(yc, n0, count);
   }
   countBlockedRun();
-  return true;
 }
 
 } // namespace hpvm::rt::approx

@@ -12,6 +12,7 @@
 #ifndef HPVM_RT_KERNELS_KERNELS_H
 #define HPVM_RT_KERNELS_KERNELS_H
 
+#include "KnobSpec.h"
 #include "tensor.h"
 
 #include "hpvm_rt/OpFacts.h"
@@ -21,43 +22,6 @@
 #include <vector>
 
 namespace hpvm::rt {
-
-/// Numerics of a knob (Ops.def Precision column). INT8: 8-bit operands
-/// (per-output-channel weight scales, an activation scale from a
-/// calibration), 32-bit accumulation; INT8DYN: the same with the activation
-/// scale taken from each batch's own range (no calibration).
-enum class Precision : uint8_t { FP32, FP16, BF16, INT8, INT8DYN };
-
-/// True for the 8-bit integer precisions.
-inline bool isInt8(Precision p) {
-  return p == Precision::INT8 || p == Precision::INT8DYN;
-}
-/// Algorithm of a knob (Ops.def Variant column).
-enum class Variant : uint8_t { Exact, PerfRow, PerfCol, Samp };
-
-/// One knob as the kernels need it (resolved from an Ops.def HPVM_KNOB row).
-struct KnobSpec {
-  int id = 11;
-  Variant variant = Variant::Exact;
-  Precision precision = Precision::FP32;
-  int rate = 1;   ///< Perforation/sampling rate r; 1 means exact.
-  int offset = 0; ///< Offset 0..r-1.
-  /// INT8: the calibrated range [inLo, inHi] of the op's input, quantized
-  /// unsigned (0..255) when inLo >= 0, else signed with the symmetric scale
-  /// max(-inLo, inHi) / 127 (saturating at -128..127).
-  /// Filled by the executor from the active calibration.
-  bool hasRange = false;
-  float inLo = 0.f, inHi = 0.f;
-};
-
-/// The scale of an INT8 knob's input quantization when it is unsigned
-/// (real = q * scale, q in 0..255), or 0 when the knob's calibrated range
-/// is not nonnegative.
-inline float int8UnsignedScale(const KnobSpec& k) {
-  if (k.precision != Precision::INT8 || !k.hasRange || k.inLo < 0.f)
-    return 0.f;
-  return k.inHi > 0.f && k.inHi <= 3.0e38f ? k.inHi / 255.f : 1.f;
-}
 
 /// True for the activations the layers compute with oneDNN's vectorised
 /// eltwise over whole outputs (a scalar loop of std::tanh or std::exp costs
@@ -115,12 +79,6 @@ struct PostOps {
   bool bf16Out = false;
 };
 
-/// Convolution geometry (NCHW input, OIHW filter, zero padding, no
-/// dilation). groups == C == K is depthwise.
-struct ConvArgs {
-  int padH = 0, padW = 0, strideH = 1, strideW = 1, groups = 1;
-};
-
 /// Pooling geometry: pads padH/padW before and bottom()/right() after
 /// (HPVM's pools: the same). Max ignores out-of-range positions; Avg
 /// divides by the full window area (count_include_pad, PyTorch's default),
@@ -154,6 +112,9 @@ void releaseStorage(Tensor* t);
 /// fp16/bf16 numerics). x: NxCxHxW, w: Kx(C/g)xKHxKW, y: NxKxHoxWo.
 void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
              const PostOps& post, const KnobSpec& knob, Tensor* y);
+/// Test hook: the name of the convolution variant (Layers.cpp's ordered
+/// list) that computed this thread's last runConv.
+const char* lastConvVariant();
 /// y = post(x * w): x viewed as MxK (flatten C,H,W), w is 1x1xKxN, y MxNx1x1.
 void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
               const KnobSpec& knob, Tensor* y);
@@ -234,25 +195,6 @@ void concat(const float* const* parts, const int64_t* channels, int n,
 void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
                     int64_t groups, float* y);
 } // namespace ref
-
-// --- Approximate convolution (issue #4), NCHW float32 -----------------------
-
-namespace approx {
-/// Row or column perforation (KnobSpec.variant PerfRow/PerfCol): computes
-/// only the kept output rows/columns, at proportionally lower cost, and
-/// interpolates the skipped ones as HPVM does (reference section 6.2).
-void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
-                    const float* w, int64_t K, int64_t KH, int64_t KW,
-                    const ConvArgs& a, const KnobSpec& knob, float* y);
-/// Filter sampling (reference section 6.3), regular and irregular variants.
-void convSampled(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
-                 const float* w, int64_t K, int64_t KH, int64_t KW,
-                 const ConvArgs& a, const KnobSpec& knob, float* y);
-/// Rounds every element to IEEE binary16 and back (round to nearest even).
-void roundToHalf(float* data, int64_t n);
-/// Rounds every element to bfloat16 and back (round to nearest even).
-void roundToBf16(float* data, int64_t n);
-} // namespace approx
 
 } // namespace hpvm::rt
 

@@ -18,6 +18,7 @@
 //               round operands and result as above.
 // Non-convolution ops given a reduced-precision knob round their result.
 #include "Errors.h"
+#include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "kernels/TensorImpl.h"
@@ -926,15 +927,53 @@ private:
   int64_t k_, ho_, wo_;
 };
 
+/// The part of an approximate call's BlockedConv that decides whether a
+/// blocked engine applies (geometry, knob, numerics, int8 output scales),
+/// or nothing where the blocked output does not fit the call (K not in
+/// blocks of 16, a residual of other dims).
+std::optional<approx::BlockedConv>
+blockedShape(const Tensor* x, const Tensor* w, const ConvArgs& a,
+             const PostOps& post, const KnobSpec& knob, const Dims4& xd,
+             const Dims4& wd, const Dims4& yd) {
+  if (yd[1] % 16 != 0 || (post.residual && dims4(post.residual) != yd))
+    return std::nullopt;
+  approx::BlockedConv bc;
+  bc.n = xd[0];
+  bc.c = xd[1];
+  bc.h = xd[2];
+  bc.w = xd[3];
+  bc.k = wd[0];
+  bc.kh = wd[2];
+  bc.kw = wd[3];
+  bc.args = a;
+  bc.knob = knob;
+  // bf16 perforation and sampling run natively where the CPU has bf16 dot
+  // products; fp16 (and bf16 elsewhere) rounds fp32 operands.
+  bc.bf16 = knob.precision == Precision::BF16 && numericsOf(knob).nativeBf16;
+  if (knob.precision == Precision::INT8) {
+    // (int8 sampling needs C in blocks of 16 and no groups: skip the
+    // filter's quantization where it cannot apply.)
+    if (knob.variant == Variant::Samp && (a.groups != 1 || xd[1] % 16 != 0))
+      return std::nullopt;
+    const ActQuant aq = inputQuant(knob, x);
+    bc.int8Type = aq.u8 ? dt::u8 : dt::s8;
+    for (float s : int8Unfolded(w, a.groups).scales)
+      bc.int8.outScales.push_back(aq.scale * s);
+  }
+  return bc;
+}
+
 /// Perforated or sampled convolution on the activations' blocked layout
-/// (no NCHW round trip), the post-ops in its output pass. Returns false
-/// when the blocked engines do not apply to this problem.
-bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
+/// (no NCHW round trip), the post-ops in its output pass. Only where
+/// blockedShape() gives a shape its engine applies to.
+void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
                        const PostOps& post, const KnobSpec& knob, Tensor* y,
                        const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  std::optional<approx::BlockedConv> shape =
+      blockedShape(x, w, a, post, knob, xd, wd, yd);
+  HPVM_ASSERT(shape.has_value(), "blocked approximate conv does not apply");
+  approx::BlockedConv& bc = *shape;
   const int64_t N = yd[0], K = yd[1], HW = yd[2] * yd[3];
-  if (K % 16 != 0 || (post.residual && dims4(post.residual) != yd))
-    return false;
   const dnnl::memory::desc yDesc({N, K, yd[2], yd[3]}, dt::f32, tag::nChw16c);
   const Precision outRound =
       knob.precision == Precision::FP16 ? Precision::FP16 : Precision::FP32;
@@ -948,42 +987,23 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
                 /*blocked=*/true);
   dnnl::memory residual;
-  approx::BlockedConv bc;
   bc.x = currentMemory(x);
-  bc.n = xd[0];
-  bc.c = xd[1];
-  bc.h = xd[2];
-  bc.w = xd[3];
-  // bf16 perforation and sampling run natively where the CPU has bf16 dot
-  // products; fp16 (and bf16 elsewhere) rounds fp32 operands.
-  bc.bf16 = knob.precision == Precision::BF16 && numericsOf(knob).nativeBf16;
   const bool int8 = knob.precision == Precision::INT8;
-  const bool samp = knob.variant == Variant::Samp;
   bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
                    ? hostData(w)
                    : roundedWeights(w, knob.precision);
   dnnl::memory int8Filter;          // keeps bc.int8.weights alive
   std::optional<PoolBuffer> int8In; // holds the quantized input
   if (int8) {
-    if (samp && (a.groups != 1 || xd[1] % 16 != 0)) // (convSampledBlocked)
-      return false;
     // The input quantized once, into the NHWC the engines read int8 from.
     const ActQuant aq = inputQuant(knob, x);
-    const dnnl::memory::desc xq({xd[0], xd[1], xd[2], xd[3]},
-                                aq.u8 ? dt::u8 : dt::s8, tag::nhwc);
+    const dnnl::memory::desc xq({xd[0], xd[1], xd[2], xd[3]}, bc.int8Type,
+                                tag::nhwc);
     int8In.emplace(xq.get_size());
     bc.x = quantizedSource(x, xq, aq.scale, *int8In);
-    const auto& plain = int8Unfolded(w, a.groups);
-    int8Filter = plain.weights;
+    int8Filter = int8Unfolded(w, a.groups).weights;
     bc.int8.weights = static_cast<const int8_t*>(int8Filter.get_data_handle());
-    for (float s : plain.scales)
-      bc.int8.outScales.push_back(aq.scale * s);
   }
-  bc.k = wd[0];
-  bc.kh = wd[2];
-  bc.kw = wd[3];
-  bc.args = a;
-  bc.knob = knob;
   if (knob.precision != Precision::FP32 && !bc.bf16 && !int8 &&
       !alreadyRounded(x, knob.precision))
     bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
@@ -1002,13 +1022,12 @@ bool convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     bc.epilogue = &*eltwiseEpi;
   else if (!epi->empty())
     bc.epilogue = &*epi;
-  const bool ran =
-      samp ? approx::convSampledBlocked(bc) : approx::convPerforatedBlocked(bc);
-  if (!ran)
-    return false;
+  if (knob.variant == Variant::Samp)
+    approx::convSampledBlocked(bc);
+  else
+    approx::convPerforatedBlocked(bc);
   if (outRound != Precision::FP32)
     implOf(y).roundedTo = outRound;
-  return true;
 }
 
 /// Perforated/sampled convolution on NCHW host data, then the post-ops.
@@ -1280,78 +1299,53 @@ void markInPlace(Tensor* y, const dnnl::memory& dst) {
   }
 }
 
-} // namespace
-
 // --- Convolution ------------------------------------------------------------
 
-void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
-             const PostOps& post, const KnobSpec& knob, Tensor* y) {
-  applyThreads();
-  HPVM_ASSERT(x != y && post.residual != y,
-              "conv output must not alias its input or residual");
-  Dims4 xd = dims4(x), wd = dims4(w), yd = dims4(y);
-  checkConvShapes(xd, wd, yd, args);
-  const bool perforated =
-      knob.variant == Variant::PerfRow || knob.variant == Variant::PerfCol;
-  if (perforated && knob.rate > 1 &&
-      approx::perforationPath() == approx::PerforationPath::Auto) {
-    // A perforation that skips nothing on this output (an offset beyond a
-    // short axis) is the exact convolution at the knob's precision.
-    const std::vector<bool> kept = approx::perforationKept(
-        knob.variant == Variant::PerfRow ? yd[2] : yd[3], knob.rate,
-        knob.offset);
-    if (std::find(kept.begin(), kept.end(), false) == kept.end()) {
-      KnobSpec exact = knob;
-      exact.variant = Variant::Exact;
-      exact.rate = 1;
-      exact.offset = 0;
-      runConv(x, w, args, post, exact, y);
-      return;
-    }
+/// One convolution call, as the variants below see it.
+struct ConvCall {
+  const Tensor* x;
+  const Tensor* w;
+  const ConvArgs& args;
+  const PostOps& post;
+  const KnobSpec& knob;
+  Tensor* y;
+  Dims4 xd, wd, yd;
+
+  /// Perforation or sampling that skips something somewhere.
+  bool approximate() const {
+    return knob.variant != Variant::Exact && knob.rate > 1;
   }
-  if (knob.variant != Variant::Exact && knob.rate > 1) {
-    if (approx::perforationPath() != approx::PerforationPath::Auto ||
-        !convApproxBlocked(x, w, args, post, knob, y, xd, wd, yd))
-      convApprox(x, w, args, post, knob, y, xd, wd, yd);
-    return;
+  std::optional<approx::BlockedConv> blocked() const {
+    return blockedShape(x, w, args, post, knob, xd, wd, yd);
   }
-  if (isInt8(knob.precision)) {
-    convInt8(x, w, args, post, knob, y, xd, wd, yd);
-    return;
-  }
-  Numerics nm = numericsOf(knob);
+};
+
+/// The exact convolution's primitive for c: with nChw16c activations
+/// (\p blocked; null where oneDNN has only its reference kernel for that)
+/// or in the layouts oneDNN picks.
+const Prim* exactPrim(const ConvCall& c, bool blocked) {
+  const Dims4 &xd = c.xd, &wd = c.wd, &yd = c.yd;
+  const ConvArgs& args = c.args;
+  const PostOps& post = c.post;
+  const Numerics nm = numericsOf(c.knob);
   const int64_t G = args.groups, K = wd[0], Cg = wd[1];
   const dt inType = nm.nativeBf16 ? dt::bf16 : dt::f32;
-
-  // Describe the tensors: weights in the layout oneDNN picks (format any),
-  // activations as the layout policy below decides.
-  dnnl::memory::desc srcAny({xd[0], xd[1], xd[2], xd[3]}, inType, tag::any);
   // bf16 chains: the result stored as bf16 when the next layer computes
   // in bf16 too (it would round its input to bf16 anyway).
   const bool bf16Out = post.bf16Out && nm.nativeBf16 && !post.residual;
-  dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]},
-                            bf16Out ? dt::bf16 : dt::f32, tag::any);
-  dims wDims =
-      G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
-  dnnl::memory::desc wAny(wDims, inType, tag::any);
-  dnnl::memory::desc wPlain(wDims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
-  dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
-
+  const dt outType = bf16Out ? dt::bf16 : dt::f32;
   // A binary post-op needs the residual with the output's dims.
   const bool residualDims = post.residual && dims4(post.residual) == yd;
   std::string key = fmt::format(
-      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}", xd[0], xd[1],
+      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}", xd[0], xd[1],
       xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
       args.strideW, G, static_cast<int>(inType), postKey(post), residualDims,
-      bf16Out);
+      bf16Out, blocked ? "blk" : "any");
   const Prim& p = cachedPrim(key, [&] {
-    // Layout policy: channels in blocks of 16 (nChw16c) select oneDNN's
-    // direct AVX-512 kernels, measured faster here than what format any
-    // picks (brgemm on NHWC), most of all on the small spatial sizes of
-    // CIFAR nets; for bf16 too (1.7-1.8x -> 1.9-2.2x over fp32 on VGG16's
-    // layers), and it keeps bf16 layers in the fp32 layers' layout. Fall
-    // back to format any where that has no optimised implementation (odd
-    // groups).
+    dims wDims =
+        G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
+    dnnl::memory::desc wAny(wDims, inType, tag::any);
+    dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
     auto makePd = [&](const dnnl::memory::desc& src,
                       const dnnl::memory::desc& dst, ResidualAs how) {
       dnnl::convolution_forward::desc desc(
@@ -1374,15 +1368,14 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     std::vector<ResidualAs> hows{ResidualAs::Split};
     if (post.residual)
       hows = {ResidualAs::Sum, ResidualAs::Split};
-    if (K % 16 == 0 && (G == 1 || G == K)) {
+    if (blocked) {
       dnnl::memory::desc srcBlk({xd[0], xd[1], xd[2], xd[3]}, inType,
                                 xd[1] % 16 == 0 ? tag::nChw16c : tag::any);
-      dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]},
-                                dstAny.data_type(), tag::nChw16c);
-      std::vector<ResidualAs> blkHows = hows;
-      if (post.residual && residualDims)
-        blkHows.insert(blkHows.begin(), ResidualAs::Binary);
-      for (ResidualAs how : blkHows) {
+      dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]}, outType,
+                                tag::nChw16c);
+      if (residualDims)
+        hows.insert(hows.begin(), ResidualAs::Binary);
+      for (ResidualAs how : hows) {
         try {
           Prim made = makePd(srcBlk, dstBlk, how);
           if (!made.reference)
@@ -1391,7 +1384,10 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
           // No blocked implementation for this problem: try the next.
         }
       }
+      return Prim{}; // declined (cached as such)
     }
+    dnnl::memory::desc srcAny({xd[0], xd[1], xd[2], xd[3]}, inType, tag::any);
+    dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, outType, tag::any);
     for (ResidualAs how : hows) {
       Prim made = makePd(srcAny, dstAny, how);
       if (how == ResidualAs::Split || !made.reference)
@@ -1399,18 +1395,28 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
     }
     HPVM_UNREACHABLE("no convolution primitive chosen");
   });
+  return p.prim ? &p : nullptr;
+}
 
+/// The exact convolution (fp32, or fp16/bf16 numerics) with primitive p.
+void runExact(const ConvCall& c, const Prim& p) {
+  const Dims4 &wd = c.wd, &yd = c.yd;
+  const Numerics nm = numericsOf(c.knob);
+  const int64_t G = c.args.groups, K = wd[0], Cg = wd[1];
+  dims wDims =
+      G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
+  dnnl::memory::desc wPlain(wDims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
   // Weights: folded with bias/batch norm and reordered once, then cached.
   const auto& wts =
-      derivedWeights(w, post, wPlain, p.weights, K, Cg * wd[2] * wd[3],
+      derivedWeights(c.w, c.post, wPlain, p.weights, K, Cg * wd[2] * wd[3],
                      Cg * wd[2] * wd[3], 1, nm.roundOperands);
   // Source: reordered only if its current layout is not the chosen one.
   std::vector<float> scratch;
   std::unique_ptr<PoolBuffer> srcHold;
-  dnnl::memory src = sourceFor(x, p.src, nm.roundOperands, scratch, srcHold);
-  // Destination: y keeps the blocked layout for the next layer.
-  dnnl::memory dst = outputMemory(y, p.dst);
-  executeLayer(p, post,
+  dnnl::memory src = sourceFor(c.x, p.src, nm.roundOperands, scratch, srcHold);
+  // Destination: y keeps the chosen layout for the next layer.
+  dnnl::memory dst = outputMemory(c.y, p.dst);
+  executeLayer(p, c.post,
                {{DNNL_ARG_SRC, src},
                 {DNNL_ARG_WEIGHTS, wts.weights},
                 {DNNL_ARG_BIAS, wts.bias},
@@ -1420,16 +1426,120 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   // first convolution whose padding the direct kernels reject writes NHWC).
   if (K == 16 && p.dst == dnnl::memory::desc({yd[0], 16, yd[2], yd[3]}, dt::f32,
                                              tag::nhwc)) {
-    TensorImpl& impl = implOf(y);
+    TensorImpl& impl = implOf(c.y);
     impl.mem = dnnl::memory(
         dnnl::memory::desc({yd[0], 16, yd[2], yd[3]}, dt::f32, tag::nChw16c),
         engine(), impl.memBuf);
   }
-  if (post.residual && p.residual == ResidualAs::Split)
-    runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
-           y);
-  roundResult(nm.roundOutput, y);
+  if (c.post.residual && p.residual == ResidualAs::Split)
+    runAdd(c.y, c.post.residual, c.post.act2, c.post.act2Lo, c.post.act2Hi,
+           KnobSpec{}, c.y);
+  roundResult(nm.roundOutput, c.y);
 }
+
+/// One way of computing a convolution, in oneDNN's implementation-list
+/// style: applies() says whether it computes this call (reading no
+/// activation data), run() computes it.
+struct ConvVariant {
+  const char* name;
+  bool (*applies)(const ConvCall&);
+  void (*run)(const ConvCall&);
+};
+
+/// The convolution variants, best first: runConv runs the first that
+/// applies. The knob policy: perforation and sampling go to the
+/// approximate engines, int8 to oneDNN's int8 kernels, everything else
+/// (fp32, fp16 and bf16 numerics) to oneDNN's exact convolution. The layout
+/// policy: activations stay in nChw16c (channels in blocks of 16) wherever
+/// a fast kernel reads and writes it, measured fastest here for every
+/// precision, most of all on the small spatial sizes of CIFAR nets.
+const ConvVariant kConvVariants[] = {
+    // A perforation that skips nothing on this output (an offset beyond a
+    // short axis) is the exact convolution at the knob's precision.
+    {"perforation-skips-nothing",
+     [](const ConvCall& c) {
+       if (c.knob.variant != Variant::PerfRow &&
+           c.knob.variant != Variant::PerfCol)
+         return false;
+       if (c.knob.rate <= 1 ||
+           approx::perforationPath() != approx::PerforationPath::Auto)
+         return false;
+       const std::vector<bool> kept = approx::perforationKept(
+           c.knob.variant == Variant::PerfRow ? c.yd[2] : c.yd[3], c.knob.rate,
+           c.knob.offset);
+       return std::find(kept.begin(), kept.end(), false) == kept.end();
+     },
+     [](const ConvCall& c) {
+       KnobSpec exact = c.knob;
+       exact.variant = Variant::Exact;
+       exact.rate = 1;
+       exact.offset = 0;
+       runConv(c.x, c.w, c.args, c.post, exact, c.y);
+     }},
+    // Perforation and sampling on nChw16c activations, the post-ops in the
+    // output pass (PerforationBlocked.cpp, SamplingBlocked.cpp).
+    {"approx-blocked",
+     [](const ConvCall& c) {
+       if (!c.approximate() ||
+           approx::perforationPath() != approx::PerforationPath::Auto)
+         return false;
+       const std::optional<approx::BlockedConv> bc = c.blocked();
+       return bc && (c.knob.variant == Variant::Samp
+                         ? approx::sampledBlockedApplies(*bc)
+                         : approx::perforatedBlockedApplies(*bc));
+     },
+     [](const ConvCall& c) {
+       convApproxBlocked(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd,
+                         c.yd);
+     }},
+    // Perforation and sampling of any geometry, on NCHW host data
+    // (ConvPerforation.cpp, ConvSampling.cpp).
+    {"approx-nchw", [](const ConvCall& c) { return c.approximate(); },
+     [](const ConvCall& c) {
+       convApprox(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
+     }},
+    // int8 and int8_dyn: oneDNN's int8 convolution, nChw16c or NHWC.
+    {"int8", [](const ConvCall& c) { return isInt8(c.knob.precision); },
+     [](const ConvCall& c) {
+       convInt8(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
+     }},
+    // Exact, K in blocks of 16, not grouped or depthwise: oneDNN's direct
+    // kernels on nChw16c (for bf16 too: 1.9-2.2x over fp32 on VGG16's
+    // layers against 1.7-1.8x in the layouts oneDNN picks).
+    {"exact-blocked",
+     [](const ConvCall& c) {
+       const int64_t K = c.wd[0], G = c.args.groups;
+       return K % 16 == 0 && (G == 1 || G == K) &&
+              exactPrim(c, /*blocked=*/true) != nullptr;
+     },
+     [](const ConvCall& c) { runExact(c, *exactPrim(c, /*blocked=*/true)); }},
+    // Exact, any geometry (odd groups, K not in blocks of 16): the layouts
+    // oneDNN picks, down to its reference kernel.
+    {"exact-any", [](const ConvCall&) { return true; },
+     [](const ConvCall& c) { runExact(c, *exactPrim(c, /*blocked=*/false)); }},
+};
+
+thread_local const char* lastConvVariantName = "";
+
+} // namespace
+
+void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
+             const PostOps& post, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  HPVM_ASSERT(x != y && post.residual != y,
+              "conv output must not alias its input or residual");
+  const ConvCall call{x, w, args, post, knob, y, dims4(x), dims4(w), dims4(y)};
+  checkConvShapes(call.xd, call.wd, call.yd, args);
+  for (const ConvVariant& v : kConvVariants)
+    if (v.applies(call)) {
+      v.run(call);
+      lastConvVariantName = v.name;
+      return;
+    }
+  HPVM_UNREACHABLE("no convolution variant applies");
+}
+
+const char* lastConvVariant() { return lastConvVariantName; }
 
 // --- Dense ------------------------------------------------------------------
 
