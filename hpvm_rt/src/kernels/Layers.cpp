@@ -1310,6 +1310,8 @@ struct ConvCall {
   const KnobSpec& knob;
   Tensor* y;
   Dims4 xd, wd, yd;
+  /// The primitive exact-blocked's applies() found, for its run().
+  mutable const Prim* exactBlocked = nullptr;
 
   /// Perforation or sampling that skips something somewhere.
   bool approximate() const {
@@ -1509,10 +1511,12 @@ const ConvVariant kConvVariants[] = {
     {"exact-blocked",
      [](const ConvCall& c) {
        const int64_t K = c.wd[0], G = c.args.groups;
-       return K % 16 == 0 && (G == 1 || G == K) &&
-              exactPrim(c, /*blocked=*/true) != nullptr;
+       if (K % 16 != 0 || (G != 1 && G != K))
+         return false;
+       c.exactBlocked = exactPrim(c, /*blocked=*/true);
+       return c.exactBlocked != nullptr;
      },
-     [](const ConvCall& c) { runExact(c, *exactPrim(c, /*blocked=*/true)); }},
+     [](const ConvCall& c) { runExact(c, *c.exactBlocked); }},
     // Exact, any geometry (odd groups, K not in blocks of 16): the layouts
     // oneDNN picks, down to its reference kernel.
     {"exact-any", [](const ConvCall&) { return true; },
