@@ -2,6 +2,7 @@
 // reporter.
 #include "Diagnostics.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,8 +22,12 @@ std::string nodeName(const Origin& origin) {
 
 std::string escapeName(const std::string& name) {
   std::string out;
-  out.reserve(name.size());
+  out.reserve(std::min(name.size(), kMaxNameBytes));
   for (char ch : name) {
+    if (out.size() >= kMaxNameBytes) {
+      out += "...(" + std::to_string(name.size()) + " bytes)";
+      break;
+    }
     unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
     case '\n':
@@ -48,6 +53,41 @@ std::string escapeName(const std::string& name) {
       } else {
         out += ch;
       }
+    }
+  }
+  return out;
+}
+
+std::string printableMessage(const std::string& text) {
+  std::string out;
+  size_t lineStart = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= kMaxMessageBytes) {
+      out += "\n... (" + std::to_string(text.size() - i) +
+             " more bytes of this message not shown)";
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += '\n';
+      lineStart = out.size();
+      continue;
+    }
+    if (out.size() - lineStart >= kMaxLineBytes) {
+      // Skip to the end of this line.
+      size_t end = text.find('\n', i);
+      if (end == std::string::npos)
+        end = text.size();
+      out += "...(" + std::to_string(end - i) + " more bytes)";
+      i = end - 1;
+      continue;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
     }
   }
   return out;

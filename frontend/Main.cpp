@@ -29,13 +29,15 @@ int main(int argc, char** argv) {
     return ExitOk;
   } catch (const UserError& e) {
     std::cout.flush();
-    std::cerr << "torch2hpvm-export: error: " << e.what() << "\n";
+    std::cerr << "torch2hpvm-export: error: " << printableMessage(e.what())
+              << "\n";
     return e.exitCode();
   } catch (const std::exception& e) {
     // File system and allocation failures: the user's environment, not a
     // bug in the model or in us.
     std::cout.flush();
-    std::cerr << "torch2hpvm-export: error: " << e.what() << "\n";
+    std::cerr << "torch2hpvm-export: error: " << printableMessage(e.what())
+              << "\n";
     return ExitUserError;
   }
 }

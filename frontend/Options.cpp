@@ -63,6 +63,11 @@ Options parseOptions(const std::vector<std::string>& args) {
       ->type_name("T");
   app.add_option("--opset", opset, "Convert the model to this ONNX opset first")
       ->type_name("N");
+  app.add_option("--max-size", o.maxBytes,
+                 "Largest model file and largest tensor accepted, in bytes "
+                 "(suffixes KB, MB, GB, TB: powers of 1024) [default: 8GB]")
+      ->type_name("SIZE")
+      ->transform(CLI::AsSizeValue(false));
   app.add_flag("--no-build", o.noBuild, "Generate only; do not build");
   app.add_flag("--force", o.force,
                "Replace an existing output directory (once the new one is "

@@ -6,6 +6,8 @@
 #include "build/Toolchain.h"
 #include "codegen/HpvmCodegen.h"
 
+#include "InputFile.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +33,8 @@ struct Options {
   Target target = Target::HpvmTensor;
   /// --opset: convert the model to this opset first; 0 keeps its own.
   int64_t opset = 0;
+  /// --max-size: the largest model file and tensor accepted, in bytes.
+  uint64_t maxBytes = kDefaultMaxInputBytes;
   /// --no-build: generate only.
   bool noBuild = false;
   /// --force: replace an existing output directory.

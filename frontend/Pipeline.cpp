@@ -2,6 +2,8 @@
 // transactional creation.
 #include "Pipeline.h"
 
+#include "InputFile.h"
+
 #include "Diagnostics.h"
 #include "Version.h"
 #include "codegen/Datasets.h"
@@ -202,10 +204,9 @@ ExportPaths checkPaths(const Options& opts) {
                       "torch2hpvm-export (remove it yourself if you mean "
                       "it)");
   }
-  if (!opts.configFile.empty() &&
-      (!fs::is_regular_file(opts.configFile, ec) ||
-       ::access(opts.configFile.c_str(), R_OK) != 0))
-    throw UserError("cannot read --config '" + opts.configFile + "'");
+  if (!opts.configFile.empty()) // a readable regular file (not a FIFO)
+    InputFile(opts.configFile,
+              "--config '" + escapeName(opts.configFile) + "'");
   t.templateDir =
       opts.templateDir.empty() ? defaultTemplateDir() : opts.templateDir;
   if (!fs::is_directory(t.templateDir, ec))
@@ -220,6 +221,7 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
   progress(streams, "loading " + opts.model);
   LoadOptions load;
   load.targetOpset = opts.opset;
+  load.maxBytes = opts.maxBytes;
   std::unique_ptr<Graph> g = loadModel(opts.model, load);
   progress(streams, "lowering to HPVM tensor ops");
   PipelineOptions passes;

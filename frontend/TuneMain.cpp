@@ -102,7 +102,8 @@ int main(int argc, char** argv) {
     throw hpvm::fe::UserError(hpvm::fe::escapeName(program) +
                               ": cannot run: " + std::strerror(errno));
   } catch (const hpvm::fe::UserError& e) {
-    std::cerr << "torch2hpvm-tune: error: " << e.what() << "\n";
+    std::cerr << "torch2hpvm-tune: error: "
+              << hpvm::fe::printableMessage(e.what()) << "\n";
     return e.exitCode();
   }
 }

@@ -2,29 +2,18 @@
 #include "codegen/Datasets.h"
 
 #include "Diagnostics.h"
+#include "InputFile.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace hpvm::fe {
 
 namespace {
-
-/// Size of regular file \p path, or -1 with errno set.
-int64_t fileSize(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return -1;
-  if (!S_ISREG(st.st_mode)) {
-    errno = EISDIR;
-    return -1;
-  }
-  return st.st_size;
-}
 
 std::string plural(int64_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -55,11 +44,15 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   bool derived = labelsPath.empty();
   ds.labelsPath = derived ? defaultLabelsPath(inputPath, role) : labelsPath;
 
-  int64_t inBytes = fileSize(inputPath);
-  if (inBytes < 0)
-    throw UserError("cannot read " + role + " input '" + inputPath +
-                    "': " + std::strerror(errno));
-  int64_t imageBytes = channels * height * width * 4;
+  const int64_t inBytes = static_cast<int64_t>(
+      InputFile(inputPath, role + " input '" + escapeName(inputPath) + "'")
+          .size());
+  int64_t imageBytes = 4;
+  for (int64_t d : {channels, height, width})
+    if (d <= 0 || __builtin_mul_overflow(imageBytes, d, &imageBytes))
+      throw UserError(role + " input '" + inputPath + "': the model's image " +
+                      std::to_string(channels) + "x" + std::to_string(height) +
+                      "x" + std::to_string(width) + " has no valid size");
   std::string image = std::to_string(channels) + "x" + std::to_string(height) +
                       "x" + std::to_string(width);
   if (inBytes == 0)
@@ -74,15 +67,13 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   ds.inputBytes = inBytes;
   ds.count = inBytes / imageBytes;
 
-  int64_t labelBytes = fileSize(ds.labelsPath);
-  if (labelBytes < 0) {
-    if (derived)
-      throw UserError(role + " labels file '" + ds.labelsPath +
-                      "' not found (derived from '" + inputPath + "'; give --" +
-                      role + "-labels FILE)");
-    throw UserError("cannot read " + role + " labels '" + ds.labelsPath +
-                    "': " + std::strerror(errno));
-  }
+  if (derived && ::access(ds.labelsPath.c_str(), F_OK) != 0)
+    throw UserError(role + " labels file '" + ds.labelsPath +
+                    "' not found (derived from '" + inputPath + "'; give --" +
+                    role + "-labels FILE)");
+  const InputFile labelsFile(
+      ds.labelsPath, role + " labels '" + escapeName(ds.labelsPath) + "'");
+  const int64_t labelBytes = static_cast<int64_t>(labelsFile.size());
   if (labelBytes != ds.count * 4)
     throw UserError(role + " labels '" + ds.labelsPath + "': expected " +
                     std::to_string(ds.count * 4) + " bytes (" +
@@ -91,12 +82,7 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
                     "'), got " + std::to_string(labelBytes) + " bytes");
 
   std::vector<int32_t> labels(static_cast<size_t>(ds.count));
-  std::FILE* f = std::fopen(ds.labelsPath.c_str(), "rb");
-  size_t got = f ? std::fread(labels.data(), 4, labels.size(), f) : 0;
-  if (f)
-    std::fclose(f);
-  if (got != labels.size())
-    throw UserError("cannot read " + role + " labels '" + ds.labelsPath + "'");
+  labelsFile.readAt(0, labels.data(), static_cast<uint64_t>(labelBytes));
   for (size_t i = 0; i < labels.size(); ++i)
     if (labels[i] < 0 || labels[i] >= numClasses)
       throw UserError(role + " labels '" + ds.labelsPath + "': label " +

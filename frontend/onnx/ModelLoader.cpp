@@ -43,35 +43,6 @@ using onnx::TensorProto;
 // Reading and parsing.
 // ---------------------------------------------------------------------------
 
-/// The whole file, read with one read() into a buffer of its size.
-std::string readFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    throw UserError(path + ": cannot open: " + std::strerror(errno));
-  std::string bytes;
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode))
-    bytes.resize(static_cast<size_t>(st.st_size));
-  else if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    std::fclose(f);
-    throw UserError(path + ": is a directory, not an ONNX model");
-  }
-  size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
-  // Files that grew, or are not regular: read the rest in chunks.
-  char chunk[65536];
-  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f)) > 0;) {
-    bytes.resize(got);
-    bytes.append(chunk, n);
-    got += n;
-  }
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed)
-    throw UserError(path + ": cannot read: " + std::strerror(errno));
-  bytes.resize(got);
-  return bytes;
-}
-
 bool endsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -155,11 +126,89 @@ template <typename T> void appendValue(std::vector<uint8_t>& out, T v) {
   out.insert(out.end(), buf, buf + sizeof(T));
 }
 
+/// Bytes of a tensor of \p dims with elements of \p elemSize bytes, or
+/// nothing if that overflows int64_t.
+std::optional<uint64_t> tensorBytes(const std::vector<int64_t>& dims,
+                                    size_t elemSize) {
+  int64_t total = static_cast<int64_t>(elemSize);
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(total, d, &total))
+      return std::nullopt;
+  return static_cast<uint64_t>(total);
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? "x" : "") +
+         (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s.empty() ? "[] (a scalar)" : s;
+}
+
+/// Where an initializer's external data is, checked: a file inside the
+/// model's folder after resolving symlinks, regular, holding the tensor's
+/// \p bytes at its offset.
+struct ExternalData {
+  std::string location; ///< As the model names it.
+  std::string file;     ///< Canonical path.
+  uint64_t offset = 0;
+};
+
+ExternalData resolveExternal(const TensorProto& t, const std::string& modelDir,
+                             const std::string& what, uint64_t bytes) {
+  ExternalData ext;
+  std::optional<uint64_t> length;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") {
+      ext.location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      const std::optional<uint64_t> v = parseCount(kv.value());
+      if (!v)
+        throw UserError(what + ": external data " + kv.key() + " '" +
+                        escapeName(kv.value()) +
+                        "' is not a byte count (a non-negative integer)");
+      (kv.key() == "offset" ? ext.offset : length.emplace()) = *v;
+    }
+  }
+  if (ext.location.empty())
+    throw UserError(what + " is stored externally but names no location");
+  if (ext.location[0] == '/' || ext.location.find("..") != std::string::npos)
+    throw UserError(what + " has external data location '" +
+                    escapeName(ext.location) +
+                    "'; it must be a file name relative to the model's "
+                    "folder");
+  const std::string shown =
+      what + ": external data file '" + escapeName(ext.location) + "'";
+  const std::optional<std::string> dir =
+      canonicalPath(modelDir.empty() ? "." : modelDir);
+  const std::optional<std::string> file =
+      canonicalPath(modelDir + ext.location);
+  if (!dir || !file)
+    throw UserError(shown + ": cannot open: No such file or directory");
+  if (!isInside(*file, *dir))
+    throw UserError(shown + " resolves to '" + escapeName(*file) +
+                    "', outside the model's folder '" + escapeName(*dir) +
+                    "' (symbolic links may not lead out of it)");
+  ext.file = *file;
+  if (length && *length != bytes)
+    throw UserError(what + ": external data length " + std::to_string(*length) +
+                    " does not match its shape (" + std::to_string(bytes) +
+                    " bytes)");
+  const InputFile in(ext.file, shown);
+  if (ext.offset > in.size() || bytes > in.size() - ext.offset)
+    throw UserError(shown + " has " + std::to_string(in.size()) +
+                    " bytes; the tensor needs " + std::to_string(bytes) +
+                    " from offset " + std::to_string(ext.offset));
+  return ext;
+}
+
 /// Converts \p t (raw_data, typed fields or external data) into host data.
-/// \p modelDir resolves external data; \p what names the tensor in errors.
+/// \p modelDir resolves external data; \p what names the tensor in errors;
+/// a tensor larger than \p limit bytes is refused before anything is read.
 std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
                                                 const std::string& modelDir,
-                                                const std::string& what) {
+                                                const std::string& what,
+                                                uint64_t limit) {
   auto data = std::make_shared<TensorData>();
   data->dtype = toDataType(t.data_type());
   if (data->dtype == DataType::Undefined)
@@ -170,44 +219,23 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
       throw UserError(what + " has a negative dimension");
     data->dims.push_back(d);
   }
-  size_t count = static_cast<size_t>(data->numElements());
-  size_t bytes = count * elementSize(data->dtype);
+  const std::optional<uint64_t> checked =
+      tensorBytes(data->dims, elementSize(data->dtype));
+  if (!checked || *checked > limit)
+    throw UserError(what + " has shape " + dimsText(data->dims) + ": " +
+                    (checked ? byteSize(*checked) + ", more than the " +
+                                   byteSize(limit) +
+                                   " limit (raise it with --max-size)"
+                             : std::string("its size overflows")));
+  const size_t bytes = static_cast<size_t>(*checked);
+  const size_t count = bytes / elementSize(data->dtype);
 
   if (t.data_location() == TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : t.external_data()) {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::stoll(kv.value());
-      else if (kv.key() == "length")
-        length = std::stoll(kv.value());
-    }
-    if (location.empty())
-      throw UserError(what + " is stored externally but names no location");
-    if (location[0] == '/' || location.find("..") != std::string::npos)
-      throw UserError(what + " has external data location '" +
-                      escapeName(location) +
-                      "'; it must be a file name relative to the model's "
-                      "folder");
-    std::string file = modelDir + location;
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-      throw UserError(what + ": cannot open external data file " + file + ": " +
-                      std::strerror(errno));
-    if (length >= 0 && static_cast<size_t>(length) != bytes)
-      throw UserError(what + ": external data length " +
-                      std::to_string(length) + " does not match its shape (" +
-                      std::to_string(bytes) + " bytes)");
+    const ExternalData ext = resolveExternal(t, modelDir, what, bytes);
     data->bytes.resize(bytes);
-    in.seekg(offset);
-    in.read(reinterpret_cast<char*>(data->bytes.data()),
-            static_cast<std::streamsize>(bytes));
-    if (!in || static_cast<size_t>(in.gcount()) != bytes)
-      throw UserError(what + ": external data file " + file +
-                      " is shorter than offset " + std::to_string(offset) +
-                      " + " + std::to_string(bytes) + " bytes");
+    InputFile(ext.file,
+              what + ": external data file '" + escapeName(ext.location) + "'")
+        .readAt(ext.offset, data->bytes.data(), bytes);
     return data;
   }
 
@@ -224,7 +252,8 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
   // Typed fields: float_data, int32_data (also int8/uint8/bool), int64_data,
   // double_data.
   size_t have = 0;
-  data->bytes.reserve(bytes);
+  // (No reserve: the values present bound the allocation, not the
+  // declared shape, which is compared with them below.)
   switch (data->dtype) {
   case DataType::Float:
     have = static_cast<size_t>(t.float_data_size());
@@ -287,7 +316,9 @@ convertAttributes(const NodeProto& node, std::vector<std::string>& reasons) {
       break;
     case AttributeProto::TENSOR:
       try {
-        attrs[name] = convertTensor(a.t(), "", "attribute '" + name + "'");
+        attrs[name] =
+            convertTensor(a.t(), "", "attribute '" + escapeName(name) + "'",
+                          kDefaultMaxInputBytes);
       } catch (const UserError& e) {
         reasons.push_back(e.what());
       }
@@ -538,7 +569,7 @@ std::string quotedList(const std::vector<std::string>& names) {
 }
 
 std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
-                                  const std::string& path) {
+                                  const std::string& path, uint64_t limit) {
   auto g = std::make_unique<Graph>();
   const onnx::GraphProto& graph = model.graph();
   std::string modelDir = dirOf(path);
@@ -553,9 +584,9 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   std::unordered_map<std::string, Value*> values;
   for (int i = 0; i < graph.initializer_size(); ++i) {
     const TensorProto& init = graph.initializer(i);
-    auto data =
-        convertTensor(init, modelDir,
-                      path + ": initializer '" + escapeName(init.name()) + "'");
+    auto data = convertTensor(
+        init, modelDir,
+        path + ": initializer '" + escapeName(init.name()) + "'", limit);
     values[init.name()] = g->addConstant(init.name(), std::move(data), i);
   }
   if (graph.sparse_initializer_size() != 0)
@@ -676,6 +707,48 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   return g;
 }
 
+/// What the ONNX checker lets through or trips over, checked first: a graph
+/// with nodes, one output some node, input or initializer defines, and
+/// external data that is safe to read (see resolveExternal; the checker
+/// would open a FIFO and wait).
+void checkGraphShape(const ModelProto& model, const std::string& path,
+                     uint64_t limit) {
+  const onnx::GraphProto& graph = model.graph();
+  if (graph.node_size() == 0)
+    throw UserError(path + ": the graph has no nodes; the model computes "
+                           "nothing");
+  std::unordered_set<std::string> defined;
+  for (const auto& vi : graph.input())
+    defined.insert(vi.name());
+  for (const TensorProto& t : graph.initializer())
+    defined.insert(t.name());
+  for (const NodeProto& n : graph.node())
+    for (const std::string& o : n.output())
+      defined.insert(o);
+  for (const auto& vi : graph.output())
+    if (!defined.count(vi.name()))
+      throw UserError(path + ": graph output '" + escapeName(vi.name()) +
+                      "' is produced by no node and is no input or "
+                      "initializer");
+  const std::string modelDir = dirOf(path);
+  for (const TensorProto& t : graph.initializer()) {
+    if (t.data_location() != TensorProto::EXTERNAL)
+      continue;
+    const std::string what =
+        path + ": initializer '" + escapeName(t.name()) + "'";
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    const std::optional<uint64_t> bytes = tensorBytes(
+        dims, std::max<size_t>(1, elementSize(toDataType(t.data_type()))));
+    if (!bytes || *bytes > limit)
+      throw UserError(what + " has shape " + dimsText(dims) + ": " +
+                      (bytes ? byteSize(*bytes) + ", more than the " +
+                                   byteSize(limit) +
+                                   " limit (raise it with --max-size)"
+                             : std::string("its size overflows")));
+    resolveExternal(t, modelDir, what, *bytes);
+  }
+}
+
 bool hasExternalData(const ModelProto& model) {
   for (const TensorProto& t : model.graph().initializer())
     if (t.data_location() == TensorProto::EXTERNAL)
@@ -688,7 +761,7 @@ bool hasExternalData(const ModelProto& model) {
 std::unique_ptr<Graph> loadModel(const std::string& path,
                                  const LoadOptions& opts) {
   try {
-    std::string bytes = readFile(path);
+    std::string bytes = InputFile(path).readAll(opts.maxBytes);
     ModelProto model = parseModel(path, bytes);
     std::string sha = sha256Hex(bytes);
     bytes.clear();
@@ -698,7 +771,19 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
     if (opset == 0)
       throw UserError(path + ": the model imports no default-domain (ai.onnx) "
                              "opset");
+    const int64_t latest =
+        onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+            .Map()
+            .at(onnx::ONNX_DOMAIN)
+            .second;
+    if (opset > latest)
+      throw UserError(path + ": the model imports opset " +
+                      std::to_string(opset) +
+                      " of the default domain; this exporter knows opsets up "
+                      "to " +
+                      std::to_string(latest));
     PreScan scan = preScan(model, path, opset);
+    checkGraphShape(model, path, opts.maxBytes);
 
     try {
       // The checker finds external data files relative to the model's
@@ -712,10 +797,6 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
     }
 
     if (opts.targetOpset != 0 && opts.targetOpset != opset) {
-      int64_t latest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
-                           .Map()
-                           .at(onnx::ONNX_DOMAIN)
-                           .second;
       if (opts.targetOpset < 7 || opts.targetOpset > latest)
         throw UserError(path + ": cannot convert to opset " +
                         std::to_string(opts.targetOpset) +
@@ -746,7 +827,7 @@ std::unique_ptr<Graph> loadModel(const std::string& path,
       throw UserError(path + ": shape inference failed: " + e.what());
     }
 
-    std::unique_ptr<Graph> g = buildGraph(model, scan, path);
+    std::unique_ptr<Graph> g = buildGraph(model, scan, path, opts.maxBytes);
     g->source.path = path;
     g->source.sha256 = sha;
     g->source.producer = model.producer_name();

@@ -3,6 +3,7 @@
 #ifndef TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
 #define TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
 
+#include "InputFile.h"
 #include "ir/Graph.h"
 
 #include <cstdint>
@@ -15,6 +16,9 @@ namespace hpvm::fe {
 struct LoadOptions {
   /// Default-domain opset to convert the model to first; 0 keeps the model's.
   int64_t targetOpset = 0;
+  /// Largest model file, and largest tensor (initializer, or activation
+  /// per image), in bytes.
+  uint64_t maxBytes = kDefaultMaxInputBytes;
 };
 
 /// Loads \p path: binary ONNX, or protobuf text format when the name ends in

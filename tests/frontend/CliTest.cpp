@@ -215,7 +215,9 @@ TEST_CASE("Cli: a rejected model or dataset writes nothing") {
 
   o = exportOptions(data, "lenet_small.onnxtxt", out);
   o.configFile = data + "/missing.txt";
-  CHECK(exportError(o) == "cannot read --config '" + data + "/missing.txt'");
+  CHECK(exportError(o) == "--config '" + data +
+                              "/missing.txt': cannot open: No such file or "
+                              "directory");
   o = exportOptions(data, "lenet_small.onnxtxt", out);
   o.templateDir = data + "/no-templates";
   CHECK(exportError(o) ==

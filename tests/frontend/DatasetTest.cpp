@@ -53,7 +53,7 @@ TEST_CASE("Dataset: every size and label error is exact") {
 
   CHECK_THROWS_WITH_AS(
       checkDataset("test", in, "", 1, 2, 2, 10),
-      ("cannot read test input '" + in + "': No such file or directory")
+      ("test input '" + in + "': cannot open: No such file or directory")
           .c_str(),
       UserError);
 
@@ -78,8 +78,8 @@ TEST_CASE("Dataset: every size and label error is exact") {
                            .c_str(),
                        UserError);
   CHECK_THROWS_WITH_AS(checkDataset("test", in, dir + "/nope.bin", 1, 2, 2, 10),
-                       ("cannot read test labels '" + dir +
-                        "/nope.bin': No such file or directory")
+                       ("test labels '" + dir +
+                        "/nope.bin': cannot open: No such file or directory")
                            .c_str(),
                        UserError);
 

@@ -225,8 +225,8 @@ TEST_CASE("ModelLoader: unreadable files give the file and the reason") {
   std::ofstream(bin) << "not a protobuf \xff\xff\xff";
   CHECK(loadError(bin) == bin + ": not a valid ONNX model (protobuf parse "
                                 "failed)");
-  CHECK(loadError(dir.path) == dir.path + ": is a directory, not an ONNX "
-                                          "model");
+  CHECK(loadError(dir.path) == dir.path + ": is a directory, not a regular "
+                                          "file");
 }
 
 TEST_CASE("ModelLoader: the ONNX checker's complaints are user errors") {

@@ -1,0 +1,530 @@
+#!/usr/bin/python3
+"""The hostile-input catalogue: broken or malicious inputs to the tools.
+
+Each case builds its inputs in a fresh scratch folder, runs one tool under a
+memory limit and a timeout, and checks that
+
+  - the tool exits with the case's status (1: the user's error) and prints
+    exactly the expected message on stderr (paths written as {W}, the
+    scratch folder),
+  - it finished in bounded time and memory (no timeout, no signal),
+  - nothing outside the output directory changed, and no output directory
+    was left behind.
+
+  catalogue.py --list                 the case names, one per line
+  catalogue.py --case NAME --exporter PATH [--keep]
+"""
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+TIMEOUT_S = 30
+MEMORY_BYTES = 2 << 30
+
+CASES = {}
+
+
+def case(name, expect, code=1, extra=None):
+    """Registers a case: fn(W) builds inputs and returns the model path (or
+    the argument list after the tool's name when `extra` is "argv")."""
+    def register(fn):
+        assert name not in CASES, name
+        CASES[name] = (fn, expect, code, extra)
+        return fn
+    return register
+
+
+# --- Inputs -----------------------------------------------------------------
+
+def datasets(w):
+    rng = np.random.default_rng(0)
+    for name, n in (("tune", 6), ("test", 5)):
+        rng.random((n, 1, 8, 8), dtype=np.float32).tofile(f"{w}/{name}_input.bin")
+        (np.arange(n) % 10).astype("<i4").tofile(f"{w}/{name}_labels.bin")
+
+
+def dense_model(opset=13, in_shape=(1, 1, 8, 8), out_shape=(1, 10)):
+    """input -> Flatten -> MatMul w (64 x 10) -> output."""
+    x = h.make_tensor_value_info("input", T.FLOAT, list(in_shape))
+    y = h.make_tensor_value_info("output", T.FLOAT, list(out_shape))
+    w = nh.from_array(np.linspace(-1, 1, 640, dtype=np.float32).reshape(64, 10), "w")
+    nodes = [h.make_node("Flatten", ["input"], ["f"]),
+             h.make_node("MatMul", ["f", "w"], ["output"])]
+    g = h.make_graph(nodes, "g", [x], [y], [w])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+
+def graph_model(nodes, inputs=None, outputs=None, inits=(), opset=13):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 1, 8, 8])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 8, 8])
+    g = h.make_graph(nodes, "g", inputs or [x], outputs or [y], list(inits))
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+
+def save(w, model, name="model.onnx"):
+    path = f"{w}/{name}"
+    with open(path, "wb") as f:
+        f.write(model if isinstance(model, bytes) else model.SerializeToString())
+    return path
+
+
+def external(w, location, dims=(64, 10), offset=None, length=None,
+             folder=None, data=None):
+    """dense_model with w stored externally at `location`."""
+    m = dense_model()
+    t = m.graph.initializer[0]
+    t.ClearField("raw_data")
+    t.data_location = T.EXTERNAL
+    t.dims[:] = list(dims)
+    for key, value in (("location", location), ("offset", offset),
+                       ("length", length)):
+        if value is not None:
+            e = t.external_data.add()
+            e.key, e.value = key, str(value)
+    folder = folder or w
+    os.makedirs(folder, exist_ok=True)
+    if data is not None:
+        with open(f"{folder}/w.bin", "wb") as f:
+            f.write(data)
+    return save(folder, m)
+
+
+# --- The model --------------------------------------------------------------
+
+@case("model: truncated protobuf",
+      "{W}/model.onnx: not a valid ONNX model (protobuf parse failed)")
+def _(w):
+    b = dense_model().SerializeToString()
+    return save(w, b[: len(b) // 2])
+
+
+@case("model: garbage bytes",
+      "{W}/model.onnx: not a valid ONNX model (protobuf parse failed)")
+def _(w):
+    return save(w, bytes(range(256)) * 4)
+
+
+@case("model: empty file",
+      "{W}/model.onnx: the model imports no default-domain (ai.onnx) opset")
+def _(w):
+    return save(w, b"")
+
+
+@case("model: a FIFO", "{W}/model.onnx: is a FIFO, not a regular file")
+def _(w):
+    os.mkfifo(f"{w}/model.onnx")
+    return f"{w}/model.onnx"
+
+
+@case("model: /dev/zero", "/dev/zero: is a character device, not a regular file")
+def _(w):
+    return "/dev/zero"
+
+
+@case("model: a directory", "{W}/m.onnx: is a directory, not a regular file")
+def _(w):
+    os.mkdir(f"{w}/m.onnx")
+    return f"{w}/m.onnx"
+
+
+@case("model: missing", "{W}/none.onnx: cannot open: No such file or directory")
+def _(w):
+    return f"{w}/none.onnx"
+
+
+@case("model: larger than --max-size",
+      "{W}/model.onnx: is 2.6 KiB, more than the 1.0 KiB limit (raise it with "
+      "--max-size)", extra=["--max-size", "1KB"])
+def _(w):
+    return save(w, dense_model())
+
+
+@case("model: opset 99", "{W}/model.onnx: the model imports opset 99 of the "
+      "default domain; this exporter knows opsets up to 17")
+def _(w):
+    return save(w, dense_model(opset=99))
+
+
+@case("model: empty graph",
+      "{W}/model.onnx: the graph has no nodes; the model computes nothing")
+def _(w):
+    return save(w, graph_model([]))
+
+
+@case("model: output no node produces",
+      "{W}/model.onnx: graph output 'nothere' is produced by no node and is no "
+      "input or initializer")
+def _(w):
+    m = dense_model()
+    m.graph.output[0].name = "nothere"
+    return save(w, m)
+
+
+@case("model: cycle", "{W}/model.onnx: invalid ONNX model: Nodes in a graph "
+      "must be topologically sorted, however input 'b' of node: \nname:  "
+      "OpType: Relu\n is not output of any previous nodes.")
+def _(w):
+    return save(w, graph_model([h.make_node("Relu", ["b"], ["a"]),
+                                h.make_node("Relu", ["a"], ["b"]),
+                                h.make_node("Add", ["input", "a"], ["output"])]))
+
+
+@case("model: duplicate output names", "{W}/model.onnx: invalid ONNX model: "
+      "Graph must be in single static assignment (SSA) form, however 'a' has "
+      "been used as output names multiple times.")
+def _(w):
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["a"]),
+                                h.make_node("Relu", ["input"], ["a"]),
+                                h.make_node("Relu", ["a"], ["output"])]))
+
+
+@case("model: two inputs", "{W}/model.onnx: the model has 2 inputs ('input', "
+      "'input2'); torch2hpvm needs exactly one, the image batch")
+def _(w):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 1, 8, 8])
+    x2 = h.make_tensor_value_info("input2", T.FLOAT, [1, 1, 8, 8])
+    return save(w, graph_model([h.make_node("Add", ["input", "input2"], ["output"])],
+                               inputs=[x, x2]))
+
+
+@case("model: two outputs", "{W}/model.onnx: the model has 2 outputs "
+      "('output', 'o2'); torch2hpvm needs exactly one")
+def _(w):
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 8, 8])
+    y2 = h.make_tensor_value_info("o2", T.FLOAT, [1, 1, 8, 8])
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["output"]),
+                                h.make_node("Relu", ["input"], ["o2"])],
+                               outputs=[y, y2]))
+
+
+@case("model: 3-D input", "{W}/model.onnx: input 'input' is float32 with shape "
+      "1x8x8; torch2hpvm needs a 4-D float32 image batch (N, C, H, W)")
+def _(w):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 8, 8])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 8, 8])
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["output"])],
+                               inputs=[x], outputs=[y]))
+
+
+@case("model: int64 input", "{W}/model.onnx: shape inference failed: "
+      "[ShapeInferenceError] (op_type:Relu): X typestr: T, has unsupported "
+      "type: tensor(int64)")
+def _(w):
+    x = h.make_tensor_value_info("input", T.INT64, [1, 1, 8, 8])
+    y = h.make_tensor_value_info("output", T.INT64, [1, 1, 8, 8])
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["output"])],
+                               inputs=[x], outputs=[y]))
+
+
+@case("model: raw_data shorter than dims", "{W}/model.onnx: initializer 'w' "
+      "has 10 bytes of raw data; its shape needs 2560")
+def _(w):
+    m = dense_model()
+    m.graph.initializer[0].raw_data = m.graph.initializer[0].raw_data[:10]
+    return save(w, m)
+
+
+@case("model: raw_data longer than dims", "{W}/model.onnx: initializer 'w' "
+      "has 2564 bytes of raw data; its shape needs 2560")
+def _(w):
+    m = dense_model()
+    m.graph.initializer[0].raw_data += b"\0\0\0\0"
+    return save(w, m)
+
+
+@case("model: unsupported operator with control bytes",
+      "{W}/model.onnx: node '#0' (Foo\\x1b[31mRED, #0): operator "
+      "Foo\\x1b[31mRED is not supported")
+def _(w):
+    return save(w, graph_model([h.make_node("Foo\x1b[31mRED", ["input"], ["output"])]))
+
+
+@case("model: 100 KB node name", "{W}/model.onnx: node '" + "n" * 200 +
+      "...(100000 bytes)' (Foo, #0): operator Foo is not supported")
+def _(w):
+    return save(w, graph_model([h.make_node("Foo", ["input"], ["output"],
+                                            name="n" * 100000)]))
+
+
+@case("model: 50 MB attribute", "{W}/model.onnx: node '#0' (Relu, #0): "
+      "attribute 'junk' is not supported")
+def _(w):
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["output"],
+                                            junk="x" * (50 << 20))]))
+
+
+@case("model: unsupported initializer type", "{W}/model.onnx: shape "
+      "inference failed: [ShapeInferenceError] (op_type:MatMul): B typestr: T, "
+      "has unsupported type: tensor(complex64)")
+def _(w):
+    m = dense_model()
+    m.graph.initializer[0].data_type = T.COMPLEX64
+    m.graph.initializer[0].raw_data = b"\0" * 5120
+    return save(w, m)
+
+
+# --- External data ----------------------------------------------------------
+
+@case("external: symlink to /etc/passwd",
+      "{W}/model.onnx: initializer 'w': external data file 'passwd.bin' "
+      "resolves to '/etc/passwd', outside the model's folder '{W}' (symbolic "
+      "links may not lead out of it)")
+def _(w):
+    os.symlink("/etc/passwd", f"{w}/passwd.bin")
+    return external(w, "passwd.bin")
+
+
+@case("external: symlinked sub-folder",
+      "{W}/m/model.onnx: initializer 'w': external data file 'sub/w.bin' "
+      "resolves to '{W}/outside/w.bin', outside the model's folder '{W}/m' "
+      "(symbolic links may not lead out of it)")
+def _(w):
+    os.makedirs(f"{w}/outside")
+    with open(f"{w}/outside/w.bin", "wb") as f:
+        f.write(b"\0" * 2560)
+    os.makedirs(f"{w}/m")
+    os.symlink(f"{w}/outside", f"{w}/m/sub")
+    return external(w, "sub/w.bin", folder=f"{w}/m")
+
+
+@case("external: absolute location", "{W}/model.onnx: initializer 'w' has "
+      "external data location '/dev/zero'; it must be a file name relative to "
+      "the model's folder")
+def _(w):
+    return external(w, "/dev/zero")
+
+
+@case("external: .. in location", "{W}/model.onnx: initializer 'w' has "
+      "external data location '../w.bin'; it must be a file name relative to "
+      "the model's folder")
+def _(w):
+    return external(w, "../w.bin")
+
+
+@case("external: a FIFO", "{W}/model.onnx: initializer 'w': external data file "
+      "'w.bin': is a FIFO, not a regular file")
+def _(w):
+    os.mkfifo(f"{w}/w.bin")
+    return external(w, "w.bin")
+
+
+@case("external: a directory", "{W}/model.onnx: initializer 'w': external data "
+      "file 'd': is a directory, not a regular file")
+def _(w):
+    os.mkdir(f"{w}/d")
+    return external(w, "d")
+
+
+@case("external: missing file", "{W}/model.onnx: initializer 'w': external data "
+      "file 'w.bin': cannot open: No such file or directory")
+def _(w):
+    return external(w, "w.bin")
+
+
+@case("external: no location", "{W}/model.onnx: initializer 'w' is stored "
+      "externally but names no location")
+def _(w):
+    return external(w, None)
+
+
+@case("external: terabytes declared", "{W}/model.onnx: initializer 'w' has "
+      "shape 1048576x1048576: 4.0 TiB, more than the 8.0 GiB limit (raise it "
+      "with --max-size)")
+def _(w):
+    return external(w, "w.bin", dims=(1 << 20, 1 << 20), data=b"\0" * 100)
+
+
+@case("external: dims whose size overflows", "{W}/model.onnx: initializer 'w' "
+      "has shape 4294967296x4294967296: its size overflows")
+def _(w):
+    return external(w, "w.bin", dims=(1 << 32, 1 << 32), data=b"\0" * 100)
+
+
+@case("external: file shorter than the tensor", "{W}/model.onnx: initializer "
+      "'w': external data file 'w.bin' has 100 bytes; the tensor needs 2560 "
+      "from offset 0")
+def _(w):
+    return external(w, "w.bin", data=b"\0" * 100)
+
+
+@case("external: offset past the end", "{W}/model.onnx: initializer 'w': "
+      "external data file 'w.bin' has 2560 bytes; the tensor needs 2560 from "
+      "offset 4611686018427387904")
+def _(w):
+    return external(w, "w.bin", offset=1 << 62, data=b"\0" * 2560)
+
+
+@case("external: offset not a number", "{W}/model.onnx: initializer 'w': "
+      "external data offset 'abc' is not a byte count (a non-negative integer)")
+def _(w):
+    return external(w, "w.bin", offset="abc", data=b"\0" * 2560)
+
+
+@case("external: negative offset", "{W}/model.onnx: initializer 'w': external "
+      "data offset '-5' is not a byte count (a non-negative integer)")
+def _(w):
+    return external(w, "w.bin", offset=-5, data=b"\0" * 2560)
+
+
+@case("external: length beyond int64", "{W}/model.onnx: initializer 'w': "
+      "external data length '100000000000000000000' is not a byte count (a "
+      "non-negative integer)")
+def _(w):
+    return external(w, "w.bin", length=10**20, data=b"\0" * 2560)
+
+
+@case("external: length disagrees with dims", "{W}/model.onnx: initializer "
+      "'w': external data length 100 does not match its shape (2560 bytes)")
+def _(w):
+    return external(w, "w.bin", length=100, data=b"\0" * 2560)
+
+
+# --- Command line -----------------------------------------------------------
+
+@case("cli: --batch-size 0", "--batch-size must be a positive number of "
+      "images, got '0'", extra=["--batch-size", "0"])
+def _(w):
+    return save(w, dense_model())
+
+
+@case("cli: --max-size not a size", "--max-size: lots unit not recognized. "
+      "Allowed values: {b,e,eb,ei,eib,g,gb,gi,gib,k,kb,ki,kib,m,mb,mi,mib,p,pb,"
+      "pi,pib,t,tb,ti,tib} (see --help)", extra=["--max-size", "lots"])
+def _(w):
+    return save(w, dense_model())
+
+
+@case("cli: --opset 1000", "{W}/model.onnx: cannot convert to opset 1000 "
+      "(supported targets: 7 to 17)", extra=["--opset", "1000"])
+def _(w):
+    return save(w, dense_model())
+
+
+@case("cli: unknown option", "The following argument was not expected: "
+      "--frobnicate (see --help)", extra=["--frobnicate"])
+def _(w):
+    return save(w, dense_model())
+
+
+# --- Datasets given to the exporter -------------------------------------------
+
+@case("datasets: tune input is a FIFO", "tune input '{W}/fifo_input.bin': is a "
+      "FIFO, not a regular file", extra=["--tune", "{W}/fifo_input.bin"])
+def _(w):
+    os.mkfifo(f"{w}/fifo_input.bin")
+    shutil.copy(f"{w}/tune_labels.bin", f"{w}/fifo_labels.bin")
+    return save(w, dense_model())
+
+
+@case("datasets: test input is /dev/zero", "test input '/dev/zero': is a "
+      "character device, not a regular file",
+      extra=["--test", "/dev/zero", "--test-labels", "{W}/test_labels.bin"])
+def _(w):
+    return save(w, dense_model())
+
+
+@case("datasets: config is a FIFO", "--config '{W}/conf.txt': is a FIFO, not a "
+      "regular file", extra=["--config", "{W}/conf.txt"])
+def _(w):
+    os.mkfifo(f"{w}/conf.txt")
+    return save(w, dense_model())
+
+
+# --- Running a case -----------------------------------------------------------
+
+def snapshot(w, skip):
+    files = {}
+    for root, dirs, names in os.walk(w):
+        if os.path.abspath(root).startswith(skip):
+            continue
+        for n in names + dirs:
+            p = os.path.join(root, n)
+            st = os.lstat(p)
+            files[os.path.relpath(p, w)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return files
+
+
+def run_case(name, exporter, keep):
+    fn, expect, code, extra = CASES[name]
+    w = tempfile.mkdtemp(prefix="hostile-")
+    try:
+        datasets(w)
+        model = fn(w)
+        out = f"{w}/out"
+        extra = [a.replace("{W}", w) for a in (extra or [])]
+        args = [exporter, model, "-o", out, "--no-build"]
+        for flag in ("--tune", "--test"):
+            if flag not in extra:
+                args += [flag, f"{w}/{flag[2:]}_input.bin"]
+        args += extra
+        before = snapshot(w, out)
+
+        def limits():
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+        start = time.monotonic()
+        try:
+            p = subprocess.run(args, stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=TIMEOUT_S,
+                               preexec_fn=limits)
+        except subprocess.TimeoutExpired:
+            return [f"no answer within {TIMEOUT_S} s (hangs)"]
+        took = time.monotonic() - start
+        problems = []
+        err = p.stderr.decode("utf-8", "backslashreplace")
+        want = "torch2hpvm-export: error: " + expect.replace("{W}", w) + "\n"
+        if p.returncode < 0:
+            problems.append(f"killed by signal {-p.returncode}")
+        elif p.returncode != code:
+            problems.append(f"exit status {p.returncode}, expected {code}")
+        if err != want:
+            problems.append(f"stderr {err!r}\n   expected {want!r}")
+        if len(p.stderr) > 1500:
+            problems.append(f"message of {len(p.stderr)} bytes")
+        if os.path.exists(out):
+            problems.append("an output directory was left behind")
+        after = snapshot(w, out)
+        if after != before:
+            changed = sorted(set(after.items()) ^ set(before.items()))
+            problems.append(f"files outside the output changed: {changed[:5]}")
+        print(f"{name}: exit {p.returncode} in {took:.2f} s")
+        return problems
+    finally:
+        if keep:
+            print(f"kept {w}")
+        else:
+            shutil.rmtree(w, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--case")
+    ap.add_argument("--exporter")
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    if a.case not in CASES:
+        print(f"catalogue.py: no case named {a.case!r}", file=sys.stderr)
+        return 2
+    problems = run_case(a.case, a.exporter, a.keep)
+    for pr in problems:
+        print("FAIL: " + pr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
