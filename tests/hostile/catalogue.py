@@ -12,7 +12,11 @@ memory limit and a timeout, and checks that
     was left behind.
 
   catalogue.py --list                 the case names, one per line
-  catalogue.py --case NAME --exporter PATH [--keep]
+  catalogue.py --case NAME --exporter PATH [--program-dir DIR] [--keep]
+  catalogue.py --setup-program DIR --exporter PATH
+
+"program:" cases run a generated program (a small dense model exported and
+built once by --setup-program, a CTest fixture) instead of the exporter.
 """
 import argparse
 import os
@@ -33,11 +37,13 @@ TIMEOUT_S = 30
 MEMORY_BYTES = 2 << 30
 
 CASES = {}
+PROGRAM = "dense"  # the generated program's name (its model's stem)
 
 
 def case(name, expect, code=1, extra=None):
-    """Registers a case: fn(W) builds inputs and returns the model path (or
-    the argument list after the tool's name when `extra` is "argv")."""
+    """Registers a case: fn(W) builds inputs and returns the model path (for
+    "program:" cases, the program's arguments, {P} standing for the program
+    folder)."""
     def register(fn):
         assert name not in CASES, name
         CASES[name] = (fn, expect, code, extra)
@@ -441,6 +447,124 @@ def _(w):
     return save(w, dense_model())
 
 
+# --- The generated program -----------------------------------------------------
+
+def config(w, body, head="10.0\n+++++\nconf1 1 1 84.98 0.0\n", tail="-----\n"):
+    path = f"{w}/conf.txt"
+    with open(path, "wb") as f:
+        f.write((head + body + tail).encode() if isinstance(body, str)
+                else head.encode() + body + tail.encode())
+    return path
+
+
+@case("program: configuration is a FIFO", "{W}/conf.txt: cannot open "
+      "configuration file: not a regular file")
+def _(w):
+    os.mkfifo(f"{w}/conf.txt")
+    return ["-c", f"{w}/conf.txt"]
+
+
+@case("program: configuration is /dev/zero", "/dev/zero: cannot open "
+      "configuration file: not a regular file")
+def _(w):
+    return ["-c", "/dev/zero"]
+
+
+@case("program: configuration is a directory", "{W}: cannot open "
+      "configuration file: it is a directory")
+def _(w):
+    return ["-c", w]
+
+
+@case("program: configuration names a node the program lacks",
+      "{W}/conf.txt:3:1: configuration 'conf1' covers 2 ops but the program "
+      "has 1")
+def _(w):
+    return ["-c", config(w, "1 cpu mul fp32 11\n7 cpu relu fp32 11\n")]
+
+
+@case("program: configuration names the wrong op",
+      "{W}/conf.txt:4:7: line '1' of configuration 'conf1' lists 'relu' but "
+      "the program's fused node 1 (node id 1: mul; node functions var_0_node) "
+      "has 'mul'")
+def _(w):
+    return ["-c", config(w, "1 cpu relu fp32 11\n")]
+
+
+@case("program: NaN baseline time", "{W}/conf.txt:1:1: bad baseline time "
+      "'nan': expected a number")
+def _(w):
+    return ["-c", config(w, "1 cpu mul fp32 11\n", head="nan\n+++++\nconf1 1 "
+                         "1 84.98 0.0\n")]
+
+
+def cut_token(w):
+    """The message of a 10 MB knob id: its line cut after 1000 bytes."""
+    head = f"{w}/conf.txt:4:16: bad knob id '"
+    rest = "1" * 10_000_000 + "' for 'fp32': expected an integer"
+    keep = 1000 - len(head)
+    return head + rest[:keep] + f"...({len(rest) - keep} more bytes)"
+
+
+@case("program: 10 MB token is cut", cut_token)
+def _(w):
+    return ["-c", config(w, "1 cpu mul fp32 " + "1" * 10_000_000 + "\n")]
+
+
+@case("program: control bytes are escaped", "{W}/conf.txt:4:19: unknown op "
+      "'\\x1b[31m'; expected one of: add, batchnorm, channel_shuffle, "
+      "channel_slice, clipped_relu, concat, conv, gelu, group_conv, "
+      "hard_sigmoid, hard_swish, layer_norm, mul, multiply, pool_max, "
+      "pool_max_pads, pool_mean, pool_mean_pads, relu, sigmoid, softmax, tanh")
+def _(w):
+    return ["-c", config(w, "1 cpu mul fp32 11 \x1b[31m\n")]
+
+
+@case("program: --threads 100000", "bad value '100000' for --threads: "
+      "expected an integer from 0 to 1024\nTry '" + PROGRAM + " --help'.")
+def _(w):
+    return ["--threads", "100000"]
+
+
+@case("program: --limit not a number", "bad value 'abc' for --limit: expected "
+      "an integer >= 1\nTry '" + PROGRAM + " --help'.")
+def _(w):
+    return ["-n", "abc"]
+
+
+@case("program: unknown option", "unknown option '--frobnicate'\nTry '" +
+      PROGRAM + " --help'.")
+def _(w):
+    return ["--frobnicate"]
+
+
+@case("program: calibration is /dev/zero", "/dev/zero: cannot open int8 "
+      "calibration: not a regular file")
+def _(w):
+    return ["--calibration", "/dev/zero"]
+
+
+@case("program: --model-dir without weights", "cannot open weight file "
+      "'{W}/weights/w_2.bin': No such file or directory")
+def _(w):
+    return ["--model-dir", w]
+
+
+def setup_program(folder, exporter):
+    """Exports and builds the "program:" cases' program into folder."""
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    datasets(folder)
+    model = save(folder, dense_model(), f"{PROGRAM}.onnx")
+    p = subprocess.run([exporter, model, "--tune", f"{folder}/tune_input.bin",
+                        "--test", f"{folder}/test_input.bin", "-o",
+                        f"{folder}/out"], capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr)
+        return 1
+    return 0
+
+
 # --- Running a case -----------------------------------------------------------
 
 def snapshot(w, skip):
@@ -455,19 +579,28 @@ def snapshot(w, skip):
     return files
 
 
-def run_case(name, exporter, keep):
+def run_case(name, exporter, program_dir, keep):
     fn, expect, code, extra = CASES[name]
     w = tempfile.mkdtemp(prefix="hostile-")
     try:
         datasets(w)
-        model = fn(w)
         out = f"{w}/out"
-        extra = [a.replace("{W}", w) for a in (extra or [])]
-        args = [exporter, model, "-o", out, "--no-build"]
-        for flag in ("--tune", "--test"):
-            if flag not in extra:
-                args += [flag, f"{w}/{flag[2:]}_input.bin"]
-        args += extra
+        tool = "torch2hpvm-export"
+        if name.startswith("program:"):
+            tool = PROGRAM
+            prog = f"{program_dir}/out"
+            if not os.path.exists(f"{prog}/build/{PROGRAM}"):
+                return [f"no program in {prog} (run --setup-program first)"]
+            args = [f"{prog}/build/{PROGRAM}", "-q"] + fn(w)
+            os.remove(f"{w}/tune_input.bin")  # (the program's own are used)
+        else:
+            model = fn(w)
+            extra = [a.replace("{W}", w) for a in (extra or [])]
+            args = [exporter, model, "-o", out, "--no-build"]
+            for flag in ("--tune", "--test"):
+                if flag not in extra:
+                    args += [flag, f"{w}/{flag[2:]}_input.bin"]
+            args += extra
         before = snapshot(w, out)
 
         def limits():
@@ -477,13 +610,15 @@ def run_case(name, exporter, keep):
         try:
             p = subprocess.run(args, stdin=subprocess.DEVNULL,
                                capture_output=True, timeout=TIMEOUT_S,
-                               preexec_fn=limits)
+                               preexec_fn=limits, cwd=w)
         except subprocess.TimeoutExpired:
             return [f"no answer within {TIMEOUT_S} s (hangs)"]
         took = time.monotonic() - start
         problems = []
         err = p.stderr.decode("utf-8", "backslashreplace")
-        want = "torch2hpvm-export: error: " + expect.replace("{W}", w) + "\n"
+        if callable(expect):
+            expect = expect(w)
+        want = f"{tool}: error: " + expect.replace("{W}", w) + "\n"
         if p.returncode < 0:
             problems.append(f"killed by signal {-p.returncode}")
         elif p.returncode != code:
@@ -512,15 +647,19 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--case")
     ap.add_argument("--exporter")
+    ap.add_argument("--program-dir")
+    ap.add_argument("--setup-program")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     if a.list:
         print("\n".join(CASES))
         return 0
+    if a.setup_program:
+        return setup_program(a.setup_program, a.exporter)
     if a.case not in CASES:
         print(f"catalogue.py: no case named {a.case!r}", file=sys.stderr)
         return 2
-    problems = run_case(a.case, a.exporter, a.keep)
+    problems = run_case(a.case, a.exporter, a.program_dir, a.keep)
     for pr in problems:
         print("FAIL: " + pr)
     return 1 if problems else 0

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace hpvm::rt;
 
@@ -291,7 +293,20 @@ TEST_CASE("Runtime: configuration lexing accepts tabs, CRLF and runs of "
 
 TEST_CASE("Runtime: unreadable configuration file") {
   CHECK_THROWS_WITH(parseConfigFile("/nonexistent/conf.txt"),
-                    "/nonexistent/conf.txt: cannot open configuration file");
-  CHECK_THROWS_WITH(parseConfigFile("/tmp"), "/tmp: cannot read configuration "
+                    "/nonexistent/conf.txt: cannot open configuration file: "
+                    "No such file or directory");
+  CHECK_THROWS_WITH(parseConfigFile("/tmp"), "/tmp: cannot open configuration "
                                              "file: it is a directory");
+  CHECK_THROWS_WITH(parseConfigFile("/dev/zero"),
+                    "/dev/zero: cannot open configuration file: not a "
+                    "regular file");
+  // A FIFO is refused at once, not waited on.
+  const std::string fifo = std::string(HPVM_BINARY_DIR) + "/conf.fifo";
+  ::unlink(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(parseConfigFile(fifo),
+                    (fifo + ": cannot open configuration file: not a regular "
+                            "file")
+                        .c_str());
+  ::unlink(fifo.c_str());
 }

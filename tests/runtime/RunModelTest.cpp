@@ -485,7 +485,15 @@ TEST_CASE("Runtime: runModel option errors and --help") {
         "fake: error: --all-configs and --output exclude each other" + tryHelp);
   setenv("HPVM_NUM_THREADS", "many", 1);
   CHECK(err({}) == "fake: error: HPVM_NUM_THREADS='many': expected an "
-                   "integer >= 0\n");
+                   "integer from 0 to 1024\n");
+  setenv("HPVM_NUM_THREADS", "100000", 1);
+  CHECK(err({}) == "fake: error: HPVM_NUM_THREADS='100000': expected an "
+                   "integer from 0 to 1024\n");
+  unsetenv("HPVM_NUM_THREADS");
+  CHECK(err({"--threads", "100000"}) ==
+        "fake: error: bad value '100000' for --threads: expected an integer "
+        "from 0 to 1024" +
+            tryHelp);
   unsetenv("HPVM_NUM_THREADS");
   CHECK(m.batches.empty());
 

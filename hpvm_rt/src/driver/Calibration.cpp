@@ -73,17 +73,8 @@ std::string exactFloat(float v) {
 } // namespace
 
 Int8Calibration readCalibration(const std::string& path) {
-  const uint64_t size = fileSize(path, "int8 calibration");
-  if (size > kMaxFileBytes)
-    throw UserError(fmt::format("{}: not an int8 calibration: {} bytes (at "
-                                "most {} expected)",
-                                path, size, kMaxFileBytes));
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw UserError(path + ": cannot open int8 calibration");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  const std::string text =
+      readRegularFile(path, "int8 calibration", kMaxFileBytes);
   Int8Calibration cal;
   cal.path = path;
   auto fail = [&](int line, const std::string& what) -> void {

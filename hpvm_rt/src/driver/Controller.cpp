@@ -180,7 +180,8 @@ int reportError(const std::string& tool, std::exception_ptr error) noexcept {
   try {
     std::rethrow_exception(error);
   } catch (const UserError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    std::fprintf(stderr, "%s: error: %s\n", name,
+                 printableMessage(e.what()).c_str());
     return kExitUserError;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: error: out of memory\n", name);

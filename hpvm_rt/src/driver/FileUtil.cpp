@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,74 @@ uint64_t fileSize(const std::string& path, std::string_view what) {
     throw UserError(
         fmt::format("{}: cannot open {}: not a regular file", path, what));
   return static_cast<uint64_t>(st.st_size);
+}
+
+std::string readRegularFile(const std::string& path, std::string_view what,
+                            uint64_t limit) {
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    throw UserError(fmt::format("{}: cannot open {}: {}", path, what,
+                                std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw UserError(fmt::format("{}: cannot open {}: {}", path, what,
+                                S_ISDIR(st.st_mode) ? "it is a directory"
+                                                    : "not a regular file"));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > limit) {
+    ::close(fd);
+    throw UserError(fmt::format("{}: not a {}: {} bytes (at most {} expected)",
+                                path, what, size, limit));
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      const int err = got < 0 ? errno : 0;
+      ::close(fd);
+      throw UserError(fmt::format("{}: cannot read {}: {}", path, what,
+                                  err ? std::strerror(err)
+                                      : "the file shrank while being read"));
+    }
+    done += static_cast<size_t>(got);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+std::string printableMessage(std::string_view text) {
+  constexpr size_t kMaxLine = 1000, kMaxAll = 4000;
+  std::string out;
+  size_t lineStart = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= kMaxAll) {
+      out += fmt::format("\n... ({} more bytes of this message not shown)",
+                         text.size() - i);
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += '\n';
+      lineStart = out.size();
+    } else if (out.size() - lineStart >= kMaxLine) {
+      size_t end = text.find('\n', i);
+      if (end == std::string_view::npos)
+        end = text.size();
+      out += fmt::format("...({} more bytes)", end - i);
+      i = end - 1;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 } // namespace hpvm::rt

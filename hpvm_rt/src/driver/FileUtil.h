@@ -22,6 +22,18 @@ std::string stemOf(const std::string& path);
 /// open <what>: <reason>") if it does not exist or is not a regular file.
 uint64_t fileSize(const std::string& path, std::string_view what);
 
+/// The whole regular file at \p path, opened without blocking (a FIFO or
+/// device is refused, never waited on). Throws UserError "path: cannot open
+/// <what>: <reason>" or, when it holds more than \p limit bytes, "path: not
+/// a <what>: N bytes (at most L expected)".
+std::string readRegularFile(const std::string& path, std::string_view what,
+                            uint64_t limit);
+
+/// \p text as the programs print an error: control bytes other than line
+/// breaks escaped ("\x1b"), lines cut after 1000 bytes and the whole after
+/// 4000, saying how much was left out.
+std::string printableMessage(std::string_view text);
+
 } // namespace hpvm::rt
 
 #endif // HPVM_RT_DRIVER_FILEUTIL_H

@@ -13,15 +13,19 @@
 
 namespace hpvm::rt {
 
-int64_t parseCount(std::string_view option, std::string_view value,
-                   int64_t min) {
+int64_t parseCount(std::string_view option, std::string_view value, int64_t min,
+                   int64_t max) {
   int64_t n = 0;
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, n);
-  if (ec != std::errc() || ptr != end || n < min)
-    throw UserError(fmt::format("bad value '{}' for {}: expected an integer "
-                                ">= {}",
-                                value, option, min));
+  if (ec != std::errc() || ptr != end || n < min || n > max)
+    throw UserError(
+        max == std::numeric_limits<int64_t>::max()
+            ? fmt::format("bad value '{}' for {}: expected an integer >= {}",
+                          value, option, min)
+            : fmt::format("bad value '{}' for {}: expected an integer from {} "
+                          "to {}",
+                          value, option, min, max));
   return n;
 }
 
@@ -91,7 +95,7 @@ const OptionSpec<RunOptions> kOptions[] = {
      "threads for the kernels; 0 = all cores (default: HPVM_NUM_THREADS or "
      "all cores)",
      [](RunOptions& o, std::string_view n, std::string_view v) {
-       o.threads = static_cast<int>(parseCount(n, v, 0));
+       o.threads = static_cast<int>(parseCount(n, v, 0, kMaxThreads));
      }},
     {nullptr, "--model-dir", "DIR",
      "directory holding weights/ and the dataset files (default: the "

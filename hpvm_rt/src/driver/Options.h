@@ -6,6 +6,7 @@
 #include "Errors.h"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,10 +47,15 @@ template <class O> struct OptionSpec {
   void (*apply)(O& o, std::string_view name, std::string_view v);
 };
 
-/// Parses \p value as an integer >= \p min for \p option; throws UserError
-/// ("bad value 'x' for --opt: expected an integer >= 1").
-int64_t parseCount(std::string_view option, std::string_view value,
-                   int64_t min);
+/// Most kernel threads a program accepts (--threads, HPVM_NUM_THREADS):
+/// beyond it OpenMP fails to create them on ordinary machines.
+constexpr int64_t kMaxThreads = 1024;
+
+/// Parses \p value as an integer from \p min to \p max for \p option;
+/// throws UserError ("bad value 'x' for --opt: expected an integer >= 1",
+/// or "... from 0 to 1024" when \p max is given).
+int64_t parseCount(std::string_view option, std::string_view value, int64_t min,
+                   int64_t max = std::numeric_limits<int64_t>::max());
 
 /// Parses \p value as a finite number >= \p min for \p option; throws
 /// UserError.

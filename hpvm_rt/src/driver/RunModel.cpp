@@ -284,10 +284,10 @@ void applyThreads(const RunOptions& opts) {
       int n = 0;
       const char* end = env + std::strlen(env);
       auto [ptr, ec] = std::from_chars(env, end, n);
-      if (ec != std::errc() || ptr != end || n < 0)
+      if (ec != std::errc() || ptr != end || n < 0 || n > kMaxThreads)
         throw UserError(fmt::format("HPVM_NUM_THREADS='{}': expected an "
-                                    "integer >= 0",
-                                    env));
+                                    "integer from 0 to {}",
+                                    env, kMaxThreads));
       threads = n;
     }
   }

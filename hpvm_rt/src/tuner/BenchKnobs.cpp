@@ -204,7 +204,9 @@ const Opt kBenchOptions[] = {
     {nullptr, "--threads", "T",
      "threads for the kernels; 0 = all cores (default: HPVM_NUM_THREADS or "
      "all cores)",
-     [](BenchOptions& o, SV n, SV v) { o.threads = int(parseCount(n, v, 0)); }},
+     [](BenchOptions& o, SV n, SV v) {
+       o.threads = int(parseCount(n, v, 0, kMaxThreads));
+     }},
     {nullptr, "--images", "N",
      "tune-set images each probe runs (default: 4 batches, as tune-search)",
      [](BenchOptions& o, SV n, SV v) { o.images = parseCount(n, v, 1); }},

@@ -153,7 +153,9 @@ const Opt kTuneOptions[] = {
     {nullptr, "--threads", "N",
      "threads for the kernels; 0 = all cores (default: HPVM_NUM_THREADS or "
      "all cores)",
-     [](TuneOptions& o, SV n, SV v) { o.threads = int(parseCount(n, v, 0)); }},
+     [](TuneOptions& o, SV n, SV v) {
+       o.threads = int(parseCount(n, v, 0, kMaxThreads));
+     }},
     {nullptr, "--model-dir", "DIR",
      "directory holding weights/ and the dataset files",
      [](TuneOptions& o, SV, SV v) { o.modelDir = std::string(v); }},

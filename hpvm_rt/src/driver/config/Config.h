@@ -38,6 +38,10 @@
 
 namespace hpvm::rt {
 
+/// Largest configuration file read (HPVM's own tuners write well under
+/// 1 MiB; a longer one is refused before it is read).
+constexpr uint64_t kMaxConfigFileBytes = uint64_t(64) << 20;
+
 /// Reads and parses the configuration file at \p path. Throws UserError
 /// ("path:line:col: message") on any syntax or table error, or if the file
 /// cannot be read.

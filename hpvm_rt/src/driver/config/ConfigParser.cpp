@@ -3,6 +3,7 @@
 #include "driver/config/Config.h"
 
 #include "Errors.h"
+#include "driver/FileUtil.h"
 
 #include <fmt/format.h>
 
@@ -437,18 +438,8 @@ ConfigFile parseConfigText(std::string_view text, const std::string& path) {
 }
 
 ConfigFile parseConfigFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw UserError(fmt::format(
-        "{}: cannot read configuration file: it is a directory", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw UserError(fmt::format("{}: cannot open configuration file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    throw UserError(fmt::format("{}: cannot read configuration file", path));
-  return parseConfigText(text.str(), path);
+  return parseConfigText(
+      readRegularFile(path, "configuration file", kMaxConfigFileBytes), path);
 }
 
 const Configuration& selectConfiguration(const ConfigFile& file,
