@@ -58,41 +58,6 @@ std::string escapeName(const std::string& name) {
   return out;
 }
 
-std::string printableMessage(const std::string& text) {
-  std::string out;
-  size_t lineStart = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= kMaxMessageBytes) {
-      out += "\n... (" + std::to_string(text.size() - i) +
-             " more bytes of this message not shown)";
-      break;
-    }
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += '\n';
-      lineStart = out.size();
-      continue;
-    }
-    if (out.size() - lineStart >= kMaxLineBytes) {
-      // Skip to the end of this line.
-      size_t end = text.find('\n', i);
-      if (end == std::string::npos)
-        end = text.size();
-      out += "...(" + std::to_string(end - i) + " more bytes)";
-      i = end - 1;
-      continue;
-    }
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 std::string nodeContext(const std::string& modelPath, const Origin& origin) {
   return modelPath + ": " + nodeName(origin);
 }

@@ -6,6 +6,8 @@
 
 #include "ir/Graph.h"
 
+#include "hpvm_rt/Printable.h"
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,20 +37,12 @@ std::string nodeContext(const std::string& modelPath, const Origin& origin);
 /// Longest name (escaped) a message shows; a longer one is cut, with its
 /// length.
 constexpr size_t kMaxNameBytes = 200;
-/// Longest line and whole message the tools print for one error.
-constexpr size_t kMaxLineBytes = 1000;
-constexpr size_t kMaxMessageBytes = 4000;
-
 /// \p name with control characters, quotes and backslashes escaped C-style
 /// ("\n", "\x01", "\'"), so a name from a model prints on one line; cut
 /// after kMaxNameBytes ("...(100000 bytes)").
 std::string escapeName(const std::string& name);
 
-/// \p text as the tools print an error: control bytes other than line
-/// breaks escaped ("\x1b"), lines cut after kMaxLineBytes and the whole
-/// after kMaxMessageBytes, saying how much was left out. The last line of
-/// defence for text from files, paths and libraries.
-std::string printableMessage(const std::string& text);
+using hpvm::printableMessage; // (hpvm_rt/Printable.h)
 
 /// Collects per-node errors so that one UserError can list them all:
 /// "<path>: node 'b' (Conv, #7): <reason>" for one error, or

@@ -59,6 +59,20 @@ namespace {
 
 std::string errnoText() { return std::strerror(errno); }
 
+/// Throws unless \p path is a regular file (a FIFO would block the reader,
+/// a device never end): "path: is a FIFO, not a regular file".
+void requireRegularFile(const std::string& path, const struct stat& st) {
+  if (S_ISREG(st.st_mode))
+    return;
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "something else";
+  throw DatasetError(fmt::format("{}: is {}, not a regular file", path, kind));
+}
+
 /// A plain or gzip-compressed file read through zlib's gz* functions.
 class GzFileStream : public ByteStream {
 public:
@@ -67,8 +81,7 @@ public:
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       throw DatasetError(fmt::format("{}: cannot open: {}", path, errnoText()));
-    if (S_ISDIR(st.st_mode))
-      throw DatasetError(fmt::format("{}: is a directory, not a file", path));
+    requireRegularFile(path, st);
     FILE* probe = std::fopen(path.c_str(), "rb");
     if (!probe)
       throw DatasetError(fmt::format("{}: cannot open: {}", path, errnoText()));
@@ -132,6 +145,10 @@ struct File {
   FILE* f = nullptr;
   std::string path;
   explicit File(const std::string& p) : path(p) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0)
+      throw DatasetError(fmt::format("{}: cannot open: {}", p, errnoText()));
+    requireRegularFile(p, st);
     f = std::fopen(p.c_str(), "rb");
     if (!f)
       throw DatasetError(fmt::format("{}: cannot open: {}", p, errnoText()));

@@ -40,6 +40,21 @@ struct Array {
     return e;
   }
   int64_t dataBytes() const { return count() * recordElems() * type.size; }
+  /// Checks the header's dims once read: no negative extent, at least one
+  /// sample, and a total size that fits in 63 bits (recordElems() and
+  /// dataBytes() then never overflow).
+  void checkDims() const {
+    int64_t bytes = type.size;
+    for (int64_t d : dims)
+      if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes))
+        throw DatasetError(fmt::format(
+            "{}: the header announces dims {}, whose size overflows", name(),
+            dimsText(dims)));
+    if (count() == 0)
+      throw DatasetError(fmt::format(
+          "{}: the header announces no samples (dims {}); nothing to convert",
+          name(), dimsText(dims)));
+  }
   /// Checks the stream size against the header, when the size is known.
   void checkSize(const std::string& announced) const {
     int64_t want = headerBytes + dataBytes();
@@ -115,6 +130,7 @@ Array openIdx(const std::string& path) {
   for (unsigned i = 0; i < ndim; ++i)
     a.dims.push_back(be32(&d[4 * i]));
   a.headerBytes = 4 + 4 * ndim;
+  a.checkDims();
   return a;
 }
 
@@ -145,12 +161,13 @@ std::string npyField(const std::string& header, const std::string& key,
   if (p == std::string::npos)
     p = header.find("\"" + key + "\"");
   if (p == std::string::npos)
-    throw DatasetError(fmt::format(
-        "{}: corrupt .npy header: no '{}' entry in {}", name, key, header));
+    throw DatasetError(
+        fmt::format("{}: corrupt .npy header: no '{}' entry in {}", name, key,
+                    header.substr(0, 200)));
   p = header.find(':', p);
   if (p == std::string::npos)
-    throw DatasetError(
-        fmt::format("{}: corrupt .npy header: {}", name, header));
+    throw DatasetError(fmt::format("{}: corrupt .npy header: {}", name,
+                                   header.substr(0, 200)));
   ++p;
   while (p < header.size() && header[p] == ' ')
     ++p;
@@ -158,15 +175,15 @@ std::string npyField(const std::string& header, const std::string& key,
   if (p < header.size() && (header[p] == '\'' || header[p] == '"')) {
     end = header.find(header[p], p + 1);
     if (end == std::string::npos)
-      throw DatasetError(
-          fmt::format("{}: corrupt .npy header: {}", name, header));
+      throw DatasetError(fmt::format("{}: corrupt .npy header: {}", name,
+                                     header.substr(0, 200)));
     return header.substr(p + 1, end - p - 1);
   }
   if (p < header.size() && (header[p] == '(' || header[p] == '[')) {
     end = header.find(header[p] == '(' ? ')' : ']', p);
     if (end == std::string::npos)
-      throw DatasetError(
-          fmt::format("{}: corrupt .npy header: {}", name, header));
+      throw DatasetError(fmt::format("{}: corrupt .npy header: {}", name,
+                                     header.substr(0, 200)));
     return header.substr(p, end - p + 1);
   }
   while (end < header.size() && header[end] != ',' && header[end] != '}')
@@ -200,6 +217,12 @@ Array readNpy(std::unique_ptr<ByteStream> stream) {
     throw DatasetError(fmt::format("{}: unsupported .npy format version {}.{}",
                                    name, pre[6], pre[7]));
   }
+  // NumPy writes headers of a few hundred bytes; a longer one is damage.
+  constexpr uint32_t kMaxHeader = 1 << 16;
+  if (headerLen > kMaxHeader)
+    throw DatasetError(fmt::format("{}: corrupt .npy header: it claims {} "
+                                   "bytes (at most {} expected)",
+                                   name, headerLen, kMaxHeader));
   std::string header(headerLen, '\0');
   a.stream->readExact(header.data(), headerLen, "the .npy header");
   a.headerBytes += headerLen;
@@ -220,6 +243,10 @@ Array readNpy(std::unique_ptr<ByteStream> stream) {
     if (c >= '0' && c <= '9') {
       digits += c;
     } else if (c == ',' || c == ')') {
+      if (digits.size() > 18)
+        throw DatasetError(
+            fmt::format("{}: .npy shape {} has an extent beyond 10^18", name,
+                        shape.substr(0, 200)));
       if (!digits.empty())
         a.dims.push_back(std::stoll(digits));
       digits.clear();
@@ -230,6 +257,7 @@ Array readNpy(std::unique_ptr<ByteStream> stream) {
   if (a.dims.empty())
     throw DatasetError(fmt::format(
         "{}: the array is a scalar; expected images or labels", name));
+  a.checkDims();
   return a;
 }
 

@@ -6,6 +6,8 @@
 #include "hpvm_ds/Dataset.h"
 #include "hpvm_ds/Info.h"
 
+#include "hpvm_rt/Printable.h"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -248,10 +250,10 @@ int runTool(const std::vector<std::string>& args, std::ostream& out,
       printInfo(di, out);
     return 0;
   } catch (const DatasetError& e) {
-    fmt::print(err, "{}: error: {}\n", kTool, e.what());
+    fmt::print(err, "{}: error: {}\n", kTool, hpvm::printableMessage(e.what()));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(err, "{}: error: {}\n", kTool, e.what());
+    fmt::print(err, "{}: error: {}\n", kTool, hpvm::printableMessage(e.what()));
     return 1;
   }
 }

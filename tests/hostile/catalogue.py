@@ -12,7 +12,8 @@ memory limit and a timeout, and checks that
     was left behind.
 
   catalogue.py --list                 the case names, one per line
-  catalogue.py --case NAME --exporter PATH [--program-dir DIR] [--keep]
+  catalogue.py --case NAME --exporter PATH --dataset-tool PATH
+               [--program-dir DIR] [--keep]
   catalogue.py --setup-program DIR --exporter PATH
 
 "program:" cases run a generated program (a small dense model exported and
@@ -550,6 +551,95 @@ def _(w):
     return ["--model-dir", w]
 
 
+# --- The dataset tool ----------------------------------------------------------
+
+def idx(path, dims, data=b"", code=0x08):
+    with open(path, "wb") as f:
+        f.write(bytes([0, 0, code, len(dims)]))
+        f.write(b"".join(d.to_bytes(4, "big") for d in dims) + data)
+    return path
+
+
+def npy_header(path, header, version=1, data=b""):
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY" + bytes([version, 0]))
+        f.write(len(header).to_bytes(2 if version == 1 else 4, "little"))
+        f.write(header + data)
+    return path
+
+
+@case("dataset: IDX claiming 2^32 images", "{W}/i-idx3-ubyte: truncated: the "
+      "header announces 4294967295 images of 28x28 uint8 (3367254359296 "
+      "bytes), but the data has 116 bytes")
+def _(w):
+    return ["convert", idx(f"{w}/i-idx3-ubyte", [2**32 - 1, 28, 28], b"\0" * 100),
+            idx(f"{w}/l-idx1-ubyte", [2**32 - 1], b"\0" * 100)]
+
+
+@case("dataset: IDX with zero images", "{W}/i-idx3-ubyte: the header announces "
+      "no samples (dims (0, 28, 28)); nothing to convert")
+def _(w):
+    return ["convert", idx(f"{w}/i-idx3-ubyte", [0, 28, 28]),
+            idx(f"{w}/l-idx1-ubyte", [0])]
+
+
+@case("dataset: IDX with a bad magic number", "{W}/i-idx3-ubyte: wrong magic "
+      "number 0x00000807 for an IDX file (expected 0x000008NN for unsigned "
+      "bytes, NN = 01..04 dimensions)")
+def _(w):
+    return ["convert", "--format", "idx", idx(f"{w}/i-idx3-ubyte", [1] * 7),
+            idx(f"{w}/l-idx1-ubyte", [1], b"\0")]
+
+
+@case("dataset: .npy header of 4 GB", "{W}/i.npy: corrupt .npy header: it "
+      "claims 4294967295 bytes (at most 65536 expected)")
+def _(w):
+    with open(f"{w}/i.npy", "wb") as f:
+        f.write(b"\x93NUMPY\x02\x00" + (2**32 - 1).to_bytes(4, "little"))
+    np.save(f"{w}/l.npy", np.zeros(2, np.int64))
+    return ["convert", f"{w}/i.npy", f"{w}/l.npy"]
+
+
+@case("dataset: .npy shape whose size overflows", "{W}/i.npy: the header "
+      "announces dims (4294967296, 4294967296, 1, 1), whose size overflows")
+def _(w):
+    npy_header(f"{w}/i.npy", b"{'descr': '<f4', 'fortran_order': False, "
+               b"'shape': (4294967296, 4294967296, 1, 1), }\n", data=b"\0" * 64)
+    np.save(f"{w}/l.npy", np.zeros(2, np.int64))
+    return ["convert", f"{w}/i.npy", f"{w}/l.npy"]
+
+
+@case("dataset: .npy extent beyond 10^18", "{W}/i.npy: .npy shape "
+      "(99999999999999999999, 1) has an extent beyond 10^18")
+def _(w):
+    npy_header(f"{w}/i.npy", b"{'descr': '<f4', 'fortran_order': False, "
+               b"'shape': (99999999999999999999, 1), }\n")
+    np.save(f"{w}/l.npy", np.zeros(2, np.int64))
+    return ["convert", f"{w}/i.npy", f"{w}/l.npy"]
+
+
+@case("dataset: .npz that is not a zip", "{W}/d.npz: not a valid .npz (zip) "
+      "archive: no end-of-central-directory record")
+def _(w):
+    with open(f"{w}/d.npz", "wb") as f:
+        f.write(b"PK\x03\x04" + bytes(range(256)) * 2)
+    return ["convert", f"{w}/d.npz"]
+
+
+@case("dataset: IDX images are a FIFO", "{W}/i-idx3-ubyte: is a FIFO, not a "
+      "regular file")
+def _(w):
+    os.mkfifo(f"{w}/i-idx3-ubyte")
+    return ["convert", f"{w}/i-idx3-ubyte", idx(f"{w}/l-idx1-ubyte", [1], b"\0")]
+
+
+@case("dataset: images from /dev/zero", "/dev/zero: is a character device, not "
+      "a regular file")
+def _(w):
+    return ["convert", "--format", "idx", "/dev/zero",
+            idx(f"{w}/l-idx1-ubyte", [1], b"\0")]
+
+
 def setup_program(folder, exporter):
     """Exports and builds the "program:" cases' program into folder."""
     shutil.rmtree(folder, ignore_errors=True)
@@ -579,14 +669,17 @@ def snapshot(w, skip):
     return files
 
 
-def run_case(name, exporter, program_dir, keep):
+def run_case(name, exporter, dataset_tool, program_dir, keep):
     fn, expect, code, extra = CASES[name]
     w = tempfile.mkdtemp(prefix="hostile-")
     try:
         datasets(w)
         out = f"{w}/out"
         tool = "torch2hpvm-export"
-        if name.startswith("program:"):
+        if name.startswith("dataset:"):
+            tool = "torch2hpvm-dataset"
+            args = [dataset_tool] + fn(w) + ["-o", out, "-q"]
+        elif name.startswith("program:"):
             tool = PROGRAM
             prog = f"{program_dir}/out"
             if not os.path.exists(f"{prog}/build/{PROGRAM}"):
@@ -648,6 +741,7 @@ def main():
     ap.add_argument("--case")
     ap.add_argument("--exporter")
     ap.add_argument("--program-dir")
+    ap.add_argument("--dataset-tool")
     ap.add_argument("--setup-program")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -659,7 +753,8 @@ def main():
     if a.case not in CASES:
         print(f"catalogue.py: no case named {a.case!r}", file=sys.stderr)
         return 2
-    problems = run_case(a.case, a.exporter, a.program_dir, a.keep)
+    problems = run_case(a.case, a.exporter, a.dataset_tool, a.program_dir,
+                        a.keep)
     for pr in problems:
         print("FAIL: " + pr)
     return 1 if problems else 0

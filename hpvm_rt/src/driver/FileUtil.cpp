@@ -95,33 +95,4 @@ std::string readRegularFile(const std::string& path, std::string_view what,
   return bytes;
 }
 
-std::string printableMessage(std::string_view text) {
-  constexpr size_t kMaxLine = 1000, kMaxAll = 4000;
-  std::string out;
-  size_t lineStart = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= kMaxAll) {
-      out += fmt::format("\n... ({} more bytes of this message not shown)",
-                         text.size() - i);
-      break;
-    }
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += '\n';
-      lineStart = out.size();
-    } else if (out.size() - lineStart >= kMaxLine) {
-      size_t end = text.find('\n', i);
-      if (end == std::string_view::npos)
-        end = text.size();
-      out += fmt::format("...({} more bytes)", end - i);
-      i = end - 1;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 } // namespace hpvm::rt

@@ -3,6 +3,8 @@
 #ifndef HPVM_RT_DRIVER_FILEUTIL_H
 #define HPVM_RT_DRIVER_FILEUTIL_H
 
+#include "hpvm_rt/Printable.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -29,10 +31,7 @@ uint64_t fileSize(const std::string& path, std::string_view what);
 std::string readRegularFile(const std::string& path, std::string_view what,
                             uint64_t limit);
 
-/// \p text as the programs print an error: control bytes other than line
-/// breaks escaped ("\x1b"), lines cut after 1000 bytes and the whole after
-/// 4000, saying how much was left out.
-std::string printableMessage(std::string_view text);
+using hpvm::printableMessage; // (hpvm_rt/Printable.h)
 
 } // namespace hpvm::rt
 
