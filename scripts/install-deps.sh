@@ -7,6 +7,8 @@ set -eu
 # looks for OpenCL, hence ocl-icd-opencl-dev and opencl-headers.
 # libopenblas0-pthread: PyTorch's dense layers in the benchmarks (without it
 # Debian's PyTorch uses the reference BLAS, 4x slower).
+# libomp-dev, libclang-rt-dev: clang's OpenMP and sanitizer/libFuzzer
+# runtimes, for the sanitized build (scripts/sanitize.sh) and the fuzzers.
 PACKAGES="
   build-essential cmake ninja-build clang clang-format git
   libonnx-dev libprotobuf-dev protobuf-compiler
@@ -16,6 +18,7 @@ PACKAGES="
   python3-matplotlib
   dataset-fashion-mnist
   libopenblas0-pthread
+  libomp-dev libclang-rt-dev
 "
 
 SUDO=""

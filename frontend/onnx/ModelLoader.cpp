@@ -760,8 +760,13 @@ bool hasExternalData(const ModelProto& model) {
 
 std::unique_ptr<Graph> loadModel(const std::string& path,
                                  const LoadOptions& opts) {
+  return loadModelBytes(InputFile(path).readAll(opts.maxBytes), path, opts);
+}
+
+std::unique_ptr<Graph> loadModelBytes(std::string bytes,
+                                      const std::string& path,
+                                      const LoadOptions& opts) {
   try {
-    std::string bytes = InputFile(path).readAll(opts.maxBytes);
     ModelProto model = parseModel(path, bytes);
     std::string sha = sha256Hex(bytes);
     bytes.clear();

@@ -29,6 +29,12 @@ struct LoadOptions {
 std::unique_ptr<Graph> loadModel(const std::string& path,
                                  const LoadOptions& opts);
 
+/// loadModel() of a model already read into \p bytes; \p path names it in
+/// messages, picks the format by its extension and locates external data.
+std::unique_ptr<Graph> loadModelBytes(std::string bytes,
+                                      const std::string& path,
+                                      const LoadOptions& opts);
+
 } // namespace hpvm::fe
 
 #endif // TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
