@@ -19,6 +19,7 @@ PACKAGES="
   dataset-fashion-mnist
   libopenblas0-pthread
   libomp-dev libclang-rt-dev
+  nettle-dev libzip-dev pkg-config
 "
 
 SUDO=""

@@ -5,6 +5,7 @@
 #include "hpvm_ds/Dataset.h"
 
 #include <fmt/format.h>
+#include <zip.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -127,174 +128,95 @@ private:
   gzFile file_ = nullptr;
 };
 
-uint16_t le16(const unsigned char* p) {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
-uint32_t le32(const unsigned char* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-         (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
-}
-uint64_t le64(const unsigned char* p) {
-  return static_cast<uint64_t>(le32(p)) |
-         (static_cast<uint64_t>(le32(p + 4)) << 32);
-}
-
-/// An open FILE* closed on scope exit.
-struct File {
-  FILE* f = nullptr;
-  std::string path;
-  explicit File(const std::string& p) : path(p) {
-    struct stat st;
-    if (::stat(p.c_str(), &st) != 0)
-      throw DatasetError(fmt::format("{}: cannot open: {}", p, errnoText()));
-    requireRegularFile(p, st);
-    f = std::fopen(p.c_str(), "rb");
-    if (!f)
-      throw DatasetError(fmt::format("{}: cannot open: {}", p, errnoText()));
-  }
-  ~File() {
-    if (f)
-      std::fclose(f);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-  int64_t size() {
-    std::fseek(f, 0, SEEK_END);
-    return static_cast<int64_t>(std::ftell(f));
-  }
-  /// Reads \p n bytes at \p off; false if the file is shorter.
-  bool readAt(uint64_t off, void* dst, size_t n) {
-    if (std::fseek(f, static_cast<long>(off), SEEK_SET) != 0)
-      return false;
-    return std::fread(dst, 1, n, f) == n;
-  }
-};
-
 [[noreturn]] void badZip(const std::string& path, const std::string& what) {
   throw DatasetError(
       fmt::format("{}: not a valid .npz (zip) archive: {}", path, what));
 }
 
-/// A zip member: stored bytes copied, deflated bytes inflated (raw).
+/// A zip archive opened with libzip (ZIP_CHECKCONS: the central directory
+/// is checked against the local headers), closed on scope exit.
+struct ZipArchive {
+  zip_t* z = nullptr;
+  explicit ZipArchive(const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      throw DatasetError(fmt::format("{}: cannot open: {}", path, errnoText()));
+    requireRegularFile(path, st);
+    int err = 0;
+    z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &err);
+    if (z == nullptr) {
+      zip_error_t e;
+      zip_error_init_with_code(&e, err);
+      const std::string text = zip_error_strerror(&e);
+      zip_error_fini(&e);
+      badZip(path, text);
+    }
+  }
+  ~ZipArchive() {
+    if (z)
+      zip_discard(z); // read-only: nothing to write back
+  }
+  ZipArchive(const ZipArchive&) = delete;
+  ZipArchive& operator=(const ZipArchive&) = delete;
+};
+
+/// One member of a zip archive, decompressed (and its CRC-32 checked at
+/// the end) by libzip.
 class ZipMemberStream : public ByteStream {
 public:
   ZipMemberStream(const std::string& path, const ZipMember& m)
-      : file_(path), member_(m) {
+      : archive_(path), member_(m) {
     name_ = path + ":" + m.name;
     size_ = static_cast<int64_t>(m.size);
-    unsigned char lh[30];
-    if (!file_.readAt(m.localHeaderOffset, lh, 30) || le32(lh) != 0x04034b50u)
-      badZip(path, fmt::format("no local header for member '{}' at byte {}",
-                               m.name, m.localHeaderOffset));
-    if (m.method != 0 && m.method != 8)
-      throw DatasetError(fmt::format(
-          "{}: member '{}' uses compression method {}; only stored (0) and "
-          "deflated (8) members can be read",
-          path, m.name, m.method));
-    dataOffset_ = m.localHeaderOffset + 30 + le16(lh + 26) + le16(lh + 28);
-    if (std::fseek(file_.f, static_cast<long>(dataOffset_), SEEK_SET) != 0)
-      badZip(path, fmt::format("cannot seek to member '{}'", m.name));
-    remainingIn_ = m.compressedSize;
-    if (m.method == 8) {
-      std::memset(&z_, 0, sizeof(z_));
-      if (inflateInit2(&z_, -MAX_WBITS) != Z_OK)
-        throw DatasetError(fmt::format("{}: zlib inflateInit2 failed", name_));
-      inflating_ = true;
-      in_.resize(1 << 16);
-    }
+    file_ = zip_fopen_index(archive_.z, m.index, 0);
+    if (file_ == nullptr)
+      throw DatasetError(fmt::format("{}: cannot read the member: {}", name_,
+                                     zip_strerror(archive_.z)));
   }
   ~ZipMemberStream() override {
-    if (inflating_)
-      inflateEnd(&z_);
+    if (file_)
+      zip_fclose(file_);
   }
 
 protected:
   size_t readRaw(void* dst, size_t n) override {
-    size_t got =
-        member_.method == 0 ? readStored(dst, n) : readDeflated(dst, n);
-    crc_ = crc32(crc_, static_cast<const Bytef*>(dst), static_cast<uInt>(got));
-    produced_ += got;
-    if (got == 0 || produced_ == member_.size)
-      checkEnd();
-    return got;
-  }
-
-private:
-  size_t readStored(void* dst, size_t n) {
-    size_t want =
-        static_cast<size_t>(std::min<uint64_t>(n, member_.size - produced_));
-    if (want == 0)
-      return 0;
-    size_t got = std::fread(dst, 1, want, file_.f);
-    if (got != want)
-      throw DatasetError(fmt::format(
-          "{}: truncated archive: the member needs {} bytes, the file ends "
-          "after {}",
-          name_, member_.size, produced_ + got));
-    return got;
-  }
-
-  size_t readDeflated(void* dst, size_t n) {
-    if (streamEnd_)
-      return 0;
-    z_.next_out = static_cast<Bytef*>(dst);
-    z_.avail_out = static_cast<uInt>(std::min<size_t>(n, UINT_MAX));
-    while (z_.avail_out > 0) {
-      if (z_.avail_in == 0 && remainingIn_ > 0) {
-        size_t want =
-            static_cast<size_t>(std::min<uint64_t>(in_.size(), remainingIn_));
-        size_t got = std::fread(in_.data(), 1, want, file_.f);
-        if (got == 0)
+    const uint64_t left = member_.size - produced_;
+    if (left == 0) {
+      // One more read: libzip checks the CRC-32 when it reaches the end.
+      if (!ended_) {
+        ended_ = true;
+        char extra;
+        const zip_int64_t more = zip_fread(file_, &extra, 1);
+        if (more < 0)
+          throw DatasetError(fmt::format("{}: corrupt archive: {}", name_,
+                                         zip_file_strerror(file_)));
+        if (more > 0)
           throw DatasetError(fmt::format(
-              "{}: truncated archive: the compressed member needs {} bytes, "
-              "the file ends after {}",
-              name_, member_.compressedSize,
-              member_.compressedSize - remainingIn_));
-        remainingIn_ -= got;
-        z_.next_in = in_.data();
-        z_.avail_in = static_cast<uInt>(got);
+              "{}: corrupt archive: the member holds more than the {} bytes "
+              "its directory entry says",
+              name_, member_.size));
       }
-      int rc = inflate(&z_, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) {
-        streamEnd_ = true;
-        break;
-      }
-      if (rc == Z_BUF_ERROR && z_.avail_in == 0 && remainingIn_ == 0)
-        throw DatasetError(fmt::format(
-            "{}: corrupt archive: the deflated data ends before the member's "
-            "{} bytes",
-            name_, member_.size));
-      if (rc != Z_OK)
-        throw DatasetError(fmt::format("{}: corrupt deflate data: {}", name_,
-                                       z_.msg ? z_.msg : "zlib error"));
+      return 0;
     }
-    return static_cast<size_t>(z_.next_out - static_cast<Bytef*>(dst));
-  }
-
-  void checkEnd() {
-    if (checked_)
-      return;
-    checked_ = true;
-    if (produced_ != member_.size)
+    const zip_int64_t got = zip_fread(file_, dst, std::min<uint64_t>(n, left));
+    if (got < 0)
+      throw DatasetError(fmt::format("{}: corrupt archive: {}", name_,
+                                     zip_file_strerror(file_)));
+    produced_ += static_cast<uint64_t>(got);
+    if (got == 0)
       throw DatasetError(fmt::format(
           "{}: corrupt archive: the member holds {} bytes, its directory "
           "entry says {}",
           name_, produced_, member_.size));
-    if (crc_ != member_.crc)
-      throw DatasetError(fmt::format(
-          "{}: corrupt archive: CRC-32 {:08x} does not match the stored "
-          "{:08x}",
-          name_, crc_, member_.crc));
+    return static_cast<size_t>(got);
   }
 
-  File file_;
+private:
+  ZipArchive archive_;
   ZipMember member_;
-  uint64_t dataOffset_ = 0, remainingIn_ = 0, produced_ = 0;
-  z_stream z_;
-  bool inflating_ = false, streamEnd_ = false, checked_ = false;
-  std::vector<Bytef> in_;
-  uLong crc_ = 0;
+  zip_file_t* file_ = nullptr;
+  uint64_t produced_ = 0;
+  bool ended_ = false;
 };
 
 } // namespace
@@ -304,86 +226,28 @@ std::unique_ptr<ByteStream> openFileStream(const std::string& path) {
 }
 
 std::vector<ZipMember> listZip(const std::string& path) {
-  File file(path);
-  int64_t size = file.size();
-  // The end-of-central-directory record is in the last 64 KiB + 22 bytes.
-  int64_t tail = std::min<int64_t>(size, 65557);
-  std::vector<unsigned char> buf(static_cast<size_t>(tail));
-  if (tail < 22 ||
-      !file.readAt(static_cast<uint64_t>(size - tail), buf.data(), buf.size()))
-    badZip(path, fmt::format("{} bytes is too small", size));
-  int64_t eocd = -1;
-  for (int64_t i = tail - 22; i >= 0; --i)
-    if (le32(&buf[static_cast<size_t>(i)]) == 0x06054b50u) {
-      eocd = i;
-      break;
-    }
-  if (eocd < 0)
-    badZip(path, "no end-of-central-directory record");
-  const unsigned char* e = &buf[static_cast<size_t>(eocd)];
-  uint64_t entries = le16(e + 10), cdSize = le32(e + 12),
-           cdOffset = le32(e + 16);
-  uint64_t eocdAbs = static_cast<uint64_t>(size - tail + eocd);
-  if (entries == 0xFFFF || cdSize == 0xFFFFFFFFu || cdOffset == 0xFFFFFFFFu) {
-    unsigned char loc[20], z64[56];
-    if (eocdAbs < 20 || !file.readAt(eocdAbs - 20, loc, 20) ||
-        le32(loc) != 0x07064b50u)
-      badZip(path, "zip64 end-of-central-directory locator missing");
-    if (!file.readAt(le64(loc + 8), z64, 56) || le32(z64) != 0x06064b50u)
-      badZip(path, "zip64 end-of-central-directory record missing");
-    entries = le64(z64 + 32);
-    cdSize = le64(z64 + 40);
-    cdOffset = le64(z64 + 48);
-  }
-  if (cdOffset + cdSize > static_cast<uint64_t>(size))
-    badZip(path, fmt::format("central directory (bytes {} to {}) lies beyond "
-                             "the end of the file ({} bytes)",
-                             cdOffset, cdOffset + cdSize, size));
-  std::vector<unsigned char> cd(static_cast<size_t>(cdSize));
-  if (!file.readAt(cdOffset, cd.data(), cd.size()))
-    badZip(path, "cannot read the central directory");
+  ZipArchive archive(path);
+  const zip_int64_t n = zip_get_num_entries(archive.z, 0);
   std::vector<ZipMember> members;
-  size_t p = 0;
-  for (uint64_t i = 0; i < entries; ++i) {
-    if (p + 46 > cd.size() || le32(&cd[p]) != 0x02014b50u)
-      badZip(path, fmt::format("central directory entry {} is corrupt", i));
-    const unsigned char* h = &cd[p];
+  for (zip_int64_t i = 0; i < n; ++i) {
+    zip_stat_t st;
+    if (zip_stat_index(archive.z, static_cast<zip_uint64_t>(i), 0, &st) != 0)
+      badZip(path, fmt::format("entry {}: {}", i, zip_strerror(archive.z)));
     ZipMember m;
-    uint16_t flags = le16(h + 8);
-    m.method = le16(h + 10);
-    m.crc = le32(h + 16);
-    m.compressedSize = le32(h + 20);
-    m.size = le32(h + 24);
-    size_t nameLen = le16(h + 28), extraLen = le16(h + 30),
-           commentLen = le16(h + 32);
-    m.localHeaderOffset = le32(h + 42);
-    if (p + 46 + nameLen + extraLen + commentLen > cd.size())
-      badZip(path, fmt::format("central directory entry {} is corrupt", i));
-    m.name.assign(reinterpret_cast<const char*>(h + 46), nameLen);
-    if (flags & 1)
+    m.index = static_cast<uint64_t>(i);
+    m.name = (st.valid & ZIP_STAT_NAME) ? st.name : "";
+    m.size = (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
+    if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) &&
+        st.encryption_method != ZIP_EM_NONE)
       throw DatasetError(fmt::format(
           "{}: member '{}' is encrypted and cannot be read", path, m.name));
-    // Zip64 extended information: 64-bit fields replace saturated ones.
-    const unsigned char* x = h + 46 + nameLen;
-    for (size_t q = 0; q + 4 <= extraLen;) {
-      uint16_t id = le16(x + q), len = le16(x + q + 2);
-      if (id == 0x0001) {
-        size_t r = q + 4;
-        if (m.size == 0xFFFFFFFFu && r + 8 <= q + 4 + len) {
-          m.size = le64(x + r);
-          r += 8;
-        }
-        if (m.compressedSize == 0xFFFFFFFFu && r + 8 <= q + 4 + len) {
-          m.compressedSize = le64(x + r);
-          r += 8;
-        }
-        if (m.localHeaderOffset == 0xFFFFFFFFu && r + 8 <= q + 4 + len)
-          m.localHeaderOffset = le64(x + r);
-      }
-      q += 4 + len;
-    }
+    if ((st.valid & ZIP_STAT_COMP_METHOD) &&
+        zip_compression_method_supported(st.comp_method, 0) == 0)
+      throw DatasetError(fmt::format(
+          "{}: member '{}' uses compression method {}, which libzip cannot "
+          "read",
+          path, m.name, st.comp_method));
     members.push_back(m);
-    p += 46 + nameLen + extraLen + commentLen;
   }
   return members;
 }

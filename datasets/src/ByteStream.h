@@ -1,6 +1,6 @@
 // ByteStream.h - sequential byte sources used by the dataset readers: plain
 // or gzip-compressed files (zlib's gz* API reads both) and members of zip
-// archives (.npz), stored or deflated.
+// archives (.npz, through libzip).
 #ifndef HPVM_DS_BYTESTREAM_H
 #define HPVM_DS_BYTESTREAM_H
 
@@ -54,16 +54,16 @@ std::unique_ptr<ByteStream> openFileStream(const std::string& path);
 /// One member of a zip archive.
 struct ZipMember {
   std::string name;
-  uint16_t method = 0; ///< 0 stored, 8 deflated.
-  uint64_t compressedSize = 0, size = 0, localHeaderOffset = 0;
-  uint32_t crc = 0;
+  uint64_t index = 0; ///< In the archive's central directory.
+  uint64_t size = 0;  ///< Decompressed.
 };
 
-/// Lists the members of the zip archive \p path (zip64 included).
+/// Lists the members of the zip archive \p path (libzip; zip64 included;
+/// encrypted members and unsupported compression refused).
 std::vector<ZipMember> listZip(const std::string& path);
 
-/// Opens member \p member of the zip archive \p path; its CRC-32 is
-/// checked when the end of the member is read.
+/// Opens member \p member of the zip archive \p path; libzip checks its
+/// CRC-32 when the end of the member is read.
 std::unique_ptr<ByteStream> openZipMember(const std::string& path,
                                           const ZipMember& member);
 

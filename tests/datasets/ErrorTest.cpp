@@ -199,7 +199,7 @@ TEST_CASE("Datasets: HPVM bin pairs are checked against --shape and each "
 TEST_CASE("Datasets: NumPy files with unsupported types, order, NaN, CRC") {
   TempDir dir;
   runPython(dir, R"(
-import zipfile, zlib
+import zipfile
 np.save('c.npy', np.zeros((2, 2, 2), np.complex64))
 np.save('f.npy', np.asfortranarray(np.zeros((2, 3, 2), np.float32)))
 np.save('fl.npy', np.zeros(2, np.float32))
@@ -210,14 +210,10 @@ np.savez('z.npz', x=np.arange(8, dtype=np.uint8).reshape(2, 2, 2),
          y=np.array([1, 2]))
 b = bytearray(open('z.npz', 'rb').read())
 with zipfile.ZipFile('z.npz') as z:
-    info = z.getinfo('x.npy')
-    good = info.CRC
     data = z.read('x.npy')
 off = b.find(data)
 b[off + len(data) - 1] ^= 0xFF
 open('bad.npz', 'wb').write(bytes(b))
-bad = zlib.crc32(data[:-1] + bytes([data[-1] ^ 0xFF]))
-open('crc.txt', 'w').write('%08x %08x' % (bad, good))
 )");
   CHECK(convertError(dir, {dir / "c.npy", dir / "l.npy"}) ==
         dir / "c.npy" + ": unsupported element type '<c8' (expected uint8, "
@@ -230,11 +226,9 @@ open('crc.txt', 'w').write('%08x %08x' % (bad, good))
   CHECK(convertError(dir, {dir / "nan.npy", dir / "l.npy"}, {"--name", "n"}) ==
         dir / "nan.npy" +
             ": image 1 holds a NaN or infinite value at element 1\n");
-  std::string crc = readFile(dir / "crc.txt");
+  // (libzip checks the CRC-32 and says so in its words.)
   CHECK(convertError(dir, {dir / "bad.npz"}, {"--name", "n"}) ==
-        dir / "bad.npz" + ":x.npy: corrupt archive: CRC-32 " +
-            crc.substr(0, 8) + " does not match the stored " +
-            crc.substr(9, 8) + "\n");
+        dir / "bad.npz" + ":x.npy: corrupt archive: CRC error\n");
 }
 
 TEST_CASE("Datasets: a failure mid-stream leaves the output directory as it "
@@ -281,8 +275,8 @@ open('cut.npz', 'wb').write(open('z.npz', 'rb').read()[:100])
   CHECK(convertError(dir, {dir / "z.npz", dir / "z.npz"}) ==
         "give exactly one .npz archive, not 2 files\n");
   CHECK(convertError(dir, {dir / "cut.npz"}) ==
-        dir / "cut.npz" + ": not a valid .npz (zip) archive: no "
-                          "end-of-central-directory record\n");
+        dir / "cut.npz" + ": not a valid .npz (zip) archive: Not a zip "
+                          "archive\n");
   CHECK(convertError(dir, {dir / "data_batch_1.bin.gz"},
                      {"--format", "cifar10"}) ==
         dir / "data_batch_1.bin.gz" +

@@ -619,7 +619,7 @@ def _(w):
 
 
 @case("dataset: .npz that is not a zip", "{W}/d.npz: not a valid .npz (zip) "
-      "archive: no end-of-central-directory record")
+      "archive: Not a zip archive")
 def _(w):
     with open(f"{w}/d.npz", "wb") as f:
         f.write(b"PK\x03\x04" + bytes(range(256)) * 2)
