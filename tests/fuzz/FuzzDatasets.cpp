@@ -33,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hpvm::ds;
   if (size < 1)
     return 0;
-  static const char* formats[] = {"idx", "npy", "npz", "cifar10", "cifar100",
-                                  "bin"};
+  static const char* formats[] = {"idx",     "npy",      "npz",
+                                  "cifar10", "cifar100", "bin"};
   OpenOptions opt;
   opt.format = formats[data[0] % 6];
   opt.labelsOptional = true;
