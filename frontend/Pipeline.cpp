@@ -225,6 +225,7 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
   std::unique_ptr<Graph> g = loadModel(opts.model, load);
   progress(streams, "lowering to HPVM tensor ops");
   PipelineOptions passes;
+  passes.maxBytes = opts.maxBytes;
   if (opts.dumpIr && streams.ir)
     passes.afterPass = [&](const std::string& pass, const Graph& graph) {
       *streams.ir << "; IR after " << pass << "\n" << dumpIr(graph) << "\n";

@@ -1461,6 +1461,7 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
                     "; the model computes nothing");
   run("lower", lowerNodes);
   run("eliminate-dead-nodes", eliminateDeadNodes);
+  checkOperandRanges(g, opts.maxBytes);
 }
 
 } // namespace hpvm::fe

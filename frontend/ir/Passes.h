@@ -14,6 +14,8 @@ namespace hpvm::fe {
 struct PipelineOptions {
   /// Called after every pass with its name (for --dump-ir); may be empty.
   std::function<void(const std::string& pass, const Graph&)> afterPass;
+  /// Largest tensor (per image) a lowered node may produce (--max-size).
+  uint64_t maxBytes = uint64_t(8) << 30;
 };
 
 /// Runs every simplification pass and the lowering, verify() after each one.
@@ -83,6 +85,11 @@ void makeChannelFirst(Graph& g);
 /// become a separate Add). Throws UserError listing every node that cannot
 /// be lowered.
 void lowerNodes(Graph& g);
+
+/// Checks what the generated program will compute with, node by node (one
+/// UserError listing them all): every integer operand fits the intrinsic's
+/// `int`, and every output takes at most \p maxBytes per image.
+void checkOperandRanges(const Graph& g, uint64_t maxBytes);
 
 } // namespace hpvm::fe
 

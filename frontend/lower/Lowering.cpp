@@ -1,6 +1,7 @@
 // Lowering.cpp - turns each ONNX-level node into HPVM tensor ops, with the
 // operand conventions of HPVM's intrinsics (reference section 2).
 #include "Diagnostics.h"
+#include "InputFile.h"
 #include "ir/PassUtil.h"
 #include "ir/Passes.h"
 #include "lower/OpTable.h"
@@ -950,6 +951,43 @@ void lowerNodes(Graph& g) {
   }
   errors.throwIfAny();
   g.pruneValues();
+}
+
+void checkOperandRanges(const Graph& g, uint64_t maxBytes) {
+  ErrorList errors(g.source.path);
+  for (const auto& n : g.nodes()) {
+    if (!isHpvmOp(n->kind))
+      continue;
+    const HpvmOpDesc& desc = hpvmOpDesc(n->kind);
+    // The name of operand i: its group's ("pads" for both pads).
+    const std::vector<std::string> labels = scalarLabels(*desc.facts);
+    std::string group = "operand";
+    for (size_t i = 0; i < n->scalars.size(); ++i) {
+      if (i < labels.size() && !labels[i].empty())
+        group = labels[i];
+      const Scalar& s = n->scalars[i];
+      if (s.isInteger && (s.i < std::numeric_limits<int32_t>::min() ||
+                          s.i > std::numeric_limits<int32_t>::max())) {
+        errors.add(n->origins.front(), group + " " + std::to_string(s.i) +
+                                           " does not fit the int operand of " +
+                                           desc.intrinsic);
+        break; // one message per node
+      }
+    }
+    int64_t bytes = 4;
+    const std::vector<int64_t>& shape = n->output->shape;
+    for (size_t d = 1; d < shape.size(); ++d)
+      if (shape[d] < 0 || __builtin_mul_overflow(bytes, shape[d], &bytes))
+        bytes = -1;
+    if (bytes < 0 || static_cast<uint64_t>(bytes) > maxBytes)
+      errors.add(n->origins.front(),
+                 "its output " + formatShape(shape) + " takes " +
+                     (bytes < 0 ? std::string("more bytes than 2^63")
+                                : byteSize(static_cast<uint64_t>(bytes))) +
+                     " per image, more than the " + byteSize(maxBytes) +
+                     " limit (raise it with --max-size)");
+  }
+  errors.throwIfAny();
 }
 
 } // namespace hpvm::fe

@@ -281,6 +281,60 @@ def _(w):
     return save(w, m)
 
 
+def conv_model(pads=(1, 1, 1, 1), strides=(1, 1), out=(1, 4, 8, 8)):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 1, 8, 8])
+    y = h.make_tensor_value_info("output", T.FLOAT, list(out))
+    w = nh.from_array(np.ones((4, 1, 3, 3), np.float32), "w")
+    g = h.make_graph([h.make_node("Conv", ["input", "w"], ["output"],
+                                  pads=list(pads), strides=list(strides))],
+                     "g", [x], [y], [w])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+
+
+@case("model: pads of 2^31", "{W}/model.onnx: 2 unsupported nodes:\n"
+      "  node '#0' (Conv, #0): pads 2147483648 does not fit the int operand of "
+      "__hpvm__tensor_convolution\n"
+      "  node '#0' (Conv, #0): its output 1x4x4294967302x4294967302 takes more "
+      "bytes than 2^63 per image, more than the 8.0 GiB limit (raise it with "
+      "--max-size)")
+def _(w):
+    p = 2**31
+    return save(w, conv_model(pads=[p] * 4, out=(1, 4, 6 + 2 * p, 6 + 2 * p)))
+
+
+@case("model: pads that make a 596 GiB output", "{W}/model.onnx: node '#0' "
+      "(Conv, #0): its output 1x4x200006x200006 takes 596 GiB per image, more "
+      "than the 8.0 GiB limit (raise it with --max-size)")
+def _(w):
+    return save(w, conv_model(pads=[100000] * 4, out=(1, 4, 200006, 200006)))
+
+
+@case("model: stride of 2^40", "{W}/model.onnx: node '#0' (Conv, #0): strides "
+      "1099511627776 does not fit the int operand of __hpvm__tensor_convolution")
+def _(w):
+    return save(w, conv_model(pads=[0] * 4, strides=[2**40, 1], out=(1, 4, 1, 6)))
+
+
+@case("model: input of 2^31 x 2^31 pixels", "{W}/model.onnx: node '#0' "
+      "(Relu, #0): its output 1x1x2147483648x2147483648 takes more bytes than "
+      "2^63 per image, more than the 8.0 GiB limit (raise it with --max-size)")
+def _(w):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 1, 2**31, 2**31])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 2**31, 2**31])
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["output"])],
+                               inputs=[x], outputs=[y]))
+
+
+@case("model: input with a zero dimension", "{W}/model.onnx: the model input "
+      "has a symbolic or empty dimension 1 (1x0x8x8); only the batch dimension "
+      "may be symbolic")
+def _(w):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 0, 8, 8])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 0, 8, 8])
+    return save(w, graph_model([h.make_node("Relu", ["input"], ["output"])],
+                               inputs=[x], outputs=[y]))
+
+
 # --- External data ----------------------------------------------------------
 
 @case("external: symlink to /etc/passwd",
