@@ -3,6 +3,7 @@
 #include "Pipeline.h"
 
 #include "InputFile.h"
+#include "driver/config/Config.h" // hpvm_rt's parser
 
 #include "Diagnostics.h"
 #include "Version.h"
@@ -204,9 +205,19 @@ ExportPaths checkPaths(const Options& opts) {
                       "torch2hpvm-export (remove it yourself if you mean "
                       "it)");
   }
-  if (!opts.configFile.empty()) // a readable regular file (not a FIFO)
+  if (!opts.configFile.empty()) {
+    // A readable regular file (not a FIFO) in HPVM's configuration grammar
+    // (hpvm_rt's own parser: op names, knob ids, knobs valid for each op).
     InputFile(opts.configFile,
               "--config '" + escapeName(opts.configFile) + "'");
+    try {
+      hpvm::rt::parseConfigFile(opts.configFile);
+    } catch (const std::runtime_error& e) {
+      // hpvm_rt's UserError (its internal errors are std::logic_error;
+      // its Errors.h is not included here: its macros are the frontend's).
+      throw UserError(std::string("--config: ") + e.what());
+    }
+  }
   t.templateDir =
       opts.templateDir.empty() ? defaultTemplateDir() : opts.templateDir;
   if (!fs::is_directory(t.templateDir, ec))

@@ -709,6 +709,28 @@ def setup_program(folder, exporter):
     return 0
 
 
+@case("config: --config with an unknown op", "--config: {W}/c.txt:4:7: "
+      "unknown op 'mull'; expected one of: add, batchnorm, channel_shuffle, "
+      "channel_slice, clipped_relu, concat, conv, gelu, group_conv, "
+      "hard_sigmoid, hard_swish, layer_norm, mul, multiply, pool_max, "
+      "pool_max_pads, pool_mean, pool_mean_pads, relu, sigmoid, softmax, tanh",
+      extra=["--config", "{W}/c.txt"])
+def _(w):
+    with open(f"{w}/c.txt", "w") as f:
+        f.write("10.0\n+++++\nconf1 1 1 84.98 0.0\n1 cpu mull fp32 11\n-----\n")
+    return save(w, dense_model())
+
+
+@case("config: --config with CRLF line ends and an unknown knob id",
+      "--config: {W}/c.txt:4:16: unknown knob id 99999 for 'perf'; expected one "
+      "of 121-138", extra=["--config", "{W}/c.txt"])
+def _(w):
+    with open(f"{w}/c.txt", "w") as f:
+        f.write("10.0\r\n+++++\r\nconf1 1 1 84.98 0.0\r\n"
+                "1 cpu mul perf 99999\r\n-----\r\n")
+    return save(w, dense_model())
+
+
 # --- Running a case -----------------------------------------------------------
 
 def snapshot(w, skip):
