@@ -154,7 +154,9 @@ TEST_CASE("Cli: the same inputs give byte-identical files") {
   std::string data = makeDatasets("cli-determinism");
   Options o = exportOptions(data, "lenet_small.onnxtxt", data + "/out");
   o.configFile = data + "/conf.txt";
-  writeFile(o.configFile, "0.0\n+++++\nconf1 1 1 100 0\n-----\n");
+  writeFile(o.configFile, "0.0\n+++++\nconf1 1 1 100 0\n"
+                          "1 cpu conv fp32 11 add fp32 1 relu fp32 1 "
+                          "pool_max fp32 1\n-----\n");
   runExport(o, {});
   auto first = snapshot(data + "/out");
   o.force = true;
