@@ -305,6 +305,22 @@ def op_fixtures():
           node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
          [X], io("y", [1, 3]),
          [ints("idx", [0]), ints("minus1", [-1]), weights("w", [3, 72], 15)])
+    # PyTorch's x.expand(1, -1, -1, -1) of a constant, as it exports the
+    # class token's broadcast (ViT): the shape's -1s replaced through
+    # ConstantOfShape, Equal and Where, then Expand; all of it folds into
+    # the per-channel bias the Add reads.
+    expand = [
+        node("ConstantOfShape", ["rank"], ["ones"], "ones",
+             value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+        node("Mul", ["ones", "minus1"], ["neg"], "negate"),
+        node("Equal", ["target", "neg"], ["keep"], "equal"),
+        node("Where", ["keep", "ones", "target"], ["shape"], "where"),
+        node("Expand", ["c", "shape"], ["e"], "expand"),
+        node("Add", ["input", "e"], ["y"], "bias")]
+    for op in ("ConstantOfShape", "Equal", "Where", "Expand"):
+        save(op + ".onnxtxt", expand, [X], io("y", [1, 2, 6, 6]),
+             [ints("rank", [4]), ints("minus1", [-1]),
+              ints("target", [1, -1, -1, -1]), weights("c", [2, 1, 1], 20)])
     save("Identity.onnxtxt",
          [node("Identity", ["input"], ["i"], "identity"),
           node("Relu", ["i"], ["y"], "relu")],

@@ -504,6 +504,111 @@ std::shared_ptr<const TensorData> foldReshape(Node* n, int64_t opset) {
   return withDims(data, target);
 }
 
+/// The flat index into a tensor of dims \p in, broadcast as NumPy does to
+/// dims \p out (right-aligned, dims of size 1 repeated), of each
+/// multi-index of \p out; \p in must broadcast to \p out.
+struct BroadcastSource {
+  std::vector<int64_t> dims, strides;
+  BroadcastSource(std::vector<int64_t> in, size_t rank) : dims(std::move(in)) {
+    dims.insert(dims.begin(), rank - dims.size(), 1);
+    strides = stridesOf(dims);
+  }
+  int64_t operator()(const std::vector<int64_t>& index) const {
+    int64_t s = 0;
+    for (size_t d = 0; d < dims.size(); ++d)
+      s += (dims[d] == 1 ? 0 : index[d]) * strides[d];
+    return s;
+  }
+};
+
+/// ConstantOfShape: a tensor of the constant dims filled with the value
+/// attribute (one element; float 0 when absent).
+std::shared_ptr<const TensorData> foldConstantOfShape(Node* n, OpAttrs& a) {
+  if (!n->inputs[0]->isConstant())
+    return nullptr;
+  std::vector<int64_t> dims = n->inputs[0]->constant->toInts();
+  for (int64_t d : dims)
+    if (d < 0)
+      return nullptr;
+  std::shared_ptr<const TensorData> fill = a.getTensor("value");
+  if (!fill)
+    fill = floatTensor({0.f}, {1});
+  if (fill->numElements() != 1)
+    return nullptr;
+  return gatherElements(*fill, dims,
+                        [](const std::vector<int64_t>&) { return 0; });
+}
+
+/// Expand of a constant to a constant shape (broadcast both ways, as
+/// NumPy broadcasts the constant against a tensor of that shape).
+std::shared_ptr<const TensorData> foldExpand(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  std::vector<int64_t> in = data.dims, shape = n->inputs[1]->constant->toInts(),
+                       out;
+  if (!broadcastDims(in, shape, out))
+    return nullptr;
+  return gatherElements(data, out, BroadcastSource(data.dims, out.size()));
+}
+
+/// Equal of two constants of one numeric type (broadcast), as bool.
+std::shared_ptr<const TensorData> foldEqual(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& a = *n->inputs[0]->constant;
+  const TensorData& b = *n->inputs[1]->constant;
+  if (a.dtype != b.dtype)
+    return nullptr;
+  std::vector<int64_t> ad = a.dims, bd = b.dims, od;
+  if (!broadcastDims(ad, bd, od))
+    return nullptr;
+  const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
+  const bool isInt = a.dtype != DataType::Float && a.dtype != DataType::Double;
+  auto t = std::make_shared<TensorData>();
+  t->dtype = DataType::Bool;
+  t->dims = od;
+  std::vector<int64_t> index(od.size(), 0);
+  for (int64_t o = 0, count = t->numElements(); o < count; ++o) {
+    const int64_t i = as(index), j = bs(index);
+    t->bytes.push_back(isInt ? a.asInt(i) == b.asInt(j)
+                             : a.asDouble(i) == b.asDouble(j));
+    nextIndex(index, od);
+  }
+  return t;
+}
+
+/// Where of constants: X where the (bool) condition holds, else Y
+/// (broadcast).
+std::shared_ptr<const TensorData> foldWhere(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 3)
+    return nullptr;
+  const TensorData& c = *n->inputs[0]->constant;
+  const TensorData& x = *n->inputs[1]->constant;
+  const TensorData& y = *n->inputs[2]->constant;
+  std::vector<int64_t> cd = c.dims, xd = x.dims, yd = y.dims, cx, od;
+  if (c.dtype != DataType::Bool || x.dtype != y.dtype ||
+      !broadcastDims(cd, xd, cx) || !broadcastDims(cx, yd, od))
+    return nullptr;
+  const BroadcastSource cs(c.dims, od.size()), xs(x.dims, od.size()),
+      ys(y.dims, od.size());
+  const size_t size = elementSize(x.dtype);
+  auto t = std::make_shared<TensorData>();
+  t->dtype = x.dtype;
+  t->dims = od;
+  std::vector<int64_t> index(od.size(), 0);
+  for (int64_t o = 0, count = t->numElements(); o < count; ++o) {
+    const bool pick = c.asDouble(cs(index)) != 0.0;
+    const TensorData& from = pick ? x : y;
+    const uint8_t* src =
+        from.bytes.data() +
+        static_cast<size_t>(pick ? xs(index) : ys(index)) * size;
+    t->bytes.insert(t->bytes.end(), src, src + size);
+    nextIndex(index, od);
+  }
+  return t;
+}
+
 /// Evaluates \p n when it is a foldable operator (the shape computations
 /// exporters write) on constants; nullptr for every other operator, which
 /// computes on activations or is removed by other passes (only the
@@ -540,6 +645,14 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
     return foldTranspose(n, a);
   if (k == OpKind::OnnxSlice)
     return foldSlice(n, opset);
+  if (k == OpKind::OnnxConstantOfShape)
+    return foldConstantOfShape(n, a);
+  if (k == OpKind::OnnxExpand)
+    return foldExpand(n);
+  if (k == OpKind::OnnxEqual)
+    return foldEqual(n);
+  if (k == OpKind::OnnxWhere)
+    return foldWhere(n);
   return nullptr;
 }
 

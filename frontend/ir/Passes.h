@@ -43,7 +43,8 @@ std::string formatScalar(const Scalar& s);
 /// Removes nodes that do not contribute to the graph output.
 void eliminateDeadNodes(Graph& g);
 /// Evaluates Constant nodes and shape computations (Shape, Gather,
-/// Unsqueeze, Squeeze, Concat, Cast, Reshape of constants) into constants,
+/// Unsqueeze, Squeeze, Concat, Cast, Reshape, ConstantOfShape, Equal, Where,
+/// Expand and arithmetic of constants) into constants,
 /// and resolves the target shape of Reshape nodes whose shape became known.
 void foldConstants(Graph& g);
 /// Removes Identity and inference-mode Dropout nodes.

@@ -844,6 +844,10 @@ std::string lowerGather(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerUnsqueeze(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerSqueeze(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerConstantOfShape(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerEqual(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerWhere(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerExpand(Lowering&, Node* n) { return notFolded(n); }
 
 /// Concatenation of activations along the channels (axis 1 of N x C x H x W
 /// or of N x K; constant inputs were folded, or are refused): one concat

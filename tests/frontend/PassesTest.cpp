@@ -374,3 +374,67 @@ TEST_CASE("Passes: constant Pow, Sqrt and Erf fold") {
   REQUIRE(c->isConstant());
   CHECK(c->constant->toFloats() == std::vector<float>{0.f, std::erf(1.f)});
 }
+
+TEST_CASE("Passes: the class-token broadcast (ConstantOfShape, Equal, Where, "
+          "Expand) folds") {
+  // x.expand(1, -1, -1, -1) of a 2x1x1 constant as PyTorch exports it:
+  // ones = [1, 1, 1, 1]; where(target == -ones, ones, target) = [1, 1, 1,
+  // 1]; expanding broadcasts the constant to 1x2x1x1.
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 'rank' dims: 1 data_type: 7 int64_data: 4 }"
+      " initializer { name: 'minus1' dims: 1 data_type: 7 int64_data: -1 }"
+      " initializer { name: 'target' dims: 4 data_type: 7 int64_data: 1 "
+      "int64_data: -1 int64_data: -1 int64_data: -1 }"
+      " initializer { name: 'c' dims: 2 dims: 1 dims: 1 data_type: 1 "
+      "float_data: 0.5 float_data: -2 }"
+      " node { input: 'rank' output: 'ones' name: 'cos' op_type: "
+      "'ConstantOfShape' attribute { name: 'value' type: TENSOR t { dims: 1 "
+      "data_type: 7 int64_data: 1 } } }"
+      " node { input: 'ones' input: 'minus1' output: 'neg' name: 'mul' "
+      "op_type: 'Mul' }"
+      " node { input: 'target' input: 'neg' output: 'keep' name: 'eq' "
+      "op_type: 'Equal' }"
+      " node { input: 'keep' input: 'ones' input: 'target' output: 'shape' "
+      "name: 'where' op_type: 'Where' }"
+      " node { input: 'c' input: 'shape' output: 'e' name: 'expand' "
+      "op_type: 'Expand' }"
+      " node { input: 'input' input: 'e' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* c = g->nodes()[0]->inputs[1];
+  REQUIRE(c->isConstant());
+  CHECK(c->constant->dims == std::vector<int64_t>{1, 2, 1, 1});
+  CHECK(c->constant->toFloats() == std::vector<float>{0.5f, -2.f});
+}
+
+TEST_CASE("Passes: Expand broadcasts both ways and ConstantOfShape "
+          "defaults to float zeros") {
+  // expand([[0], .., [5]] (6x1), [1, 6]) + ConstantOfShape([6]) = 6x6,
+  // row i all i.
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 'c' dims: 6 dims: 1 data_type: 1 float_data: 0 "
+      "float_data: 1 float_data: 2 float_data: 3 float_data: 4 float_data: 5 "
+      "}"
+      " initializer { name: 's' dims: 2 data_type: 7 int64_data: 1 "
+      "int64_data: 6 }"
+      " initializer { name: 'n' dims: 1 data_type: 7 int64_data: 6 }"
+      " node { input: 'c' input: 's' output: 'e' name: 'expand' op_type: "
+      "'Expand' }"
+      " node { input: 'n' output: 'z' name: 'zeros' op_type: "
+      "'ConstantOfShape' }"
+      " node { input: 'e' input: 'z' output: 'w' name: 'sum' op_type: 'Add' }"
+      " node { input: 'input' input: 'w' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* c = g->nodes()[0]->inputs[1];
+  REQUIRE(c->isConstant());
+  CHECK(c->constant->dims == std::vector<int64_t>{6, 6});
+  std::vector<float> want;
+  for (int i = 0; i < 6; ++i)
+    want.insert(want.end(), 6, float(i));
+  CHECK(c->constant->toFloats() == want);
+}
