@@ -67,6 +67,17 @@ void fuseChannelShuffles(Graph& g);
 /// then optionally Mul scale, Add bias) into one LayerNormalization.
 void fuseLayerNorms(Graph& g);
 
+/// Makes a vision transformer's tokens channel-first: from its patch
+/// embedding (a B x D x H x W activation reshaped and transposed to
+/// B x H*W x D, the constant class token concatenated before, the position
+/// embedding added: one class_token) to the Gather of one token before the
+/// head (select_token), tokens B x T x D become B x D x T x 1. Inside,
+/// ops working per token on the features are rewritten as makeChannelFirst
+/// does (layer_norm, 1 x 1 Conv, constants D x 1 x 1), and each self-
+/// attention as torch.onnx writes nn.MultiheadAttention becomes a 1 x 1
+/// Conv to queries, keys and values, attention, and a 1 x 1 Conv (ViT).
+void makeTokensChannelFirst(Graph& g);
+
 /// Turns the exact GELU the PyTorch exporter writes (x / sqrt(2), Erf,
 /// + 1, times x, times 0.5) into one gelu (an HPVM op: ONNX has Gelu from
 /// opset 20 only, beyond what torch2hpvm loads).

@@ -282,8 +282,9 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
                       "eliminate-dead-nodes", "fold-constants",
                       "remove-identities", "eliminate-dead-nodes", "fold-pads",
                       "alias-reshapes", "fuse-channel-shuffles",
-                      "fuse-layer-norms", "fuse-gelus", "make-channel-first",
-                      "lower", "eliminate-dead-nodes"});
+                      "fuse-layer-norms", "make-tokens-channel-first",
+                      "fuse-gelus", "make-channel-first", "lower",
+                      "eliminate-dead-nodes"});
 }
 
 TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
