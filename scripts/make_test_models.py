@@ -436,9 +436,53 @@ def errors():
          [X], io("y", [1, 2, 7, 7]), [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1])])
 
 
+def vit_tiny():
+    """torchvision's VisionTransformer at toy size (8x8 image, 4x4 patches:
+    5 tokens of 8 features, one encoder layer of 2 heads, MLP 16, 3
+    classes), exported by torch.onnx as a PyTorch user does (opset 13,
+    eval, constant folding): the patterns makeTokensChannelFirst matches,
+    exactly as the exporter writes them. Weights: seeded, 3 decimals."""
+    import io as pyio
+
+    import onnx.numpy_helper
+    import torch
+    from torchvision.models.vision_transformer import VisionTransformer
+    torch.manual_seed(0)
+    model = VisionTransformer(image_size=8, patch_size=4, num_layers=1,
+                              num_heads=2, hidden_dim=8, mlp_dim=16,
+                              num_classes=3).eval()
+    rng = np.random.RandomState(21)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.from_numpy(np.round(
+                rng.uniform(-1, 1, size=tuple(p.shape)), 3).astype(
+                    np.float32)))
+    buf = pyio.BytesIO()
+    torch.onnx.export(model, torch.zeros(1, 3, 8, 8), buf, opset_version=13,
+                      do_constant_folding=True, input_names=["input"],
+                      output_names=["output"])
+    model_proto = onnx.load_from_string(buf.getvalue())
+    # Typed fields instead of raw bytes, so that the fixture reads.
+    def typed(t):
+        a = onnx.numpy_helper.to_array(t)
+        return helper.make_tensor(t.name, t.data_type, list(t.dims),
+                                  a.flatten().tolist())
+    for i, t in enumerate(model_proto.graph.initializer):
+        model_proto.graph.initializer[i].CopyFrom(typed(t))
+    for n in model_proto.graph.node:
+        for attr in n.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                attr.t.CopyFrom(typed(attr.t))
+    model_proto.producer_name = "make_test_models.py (torch.onnx)"
+    model_proto.producer_version = ""
+    with open(os.path.join(ROOT, "vit_tiny.onnxtxt"), "w") as f:
+        f.write(text_format.MessageToString(model_proto))
+
+
 def main():
     op_fixtures()
     networks()
+    vit_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.
     for f in sorted(os.listdir(ROOT)):

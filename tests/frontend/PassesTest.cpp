@@ -6,8 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <unistd.h>
@@ -438,4 +440,106 @@ TEST_CASE("Passes: Expand broadcasts both ways and ConstantOfShape "
   for (int i = 0; i < 6; ++i)
     want.insert(want.end(), 6, float(i));
   CHECK(c->constant->toFloats() == want);
+}
+
+namespace {
+
+/// The kinds of \p g's nodes, in order.
+std::vector<OpKind> kindsOf(const Graph& g) {
+  std::vector<OpKind> kinds;
+  for (const auto& n : g.nodes())
+    kinds.push_back(n->kind);
+  return kinds;
+}
+
+/// The first node of kind \p k, or null.
+const Node* firstOf(const Graph& g, OpKind k) {
+  for (const auto& n : g.nodes())
+    if (n->kind == k)
+      return n.get();
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("Passes: ViT's tokens become channel-first: class_token, "
+          "layer_norm, 1x1 convs, attention, gelu, select_token") {
+  // torchvision's VisionTransformer at toy size as torch.onnx writes it:
+  // 2x2 patches of 8 features plus the class token (5 tokens), one encoder
+  // layer of 2 heads, MLP 16, 3 classes.
+  std::unique_ptr<Graph> g = loadModel(fixture("vit_tiny"), {});
+  lowerToHpvm(*g);
+  using K = OpKind;
+  CHECK(kindsOf(*g) ==
+        std::vector<OpKind>{
+            K::Conv,        K::Add,       K::ClassToken, // patch embedding
+            K::LayerNorm,   K::Conv,      K::Add,        // ln_1, q, k, v
+            K::Attention,   K::Conv,      K::Add,        // out_proj
+            K::Add,         K::LayerNorm, K::Conv,       // residual, ln_2
+            K::Add,         K::Gelu,      K::Conv,       // MLP
+            K::Add,         K::Add,       K::LayerNorm,  // residual, ln
+            K::SelectToken, K::Mul,       K::Add});      // class token, head
+  const Node* tokens = firstOf(*g, K::ClassToken);
+  REQUIRE(tokens != nullptr);
+  CHECK(tokens->inputs[0]->shape == std::vector<int64_t>{1, 8, 2, 2});
+  CHECK(tokens->inputs[1]->shape == std::vector<int64_t>{1, 8, 1, 1});
+  CHECK(tokens->inputs[2]->shape == std::vector<int64_t>{1, 8, 5, 1});
+  CHECK(tokens->output->shape == std::vector<int64_t>{1, 8, 5, 1});
+  const Node* attn = firstOf(*g, K::Attention);
+  REQUIRE(attn != nullptr);
+  CHECK(attn->inputs[0]->shape == std::vector<int64_t>{1, 24, 5, 1});
+  REQUIRE(attn->scalars.size() == 1);
+  CHECK(attn->scalars[0].i == 2);
+  const Node* pick = firstOf(*g, K::SelectToken);
+  REQUIRE(pick != nullptr);
+  CHECK(pick->scalars[0].i == 0);
+  CHECK(pick->output->shape == std::vector<int64_t>{1, 8, 1, 1});
+  // The position embedding (5 tokens x 8 features in ONNX) is transposed:
+  // element (feature d, token t) is ONNX's (t, d).
+  std::unique_ptr<Graph> onnx = loadModel(fixture("vit_tiny"), {});
+  const Value* pe = nullptr;
+  for (const auto& v : onnx->values())
+    if (v->name == "encoder.pos_embedding")
+      pe = v.get();
+  REQUIRE(pe != nullptr);
+  const std::vector<float> src = pe->constant->toFloats(),
+                           got = tokens->inputs[2]->constant->toFloats();
+  REQUIRE(got.size() == 40);
+  for (int t = 0; t < 5; ++t)
+    for (int d = 0; d < 8; ++d)
+      CHECK(got[size_t(d * 5 + t)] == src[size_t(t * 8 + d)]);
+}
+
+TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
+          "from the exporter's") {
+  // Queries scaled by 1/3 instead of 1/sqrt(head dim) = 1/2: not the
+  // attention op; the whole token region is left for the lowering to
+  // refuse.
+  std::unique_ptr<Graph> g = loadModel(fixture("vit_tiny"), {});
+  eliminateDeadNodes(*g);
+  foldConstants(*g);
+  removeIdentities(*g);
+  fuseLayerNorms(*g);
+  Node* scale = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
+        n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
+      scale = n.get();
+  REQUIRE(scale != nullptr);
+  auto three = std::make_shared<TensorData>();
+  three->dtype = DataType::Float;
+  const float v = 3.f;
+  three->bytes.resize(sizeof v);
+  std::memcpy(three->bytes.data(), &v, sizeof v);
+  Value* c = g->addConstant("three", three);
+  auto& users = scale->inputs[1]->users;
+  users.erase(std::find(users.begin(), users.end(), scale));
+  scale->inputs[1] = c;
+  c->users.push_back(scale);
+  const size_t before = g->nodes().size();
+  makeTokensChannelFirst(*g);
+  CHECK(g->nodes().size() == before);
+  CHECK(firstOf(*g, OpKind::ClassToken) == nullptr);
+  CHECK(firstOf(*g, OpKind::Attention) == nullptr);
+  CHECK_THROWS_AS(lowerNodes(*g), UserError);
 }
