@@ -321,6 +321,24 @@ def op_fixtures():
         save(op + ".onnxtxt", expand, [X], io("y", [1, 2, 6, 6]),
              [ints("rank", [4]), ints("minus1", [-1]),
               ints("target", [1, -1, -1, -1]), weights("c", [2, 1, 1], 20)])
+    # Index arithmetic on constants as Swin's mask computation writes it
+    # (Range, Mod, ScatterND, Not): channel 1 of a per-channel bias
+    # replaced, all of it folded into the constant the Add reads.
+    scatter = [
+        node("Range", ["one", "two", "one"], ["r"], "range"),
+        node("Mod", ["r", "two"], ["m"], "mod", fmod=0),
+        node("Unsqueeze", ["m", "axis1"], ["idx"], "unsqueeze"),
+        node("ScatterND", ["c", "idx", "upd"], ["s"], "scatter"),
+        node("Equal", ["m", "zero"], ["e"], "equal"),
+        node("Not", ["e"], ["keep"], "not"),
+        node("Where", ["keep", "s", "c"], ["w"], "where"),
+        node("Add", ["input", "w"], ["y"], "bias")]
+    for op in ("Mod", "Not", "Range", "ScatterND"):
+        save(op + ".onnxtxt", scatter, [X], io("y", [1, 2, 6, 6]),
+             [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+              helper.make_tensor("two", TensorProto.INT64, [], [2]),
+              ints("axis1", [1]), ints("zero", [0]),
+              weights("c", [2, 1, 1], 22), weights("upd", [1, 1, 1], 23)])
     save("Identity.onnxtxt",
          [node("Identity", ["input"], ["i"], "identity"),
           node("Relu", ["i"], ["y"], "relu")],

@@ -609,6 +609,125 @@ std::shared_ptr<const TensorData> foldWhere(Node* n) {
   return t;
 }
 
+/// Mod of int64 constants (the remainder takes the divisor's sign; by
+/// zero: not folded) or, with fmod, of float32 constants (C's fmod).
+std::shared_ptr<const TensorData> foldMod(Node* n, OpAttrs& attrs) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& a = *n->inputs[0]->constant;
+  const TensorData& b = *n->inputs[1]->constant;
+  const bool fmod = attrs.getInt("fmod") != 0;
+  if (a.dtype != b.dtype ||
+      a.dtype != (fmod ? DataType::Float : DataType::Int64))
+    return nullptr;
+  std::vector<int64_t> ad = a.dims, bd = b.dims, od;
+  if (!broadcastDims(ad, bd, od))
+    return nullptr;
+  const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
+  std::vector<int64_t> iv;
+  std::vector<float> fv;
+  std::vector<int64_t> index(od.size(), 0);
+  int64_t count = 1;
+  for (int64_t d : od)
+    count *= d;
+  for (int64_t o = 0; o < count; ++o) {
+    if (fmod) {
+      fv.push_back(std::fmod(float(a.asDouble(as(index))),
+                             float(b.asDouble(bs(index)))));
+    } else {
+      const int64_t x = a.asInt(as(index)), y = b.asInt(bs(index));
+      if (y == 0)
+        return nullptr;
+      int64_t r = x % y;
+      if (r != 0 && (r < 0) != (y < 0))
+        r += y;
+      iv.push_back(r);
+    }
+    nextIndex(index, od);
+  }
+  return fmod ? floatTensor(fv, od) : intTensor(iv, od);
+}
+
+/// Not of a bool constant.
+std::shared_ptr<const TensorData> foldNot(Node* n) {
+  if (!n->inputs[0]->isConstant() ||
+      n->inputs[0]->constant->dtype != DataType::Bool)
+    return nullptr;
+  auto t = std::make_shared<TensorData>(*n->inputs[0]->constant);
+  for (uint8_t& b : t->bytes)
+    b = b ? 0 : 1;
+  return t;
+}
+
+/// Range of int64 or float32 scalar constants start, limit, delta:
+/// max(ceil((limit - start) / delta), 0) elements.
+std::shared_ptr<const TensorData> foldRange(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 3)
+    return nullptr;
+  const TensorData& s = *n->inputs[0]->constant;
+  const TensorData& l = *n->inputs[1]->constant;
+  const TensorData& d = *n->inputs[2]->constant;
+  if (s.dtype != l.dtype || s.dtype != d.dtype || s.numElements() != 1 ||
+      l.numElements() != 1 || d.numElements() != 1 ||
+      (s.dtype != DataType::Int64 && s.dtype != DataType::Float) ||
+      d.asDouble(0) == 0)
+    return nullptr;
+  const double start = s.asDouble(0), delta = d.asDouble(0);
+  const int64_t count =
+      std::max<int64_t>(int64_t(std::ceil((l.asDouble(0) - start) / delta)), 0);
+  if (s.dtype == DataType::Int64) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < count; ++i)
+      v.push_back(s.asInt(0) + i * d.asInt(0));
+    return intTensor(v, {count});
+  }
+  std::vector<float> v;
+  for (int64_t i = 0; i < count; ++i)
+    v.push_back(float(start + double(i) * delta));
+  return floatTensor(v, {count});
+}
+
+/// ScatterND of constants (no reduction): a copy of the data with the
+/// slices the indices' last axis addresses replaced by the updates.
+std::shared_ptr<const TensorData> foldScatterND(Node* n, OpAttrs& a) {
+  if (!allConstant(n) || n->inputs.size() != 3 ||
+      a.getString("reduction") != "none")
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  const TensorData& indices = *n->inputs[1]->constant;
+  const TensorData& updates = *n->inputs[2]->constant;
+  if (indices.dims.empty() || updates.dtype != data.dtype)
+    return nullptr;
+  const size_t k = size_t(indices.dims.back());
+  if (k == 0 || k > data.dims.size())
+    return nullptr;
+  // Each index tuple addresses a slice of `slice` elements.
+  int64_t slice = 1;
+  for (size_t d = k; d < data.dims.size(); ++d)
+    slice *= data.dims[d];
+  const int64_t tuples = indices.numElements() / int64_t(k);
+  if (updates.numElements() != tuples * slice)
+    return nullptr;
+  const std::vector<int64_t> strides = stridesOf(data.dims);
+  const size_t size = elementSize(data.dtype);
+  auto t = std::make_shared<TensorData>(data);
+  for (int64_t i = 0; i < tuples; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t idx = indices.asInt(i * int64_t(k) + int64_t(d));
+      if (idx < 0)
+        idx += data.dims[d];
+      if (idx < 0 || idx >= data.dims[d])
+        return nullptr;
+      offset += idx * strides[d];
+    }
+    std::memcpy(t->bytes.data() + size_t(offset) * size,
+                updates.bytes.data() + size_t(i * slice) * size,
+                size_t(slice) * size);
+  }
+  return t;
+}
+
 /// Evaluates \p n when it is a foldable operator (the shape computations
 /// exporters write) on constants; nullptr for every other operator, which
 /// computes on activations or is removed by other passes (only the
@@ -653,6 +772,14 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
     return foldEqual(n);
   if (k == OpKind::OnnxWhere)
     return foldWhere(n);
+  if (k == OpKind::OnnxMod)
+    return foldMod(n, a);
+  if (k == OpKind::OnnxNot)
+    return foldNot(n);
+  if (k == OpKind::OnnxRange)
+    return foldRange(n);
+  if (k == OpKind::OnnxScatterND)
+    return foldScatterND(n, a);
   return nullptr;
 }
 

@@ -44,7 +44,8 @@ std::string formatScalar(const Scalar& s);
 void eliminateDeadNodes(Graph& g);
 /// Evaluates Constant nodes and shape computations (Shape, Gather,
 /// Unsqueeze, Squeeze, Concat, Cast, Reshape, ConstantOfShape, Equal, Where,
-/// Expand and arithmetic of constants) into constants,
+/// Expand, Mod, Not, Range, ScatterND and arithmetic of constants) into
+/// constants,
 /// and resolves the target shape of Reshape nodes whose shape became known.
 void foldConstants(Graph& g);
 /// Removes Identity and inference-mode Dropout nodes.

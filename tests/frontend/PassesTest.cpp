@@ -543,3 +543,54 @@ TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
   CHECK(firstOf(*g, OpKind::Attention) == nullptr);
   CHECK_THROWS_AS(lowerNodes(*g), UserError);
 }
+
+TEST_CASE("Passes: Swin's index arithmetic (Range, Mod, ScatterND, Not) "
+          "folds") {
+  // The fixture replaces channel 1 of bias c by upd through ScatterND at
+  // index Mod(Range(1, 2, 1), 2) = [1], kept by Where(Not(Equal([1],
+  // 0))).
+  std::unique_ptr<Graph> g = loadModel(fixture("ScatterND"), {});
+  std::vector<float> c, upd;
+  for (const auto& v : g->values()) {
+    if (v->name == "c")
+      c = v->constant->toFloats();
+    if (v->name == "upd")
+      upd = v->constant->toFloats();
+  }
+  REQUIRE(c.size() == 2);
+  REQUIRE(upd.size() == 1);
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* w = g->nodes()[0]->inputs[1];
+  REQUIRE(w->isConstant());
+  CHECK(w->constant->dims == std::vector<int64_t>{2, 1, 1});
+  CHECK(w->constant->toFloats() == std::vector<float>{c[0], upd[0]});
+}
+
+TEST_CASE("Passes: Mod's remainder takes the divisor's sign and Range "
+          "counts down") {
+  // Range(5, 1, -2) = [5, 3]; Mod([5, 3], -3) = [-1, 0] (Python's %).
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 's' data_type: 7 int64_data: 5 }"
+      " initializer { name: 'l' data_type: 7 int64_data: 1 }"
+      " initializer { name: 'd' data_type: 7 int64_data: -2 }"
+      " initializer { name: 'm3' data_type: 7 int64_data: -3 }"
+      " initializer { name: 'shape' dims: 3 data_type: 7 int64_data: 2 "
+      "int64_data: 1 int64_data: 1 }"
+      " node { input: 's' input: 'l' input: 'd' output: 'r' name: 'range' "
+      "op_type: 'Range' }"
+      " node { input: 'r' input: 'm3' output: 'm' name: 'mod' op_type: "
+      "'Mod' }"
+      " node { input: 'm' output: 'f' name: 'cast' op_type: 'Cast' "
+      "attribute { name: 'to' type: INT i: 1 } }"
+      " node { input: 'f' input: 'shape' output: 'b' name: 'reshape' "
+      "op_type: 'Reshape' }"
+      " node { input: 'input' input: 'b' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* b = g->nodes()[0]->inputs[1];
+  REQUIRE(b->isConstant());
+  CHECK(b->constant->toFloats() == std::vector<float>{-1.f, 0.f});
+}
