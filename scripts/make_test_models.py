@@ -305,6 +305,40 @@ def op_fixtures():
           node("Gemm", ["f", "w"], ["y"], "fc", transB=1)],
          [X], io("y", [1, 3]),
          [ints("idx", [0]), ints("minus1", [-1]), weights("w", [3, 72], 15)])
+    # PyTorch's x.expand(1, -1, -1, -1) of a constant, as it exports the
+    # class token's broadcast (ViT): the shape's -1s replaced through
+    # ConstantOfShape, Equal and Where, then Expand; all of it folds into
+    # the per-channel bias the Add reads.
+    expand = [
+        node("ConstantOfShape", ["rank"], ["ones"], "ones",
+             value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+        node("Mul", ["ones", "minus1"], ["neg"], "negate"),
+        node("Equal", ["target", "neg"], ["keep"], "equal"),
+        node("Where", ["keep", "ones", "target"], ["shape"], "where"),
+        node("Expand", ["c", "shape"], ["e"], "expand"),
+        node("Add", ["input", "e"], ["y"], "bias")]
+    for op in ("ConstantOfShape", "Equal", "Where", "Expand"):
+        save(op + ".onnxtxt", expand, [X], io("y", [1, 2, 6, 6]),
+             [ints("rank", [4]), ints("minus1", [-1]),
+              ints("target", [1, -1, -1, -1]), weights("c", [2, 1, 1], 20)])
+    # Index arithmetic on constants as Swin's mask computation writes it
+    # (Range, Mod, ScatterND, Not): channel 1 of a per-channel bias
+    # replaced, all of it folded into the constant the Add reads.
+    scatter = [
+        node("Range", ["one", "two", "one"], ["r"], "range"),
+        node("Mod", ["r", "two"], ["m"], "mod", fmod=0),
+        node("Unsqueeze", ["m", "axis1"], ["idx"], "unsqueeze"),
+        node("ScatterND", ["c", "idx", "upd"], ["s"], "scatter"),
+        node("Equal", ["m", "zero"], ["e"], "equal"),
+        node("Not", ["e"], ["keep"], "not"),
+        node("Where", ["keep", "s", "c"], ["w"], "where"),
+        node("Add", ["input", "w"], ["y"], "bias")]
+    for op in ("Mod", "Not", "Range", "ScatterND"):
+        save(op + ".onnxtxt", scatter, [X], io("y", [1, 2, 6, 6]),
+             [helper.make_tensor("one", TensorProto.INT64, [], [1]),
+              helper.make_tensor("two", TensorProto.INT64, [], [2]),
+              ints("axis1", [1]), ints("zero", [0]),
+              weights("c", [2, 1, 1], 22), weights("upd", [1, 1, 1], 23)])
     save("Identity.onnxtxt",
          [node("Identity", ["input"], ["i"], "identity"),
           node("Relu", ["i"], ["y"], "relu")],
@@ -420,9 +454,53 @@ def errors():
          [X], io("y", [1, 2, 7, 7]), [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1])])
 
 
+def vit_tiny():
+    """torchvision's VisionTransformer at toy size (8x8 image, 4x4 patches:
+    5 tokens of 8 features, one encoder layer of 2 heads, MLP 16, 3
+    classes), exported by torch.onnx as a PyTorch user does (opset 13,
+    eval, constant folding): the patterns makeTokensChannelFirst matches,
+    exactly as the exporter writes them. Weights: seeded, 3 decimals."""
+    import io as pyio
+
+    import onnx.numpy_helper
+    import torch
+    from torchvision.models.vision_transformer import VisionTransformer
+    torch.manual_seed(0)
+    model = VisionTransformer(image_size=8, patch_size=4, num_layers=1,
+                              num_heads=2, hidden_dim=8, mlp_dim=16,
+                              num_classes=3).eval()
+    rng = np.random.RandomState(21)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.from_numpy(np.round(
+                rng.uniform(-1, 1, size=tuple(p.shape)), 3).astype(
+                    np.float32)))
+    buf = pyio.BytesIO()
+    torch.onnx.export(model, torch.zeros(1, 3, 8, 8), buf, opset_version=13,
+                      do_constant_folding=True, input_names=["input"],
+                      output_names=["output"])
+    model_proto = onnx.load_from_string(buf.getvalue())
+    # Typed fields instead of raw bytes, so that the fixture reads.
+    def typed(t):
+        a = onnx.numpy_helper.to_array(t)
+        return helper.make_tensor(t.name, t.data_type, list(t.dims),
+                                  a.flatten().tolist())
+    for i, t in enumerate(model_proto.graph.initializer):
+        model_proto.graph.initializer[i].CopyFrom(typed(t))
+    for n in model_proto.graph.node:
+        for attr in n.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                attr.t.CopyFrom(typed(attr.t))
+    model_proto.producer_name = "make_test_models.py (torch.onnx)"
+    model_proto.producer_version = ""
+    with open(os.path.join(ROOT, "vit_tiny.onnxtxt"), "w") as f:
+        f.write(text_format.MessageToString(model_proto))
+
+
 def main():
     op_fixtures()
     networks()
+    vit_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.
     for f in sorted(os.listdir(ROOT)):

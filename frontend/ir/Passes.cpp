@@ -504,6 +504,230 @@ std::shared_ptr<const TensorData> foldReshape(Node* n, int64_t opset) {
   return withDims(data, target);
 }
 
+/// The flat index into a tensor of dims \p in, broadcast as NumPy does to
+/// dims \p out (right-aligned, dims of size 1 repeated), of each
+/// multi-index of \p out; \p in must broadcast to \p out.
+struct BroadcastSource {
+  std::vector<int64_t> dims, strides;
+  BroadcastSource(std::vector<int64_t> in, size_t rank) : dims(std::move(in)) {
+    dims.insert(dims.begin(), rank - dims.size(), 1);
+    strides = stridesOf(dims);
+  }
+  int64_t operator()(const std::vector<int64_t>& index) const {
+    int64_t s = 0;
+    for (size_t d = 0; d < dims.size(); ++d)
+      s += (dims[d] == 1 ? 0 : index[d]) * strides[d];
+    return s;
+  }
+};
+
+/// ConstantOfShape: a tensor of the constant dims filled with the value
+/// attribute (one element; float 0 when absent).
+std::shared_ptr<const TensorData> foldConstantOfShape(Node* n, OpAttrs& a) {
+  if (!n->inputs[0]->isConstant())
+    return nullptr;
+  std::vector<int64_t> dims = n->inputs[0]->constant->toInts();
+  for (int64_t d : dims)
+    if (d < 0)
+      return nullptr;
+  std::shared_ptr<const TensorData> fill = a.getTensor("value");
+  if (!fill)
+    fill = floatTensor({0.f}, {1});
+  if (fill->numElements() != 1)
+    return nullptr;
+  return gatherElements(*fill, dims,
+                        [](const std::vector<int64_t>&) { return 0; });
+}
+
+/// Expand of a constant to a constant shape (broadcast both ways, as
+/// NumPy broadcasts the constant against a tensor of that shape).
+std::shared_ptr<const TensorData> foldExpand(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  std::vector<int64_t> in = data.dims, shape = n->inputs[1]->constant->toInts(),
+                       out;
+  if (!broadcastDims(in, shape, out))
+    return nullptr;
+  return gatherElements(data, out, BroadcastSource(data.dims, out.size()));
+}
+
+/// Equal of two constants of one numeric type (broadcast), as bool.
+std::shared_ptr<const TensorData> foldEqual(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& a = *n->inputs[0]->constant;
+  const TensorData& b = *n->inputs[1]->constant;
+  if (a.dtype != b.dtype)
+    return nullptr;
+  std::vector<int64_t> ad = a.dims, bd = b.dims, od;
+  if (!broadcastDims(ad, bd, od))
+    return nullptr;
+  const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
+  const bool isInt = a.dtype != DataType::Float && a.dtype != DataType::Double;
+  auto t = std::make_shared<TensorData>();
+  t->dtype = DataType::Bool;
+  t->dims = od;
+  std::vector<int64_t> index(od.size(), 0);
+  for (int64_t o = 0, count = t->numElements(); o < count; ++o) {
+    const int64_t i = as(index), j = bs(index);
+    t->bytes.push_back(isInt ? a.asInt(i) == b.asInt(j)
+                             : a.asDouble(i) == b.asDouble(j));
+    nextIndex(index, od);
+  }
+  return t;
+}
+
+/// Where of constants: X where the (bool) condition holds, else Y
+/// (broadcast).
+std::shared_ptr<const TensorData> foldWhere(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 3)
+    return nullptr;
+  const TensorData& c = *n->inputs[0]->constant;
+  const TensorData& x = *n->inputs[1]->constant;
+  const TensorData& y = *n->inputs[2]->constant;
+  std::vector<int64_t> cd = c.dims, xd = x.dims, yd = y.dims, cx, od;
+  if (c.dtype != DataType::Bool || x.dtype != y.dtype ||
+      !broadcastDims(cd, xd, cx) || !broadcastDims(cx, yd, od))
+    return nullptr;
+  const BroadcastSource cs(c.dims, od.size()), xs(x.dims, od.size()),
+      ys(y.dims, od.size());
+  const size_t size = elementSize(x.dtype);
+  auto t = std::make_shared<TensorData>();
+  t->dtype = x.dtype;
+  t->dims = od;
+  std::vector<int64_t> index(od.size(), 0);
+  for (int64_t o = 0, count = t->numElements(); o < count; ++o) {
+    const bool pick = c.asDouble(cs(index)) != 0.0;
+    const TensorData& from = pick ? x : y;
+    const uint8_t* src =
+        from.bytes.data() +
+        static_cast<size_t>(pick ? xs(index) : ys(index)) * size;
+    t->bytes.insert(t->bytes.end(), src, src + size);
+    nextIndex(index, od);
+  }
+  return t;
+}
+
+/// Mod of int64 constants (the remainder takes the divisor's sign; by
+/// zero: not folded) or, with fmod, of float32 constants (C's fmod).
+std::shared_ptr<const TensorData> foldMod(Node* n, OpAttrs& attrs) {
+  if (!allConstant(n) || n->inputs.size() != 2)
+    return nullptr;
+  const TensorData& a = *n->inputs[0]->constant;
+  const TensorData& b = *n->inputs[1]->constant;
+  const bool fmod = attrs.getInt("fmod") != 0;
+  if (a.dtype != b.dtype ||
+      a.dtype != (fmod ? DataType::Float : DataType::Int64))
+    return nullptr;
+  std::vector<int64_t> ad = a.dims, bd = b.dims, od;
+  if (!broadcastDims(ad, bd, od))
+    return nullptr;
+  const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
+  std::vector<int64_t> iv;
+  std::vector<float> fv;
+  std::vector<int64_t> index(od.size(), 0);
+  int64_t count = 1;
+  for (int64_t d : od)
+    count *= d;
+  for (int64_t o = 0; o < count; ++o) {
+    if (fmod) {
+      fv.push_back(std::fmod(float(a.asDouble(as(index))),
+                             float(b.asDouble(bs(index)))));
+    } else {
+      const int64_t x = a.asInt(as(index)), y = b.asInt(bs(index));
+      if (y == 0)
+        return nullptr;
+      int64_t r = x % y;
+      if (r != 0 && (r < 0) != (y < 0))
+        r += y;
+      iv.push_back(r);
+    }
+    nextIndex(index, od);
+  }
+  return fmod ? floatTensor(fv, od) : intTensor(iv, od);
+}
+
+/// Not of a bool constant.
+std::shared_ptr<const TensorData> foldNot(Node* n) {
+  if (!n->inputs[0]->isConstant() ||
+      n->inputs[0]->constant->dtype != DataType::Bool)
+    return nullptr;
+  auto t = std::make_shared<TensorData>(*n->inputs[0]->constant);
+  for (uint8_t& b : t->bytes)
+    b = b ? 0 : 1;
+  return t;
+}
+
+/// Range of int64 or float32 scalar constants start, limit, delta:
+/// max(ceil((limit - start) / delta), 0) elements.
+std::shared_ptr<const TensorData> foldRange(Node* n) {
+  if (!allConstant(n) || n->inputs.size() != 3)
+    return nullptr;
+  const TensorData& s = *n->inputs[0]->constant;
+  const TensorData& l = *n->inputs[1]->constant;
+  const TensorData& d = *n->inputs[2]->constant;
+  if (s.dtype != l.dtype || s.dtype != d.dtype || s.numElements() != 1 ||
+      l.numElements() != 1 || d.numElements() != 1 ||
+      (s.dtype != DataType::Int64 && s.dtype != DataType::Float) ||
+      d.asDouble(0) == 0)
+    return nullptr;
+  const double start = s.asDouble(0), delta = d.asDouble(0);
+  const int64_t count =
+      std::max<int64_t>(int64_t(std::ceil((l.asDouble(0) - start) / delta)), 0);
+  if (s.dtype == DataType::Int64) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < count; ++i)
+      v.push_back(s.asInt(0) + i * d.asInt(0));
+    return intTensor(v, {count});
+  }
+  std::vector<float> v;
+  for (int64_t i = 0; i < count; ++i)
+    v.push_back(float(start + double(i) * delta));
+  return floatTensor(v, {count});
+}
+
+/// ScatterND of constants (no reduction): a copy of the data with the
+/// slices the indices' last axis addresses replaced by the updates.
+std::shared_ptr<const TensorData> foldScatterND(Node* n, OpAttrs& a) {
+  if (!allConstant(n) || n->inputs.size() != 3 ||
+      a.getString("reduction") != "none")
+    return nullptr;
+  const TensorData& data = *n->inputs[0]->constant;
+  const TensorData& indices = *n->inputs[1]->constant;
+  const TensorData& updates = *n->inputs[2]->constant;
+  if (indices.dims.empty() || updates.dtype != data.dtype)
+    return nullptr;
+  const size_t k = size_t(indices.dims.back());
+  if (k == 0 || k > data.dims.size())
+    return nullptr;
+  // Each index tuple addresses a slice of `slice` elements.
+  int64_t slice = 1;
+  for (size_t d = k; d < data.dims.size(); ++d)
+    slice *= data.dims[d];
+  const int64_t tuples = indices.numElements() / int64_t(k);
+  if (updates.numElements() != tuples * slice)
+    return nullptr;
+  const std::vector<int64_t> strides = stridesOf(data.dims);
+  const size_t size = elementSize(data.dtype);
+  auto t = std::make_shared<TensorData>(data);
+  for (int64_t i = 0; i < tuples; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t idx = indices.asInt(i * int64_t(k) + int64_t(d));
+      if (idx < 0)
+        idx += data.dims[d];
+      if (idx < 0 || idx >= data.dims[d])
+        return nullptr;
+      offset += idx * strides[d];
+    }
+    std::memcpy(t->bytes.data() + size_t(offset) * size,
+                updates.bytes.data() + size_t(i * slice) * size,
+                size_t(slice) * size);
+  }
+  return t;
+}
+
 /// Evaluates \p n when it is a foldable operator (the shape computations
 /// exporters write) on constants; nullptr for every other operator, which
 /// computes on activations or is removed by other passes (only the
@@ -540,6 +764,22 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
     return foldTranspose(n, a);
   if (k == OpKind::OnnxSlice)
     return foldSlice(n, opset);
+  if (k == OpKind::OnnxConstantOfShape)
+    return foldConstantOfShape(n, a);
+  if (k == OpKind::OnnxExpand)
+    return foldExpand(n);
+  if (k == OpKind::OnnxEqual)
+    return foldEqual(n);
+  if (k == OpKind::OnnxWhere)
+    return foldWhere(n);
+  if (k == OpKind::OnnxMod)
+    return foldMod(n, a);
+  if (k == OpKind::OnnxNot)
+    return foldNot(n);
+  if (k == OpKind::OnnxRange)
+    return foldRange(n);
+  if (k == OpKind::OnnxScatterND)
+    return foldScatterND(n, a);
   return nullptr;
 }
 
@@ -1268,6 +1508,126 @@ void fuseGelus(Graph& g) {
   g.pruneValues();
 }
 
+namespace {
+
+/// True if node \p u, reading channel-last value \p v, works per pixel on
+/// the last axis: LayerNormalization over it, MatMul by a constant matrix
+/// (a Linear layer), elementwise ops whose constants are scalars or hold
+/// one value per channel of the last axis, activations (Erf included: the
+/// pieces of a GELU not fused yet). Whether every non-constant operand
+/// comes from the same region is for the caller to check.
+bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
+  const OpKind k = u->kind;
+  if (k == OpKind::OnnxLayerNormalization) {
+    OpAttrs a(*u, opset);
+    const int64_t axis = a.getInt("axis");
+    bool fits = u->inputs[0] == v &&
+                (axis == -1 || axis + 1 == int64_t(v->shape.size()));
+    for (size_t i = 1; i < u->inputs.size(); ++i)
+      fits =
+          fits && (u->inputs[i]->name.empty() ||
+                   (u->inputs[i]->isConstant() &&
+                    u->inputs[i]->constant->dtype == DataType::Float &&
+                    u->inputs[i]->constant->numElements() == v->shape.back()));
+    return fits;
+  }
+  if (k == OpKind::OnnxMatMul) {
+    const Value* w = u->inputs[1];
+    return u->inputs[0] == v && w->isConstant() &&
+           w->constant->dims.size() == 2;
+  }
+  if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
+      k == OpKind::OnnxDiv) {
+    bool fits = u->inputs.size() == 2;
+    for (const Value* in : u->inputs)
+      fits = fits && (!in->isConstant() || in->constant->numElements() == 1 ||
+                      in->constant->numElements() == in->constant->dims.back());
+    return fits;
+  }
+  if (k == OpKind::Gelu || k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
+      k == OpKind::OnnxTanh || k == OpKind::OnnxHardSwish ||
+      k == OpKind::OnnxClip || k == OpKind::OnnxErf) {
+    bool fits = u->inputs[0] == v;
+    for (size_t i = 1; i < u->inputs.size(); ++i)
+      fits = fits && u->inputs[i]->isConstant();
+    return fits;
+  }
+  return false;
+}
+
+/// Rewrites node \p u of a channel-last region for channel-first data
+/// (its output shape already is): a LayerNormalization over the last axis
+/// becomes layer_norm, a MatMul by a constant K x N matrix a 1 x 1 Conv,
+/// and constants over the last axis of elementwise ops C x 1 x 1. Adds the
+/// nodes it replaces to \p erased.
+void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
+  const int64_t opset = g.source.opset;
+  const OpKind k = u->kind;
+  if (k == OpKind::OnnxLayerNormalization) {
+    // Over the last axis channel-last is over the channels of each
+    // pixel channel-first: HPVM's layer_norm (ONNX's axis 1 would
+    // normalize C, H and W together).
+    const int64_t ch = u->output->shape[1];
+    std::vector<Value*> ins = {u->inputs[0]};
+    for (size_t i = 1; i < 3; ++i) {
+      std::shared_ptr<const TensorData> t =
+          i < u->inputs.size() && !u->inputs[i]->name.empty()
+              ? u->inputs[i]->constant
+              : floatTensor(std::vector<float>(size_t(ch), i == 1 ? 1 : 0),
+                            {ch});
+      if (!t || t->numElements() != ch || t->dtype != DataType::Float) {
+        ins.clear();
+        break;
+      }
+      Value* c = g.addConstant(
+          i < u->inputs.size()
+              ? u->inputs[i]->name
+              : u->output->name + (i == 1 ? ".scale" : ".bias"),
+          withDims(*t, {1, ch, 1, 1}),
+          i < u->inputs.size() ? u->inputs[i]->initializerIndex : -1);
+      c->shape = {1, ch, 1, 1};
+      ins.push_back(c);
+    }
+    HPVM_ASSERT(ins.size() == 3, "LayerNormalization scale/bias checked "
+                                 "when the region was formed");
+    const double eps = OpAttrs(*u, opset).getFloat("epsilon");
+    erased.insert(u);
+    Node* ln = replaceChain(g, OpKind::LayerNorm, std::move(ins), {u});
+    ln->scalars = {Scalar::real(shortestFloat(float(eps)))};
+  } else if (k == OpKind::OnnxMatMul) {
+    // x W (W: K x N) per pixel is a 1 x 1 convolution by W^T.
+    const TensorData& w = *u->inputs[1]->constant;
+    const int64_t K = w.dims[0], N = w.dims[1];
+    std::vector<float> src = w.toFloats(), t(src.size());
+    for (int64_t i = 0; i < K; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        t[size_t(j * K + i)] = src[size_t(i * N + j)];
+    Value* filter =
+        g.addConstant(u->inputs[1]->name, floatTensor(t, {N, K, 1, 1}),
+                      u->inputs[1]->initializerIndex);
+    filter->shape = {N, K, 1, 1};
+    erased.insert(u);
+    Node* conv = replaceChain(g, OpKind::OnnxConv, {u->inputs[0], filter}, {u});
+    conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  } else {
+    // Constants over the last axis become C x 1 x 1 (or stay scalars).
+    for (Value*& in : u->inputs) {
+      if (!in->isConstant() || in->constant->numElements() == 1)
+        continue;
+      int64_t n = in->constant->numElements();
+      Value* c = g.addConstant(in->name, withDims(*in->constant, {n, 1, 1}),
+                               in->initializerIndex);
+      c->shape = {n, 1, 1};
+      auto& users = in->users;
+      users.erase(std::remove(users.begin(), users.end(), u), users.end());
+      in = c;
+      c->users.push_back(u);
+    }
+  }
+}
+
+} // namespace
+
 void makeChannelFirst(Graph& g) {
   const int64_t opset = g.source.opset;
   auto permOf = [&](const Node* n) {
@@ -1286,12 +1646,6 @@ void makeChannelFirst(Graph& g) {
     std::unordered_set<const Value*> inside = {enter->output};
     std::vector<Value*> work = {enter->output};
     bool ok = true;
-    auto constantOk = [&](const Value* v) {
-      // A scalar, or one value per channel of the last axis.
-      const std::vector<int64_t>& d = v->constant->dims;
-      return v->constant->numElements() == 1 ||
-             v->constant->numElements() == d.back();
-    };
     while (ok && !work.empty()) {
       Value* v = work.back();
       work.pop_back();
@@ -1303,41 +1657,11 @@ void makeChannelFirst(Graph& g) {
         if (std::find(region.begin(), region.end(), u) != region.end() ||
             std::find(exits.begin(), exits.end(), u) != exits.end())
           continue;
-        const OpKind k = u->kind;
-        bool fits = false;
-        if (k == OpKind::OnnxTranspose) {
-          fits = permOf(u) == toFirst;
-          if (fits) {
-            exits.push_back(u);
-            continue;
-          }
-        } else if (k == OpKind::OnnxLayerNormalization) {
-          OpAttrs a(*u, opset);
-          fits = u->inputs[0] == v &&
-                 (a.getInt("axis") == -1 || a.getInt("axis") == 3);
-          for (size_t i = 1; i < u->inputs.size(); ++i)
-            fits = fits &&
-                   (u->inputs[i]->name.empty() ||
-                    (u->inputs[i]->isConstant() &&
-                     u->inputs[i]->constant->dtype == DataType::Float &&
-                     u->inputs[i]->constant->numElements() == v->shape.back()));
-        } else if (k == OpKind::OnnxMatMul) {
-          const Value* w = u->inputs[1];
-          fits = u->inputs[0] == v && w->isConstant() &&
-                 w->constant->dims.size() == 2;
-        } else if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub ||
-                   k == OpKind::OnnxMul || k == OpKind::OnnxDiv) {
-          fits = u->inputs.size() == 2;
-          for (const Value* in : u->inputs)
-            fits = fits &&
-                   (inside.count(in) || (in->isConstant() && constantOk(in)));
-        } else if (k == OpKind::Gelu || k == OpKind::OnnxRelu ||
-                   k == OpKind::OnnxSigmoid || k == OpKind::OnnxTanh ||
-                   k == OpKind::OnnxHardSwish || k == OpKind::OnnxClip) {
-          fits = u->inputs[0] == v;
-          for (size_t i = 1; i < u->inputs.size(); ++i)
-            fits = fits && u->inputs[i]->isConstant();
+        if (u->kind == OpKind::OnnxTranspose && permOf(u) == toFirst) {
+          exits.push_back(u);
+          continue;
         }
+        const bool fits = worksPerPixel(u, v, opset);
         if (!fits || u->output->shape.size() != 4) {
           ok = false;
           break;
@@ -1359,70 +1683,8 @@ void makeChannelFirst(Graph& g) {
       return std::vector<int64_t>{s[0], s[3], s[1], s[2]};
     };
     for (Node* u : region) {
-      const OpKind k = u->kind;
       u->output->shape = first(u->output->shape);
-      if (k == OpKind::OnnxLayerNormalization) {
-        // Over the last axis channel-last is over the channels of each
-        // pixel channel-first: HPVM's layer_norm (ONNX's axis 1 would
-        // normalize C, H and W together).
-        const int64_t ch = u->output->shape[1];
-        std::vector<Value*> ins = {u->inputs[0]};
-        for (size_t i = 1; i < 3; ++i) {
-          std::shared_ptr<const TensorData> t =
-              i < u->inputs.size() && !u->inputs[i]->name.empty()
-                  ? u->inputs[i]->constant
-                  : floatTensor(std::vector<float>(size_t(ch), i == 1 ? 1 : 0),
-                                {ch});
-          if (!t || t->numElements() != ch || t->dtype != DataType::Float) {
-            ins.clear();
-            break;
-          }
-          Value* c = g.addConstant(
-              i < u->inputs.size()
-                  ? u->inputs[i]->name
-                  : u->output->name + (i == 1 ? ".scale" : ".bias"),
-              withDims(*t, {1, ch, 1, 1}),
-              i < u->inputs.size() ? u->inputs[i]->initializerIndex : -1);
-          c->shape = {1, ch, 1, 1};
-          ins.push_back(c);
-        }
-        HPVM_ASSERT(ins.size() == 3, "LayerNormalization scale/bias checked "
-                                     "when the region was formed");
-        const double eps = OpAttrs(*u, opset).getFloat("epsilon");
-        erased.insert(u);
-        Node* ln = replaceChain(g, OpKind::LayerNorm, std::move(ins), {u});
-        ln->scalars = {Scalar::real(shortestFloat(float(eps)))};
-      } else if (k == OpKind::OnnxMatMul) {
-        // x W (W: K x N) per pixel is a 1 x 1 convolution by W^T.
-        const TensorData& w = *u->inputs[1]->constant;
-        const int64_t K = w.dims[0], N = w.dims[1];
-        std::vector<float> src = w.toFloats(), t(src.size());
-        for (int64_t i = 0; i < K; ++i)
-          for (int64_t j = 0; j < N; ++j)
-            t[size_t(j * K + i)] = src[size_t(i * N + j)];
-        Value* filter =
-            g.addConstant(u->inputs[1]->name, floatTensor(t, {N, K, 1, 1}),
-                          u->inputs[1]->initializerIndex);
-        filter->shape = {N, K, 1, 1};
-        erased.insert(u);
-        Node* conv =
-            replaceChain(g, OpKind::OnnxConv, {u->inputs[0], filter}, {u});
-        conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
-      } else {
-        // Constants over the last axis become C x 1 x 1 (or stay scalars).
-        for (Value*& in : u->inputs) {
-          if (!in->isConstant() || in->constant->numElements() == 1)
-            continue;
-          int64_t n = in->constant->numElements();
-          Value* c = g.addConstant(in->name, withDims(*in->constant, {n, 1, 1}),
-                                   in->initializerIndex);
-          c->shape = {n, 1, 1};
-          auto& users = in->users;
-          users.erase(std::remove(users.begin(), users.end(), u), users.end());
-          in = c;
-          c->users.push_back(u);
-        }
-      }
+      rewriteChannelFirst(g, u, erased);
     }
     for (Node* x : exits) {
       g.replaceAllUses(x->output, x->inputs[0]);
@@ -1432,6 +1694,348 @@ void makeChannelFirst(Graph& g) {
     g.replaceAllUses(enter->output, enter->inputs[0]);
     g.eraseNode(enter);
     erased.insert(enter);
+  }
+  g.pruneValues();
+}
+
+namespace {
+
+/// The permutation of Transpose \p n.
+std::vector<int64_t> permOf(const Node* n, int64_t opset) {
+  return OpAttrs(*n, opset).getInts("perm");
+}
+
+/// \p n is a Transpose by \p perm reading \p v.
+bool isTranspose(const Node* n, const Value* v, std::vector<int64_t> perm,
+                 int64_t opset) {
+  return n && n->kind == OpKind::OnnxTranspose && n->inputs[0] == v &&
+         permOf(n, opset) == perm;
+}
+
+/// \p v is a float constant of \p n elements, the last dim \p last.
+bool isConstantOf(const Value* v, int64_t n, int64_t last) {
+  return v && v->isConstant() && v->constant->dtype == DataType::Float &&
+         v->constant->numElements() == n && !v->constant->dims.empty() &&
+         v->constant->dims.back() == last;
+}
+
+/// nn.MultiheadAttention's self-attention as torch.onnx (PyTorch 1.13)
+/// writes it for a B x T x D input x (batch_first, as torchvision's ViT
+/// uses it): Transpose to T x B x D, MatMul by in_proj_weight^T (D x 3D),
+/// Add in_proj_bias, Slices of the queries, keys and values, each
+/// Reshaped to T x B*h x D/h and Transposed (the keys to B*h x D/h x T),
+/// queries Div sqrt(D/h), MatMul, Softmax over the last axis, MatMul by
+/// the values, Transpose and Reshape to T*B x D, Gemm by out_proj, Reshape
+/// to T x B x D and Transpose back to B x T x D.
+struct SelfAttention {
+  std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
+  Value* x = nullptr;
+  int64_t batch = 0, tokens = 0, dim = 0, heads = 0;
+  Value *inWeight = nullptr, *inBias = nullptr; ///< D x 3D, 3D.
+  Value *outWeight = nullptr, *outBias = nullptr;
+  bool outTransposed = false; ///< Gemm transB: outWeight is D_out x D_in.
+};
+
+/// Matches the self-attention that starts with Transpose \p t0; false if
+/// the nodes from there differ from what the exporter writes in any way.
+bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
+  const int64_t opset = g.source.opset;
+  Value* x = t0->inputs[0];
+  if (x->shape.size() != 3 || !isTranspose(t0, x, {1, 0, 2}, opset))
+    return false;
+  const int64_t B = x->shape[0], T = x->shape[1], D = x->shape[2];
+  m = SelfAttention{};
+  m.x = x;
+  m.batch = B;
+  m.tokens = T;
+  m.dim = D;
+  auto take = [&](Node* n, OpKind k) {
+    if (!n || n->kind != k || n->output == g.output)
+      return false;
+    m.nodes.push_back(n);
+    return true;
+  };
+  m.nodes.push_back(t0);
+  // The input projection.
+  Node* proj = soleUser(t0->output);
+  if (!take(proj, OpKind::OnnxMatMul) || proj->inputs[0] != t0->output ||
+      !isConstantOf(proj->inputs[1], D * 3 * D, 3 * D))
+    return false;
+  m.inWeight = proj->inputs[1];
+  Node* bias = soleUser(proj->output);
+  if (!take(bias, OpKind::OnnxAdd))
+    return false;
+  m.inBias = otherInput(bias, proj->output);
+  const Value* qkv = bias->output;
+  if (!isConstantOf(m.inBias, 3 * D, 3 * D) || qkv->users.size() != 3 ||
+      qkv->shape != std::vector<int64_t>{T, B, 3 * D})
+    return false;
+  // Queries, keys and values: Slice, Reshape, Transpose each.
+  Node* heads[3] = {};
+  for (Node* slice : qkv->users) {
+    std::vector<int64_t> begin, step, extent;
+    if (!take(slice, OpKind::OnnxSlice) || slice->inputs[0] != qkv ||
+        !sliceGeometry(*slice, opset, qkv->shape, begin, step, extent) ||
+        begin[0] != 0 || begin[1] != 0 || begin[2] % D != 0 ||
+        step != std::vector<int64_t>{1, 1, 1} ||
+        extent != std::vector<int64_t>{T, B, D} || heads[begin[2] / D])
+      return false;
+    const size_t part = size_t(begin[2] / D);
+    Node* reshape = soleUser(slice->output);
+    if (!take(reshape, OpKind::OnnxReshape))
+      return false;
+    const std::vector<int64_t>& r = reshape->output->shape;
+    if (r.size() != 3 || r[0] != T || r[1] % B != 0 || r[1] / B * r[2] != D ||
+        (m.heads != 0 && r[1] / B != m.heads))
+      return false;
+    m.heads = r[1] / B;
+    Node* t = soleUser(reshape->output);
+    const std::vector<int64_t> perm = part == 1 ? std::vector<int64_t>{1, 2, 0}
+                                                : std::vector<int64_t>{1, 0, 2};
+    if (!isTranspose(t, reshape->output, perm, opset) ||
+        !take(t, OpKind::OnnxTranspose))
+      return false;
+    heads[part] = t;
+  }
+  // Scores: the queries scaled by 1/sqrt(D/h) times the keys, softmax.
+  const double root = std::sqrt(double(D / m.heads));
+  Node* scale = soleUser(heads[0]->output);
+  if (!scale ||
+      (scale->kind != OpKind::OnnxDiv && scale->kind != OpKind::OnnxMul) ||
+      scale->inputs.size() != 2 || scale->inputs[0] != heads[0]->output)
+    return false;
+  const double c = scalarValue(scale->inputs[1]);
+  if (std::abs((scale->kind == OpKind::OnnxDiv ? c : 1 / c) - root) >
+          1e-6 * root ||
+      !take(scale, scale->kind))
+    return false;
+  Node* scores = soleUser(scale->output);
+  if (!take(scores, OpKind::OnnxMatMul) || scores->inputs[0] != scale->output ||
+      scores->inputs[1] != heads[1]->output ||
+      soleUser(heads[1]->output) != scores)
+    return false;
+  Node* softmax = soleUser(scores->output);
+  if (!take(softmax, OpKind::OnnxSoftmax))
+    return false;
+  const int64_t axis = OpAttrs(*softmax, opset).getInt("axis");
+  if (axis != -1 && axis != 2)
+    return false;
+  Node* mix = soleUser(softmax->output);
+  if (!take(mix, OpKind::OnnxMatMul) || mix->inputs[0] != softmax->output ||
+      mix->inputs[1] != heads[2]->output || soleUser(heads[2]->output) != mix)
+    return false;
+  // Heads joined again, the output projection, back to B x T x D.
+  Node* t1 = soleUser(mix->output);
+  if (!isTranspose(t1, mix->output, {1, 0, 2}, opset) ||
+      !take(t1, OpKind::OnnxTranspose))
+    return false;
+  Node* r1 = soleUser(t1->output);
+  if (!take(r1, OpKind::OnnxReshape) ||
+      r1->output->shape != std::vector<int64_t>{T * B, D})
+    return false;
+  Node* out = soleUser(r1->output);
+  if (!take(out, OpKind::OnnxGemm) || out->inputs.size() != 3 ||
+      out->inputs[0] != r1->output)
+    return false;
+  OpAttrs a(*out, opset);
+  m.outTransposed = a.getInt("transB") != 0;
+  m.outWeight = out->inputs[1];
+  m.outBias = out->inputs[2];
+  if (a.getFloat("alpha") != 1.0 || a.getFloat("beta") != 1.0 ||
+      a.getInt("transA") != 0 || !isConstantOf(m.outWeight, D * D, D) ||
+      !isConstantOf(m.outBias, D, D))
+    return false;
+  Node* r2 = soleUser(out->output);
+  if (!take(r2, OpKind::OnnxReshape) ||
+      r2->output->shape != std::vector<int64_t>{T, B, D})
+    return false;
+  Node* t2 = soleUser(r2->output);
+  return isTranspose(t2, r2->output, {1, 0, 2}, opset) &&
+         take(t2, OpKind::OnnxTranspose);
+}
+
+/// A 1 x 1 Conv filter K x C x 1 x 1 from matrix \p w (C x K, or K x C
+/// when \p transposed).
+Value* filterOf(Graph& g, const Value* w, bool transposed) {
+  const TensorData& t = *w->constant;
+  std::vector<float> src = t.toFloats(), f(src.size());
+  const int64_t rows = t.dims[0], cols = t.dims[1];
+  const int64_t K = transposed ? rows : cols, C = transposed ? cols : rows;
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      f[size_t(k * C + c)] =
+          transposed ? src[size_t(k * C + c)] : src[size_t(c * K + k)];
+  Value* filter =
+      g.addConstant(w->name, floatTensor(f, {K, C, 1, 1}), w->initializerIndex);
+  filter->shape = {K, C, 1, 1};
+  return filter;
+}
+
+/// Replaces matched self-attention \p m (its input already channel-first,
+/// B x D x T x 1) by a 1 x 1 Conv to queries, keys and values, attention,
+/// and a 1 x 1 Conv for the output projection.
+void replaceSelfAttention(Graph& g, const SelfAttention& m) {
+  Node* last = m.nodes.back();
+  auto origins = [&](size_t from, size_t to) {
+    std::vector<Origin> o;
+    for (size_t i = from; i < to; ++i)
+      o.insert(o.end(), m.nodes[i]->origins.begin(), m.nodes[i]->origins.end());
+    return o;
+  };
+  const int64_t B = m.batch, D = m.dim, T = m.tokens;
+  const size_t n = m.nodes.size();
+  Value* qkv =
+      g.addValue(m.nodes[2]->output->name, DataType::Float, {B, 3 * D, T, 1});
+  Node* in = g.addNode(OpKind::OnnxConv,
+                       {m.x, filterOf(g, m.inWeight, false), m.inBias}, qkv,
+                       origins(0, 3), g.position(last));
+  in->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  Value* mixed =
+      g.addValue(m.nodes[n - 6]->output->name, DataType::Float, {B, D, T, 1});
+  Node* attn = g.addNode(OpKind::Attention, {qkv}, mixed, origins(3, n - 4),
+                         g.position(last));
+  attn->scalars = {Scalar::integer(m.heads)};
+  Value* y = g.addValue(last->output->name, DataType::Float, {B, D, T, 1});
+  Node* out =
+      g.addNode(OpKind::OnnxConv,
+                {mixed, filterOf(g, m.outWeight, m.outTransposed), m.outBias},
+                y, origins(n - 4, n), g.position(last));
+  out->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  g.replaceAllUses(last->output, y);
+  std::vector<Node*> dead = m.nodes;
+  std::sort(dead.begin(), dead.end(), [&](const Node* a, const Node* b) {
+    return g.position(a) > g.position(b);
+  });
+  for (Node* d : dead)
+    g.eraseNode(d);
+}
+
+} // namespace
+
+void makeTokensChannelFirst(Graph& g) {
+  const int64_t opset = g.source.opset;
+  std::unordered_set<Node*> erased;
+  for (Node* enter : nodeList(g)) {
+    // The patch embedding: a B x D x H x W activation Reshaped to
+    // B x D x H*W and Transposed to B x H*W x D, the class token (a
+    // constant) concatenated before, the position embedding added.
+    if (erased.count(enter) || enter->kind != OpKind::OnnxReshape)
+      continue;
+    Value* x = enter->inputs[0];
+    const std::vector<int64_t>& xs = x->shape;
+    if (x->isConstant() || xs.size() != 4 ||
+        enter->output->shape !=
+            std::vector<int64_t>{xs[0], xs[1], xs[2] * xs[3]})
+      continue;
+    const int64_t B = xs[0], D = xs[1], T = 1 + xs[2] * xs[3];
+    Node* toLast = soleUser(enter->output);
+    if (!isTranspose(toLast, enter->output, {0, 2, 1}, opset))
+      continue;
+    Node* cat = soleUser(toLast->output);
+    if (!cat || cat->kind != OpKind::OnnxConcat || cat->inputs.size() != 2 ||
+        cat->inputs[1] != toLast->output || !isConstantOf(cat->inputs[0], D, D))
+      continue;
+    const int64_t catAxis = OpAttrs(*cat, opset).getInt("axis");
+    Node* pos = soleUser(cat->output);
+    Value* posValue = pos && pos->kind == OpKind::OnnxAdd
+                          ? otherInput(pos, cat->output)
+                          : nullptr;
+    if ((catAxis != 1 && catAxis != -2) || !isConstantOf(posValue, T * D, D) ||
+        pos->output == g.output ||
+        pos->output->shape != std::vector<int64_t>{B, T, D})
+      continue;
+    // The region: every node reachable from the tokens before they leave
+    // as a Gather of one token; each must work per token on the features
+    // (the last axis) or be a self-attention.
+    std::vector<Node*> region, exits;
+    std::vector<SelfAttention> attentions;
+    std::unordered_set<const Node*> seen;
+    std::unordered_set<const Value*> inside = {pos->output};
+    std::vector<Value*> work = {pos->output};
+    bool ok = true;
+    while (ok && !work.empty()) {
+      Value* v = work.back();
+      work.pop_back();
+      if (v == g.output) {
+        ok = false;
+        break;
+      }
+      for (Node* u : v->users) {
+        if (seen.count(u))
+          continue;
+        seen.insert(u);
+        SelfAttention m;
+        if (u->kind == OpKind::OnnxTranspose) {
+          ok = matchSelfAttention(g, u, m);
+          if (!ok)
+            break;
+          seen.insert(m.nodes.begin(), m.nodes.end());
+          inside.insert(m.nodes.back()->output);
+          work.push_back(m.nodes.back()->output);
+          attentions.push_back(std::move(m));
+          continue;
+        }
+        if (u->kind == OpKind::OnnxGather) {
+          // One token (the class token) to the head: B x D.
+          const Value* idx = u->inputs[1];
+          ok = u->inputs[0] == v && OpAttrs(*u, opset).getInt("axis") == 1 &&
+               idx->isConstant() && idx->constant->dims.empty() &&
+               idx->constant->asInt(0) >= -T && idx->constant->asInt(0) < T;
+          if (!ok)
+            break;
+          exits.push_back(u);
+          continue;
+        }
+        ok = worksPerPixel(u, v, opset) && u->output->shape.size() == 3;
+        if (!ok)
+          break;
+        region.push_back(u);
+        inside.insert(u->output);
+        work.push_back(u->output);
+      }
+    }
+    // Every input of the region's nodes comes from the region or is a
+    // constant.
+    for (const Node* u : region)
+      for (const Value* in : u->inputs)
+        ok = ok && (inside.count(in) || in->isConstant());
+    if (!ok || exits.empty())
+      continue;
+    // Rewrite: the embedding becomes class_token, tokens B x T x D become
+    // B x D x T x 1.
+    const TensorData& pe = *posValue->constant;
+    std::vector<float> src = pe.toFloats(), peT(src.size());
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d)
+        peT[size_t(d * T + t)] = src[size_t(t * D + d)];
+    Value* clsC = g.addConstant(
+        cat->inputs[0]->name, withDims(*cat->inputs[0]->constant, {1, D, 1, 1}),
+        cat->inputs[0]->initializerIndex);
+    clsC->shape = {1, D, 1, 1};
+    Value* posC = g.addConstant(posValue->name, floatTensor(peT, {1, D, T, 1}),
+                                posValue->initializerIndex);
+    posC->shape = {1, D, T, 1};
+    const std::vector<Node*> embed = {enter, toLast, cat, pos};
+    erased.insert(embed.begin(), embed.end());
+    Node* tokens = replaceChain(g, OpKind::ClassToken, {x, clsC, posC}, embed);
+    tokens->output->shape = {B, D, T, 1};
+    for (const SelfAttention& m : attentions) {
+      erased.insert(m.nodes.begin(), m.nodes.end());
+      replaceSelfAttention(g, m);
+    }
+    for (Node* u : region) {
+      const std::vector<int64_t> s = u->output->shape;
+      u->output->shape = {s[0], s[2], s[1], 1};
+      rewriteChannelFirst(g, u, erased);
+    }
+    for (Node* gather : exits) {
+      int64_t index = gather->inputs[1]->constant->asInt(0);
+      erased.insert(gather);
+      Node* pick =
+          replaceChain(g, OpKind::SelectToken, {gather->inputs[0]}, {gather});
+      pick->scalars = {Scalar::integer(index < 0 ? index + T : index)};
+      pick->output->shape = {B, D, 1, 1};
+    }
   }
   g.pruneValues();
 }
@@ -1452,6 +2056,7 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("alias-reshapes", aliasReshapes);
   run("fuse-channel-shuffles", fuseChannelShuffles);
   run("fuse-layer-norms", fuseLayerNorms);
+  run("make-tokens-channel-first", makeTokensChannelFirst);
   run("fuse-gelus", fuseGelus);
   run("make-channel-first", makeChannelFirst);
   if (g.output == g.input || g.output->isConstant())

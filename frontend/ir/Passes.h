@@ -45,7 +45,9 @@ std::string formatScalar(const Scalar& s);
 /// Removes nodes that do not contribute to the graph output.
 void eliminateDeadNodes(Graph& g);
 /// Evaluates Constant nodes and shape computations (Shape, Gather,
-/// Unsqueeze, Squeeze, Concat, Cast, Reshape of constants) into constants,
+/// Unsqueeze, Squeeze, Concat, Cast, Reshape, ConstantOfShape, Equal, Where,
+/// Expand, Mod, Not, Range, ScatterND and arithmetic of constants) into
+/// constants,
 /// and resolves the target shape of Reshape nodes whose shape became known.
 void foldConstants(Graph& g);
 /// Removes Identity and inference-mode Dropout nodes.
@@ -67,6 +69,17 @@ void fuseChannelShuffles(Graph& g);
 /// before opset 17 (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div,
 /// then optionally Mul scale, Add bias) into one LayerNormalization.
 void fuseLayerNorms(Graph& g);
+
+/// Makes a vision transformer's tokens channel-first: from its patch
+/// embedding (a B x D x H x W activation reshaped and transposed to
+/// B x H*W x D, the constant class token concatenated before, the position
+/// embedding added: one class_token) to the Gather of one token before the
+/// head (select_token), tokens B x T x D become B x D x T x 1. Inside,
+/// ops working per token on the features are rewritten as makeChannelFirst
+/// does (layer_norm, 1 x 1 Conv, constants D x 1 x 1), and each self-
+/// attention as torch.onnx writes nn.MultiheadAttention becomes a 1 x 1
+/// Conv to queries, keys and values, attention, and a 1 x 1 Conv (ViT).
+void makeTokensChannelFirst(Graph& g);
 
 /// Turns the exact GELU the PyTorch exporter writes (x / sqrt(2), Erf,
 /// + 1, times x, times 0.5) into one gelu (an HPVM op: ONNX has Gelu from

@@ -845,6 +845,14 @@ std::string lowerGather(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerUnsqueeze(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerSqueeze(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerConstantOfShape(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerEqual(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerWhere(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerExpand(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerMod(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerNot(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerRange(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerScatterND(Lowering&, Node* n) { return notFolded(n); }
 
 /// Concatenation of activations along the channels (axis 1 of N x C x H x W
 /// or of N x K; constant inputs were folded, or are refused): one concat

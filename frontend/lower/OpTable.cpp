@@ -86,11 +86,13 @@ int64_t opFlops(const Node& n) {
   const hpvm::rt::OpFacts& f = *desc.facts;
   const std::vector<int64_t>* second =
       f.tensorArgs > 1 ? &n.inputs.at(1)->shape : nullptr;
-  HPVM_ASSERT(f.reduceOver == hpvm::rt::ReduceOver::None ||
-                  f.reduceOver == hpvm::rt::ReduceOver::Window ||
-                  (second && second->size() == 4),
-              "the reduction operand of " + std::string(desc.kindName) +
-                  " is not 4-D");
+  const std::vector<int64_t>& first = n.inputs.at(0)->shape;
+  HPVM_ASSERT(
+      f.reduceOver == hpvm::rt::ReduceOver::None ||
+          f.reduceOver == hpvm::rt::ReduceOver::Window ||
+          (f.reduceOver == hpvm::rt::ReduceOver::Tokens && first.size() == 4) ||
+          (second && second->size() == 4),
+      "the reduction operand of " + std::string(desc.kindName) + " is not 4-D");
   std::vector<double> scalars;
   for (const Scalar& s : n.scalars)
     scalars.push_back(s.isInteger ? static_cast<double>(s.i) : s.d);
@@ -98,7 +100,7 @@ int64_t opFlops(const Node& n) {
                   scalars.size() >= 2,
               "pool without window scalars");
   const double flops =
-      hpvm::rt::opFlopsOf(f, static_cast<double>(outElems),
+      hpvm::rt::opFlopsOf(f, static_cast<double>(outElems), first.data(),
                           second ? second->data() : nullptr, scalars.data());
   return static_cast<int64_t>(flops + 0.5);
 }

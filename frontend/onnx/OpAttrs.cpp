@@ -182,6 +182,20 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {intAttr("to", 0)};
     return decls;
   }
+  case OpKind::OnnxConstantOfShape: {
+    // Absent: a float 0.
+    static const Decls decls = {tensorAttr("value")};
+    return decls;
+  }
+  case OpKind::OnnxMod: {
+    static const Decls decls = {intAttr("fmod", 0)};
+    return decls;
+  }
+  case OpKind::OnnxScatterND: {
+    // Opset 16 on; only "none" folds.
+    static const Decls decls = {stringAttr("reduction", "none")};
+    return decls;
+  }
   case OpKind::OnnxLayerNormalization: {
     static const Decls decls = {intAttr("axis", -1),
                                 floatAttr("epsilon", 1e-5)};
@@ -218,6 +232,11 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxSigmoid:
   case OpKind::OnnxHardSwish:
   case OpKind::OnnxIdentity:
+  case OpKind::OnnxEqual:
+  case OpKind::OnnxWhere:
+  case OpKind::OnnxExpand:
+  case OpKind::OnnxNot:
+  case OpKind::OnnxRange:
     return none;
     // HPVM kinds carry scalars, not attributes.
 #define HPVM_OP(Kind, ...) case OpKind::Kind:

@@ -157,6 +157,19 @@ MODELS += [
     ]
 ]
 
+# Vision transformers: torchvision's ViT sizes its position embedding for
+# the input (image_size), 16 x 16 patches; tokens are made channel-first
+# (class_token, layer_norm, 1x1 convs, attention, gelu, select_token).
+MODELS += [
+    ModelSpec(f"pt_vit_b_16_{shape[1]}", _tv("vit_b_16", image_size=shape[1]),
+              shape, 13, images, batch, ci=ci, about=f"torchvision vit_b_16 "
+              f"at {shape[1]}x{shape[1]}, PyTorch-style export: ViT-B/16, "
+              f"{(shape[1] // 16) ** 2 + 1} tokens (class token, "
+              f"self-attention, MLP)", export="pytorch")
+    for shape, images, batch, ci in [(SMALL, 6, 4, True),
+                                     (IMAGENET, 3, 2, False)]
+]
+
 # torchvision networks whose export must be byte-identical across runs, at
 # every (opset, constant folding) variant of the full set; the CI-sized set
 # runs the variants listed with each network (today all of them: vgg11_bn,

@@ -6,8 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <unistd.h>
@@ -282,8 +284,9 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
                       "eliminate-dead-nodes", "fold-constants",
                       "remove-identities", "eliminate-dead-nodes", "fold-pads",
                       "alias-reshapes", "fuse-channel-shuffles",
-                      "fuse-layer-norms", "fuse-gelus", "make-channel-first",
-                      "lower", "eliminate-dead-nodes"});
+                      "fuse-layer-norms", "make-tokens-channel-first",
+                      "fuse-gelus", "make-channel-first", "lower",
+                      "eliminate-dead-nodes"});
 }
 
 TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
@@ -373,4 +376,221 @@ TEST_CASE("Passes: constant Pow, Sqrt and Erf fold") {
   const Value* c = g->nodes()[0]->inputs[1];
   REQUIRE(c->isConstant());
   CHECK(c->constant->toFloats() == std::vector<float>{0.f, std::erf(1.f)});
+}
+
+TEST_CASE("Passes: the class-token broadcast (ConstantOfShape, Equal, Where, "
+          "Expand) folds") {
+  // x.expand(1, -1, -1, -1) of a 2x1x1 constant as PyTorch exports it:
+  // ones = [1, 1, 1, 1]; where(target == -ones, ones, target) = [1, 1, 1,
+  // 1]; expanding broadcasts the constant to 1x2x1x1.
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 'rank' dims: 1 data_type: 7 int64_data: 4 }"
+      " initializer { name: 'minus1' dims: 1 data_type: 7 int64_data: -1 }"
+      " initializer { name: 'target' dims: 4 data_type: 7 int64_data: 1 "
+      "int64_data: -1 int64_data: -1 int64_data: -1 }"
+      " initializer { name: 'c' dims: 2 dims: 1 dims: 1 data_type: 1 "
+      "float_data: 0.5 float_data: -2 }"
+      " node { input: 'rank' output: 'ones' name: 'cos' op_type: "
+      "'ConstantOfShape' attribute { name: 'value' type: TENSOR t { dims: 1 "
+      "data_type: 7 int64_data: 1 } } }"
+      " node { input: 'ones' input: 'minus1' output: 'neg' name: 'mul' "
+      "op_type: 'Mul' }"
+      " node { input: 'target' input: 'neg' output: 'keep' name: 'eq' "
+      "op_type: 'Equal' }"
+      " node { input: 'keep' input: 'ones' input: 'target' output: 'shape' "
+      "name: 'where' op_type: 'Where' }"
+      " node { input: 'c' input: 'shape' output: 'e' name: 'expand' "
+      "op_type: 'Expand' }"
+      " node { input: 'input' input: 'e' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* c = g->nodes()[0]->inputs[1];
+  REQUIRE(c->isConstant());
+  CHECK(c->constant->dims == std::vector<int64_t>{1, 2, 1, 1});
+  CHECK(c->constant->toFloats() == std::vector<float>{0.5f, -2.f});
+}
+
+TEST_CASE("Passes: Expand broadcasts both ways and ConstantOfShape "
+          "defaults to float zeros") {
+  // expand([[0], .., [5]] (6x1), [1, 6]) + ConstantOfShape([6]) = 6x6,
+  // row i all i.
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 'c' dims: 6 dims: 1 data_type: 1 float_data: 0 "
+      "float_data: 1 float_data: 2 float_data: 3 float_data: 4 float_data: 5 "
+      "}"
+      " initializer { name: 's' dims: 2 data_type: 7 int64_data: 1 "
+      "int64_data: 6 }"
+      " initializer { name: 'n' dims: 1 data_type: 7 int64_data: 6 }"
+      " node { input: 'c' input: 's' output: 'e' name: 'expand' op_type: "
+      "'Expand' }"
+      " node { input: 'n' output: 'z' name: 'zeros' op_type: "
+      "'ConstantOfShape' }"
+      " node { input: 'e' input: 'z' output: 'w' name: 'sum' op_type: 'Add' }"
+      " node { input: 'input' input: 'w' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* c = g->nodes()[0]->inputs[1];
+  REQUIRE(c->isConstant());
+  CHECK(c->constant->dims == std::vector<int64_t>{6, 6});
+  std::vector<float> want;
+  for (int i = 0; i < 6; ++i)
+    want.insert(want.end(), 6, float(i));
+  CHECK(c->constant->toFloats() == want);
+}
+
+namespace {
+
+/// The kinds of \p g's nodes, in order.
+std::vector<OpKind> kindsOf(const Graph& g) {
+  std::vector<OpKind> kinds;
+  for (const auto& n : g.nodes())
+    kinds.push_back(n->kind);
+  return kinds;
+}
+
+/// The first node of kind \p k, or null.
+const Node* firstOf(const Graph& g, OpKind k) {
+  for (const auto& n : g.nodes())
+    if (n->kind == k)
+      return n.get();
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("Passes: ViT's tokens become channel-first: class_token, "
+          "layer_norm, 1x1 convs, attention, gelu, select_token") {
+  // torchvision's VisionTransformer at toy size as torch.onnx writes it:
+  // 2x2 patches of 8 features plus the class token (5 tokens), one encoder
+  // layer of 2 heads, MLP 16, 3 classes.
+  std::unique_ptr<Graph> g = loadModel(fixture("vit_tiny"), {});
+  lowerToHpvm(*g);
+  using K = OpKind;
+  CHECK(kindsOf(*g) ==
+        std::vector<OpKind>{
+            K::Conv,        K::Add,       K::ClassToken, // patch embedding
+            K::LayerNorm,   K::Conv,      K::Add,        // ln_1, q, k, v
+            K::Attention,   K::Conv,      K::Add,        // out_proj
+            K::Add,         K::LayerNorm, K::Conv,       // residual, ln_2
+            K::Add,         K::Gelu,      K::Conv,       // MLP
+            K::Add,         K::Add,       K::LayerNorm,  // residual, ln
+            K::SelectToken, K::Mul,       K::Add});      // class token, head
+  const Node* tokens = firstOf(*g, K::ClassToken);
+  REQUIRE(tokens != nullptr);
+  CHECK(tokens->inputs[0]->shape == std::vector<int64_t>{1, 8, 2, 2});
+  CHECK(tokens->inputs[1]->shape == std::vector<int64_t>{1, 8, 1, 1});
+  CHECK(tokens->inputs[2]->shape == std::vector<int64_t>{1, 8, 5, 1});
+  CHECK(tokens->output->shape == std::vector<int64_t>{1, 8, 5, 1});
+  const Node* attn = firstOf(*g, K::Attention);
+  REQUIRE(attn != nullptr);
+  CHECK(attn->inputs[0]->shape == std::vector<int64_t>{1, 24, 5, 1});
+  REQUIRE(attn->scalars.size() == 1);
+  CHECK(attn->scalars[0].i == 2);
+  const Node* pick = firstOf(*g, K::SelectToken);
+  REQUIRE(pick != nullptr);
+  CHECK(pick->scalars[0].i == 0);
+  CHECK(pick->output->shape == std::vector<int64_t>{1, 8, 1, 1});
+  // The position embedding (5 tokens x 8 features in ONNX) is transposed:
+  // element (feature d, token t) is ONNX's (t, d).
+  std::unique_ptr<Graph> onnx = loadModel(fixture("vit_tiny"), {});
+  const Value* pe = nullptr;
+  for (const auto& v : onnx->values())
+    if (v->name == "encoder.pos_embedding")
+      pe = v.get();
+  REQUIRE(pe != nullptr);
+  const std::vector<float> src = pe->constant->toFloats(),
+                           got = tokens->inputs[2]->constant->toFloats();
+  REQUIRE(got.size() == 40);
+  for (int t = 0; t < 5; ++t)
+    for (int d = 0; d < 8; ++d)
+      CHECK(got[size_t(d * 5 + t)] == src[size_t(t * 8 + d)]);
+}
+
+TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
+          "from the exporter's") {
+  // Queries scaled by 1/3 instead of 1/sqrt(head dim) = 1/2: not the
+  // attention op; the whole token region is left for the lowering to
+  // refuse.
+  std::unique_ptr<Graph> g = loadModel(fixture("vit_tiny"), {});
+  eliminateDeadNodes(*g);
+  foldConstants(*g);
+  removeIdentities(*g);
+  fuseLayerNorms(*g);
+  Node* scale = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
+        n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
+      scale = n.get();
+  REQUIRE(scale != nullptr);
+  auto three = std::make_shared<TensorData>();
+  three->dtype = DataType::Float;
+  const float v = 3.f;
+  three->bytes.resize(sizeof v);
+  std::memcpy(three->bytes.data(), &v, sizeof v);
+  Value* c = g->addConstant("three", three);
+  auto& users = scale->inputs[1]->users;
+  users.erase(std::find(users.begin(), users.end(), scale));
+  scale->inputs[1] = c;
+  c->users.push_back(scale);
+  const size_t before = g->nodes().size();
+  makeTokensChannelFirst(*g);
+  CHECK(g->nodes().size() == before);
+  CHECK(firstOf(*g, OpKind::ClassToken) == nullptr);
+  CHECK(firstOf(*g, OpKind::Attention) == nullptr);
+  CHECK_THROWS_AS(lowerNodes(*g), UserError);
+}
+
+TEST_CASE("Passes: Swin's index arithmetic (Range, Mod, ScatterND, Not) "
+          "folds") {
+  // The fixture replaces channel 1 of bias c by upd through ScatterND at
+  // index Mod(Range(1, 2, 1), 2) = [1], kept by Where(Not(Equal([1],
+  // 0))).
+  std::unique_ptr<Graph> g = loadModel(fixture("ScatterND"), {});
+  std::vector<float> c, upd;
+  for (const auto& v : g->values()) {
+    if (v->name == "c")
+      c = v->constant->toFloats();
+    if (v->name == "upd")
+      upd = v->constant->toFloats();
+  }
+  REQUIRE(c.size() == 2);
+  REQUIRE(upd.size() == 1);
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* w = g->nodes()[0]->inputs[1];
+  REQUIRE(w->isConstant());
+  CHECK(w->constant->dims == std::vector<int64_t>{2, 1, 1});
+  CHECK(w->constant->toFloats() == std::vector<float>{c[0], upd[0]});
+}
+
+TEST_CASE("Passes: Mod's remainder takes the divisor's sign and Range "
+          "counts down") {
+  // Range(5, 1, -2) = [5, 3]; Mod([5, 3], -3) = [-1, 0] (Python's %).
+  std::unique_ptr<Graph> g = loadText(model(
+      "initializer { name: 's' data_type: 7 int64_data: 5 }"
+      " initializer { name: 'l' data_type: 7 int64_data: 1 }"
+      " initializer { name: 'd' data_type: 7 int64_data: -2 }"
+      " initializer { name: 'm3' data_type: 7 int64_data: -3 }"
+      " initializer { name: 'shape' dims: 3 data_type: 7 int64_data: 2 "
+      "int64_data: 1 int64_data: 1 }"
+      " node { input: 's' input: 'l' input: 'd' output: 'r' name: 'range' "
+      "op_type: 'Range' }"
+      " node { input: 'r' input: 'm3' output: 'm' name: 'mod' op_type: "
+      "'Mod' }"
+      " node { input: 'm' output: 'f' name: 'cast' op_type: 'Cast' "
+      "attribute { name: 'to' type: INT i: 1 } }"
+      " node { input: 'f' input: 'shape' output: 'b' name: 'reshape' "
+      "op_type: 'Reshape' }"
+      " node { input: 'input' input: 'b' output: 'y' name: 'add' op_type: "
+      "'Add' }",
+      "y", "1,2,6,6"));
+  foldConstants(*g);
+  REQUIRE(g->nodes().size() == 1);
+  const Value* b = g->nodes()[0]->inputs[1];
+  REQUIRE(b->isConstant());
+  CHECK(b->constant->toFloats() == std::vector<float>{-1.f, 0.f});
 }

@@ -1,4 +1,5 @@
-// LayerTest.cpp - pooling, batch norm, add, activations and softmax on
+// LayerTest.cpp - pooling, batch norm, add, activations, softmax and the
+// vision transformer ops (class token, attention, token selection) on
 // oneDNN against the reference loops, on host (NCHW) and blocked inputs,
 // in place and out of place.
 #include "KernelTestUtil.h"
@@ -273,4 +274,78 @@ TEST_CASE("Kernels: reference conv, pool and dense give hand-computed "
   std::vector<float> dx{1, 2, 3}, dw{1, 0, 0, 1, 1, 1}, dy(2);
   ref::dense(dx.data(), 1, 3, dw.data(), 2, dy.data());
   CHECK(dy == std::vector<float>{4, 5});
+}
+
+TEST_CASE("Kernels: attention matches the reference") {
+  struct Case {
+    size_t N, C, heads, H, W;
+  };
+  // ViT-like (17 tokens), tokens over both spatial dims, one token, one
+  // head, and a head dim not a multiple of the vector width.
+  for (Case k :
+       {Case{2, 48, 3, 17, 1}, Case{3, 12, 4, 3, 4}, Case{2, 8, 2, 1, 1},
+        Case{1, 16, 1, 5, 1}, Case{2, 30, 2, 7, 1}}) {
+    for (bool blocked : {false, true}) {
+      INFO("N " << k.N << " C " << k.C << " heads " << k.heads << " tokens "
+                << k.H << "x" << k.W << (blocked ? " blocked" : ""));
+      TestTensor qkv({k.N, 3 * k.C, k.H, k.W});
+      fill(qkv, 700 + unsigned(k.C), blocked, 3.f);
+      std::vector<float> want(k.N * k.C * k.H * k.W);
+      ref::attention(qkv.values().data(), int64_t(k.N), int64_t(k.C),
+                     int64_t(k.H * k.W), int64_t(k.heads), want.data());
+      TestTensor y({k.N, k.C, k.H, k.W});
+      runAttention(qkv.get(), int64_t(k.heads), KnobSpec{}, y.get());
+      checkClose(y.values(), want, 1e-5, 1e-5, "attention");
+    }
+  }
+}
+
+TEST_CASE("Kernels: attention with equal keys averages the values") {
+  // Every key the same: every score of a query is the same, so each
+  // output token is the mean of the value tokens (whatever the queries).
+  const int64_t N = 2, C = 6, T = 5, heads = 2;
+  std::vector<float> v = randomVec(size_t(N * 3 * C * T), 710, -2, 2);
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t t = 0; t < T; ++t)
+        v[size_t((b * 3 * C + C + c) * T + t)] = 0.25f * float(c);
+  TestTensor qkv({size_t(N), size_t(3 * C), size_t(T), 1});
+  qkv.set(v);
+  TestTensor y({size_t(N), size_t(C), size_t(T), 1});
+  runAttention(qkv.get(), heads, KnobSpec{}, y.get());
+  std::vector<float> got = y.values(), want;
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      double mean = 0;
+      for (int64_t s = 0; s < T; ++s)
+        mean += v[size_t((b * 3 * C + 2 * C + c) * T + s)];
+      want.insert(want.end(), size_t(T), float(mean / double(T)));
+    }
+  checkClose(got, want, 1e-5, 1e-6, "attention of equal keys");
+}
+
+TEST_CASE("Kernels: class token and token selection match the reference") {
+  for (bool blocked : {false, true}) {
+    TestTensor x({3, 8, 4, 5});
+    fill(x, 720, blocked);
+    TestTensor cls({1, 8, 1, 1}), pos({1, 8, 21, 1});
+    fill(cls, 721, false);
+    fill(pos, 722, false);
+    std::vector<float> want(3 * 8 * 21);
+    ref::classToken(x.values().data(), 3, 8, 20, cls.values().data(),
+                    pos.values().data(), want.data());
+    TestTensor y({3, 8, 21, 1});
+    runClassToken(x.get(), cls.get(), pos.get(), KnobSpec{}, y.get());
+    CHECK(y.values() == want);
+    // Token 0 of the result is the class token plus its position.
+    for (size_t c = 0; c < 8; ++c)
+      CHECK(want[c * 21] == cls.values()[c] + pos.values()[c * 21]);
+    for (int64_t index : {0, 7, 20}) {
+      TestTensor z({3, 8, 1, 1});
+      runSelectToken(y.get(), index, KnobSpec{}, z.get());
+      std::vector<float> token(3 * 8);
+      ref::selectToken(want.data(), 3, 8, 21, index, token.data());
+      CHECK(z.values() == token);
+    }
+  }
 }

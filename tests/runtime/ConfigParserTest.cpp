@@ -229,11 +229,12 @@ TEST_CASE("Runtime: configuration node line errors") {
   CHECK(line("1 gpu") ==
         "t.txt:4:6: expected an op after device 'gpu', found end of line");
   CHECK(line("1 gpu convv fp32 11") ==
-        "t.txt:4:7: unknown op 'convv'; expected one of: add, batchnorm, "
-        "channel_shuffle, channel_slice, clipped_relu, concat, conv, gelu, "
-        "group_conv, hard_sigmoid, hard_swish, layer_norm, mul, multiply, "
-        "pool_max, pool_max_pads, pool_mean, pool_mean_pads, relu, sigmoid, "
-        "softmax, tanh");
+        "t.txt:4:7: unknown op 'convv'; expected one of: add, attention, "
+        "batchnorm, channel_shuffle, channel_slice, class_token, "
+        "clipped_relu, concat, conv, gelu, group_conv, hard_sigmoid, "
+        "hard_swish, layer_norm, mul, multiply, pool_max, pool_max_pads, "
+        "pool_mean, pool_mean_pads, relu, select_token, sigmoid, softmax, "
+        "tanh");
   CHECK(line("1 gpu pool_min fp32 11") ==
         "t.txt:4:7: op 'pool_min' is not supported: HPVM has no kernel for "
         "it");

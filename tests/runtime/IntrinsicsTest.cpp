@@ -284,6 +284,43 @@ OpCase caseFor(HpvmOp op) {
     c.direct = c.intrinsic;
     ref::channelShuffle(hostOf(x), 2, 4, 42, 2, c.want.data());
     break;
+  case HpvmOp::ClassToken: { // 42 pixels become tokens 1 .. 42
+    void* cls = randomTensor({1, 4, 1, 1}, 15, -1, 1);
+    void* pos = randomTensor({1, 4, 43, 1}, 16, -1, 1);
+    c.in = {x, cls, pos};
+    c.out = {2, 4, 43, 1};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_class_token(t[0], t[1], t[2]);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 43);
+    ref::classToken(hostOf(x), 2, 4, 42, hostOf(cls), hostOf(pos),
+                    c.want.data());
+    break;
+  }
+  case HpvmOp::Attention: { // 2 heads of 2 channels, 3 x 2 = 6 tokens
+    void* qkv = randomTensor({2, 12, 3, 2}, 17, -2, 2);
+    c.in = {qkv};
+    c.out = {2, 4, 3, 2};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_attention(t[0], 2);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 6);
+    ref::attention(hostOf(qkv), 2, 4, 6, 2, c.want.data());
+    break;
+  }
+  case HpvmOp::SelectToken: // pixel 9: row 1, column 3
+    c.in = {x};
+    c.out = {2, 4, 1, 1};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_select_token(t[0], 9);
+    };
+    c.direct = c.intrinsic;
+    c.want.clear();
+    for (int64_t i = 0; i < 8; ++i)
+      c.want.push_back(hostOf(x)[i * 42 + 9]);
+    break;
   case HpvmOp::Concat: { // variadic: the count, then the parts
     void* y = randomTensor({2, 3, 7, 6}, 11, -1, 1);
     void* z = randomTensor({2, 1, 7, 6}, 12, -1, 1);

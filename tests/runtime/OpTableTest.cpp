@@ -92,13 +92,21 @@ TEST_CASE("OpTable: each op's shared facts are its own row's, and drive "
   CHECK_FALSE(opInfo(HpvmOp::MaxPool).facts->inPlace);
   // conv 2x3x8x8 * 4x3x3x3 -> 2x4x6x6: 2 FLOPs per multiply-add.
   const int64_t w[4] = {4, 3, 3, 3};
-  CHECK(opFlopsOf(*opInfo(HpvmOp::Conv).facts, 2 * 4 * 6 * 6, w,
+  CHECK(opFlopsOf(*opInfo(HpvmOp::Conv).facts, 2 * 4 * 6 * 6,
+                  static_cast<const int64_t*>(nullptr), w,
                   static_cast<const double*>(nullptr)) ==
         2.0 * 4 * 6 * 6 * 2 * 27);
   const double window[2] = {2, 3};
   CHECK(opFlopsOf(*opInfo(HpvmOp::AvgPool).facts, 10,
                   static_cast<const int64_t*>(nullptr),
+                  static_cast<const int64_t*>(nullptr),
                   window) == 10.0 * (1 + 6));
+  // attention over 2x24x5x1 (8 channels, 5 tokens): 4 FLOPs per output
+  // element and token (q k^T and the weighted sum of the values).
+  const int64_t qkv[4] = {2, 24, 5, 1};
+  CHECK(opFlopsOf(*opInfo(HpvmOp::Attention).facts, 2 * 8 * 5, qkv,
+                  static_cast<const int64_t*>(nullptr),
+                  static_cast<const double*>(nullptr)) == 2.0 * 8 * 5 * 4 * 5);
   CHECK(knobFits(KnobApplies::KnobDense, KnobApplies::KnobConv));
   CHECK_FALSE(knobFits(KnobApplies::KnobConv, KnobApplies::KnobDense));
 }

@@ -41,6 +41,7 @@ enum class ReduceOver : uint8_t {
   Filter,  ///< C/groups * KH * KW: dims 1-3 of the second operand.
   Weights, ///< K: dim 2 of the second operand (1 x 1 x K x N).
   Window,  ///< KH * KW: the first two scalars.
+  Tokens,  ///< H * W: dims 2 and 3 of the first operand.
 };
 
 /// Most tensor operands of one op call (a variadic op's limit; the
@@ -164,11 +165,12 @@ constexpr bool knobFits(KnobApplies knob, KnobApplies op) {
 }
 
 /// FLOPs of one call of an op with facts \p f: \p outElems output
-/// elements; \p second the second tensor operand's 4 dims (unused unless
-/// the reduction reads them), \p scalars its scalar operands.
+/// elements; \p first and \p second the first and second tensor operands'
+/// 4 dims (unused unless the reduction reads them), \p scalars its scalar
+/// operands.
 template <typename Dim, typename Scalar>
-constexpr double opFlopsOf(const OpFacts& f, double outElems, const Dim* second,
-                           const Scalar* scalars) {
+constexpr double opFlopsOf(const OpFacts& f, double outElems, const Dim* first,
+                           const Dim* second, const Scalar* scalars) {
   double reduce = 0;
   switch (f.reduceOver) {
   case ReduceOver::None:
@@ -181,6 +183,9 @@ constexpr double opFlopsOf(const OpFacts& f, double outElems, const Dim* second,
     break;
   case ReduceOver::Window:
     reduce = double(scalars[0]) * double(scalars[1]);
+    break;
+  case ReduceOver::Tokens:
+    reduce = double(first[2]) * double(first[3]);
     break;
   }
   return outElems * (f.flopsPerElem + f.flopsPerReduce * reduce);

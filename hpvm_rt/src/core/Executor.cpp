@@ -695,6 +695,9 @@ void formGroups(const Plan& p, Schedule& s) {
     case HpvmOp::Concat:
     case HpvmOp::ChannelSlice:
     case HpvmOp::ChannelShuffle:
+    case HpvmOp::ClassToken:
+    case HpvmOp::Attention:
+    case HpvmOp::SelectToken:
       break;
     }
     g.last = g.members.back();
@@ -867,6 +870,15 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     return;
   case HpvmOp::ChannelShuffle:
     runChannelShuffle(in(g.x), int64_t(first.scalars[0]), g.knob, out);
+    return;
+  case HpvmOp::ClassToken:
+    runClassToken(in(g.x), in(first.in[1]), in(first.in[2]), g.knob, out);
+    return;
+  case HpvmOp::Attention:
+    runAttention(in(g.x), int64_t(first.scalars[0]), g.knob, out);
+    return;
+  case HpvmOp::SelectToken:
+    runSelectToken(in(g.x), int64_t(first.scalars[0]), g.knob, out);
     return;
   }
 }

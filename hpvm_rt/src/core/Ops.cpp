@@ -207,6 +207,33 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       " groups (need a group count >= 1 that divides them)");
     return x;
   }
+  case HpvmOp::ClassToken: {
+    const int64_t tokens = 1 + x[2] * x[3];
+    if (numElements(in[1]) != x[1] || numElements(in[2]) != x[1] * tokens)
+      throw UserError(where() + ": class token " + shapeText(in[1]) +
+                      " and position embedding " + shapeText(in[2]) +
+                      " do not fit " + shapeText(x) + " (need " +
+                      std::to_string(x[1]) + " and " + std::to_string(x[1]) +
+                      " x " + std::to_string(tokens) + " elements)");
+    return {x[0], x[1], tokens, 1};
+  }
+  case HpvmOp::Attention: {
+    const int64_t heads = int64_t(s[0]);
+    if (heads < 1 || x[1] % (3 * heads) != 0)
+      throw UserError(where() + ": " + shapeText(x) +
+                      " is not queries, keys and values of " +
+                      std::to_string(heads) +
+                      " head(s) (need channels divisible by 3 x heads)");
+    return {x[0], x[1] / 3, x[2], x[3]};
+  }
+  case HpvmOp::SelectToken: {
+    const int64_t index = int64_t(s[0]);
+    if (index < 0 || index >= x[2] * x[3])
+      throw UserError(where() + ": token " + std::to_string(index) +
+                      " is not within the " + std::to_string(x[2] * x[3]) +
+                      " tokens of " + shapeText(x));
+    return {x[0], x[1], 1, 1};
+  }
   case HpvmOp::Concat: {
     Shape out = x;
     for (int i = 1; i < numIn; ++i) {
@@ -227,7 +254,7 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
 
 double opFlops(HpvmOp op, const Shape* in, const Shape& out, const double* s) {
   const OpFacts& f = *opInfo(op).facts;
-  return opFlopsOf(f, double(numElements(out)),
+  return opFlopsOf(f, double(numElements(out)), in[0].data(),
                    f.tensorArgs > 1 ? in[1].data() : nullptr, s);
 }
 
@@ -282,6 +309,15 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
     return;
   case HpvmOp::ChannelShuffle:
     runChannelShuffle(in[0], int64_t(s[0]), knob, out);
+    return;
+  case HpvmOp::ClassToken:
+    runClassToken(in[0], in[1], in[2], knob, out);
+    return;
+  case HpvmOp::Attention:
+    runAttention(in[0], int64_t(s[0]), knob, out);
+    return;
+  case HpvmOp::SelectToken:
+    runSelectToken(in[0], int64_t(s[0]), knob, out);
     return;
   }
 }

@@ -154,6 +154,22 @@ void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,
 /// + j of x is channel j * groups + i of y; y is a tensor of its own.
 void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
                        Tensor* y);
+/// y (N x C x (1+H*W) x 1) = ViT's encoder input: token 0 the class token
+/// \p cls (C elements), token 1 + p pixel p of x (N x C x H x W,
+/// row-major), each plus its column of the position embedding \p pos
+/// (C x (1+H*W) elements); y is a tensor of its own.
+void runClassToken(const Tensor* x, const Tensor* cls, const Tensor* pos,
+                   const KnobSpec& knob, Tensor* y);
+/// y (N x C x H x W) = multi-head self-attention of qkv (N x 3C x H x W:
+/// queries, keys, values along the channels, each \p heads heads of
+/// D = C / heads channels; the H*W pixels are the tokens): per image and
+/// head, softmax(Q K^T / sqrt(D)) V; y is a tensor of its own.
+void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
+                  Tensor* y);
+/// y (N x C x 1 x 1) = pixel \p index (row-major) of x; y is a tensor of
+/// its own.
+void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
+                    Tensor* y);
 
 // --- Threads ----------------------------------------------------------------
 
@@ -194,6 +210,15 @@ void concat(const float* const* parts, const int64_t* channels, int n,
 /// y (N x C x HW) = x's channels shuffled in \p groups (runChannelShuffle).
 void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
                     int64_t groups, float* y);
+/// ViT's encoder input (runClassToken): x N x C x T, y N x C x (1+T).
+void classToken(const float* x, int64_t N, int64_t C, int64_t T,
+                const float* cls, const float* pos, float* y);
+/// Multi-head self-attention (runAttention): qkv N x 3C x T, y N x C x T.
+void attention(const float* qkv, int64_t N, int64_t C, int64_t T, int64_t heads,
+               float* y);
+/// y (N x C) = token \p index of x (N x C x T).
+void selectToken(const float* x, int64_t N, int64_t C, int64_t T, int64_t index,
+                 float* y);
 } // namespace ref
 
 } // namespace hpvm::rt

@@ -2117,4 +2117,123 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y) {
   roundResult(knob.precision, y);
 }
 
+// --- Vision transformer tokens ---------------------------------------------
+
+void runClassToken(const Tensor* x, const Tensor* cls, const Tensor* pos,
+                   const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 xd = dims4(x);
+  const int64_t N = xd[0], C = xd[1], T = xd[2] * xd[3];
+  HPVM_ASSERT(numElems(cls) == C && numElems(pos) == C * (T + 1) &&
+                  numElems(y) == N * C * (T + 1),
+              fmt::format("class token shapes wrong: x {}, token {}, "
+                          "position embedding {}, y {}",
+                          dimsStr(x), dimsStr(cls), dimsStr(pos), dimsStr(y)));
+  const float* xp = hostData(x);
+  const float* cp = hostData(cls);
+  const float* pp = hostData(pos);
+  allocHost(y);
+  float* yp = y->impl->host;
+  // One token row (a channel of one image) per iteration.
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* pc = pp + c * (T + 1);
+      const float* xc = xp + (b * C + c) * T;
+      float* yc = yp + (b * C + c) * (T + 1);
+      yc[0] = cp[c] + pc[0];
+#pragma omp simd
+      for (int64_t t = 0; t < T; ++t)
+        yc[1 + t] = xc[t] + pc[1 + t];
+    }
+  markHostWritten(y);
+  roundResult(knob.precision, y);
+}
+
+void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
+                  Tensor* y) {
+  applyThreads();
+  const Dims4 xd = dims4(qkv);
+  const int64_t N = xd[0], C = xd[1] / 3, T = xd[2] * xd[3];
+  HPVM_ASSERT(heads >= 1 && xd[1] == 3 * C && C % heads == 0 &&
+                  numElems(y) == N * C * T,
+              fmt::format("attention shapes wrong: qkv {} with {} heads, y {}",
+                          dimsStr(qkv), heads, dimsStr(y)));
+  const int64_t D = C / heads;
+  // Channel-first tokens hold each head's queries, keys and values
+  // transposed: token t, channel d of head h at [b, h*D + d, t]. As
+  // matrices per (image, head): Q^T, K^T and V^T, D x T row-major, image
+  // stride 3C*T, head stride D*T.
+  const dims qkvStrides = {3 * C * T, D * T, T, 1};
+  const dnnl::memory::desc transposed({N, heads, D, T}, dt::f32, qkvStrides);
+  const dnnl::memory::desc rowsQ({N, heads, T, D}, dt::f32,
+                                 dims{3 * C * T, D * T, 1, T});
+  const dnnl::memory::desc scores({N, heads, T, T}, dt::f32, tag::abcd);
+  const dnnl::memory::desc scoresT({N, heads, T, T}, dt::f32,
+                                   dims{heads * T * T, T * T, 1, T});
+  const dnnl::memory::desc out({N, heads, D, T}, dt::f32, tag::abcd);
+  const std::string key = fmt::format("attn|{}|{}|{}|{}", N, C, T, heads);
+  // Step 1: S = Q K^T / sqrt(D), a batched matmul of Q (Q^T read
+  // transposed) by K^T, the scale an output scale.
+  const Prim& qk = cachedPrim(key + "|qk", [&] {
+    dnnl::matmul::desc desc(rowsQ, transposed, scores);
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {float(1 / std::sqrt(double(D)))});
+    dnnl::matmul::primitive_desc pd(desc, attr, engine());
+    return Prim{dnnl::matmul(pd), rowsQ, transposed, scores};
+  });
+  // Step 2: softmax over each row of S, in place.
+  const Prim& soft = cachedPrim(key + "|softmax", [&] {
+    dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, scores,
+                                     3);
+    dnnl::softmax_forward::primitive_desc pd(desc, engine());
+    return Prim{dnnl::softmax_forward(pd), scores, {}, scores};
+  });
+  // Step 3: the output O = P V, computed transposed as O^T = V^T P^T: it
+  // is D x T per (image, head), channel-first tokens again.
+  const Prim& pv = cachedPrim(key + "|pv", [&] {
+    dnnl::matmul::desc desc(transposed, scoresT, out);
+    dnnl::matmul::primitive_desc pd(desc, engine());
+    return Prim{dnnl::matmul(pd), transposed, scoresT, out};
+  });
+  // Memories: queries, keys and values at channel offsets 0, C and 2C of
+  // qkv's host data; S in a pooled scratch buffer; O^T y's host buffer.
+  float* base = const_cast<float*>(hostData(qkv));
+  PoolBuffer scratch(static_cast<size_t>(N * heads * T * T) * sizeof(float));
+  allocHost(y);
+  dnnl::memory q(rowsQ, engine(), base);
+  dnnl::memory k(transposed, engine(), base + C * T);
+  dnnl::memory v(transposed, engine(), base + 2 * C * T);
+  dnnl::memory s(scores, engine(), scratch.get());
+  dnnl::memory sT(scoresT, engine(), scratch.get());
+  dnnl::memory o(out, engine(), y->impl->host);
+  qk.prim.execute(
+      stream(), {{DNNL_ARG_SRC, q}, {DNNL_ARG_WEIGHTS, k}, {DNNL_ARG_DST, s}});
+  soft.prim.execute(stream(), {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, s}});
+  pv.prim.execute(
+      stream(), {{DNNL_ARG_SRC, v}, {DNNL_ARG_WEIGHTS, sT}, {DNNL_ARG_DST, o}});
+  stream().wait();
+  markHostWritten(y);
+  roundResult(knob.precision, y);
+}
+
+void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
+                    Tensor* y) {
+  applyThreads();
+  const Dims4 xd = dims4(x);
+  const int64_t N = xd[0], C = xd[1], T = xd[2] * xd[3];
+  HPVM_ASSERT(
+      index >= 0 && index < T && numElems(y) == N * C,
+      fmt::format("token {} of {} into {}", index, dimsStr(x), dimsStr(y)));
+  const float* xp = hostData(x);
+  allocHost(y);
+  ref::selectToken(xp, N, C, T, index, y->impl->host);
+  markHostWritten(y);
+  // A copy: x's rounding is y's.
+  if (alreadyRounded(x, knob.precision))
+    implOf(y).roundedTo = knob.precision;
+  else
+    roundResult(knob.precision, y);
+}
+
 } // namespace hpvm::rt

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace hpvm::rt::ref {
 
@@ -247,6 +248,67 @@ void concat(const float* const* parts, const int64_t* channels, int n,
       c0 += channels[i];
     }
   }
+}
+
+void classToken(const float* x, int64_t N, int64_t C, int64_t T,
+                const float* cls, const float* pos, float* y) {
+  // Loop over images and channels: the class token, then the T pixels,
+  // each plus its position embedding.
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* pc = pos + c * (T + 1);
+      float* yc = y + (b * C + c) * (T + 1);
+      yc[0] = cls[c] + pc[0];
+      for (int64_t t = 0; t < T; ++t)
+        yc[1 + t] = x[(b * C + c) * T + t] + pc[1 + t];
+    }
+}
+
+void attention(const float* qkv, int64_t N, int64_t C, int64_t T, int64_t heads,
+               float* y) {
+  // Dimension names: D channels per head, t the query token, s the key
+  // token. Element (token t, channel d) of head h's queries is qkv[b, h*D +
+  // d, t]; its keys and values follow C and 2C channels later.
+  const int64_t D = C / heads;
+  const double scale = 1 / std::sqrt(double(D));
+  std::vector<double> p(static_cast<size_t>(T));
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* q = qkv + (b * 3 * C + h * D) * T;
+      const float* k = q + C * T;
+      const float* v = k + C * T;
+      float* o = y + (b * C + h * D) * T;
+      for (int64_t t = 0; t < T; ++t) {
+        // Scores of query t against every key, in double; softmax.
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t s = 0; s < T; ++s) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += double(q[d * T + t]) * double(k[d * T + s]);
+          p[size_t(s)] = dot * scale;
+          mx = std::max(mx, p[size_t(s)]);
+        }
+        double sum = 0;
+        for (int64_t s = 0; s < T; ++s) {
+          p[size_t(s)] = std::exp(p[size_t(s)] - mx);
+          sum += p[size_t(s)];
+        }
+        // Output channel d: the values weighted by the probabilities.
+        for (int64_t d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int64_t s = 0; s < T; ++s)
+            acc += p[size_t(s)] * double(v[d * T + s]);
+          o[d * T + t] = float(acc / sum);
+        }
+      }
+    }
+}
+
+void selectToken(const float* x, int64_t N, int64_t C, int64_t T, int64_t index,
+                 float* y) {
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      y[b * C + c] = x[(b * C + c) * T + index];
 }
 
 } // namespace hpvm::rt::ref
