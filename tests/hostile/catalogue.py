@@ -21,6 +21,7 @@ built once by --setup-program, a CTest fixture) instead of the exporter.
 """
 import argparse
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -34,6 +35,18 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def config_op_names():
+    """The configuration files' op names, from the table (Ops.def), sorted
+    as the parser lists them."""
+    with open(f"{ROOT}/hpvm_rt/include/hpvm_rt/Ops.def") as f:
+        return ", ".join(sorted(re.findall(r'^HPVM_OP\(\w+,\s*"(\w+)"', f.read(),
+                                           re.M)))
+
+
+OP_NAMES = config_op_names()
 TIMEOUT_S = 30
 MEMORY_BYTES = 2 << 30
 
@@ -567,10 +580,7 @@ def _(w):
 
 
 @case("program: control bytes are escaped", "{W}/conf.txt:4:19: unknown op "
-      "'\\x1b[31m'; expected one of: add, batchnorm, channel_shuffle, "
-      "channel_slice, clipped_relu, concat, conv, gelu, group_conv, "
-      "hard_sigmoid, hard_swish, layer_norm, mul, multiply, pool_max, "
-      "pool_max_pads, pool_mean, pool_mean_pads, relu, sigmoid, softmax, tanh")
+      "'\\x1b[31m'; expected one of: " + OP_NAMES)
 def _(w):
     return ["-c", config(w, "1 cpu mul fp32 11 \x1b[31m\n")]
 
@@ -710,10 +720,7 @@ def setup_program(folder, exporter):
 
 
 @case("config: --config with an unknown op", "--config: {W}/c.txt:4:7: "
-      "unknown op 'mull'; expected one of: add, batchnorm, channel_shuffle, "
-      "channel_slice, clipped_relu, concat, conv, gelu, group_conv, "
-      "hard_sigmoid, hard_swish, layer_norm, mul, multiply, pool_max, "
-      "pool_max_pads, pool_mean, pool_mean_pads, relu, sigmoid, softmax, tanh",
+      "unknown op 'mull'; expected one of: " + OP_NAMES,
       extra=["--config", "{W}/c.txt"])
 def _(w):
     with open(f"{w}/c.txt", "w") as f:
