@@ -264,14 +264,12 @@ RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
   CodegenOptions& cg = r.cg;
   cg.target = opts.target;
   cg.toolVersion = TORCH2HPVM_VERSION;
-  cg.modelPath = opts.model;
+  cg.modelFile = fs::path(opts.model).filename().string();
   cg.modelSha256 = modelSha;
   cg.producer = g.source.producer;
   cg.opset = g.source.opset;
-  cg.commandLine = formatCommand(opts.commandLine);
   cg.modelName = stem;
   cg.binaryName = sanitizeIdentifier(stem);
-  cg.modelDir = out + "/";
   cg.tuneCount = tune.count;
   cg.testCount = test.count;
   cg.batchSize = opts.batchSize;
