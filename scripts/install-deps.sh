@@ -7,6 +7,8 @@ set -eu
 # looks for OpenCL, hence ocl-icd-opencl-dev and opencl-headers.
 # libopenblas0-pthread: PyTorch's dense layers in the benchmarks (without it
 # Debian's PyTorch uses the reference BLAS, 4x slower).
+# git: torch2hpvm-export merges hand edits into a regeneration with
+# 'git merge-file' (no repository needed).
 PACKAGES="
   build-essential cmake ninja-build clang clang-format git
   libonnx-dev libprotobuf-dev protobuf-compiler
