@@ -560,6 +560,58 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
   CHECK(readFile(t.out + "/tuner_confs.txt.orig") == "tuned\n");
 }
 
+TEST_CASE("Regeneration: deleted files come back, a file of the user's is "
+          "never overwritten, files no longer generated go unless edited") {
+  RegenFixture t("regen-files");
+  writeFile(t.data + "/c1.txt", "0.0\n+++++\nconf1 1 1 100 0\n-----\n");
+  // As torch2hpvm-tune writes it into an export made without --config.
+  writeFile(t.out + "/tuner_confs.txt", "tuned\n");
+  fs::remove(t.out + "/weights/fc_bias.bin");
+  t.opts.configFile = t.data + "/c1.txt";
+  auto [text, status] = t.check();
+  CHECK(text == "update   hpvm_c.cpp\n"
+                "update   ops.json\n"
+                "refuse   tuner_confs.txt (exists, but torch2hpvm did not "
+                "generate it and the new generation writes it)\n"
+                "restore  weights/fc_bias.bin (deleted)\n"
+                "'" +
+                    t.out +
+                    "': 3 files would change, 2 carry edits; a regeneration "
+                    "would stop on a conflict\n");
+  CHECK(status == ExitConflict);
+  CHECK(t.regenerate(ExitUserError) ==
+        t.out + "/tuner_confs.txt: exists, but torch2hpvm did not generate it "
+                "and the new generation writes it; move your version away, or "
+                "use --force (which keeps it as tuner_confs.txt.orig)");
+
+  fs::rename(t.out + "/tuner_confs.txt", t.out + "/tuned_confs.txt");
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: weights/fc_bias.bin: was "
+                          "deleted; written again\n"
+                          "torch2hpvm-export: regenerated '" +
+                              t.out + "': 4 files changed\n");
+  CHECK(readFile(t.out + "/tuned_confs.txt") == "tuned\n");
+  CHECK(readFile(t.out + "/tuner_confs.txt") == readFile(t.data + "/c1.txt"));
+  CHECK(fs::file_size(t.out + "/weights/fc_bias.bin") == 40);
+
+  // Without --config, an edited tuner_confs.txt stays; an untouched one
+  // would go.
+  writeFile(t.out + "/tuner_confs.txt", "tuned again\n");
+  t.opts.configFile.clear();
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: tuner_confs.txt: no longer "
+                          "generated; your edited version is kept\n"
+                          "torch2hpvm-export: regenerated '" +
+                              t.out + "': 2 files changed\n");
+  CHECK(readFile(t.out + "/tuner_confs.txt") == "tuned again\n");
+  t.opts.configFile = t.data + "/c1.txt";
+  fs::remove(t.out + "/tuner_confs.txt");
+  CHECK(t.regenerate() == "");
+  t.opts.configFile.clear();
+  CHECK(t.regenerate() == "");
+  CHECK_FALSE(fs::exists(t.out + "/tuner_confs.txt"));
+}
+
 TEST_CASE("Regeneration: the tool's messages and exit codes") {
   std::string tool =
       std::string(HPVM_BINARY_DIR) + "/frontend/torch2hpvm-export";
