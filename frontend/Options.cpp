@@ -36,7 +36,7 @@ Options parseOptions(const std::vector<std::string>& args) {
              "OUT/build/<model>.\nRe-running it on OUT regenerates: your "
              "edits are merged.\nExit status: 0 success, 1 bad model, "
              "options or datasets, 2 toolchain failure,\n3 regeneration "
-             "conflict.");
+             "conflict, 4 --check: files would change.");
   app.add_option("--tune", o.tuneInput,
                  "Tune set input (HPVM bin: float32 NCHW)")
       ->type_name("FILE");

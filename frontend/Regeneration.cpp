@@ -9,9 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
