@@ -234,11 +234,9 @@ void carryOverUserFiles(const std::string& out, const PreviousExport& prev,
                         const std::string& tmp,
                         const std::vector<FilePlan>& plan) {
   std::set<std::string> skip = {"manifest.json", "build.log"};
-  for (const auto& [path, digest] : prev.files)
-    skip.insert(path);
   for (const FilePlan& f : plan)
-    if (f.action == FileAction::KeepOrphan)
-      skip.erase(f.path);
+    if (f.action != FileAction::KeepOrphan)
+      skip.insert(f.path);
   for (const std::string& c : prev.conflicts)
     for (const std::string& side : conflictSideFiles(c))
       skip.insert(side);
@@ -264,8 +262,15 @@ void carryOverUserFiles(const std::string& out, const PreviousExport& prev,
         throw UserError("cannot create '" + to + "': " + ec.message());
       continue;
     }
-    if (skip.count(rel) || exists(to))
+    if (skip.count(rel))
       continue;
+    // Only a conflict's side file can stand there: never overwrite the
+    // user's file.
+    if (exists(to))
+      throw UserError(out + "/" + rel +
+                      ": the regeneration writes a file of this name (the "
+                      "side file of a conflict); move yours away and run "
+                      "again");
     fs::create_directories(fs::path(to).parent_path(), ec);
     // A hard link: the old tree stays whole until the exchange.
     if (::link(it->path().c_str(), to.c_str()) == 0)

@@ -92,7 +92,9 @@ std::vector<std::string> conflictSideFiles(const std::string& path);
 /// not generate: the user's own files and directories, edited files that
 /// are no longer generated. Skipped: manifest.json, MergeBaseDir's parent,
 /// build/ and build.log (products of the previous generation), the
-/// generated files and the side files of the previous conflicts.
+/// generated files and the side files of the previous conflicts. Throws
+/// UserError, before anything is moved, when a file of the user's has the
+/// name of a file \p tmp already holds (a new conflict's side file).
 void carryOverUserFiles(const std::string& out, const PreviousExport& prev,
                         const std::string& tmp,
                         const std::vector<FilePlan>& plan);

@@ -403,6 +403,16 @@ TEST_CASE("Regeneration: an edit on a changed line conflicts and nothing is "
                     "regeneration would stop on a conflict\n");
   CHECK(status == ExitConflict);
 
+  // A file of the user's in the way of a side file is never overwritten.
+  writeFile(src + ".new", "my notes\n");
+  auto inTheWay = snapshot(t.out);
+  CHECK(t.regenerate(ExitUserError) ==
+        src + ".new: the regeneration writes a file of this name (the side "
+              "file of a conflict); move yours away and run again");
+  CHECK(snapshot(t.out) == inTheWay);
+  CHECK(t.report.str() == "");
+  fs::remove(src + ".new");
+
   CHECK(t.regenerate(ExitConflict) ==
         t.out + ": conflicts in 1 file (hpvm_c.cpp); the program was not "
                 "built. Resolve the <<<<<<< markers, then run the same "
