@@ -553,6 +553,23 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
                 "--force (which keeps it as tuner_confs.txt.orig)");
   CHECK(snapshot(t.out) == before);
 
+  // Without its merge base (an export of an older torch2hpvm, or a base
+  // changed by hand) an edited source cannot be merged either.
+  std::string baseFile = t.out + "/.torch2hpvm/base/hpvm_c.cpp";
+  std::string base = readFile(baseFile);
+  writeFile(t.out + "/tuner_confs.txt", readFile(t.data + "/c1.txt"));
+  t.changeActivation("Tanh");
+  writeFile(baseFile, base + "// changed\n");
+  before = snapshot(t.out);
+  CHECK(t.regenerate(ExitUserError) ==
+        src + ": edited since it was generated, and the previous generation "
+              "(.torch2hpvm/base/hpvm_c.cpp) is missing or changed, so the "
+              "edits cannot be merged; move your version away, or use "
+              "--force (which keeps it as hpvm_c.cpp.orig)");
+  CHECK(snapshot(t.out) == before);
+  writeFile(baseFile, base);
+  writeFile(t.out + "/tuner_confs.txt", "tuned\n");
+
   t.opts.force = true;
   writeFile(t.out + "/hpvm_c.cpp.orig", "an older backup\n");
   CHECK(t.regenerate() == "");
@@ -562,7 +579,7 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
         "torch2hpvm-export: tuner_confs.txt: overwritten by the new "
         "generation (--force); your version is kept as tuner_confs.txt.orig\n"
         "torch2hpvm-export: regenerated '" +
-            t.out + "': 2 files changed\n");
+            t.out + "': 4 files changed\n");
   CHECK(readFile(src) == readFile(t.out + "/.torch2hpvm/base/hpvm_c.cpp"));
   CHECK(readFile(src + ".orig.1") == mine);
   CHECK(readFile(src + ".orig") == "an older backup\n");
