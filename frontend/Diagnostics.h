@@ -15,7 +15,17 @@
 namespace hpvm::fe {
 
 /// Exit codes of the command-line tools.
-enum ExitCode : int { ExitOk = 0, ExitUserError = 1, ExitToolchainError = 2 };
+enum ExitCode : int {
+  ExitOk = 0,
+  ExitUserError = 1,
+  ExitToolchainError = 2,
+  /// torch2hpvm-export: a regeneration left conflict markers (or found the
+  /// last one's unresolved); --check: a regeneration would conflict or be
+  /// refused.
+  ExitConflict = 3,
+  /// torch2hpvm-export --check: a regeneration would change files (cleanly).
+  ExitWouldChange = 4,
+};
 
 /// An error the user can fix. what() is the complete message without the
 /// "torch2hpvm-export: error: " prefix, e.g.

@@ -1,5 +1,6 @@
 // Main.cpp - torch2hpvm-export: parse the options, run the export, map the
-// outcome to exit codes (0 ok, 1 user error, 2 toolchain failure).
+// outcome to exit codes (0 ok, 1 user error, 2 toolchain failure, 3
+// regeneration conflict, 4 --check: files would change).
 #include "Diagnostics.h"
 #include "Options.h"
 #include "Pipeline.h"
@@ -25,8 +26,10 @@ int main(int argc, char** argv) {
       streams.progress = &std::cerr;
     streams.ir = &std::cout;
     streams.commands = &std::cerr;
-    runExport(opts, streams);
-    return ExitOk;
+    streams.report = &std::cerr;
+    ExportResult result = runExport(opts, streams);
+    std::cout << result.checkReport;
+    return result.status;
   } catch (const UserError& e) {
     std::cout.flush();
     std::cerr << "torch2hpvm-export: error: " << printableMessage(e.what())

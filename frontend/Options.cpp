@@ -33,8 +33,10 @@ Options parseOptions(const std::vector<std::string>& args) {
       ->type_name("FILE");
   app.footer("Writes OUT/hpvm_c.cpp, OUT/weights/, the four dataset files, "
              "ops.json,\nmanifest.json, CMakeLists.txt and builds "
-             "OUT/build/<model>.\nExit status: 0 success, 1 bad model, "
-             "options or datasets, 2 toolchain failure.");
+             "OUT/build/<model>.\nRe-running it on OUT regenerates: your "
+             "edits are merged.\nExit status: 0 success, 1 bad model, "
+             "options or datasets, 2 toolchain failure,\n3 regeneration "
+             "conflict, 4 --check: files would change.");
   app.add_option("--tune", o.tuneInput,
                  "Tune set input (HPVM bin: float32 NCHW)")
       ->type_name("FILE");
@@ -70,8 +72,12 @@ Options parseOptions(const std::vector<std::string>& args) {
       ->transform(CLI::AsSizeValue(false));
   app.add_flag("--no-build", o.noBuild, "Generate only; do not build");
   app.add_flag("--force", o.force,
-               "Replace an existing output directory (once the new one is "
-               "complete)");
+               "Regenerate over your edits instead of merging them (each "
+               "edited file is kept as FILE.orig)");
+  app.add_flag("--check", o.check,
+               "Say which files a regeneration would change and which carry "
+               "your edits; write nothing (exit 0: none would change, 3: "
+               "conflict, 4: would change)");
   app.add_option("--template-dir", o.templateDir,
                  "Use the templates in DIR [default: the installed ones]")
       ->type_name("DIR");

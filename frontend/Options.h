@@ -37,8 +37,11 @@ struct Options {
   uint64_t maxBytes = kDefaultMaxInputBytes;
   /// --no-build: generate only.
   bool noBuild = false;
-  /// --force: replace an existing output directory.
+  /// --force: regenerate over the user's edits (keeping a backup of each
+  /// edited file) instead of merging them.
   bool force = false;
+  /// --check: say what a regeneration would change; write nothing.
+  bool check = false;
   /// --template-dir: templates to use; default: the installed ones.
   std::string templateDir;
   /// --dump-ir: print the IR after every pass to stdout.

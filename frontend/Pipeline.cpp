@@ -6,6 +6,7 @@
 #include "driver/config/Config.h" // hpvm_rt's parser
 
 #include "Diagnostics.h"
+#include "Regeneration.h"
 #include "Version.h"
 #include "codegen/Datasets.h"
 #include "codegen/HpvmCodegen.h"
@@ -27,6 +28,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <thread>
@@ -119,17 +121,6 @@ void removeStaleTempDirs(const fs::path& outPath) {
   }
 }
 
-/// True if \p dir holds a manifest.json written by torch2hpvm-export, so
-/// that --force may replace it.
-bool isExportDir(const std::string& dir) {
-  std::ifstream in(dir + "/manifest.json");
-  if (!in)
-    return false;
-  nlohmann::json m = nlohmann::json::parse(in, nullptr, /*exceptions=*/false);
-  return m.is_object() && m.contains("tool") && m["tool"].is_object() &&
-         m["tool"].value("name", "") == "torch2hpvm-export";
-}
-
 /// Writes every weight file into \p dir, spread over the cores (writing and
 /// hashing 100 MB of ResNet-50 weights is most of an export's time);
 /// returns their SHA-256 digests in layout order.
@@ -169,6 +160,9 @@ struct ExportPaths {
   fs::path outPath;        ///< Absolute, normalised output directory.
   std::string out;         ///< outPath as a string.
   std::string templateDir; ///< Templates to render.
+  bool exists = false;     ///< The output directory exists (maybe empty).
+  /// The export the output directory holds: this is a regeneration.
+  std::optional<PreviousExport> prev;
 };
 
 /// The export's files rendered in memory.
@@ -196,15 +190,34 @@ ExportPaths checkPaths(const Options& opts) {
     if (!fs::is_directory(st))
       throw UserError("output path '" + out +
                       "' exists and is not a directory");
-    if (!opts.force)
-      throw UserError("output directory '" + out +
-                      "' already exists (use --force to replace it)");
-    if (!fs::is_empty(out, ec) && !isExportDir(out))
-      throw UserError("refusing to replace '" + out +
+    t.exists = true;
+    t.prev = readPreviousExport(out);
+    if (!t.prev && !fs::is_empty(out, ec))
+      throw UserError("refusing to write into '" + out +
                       "': it is not empty and holds no manifest.json of "
-                      "torch2hpvm-export (remove it yourself if you mean "
-                      "it)");
+                      "torch2hpvm-export (choose another -o, or remove it "
+                      "yourself if you mean it)");
   }
+  // A conflict of the last regeneration must be resolved first.
+  if (t.prev && !opts.force)
+    for (const std::string& c : t.prev->conflicts) {
+      std::ifstream in(out + "/" + c);
+      std::string line;
+      while (std::getline(in, line))
+        if (line.compare(0, 8, "<<<<<<< ") == 0) {
+          std::vector<std::string> side = conflictSideFiles(c);
+          throw UserError(
+              out + "/" + c +
+                  ": still holds the conflict markers of the last "
+                  "regeneration; resolve them (the three versions are "
+                  "beside it: " +
+                  side[0] + ", " + side[1] + " and " + side[2] +
+                  ") and run again, or use --force (which keeps your version "
+                  "as " +
+                  c + ".orig)",
+              ExitConflict);
+        }
+    }
   if (!opts.configFile.empty()) {
     // A readable regular file (not a FIFO) in HPVM's configuration grammar
     // (hpvm_rt's own parser: op names, knob ids, knobs valid for each op).
@@ -278,14 +291,12 @@ RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
   CodegenOptions& cg = r.cg;
   cg.target = opts.target;
   cg.toolVersion = TORCH2HPVM_VERSION;
-  cg.modelPath = opts.model;
+  cg.modelFile = fs::path(opts.model).filename().string();
   cg.modelSha256 = modelSha;
   cg.producer = g.source.producer;
   cg.opset = g.source.opset;
-  cg.commandLine = formatCommand(opts.commandLine);
   cg.modelName = stem;
   cg.binaryName = sanitizeIdentifier(stem);
-  cg.modelDir = out + "/";
   cg.tuneCount = tune.count;
   cg.testCount = test.count;
   cg.batchSize = opts.batchSize;
@@ -359,14 +370,25 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
   copyFileAtomic(test.labelsPath, tmp + "/test_labels.bin");
   if (hasConfig)
     copyFileAtomic(opts.configFile, tmp + "/tuner_confs.txt");
-  writeFileAtomic(tmp + "/hpvm_c.cpp", r.source);
-  writeFileAtomic(tmp + "/CMakeLists.txt", r.cmakeLists);
+  // The sources, and their copies as the next regeneration's merge base
+  // (never touched by the build).
+  std::string base = tmp + "/" + MergeBaseDir;
+  fs::create_directories(base, ec);
+  if (ec)
+    throw UserError("cannot create '" + base + "': " + ec.message());
+  for (const auto& [name, text] :
+       {std::pair<const char*, const std::string&>{"hpvm_c.cpp", r.source},
+        {"CMakeLists.txt", r.cmakeLists}}) {
+    HPVM_ASSERT(isMergeable(name), name);
+    writeFileAtomic(tmp + "/" + name, text);
+    writeFileAtomic(base + "/" + name, text);
+  }
   writeFileAtomic(tmp + "/ops.json", r.opsJson);
   for (const char* f : {"hpvm_c.cpp", "CMakeLists.txt", "ops.json"})
     files.push_back(fileEntry(tmp, f, true));
   for (const char* f : {"tune_input.bin", "tune_labels.bin", "test_input.bin",
                         "test_labels.bin"})
-    files.push_back(fileEntry(tmp, f, false));
+    files.push_back(fileEntry(tmp, f, true));
   if (hasConfig)
     files.push_back(fileEntry(tmp, "tuner_confs.txt", true));
   return files;
@@ -375,8 +397,9 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
 /// Writes manifest.json, which lists \p files, into \p tmp.
 void writeManifest(const std::string& tmp, const Options& opts, const Graph& g,
                    const ProgramLayout& layout, const std::string& modelSha,
-                   const std::string& binaryName, const Dataset& tune,
-                   const Dataset& test, const nlohmann::ordered_json& files) {
+                   const std::string& binary, const Dataset& tune,
+                   const Dataset& test, const nlohmann::ordered_json& files,
+                   const std::vector<std::string>& conflicts) {
   nlohmann::ordered_json m;
   m["tool"] = {{"name", "torch2hpvm-export"}, {"version", TORCH2HPVM_VERSION}};
   m["command_line"] = opts.commandLine;
@@ -387,7 +410,7 @@ void writeManifest(const std::string& tmp, const Options& opts, const Graph& g,
                 {"graph_name", g.source.graphName}};
   m["target"] = targetName(opts.target);
   m["toolchain"] = opts.toolchain == Toolchain::Hpvm ? "hpvm" : "clang";
-  m["binary"] = opts.noBuild ? "" : "build/" + binaryName;
+  m["binary"] = binary;
   m["batch_size"] = opts.batchSize;
   m["input_shape"] = {layout.channels, layout.height, layout.width};
   m["classes"] = layout.numClasses;
@@ -402,6 +425,12 @@ void writeManifest(const std::string& tmp, const Options& opts, const Graph& g,
                      {"images", test.count}}}};
   m["config"] = opts.configFile;
   m["files"] = files;
+  nlohmann::ordered_json merged = nlohmann::ordered_json::array();
+  for (const auto& f : files)
+    if (isMergeable(f["path"].get<std::string>()))
+      merged.push_back(f["path"]);
+  m["merge_base"] = {{"dir", MergeBaseDir}, {"files", merged}};
+  m["conflicts"] = conflicts;
   writeFileAtomic(tmp + "/manifest.json", m.dump(2) + "\n");
 }
 
@@ -430,6 +459,175 @@ void buildInTempDir(const std::string& tmp, const std::string& out,
   }
 }
 
+/// Regeneration messages, printed whatever the terminal.
+void report(const PipelineStreams& s, const std::string& line) {
+  if (s.report)
+    *s.report << "torch2hpvm-export: " << line << std::endl;
+}
+
+/// One UserError naming every file a regeneration cannot handle.
+void throwIfRefused(const std::vector<FilePlan>& plan, const std::string& out) {
+  std::vector<const FilePlan*> refused;
+  for (const FilePlan& f : plan)
+    if (f.action == FileAction::Refuse)
+      refused.push_back(&f);
+  if (refused.empty())
+    return;
+  if (refused.size() == 1)
+    throw UserError(out + "/" + refused[0]->path + ": " + refused[0]->reason +
+                    "; move your version away, or use --force (which keeps "
+                    "it as " +
+                    refused[0]->path + ".orig)");
+  std::string msg = out + ": " + std::to_string(refused.size()) +
+                    " files cannot be regenerated:";
+  for (const FilePlan* f : refused)
+    msg += "\n  " + f->path + ": " + f->reason;
+  throw UserError(msg + "\nmove your versions away, or use --force (which "
+                        "keeps each as FILE.orig)");
+}
+
+/// The line reporting \p f's fate in a regeneration, or "".
+std::string regenerationLine(const FilePlan& f) {
+  switch (f.action) {
+  case FileAction::Merge:
+    return f.path + ": merged your edits into the new generation cleanly";
+  case FileAction::Conflict: {
+    std::vector<std::string> side = conflictSideFiles(f.path);
+    return "CONFLICT in " + f.path + ": " + std::to_string(f.conflicts) +
+           (f.conflicts == 1 ? " conflict" : " conflicts") +
+           " between your edits and the new generation; the three versions "
+           "are written side by side as " +
+           side[0] + " (previous generation), " + side[1] + " (yours) and " +
+           side[2] + " (new generation)";
+  }
+  case FileAction::KeepEdits:
+    return f.path + ": kept your edits (the new generation does not change "
+                    "it)";
+  case FileAction::KeepOrphan:
+    return f.path + ": no longer generated; your edited version is kept";
+  case FileAction::Backup:
+    return f.path +
+           ": overwritten by the new generation (--force); your "
+           "version is kept as " +
+           f.backup;
+  case FileAction::Restore:
+    return f.path + ": was deleted; written again";
+  default:
+    return "";
+  }
+}
+
+void reportRegeneration(const PipelineStreams& streams,
+                        const std::vector<FilePlan>& plan) {
+  for (const FilePlan& f : plan)
+    if (std::string line = regenerationLine(f); !line.empty())
+      report(streams, line);
+}
+
+/// "regenerated '<out>': 3 files changed (1 merged cleanly, 1 with
+/// conflicts)"; the parenthesis only when something was merged.
+std::string regenerationSummary(const std::vector<FilePlan>& plan,
+                                const std::string& out) {
+  int changed = 0, merged = 0, conflicts = 0;
+  for (const FilePlan& f : plan) {
+    changed += changesFile(f.action);
+    merged += f.action == FileAction::Merge;
+    conflicts += f.action == FileAction::Conflict;
+  }
+  std::string line = "regenerated '" + out + "': " + std::to_string(changed) +
+                     (changed == 1 ? " file" : " files") + " changed";
+  if (merged || conflicts)
+    line += " (" + std::to_string(merged) + " merged cleanly, " +
+            std::to_string(conflicts) + " with conflicts)";
+  return line;
+}
+
+/// --check's verb and detail for \p f ("" when it would not be listed).
+std::pair<std::string, std::string> checkLine(const FilePlan& f) {
+  std::string n = std::to_string(f.conflicts);
+  switch (f.action) {
+  case FileAction::Same:
+    return {"", ""};
+  case FileAction::Add:
+    return {"add", ""};
+  case FileAction::Update:
+    return {"update", ""};
+  case FileAction::Restore:
+    return {"restore", "deleted"};
+  case FileAction::Remove:
+    return {"remove", ""};
+  case FileAction::KeepEdits:
+    return {"keep", "edited; the new generation does not change it"};
+  case FileAction::KeepOrphan:
+    return {"keep", "edited; no longer generated"};
+  case FileAction::Merge:
+    return {"merge", "edited; merges cleanly"};
+  case FileAction::Conflict:
+    return {"conflict",
+            "edited; " + n + (f.conflicts == 1 ? " conflict" : " conflicts")};
+  case FileAction::Backup:
+    return {"replace", "edited; --force keeps it as " + f.backup};
+  case FileAction::Refuse:
+    return {"refuse", f.reason};
+  }
+  HPVM_UNREACHABLE("unknown file action");
+}
+
+/// --check's report of \p plan into \p text: one line per file that would
+/// change or carries edits ("<verb> <path> (<detail>)"), then a summary.
+/// Returns the exit status: ExitOk when no file would change, ExitConflict
+/// when a file would conflict or be refused, else ExitWouldChange.
+int checkReport(const std::vector<FilePlan>& plan, const std::string& out,
+                std::string& text) {
+  int changed = 0, edited = 0;
+  bool trouble = false;
+  for (const FilePlan& f : plan) {
+    changed += changesFile(f.action);
+    edited += f.edited;
+    trouble |=
+        f.action == FileAction::Conflict || f.action == FileAction::Refuse;
+    auto [verb, detail] = checkLine(f);
+    if (verb.empty())
+      continue;
+    verb.resize(8, ' ');
+    text += verb + " " + f.path + (detail.empty() ? "" : " (" + detail + ")") +
+            "\n";
+  }
+  text += "'" + out + "': " + std::to_string(changed) +
+          (changed == 1 ? " file" : " files") + " would change, " +
+          std::to_string(edited) + (edited == 1 ? " carries" : " carry") +
+          " edits" +
+          (trouble ? "; a regeneration would stop on a conflict\n" : "\n");
+  return trouble ? ExitConflict : changed ? ExitWouldChange : ExitOk;
+}
+
+/// True when regenerating into \p tmp would change nothing in \p out: every
+/// file keeps its bytes, the manifest is the same, and the program (when
+/// one is wanted) is at least as new as its sources.
+bool isNoOp(const std::vector<FilePlan>& plan, const PreviousExport& prev,
+            const std::string& out, const std::string& tmp,
+            const std::string& binary) {
+  for (const FilePlan& f : plan)
+    if (f.action != FileAction::Same && f.action != FileAction::KeepEdits)
+      return false;
+  std::ifstream in(tmp + "/manifest.json", std::ios::binary);
+  std::string manifest((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  if (manifest != prev.manifest)
+    return false;
+  if (binary.empty())
+    return true;
+  std::error_code ec;
+  auto built = fs::last_write_time(out + "/" + binary, ec);
+  if (ec)
+    return false;
+  for (const FilePlan& f : plan)
+    if (isMergeable(f.path) &&
+        fs::last_write_time(out + "/" + f.path, ec) > built)
+      return false;
+  return !ec;
+}
+
 } // namespace
 
 void listOps(const std::string& format, std::ostream& out) {
@@ -456,26 +654,76 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
                    layout.height, layout.width, layout.numClasses);
 
   // Render everything in memory first, then write into a temporary sibling
-  // directory, build there, and move it into place.
+  // directory, merge the user's edits there, build there, and move it into
+  // place.
   RenderedFiles rendered =
       renderFiles(opts, where, *g, layout, modelSha, tune, test);
   std::string tmp = makeTempDir(where.outPath);
   TempDirGuard guard(tmp);
   nlohmann::ordered_json files =
       writeFiles(tmp, opts, streams, layout, rendered, tune, test);
-  writeManifest(tmp, opts, *g, layout, modelSha, rendered.cg.binaryName, tune,
-                test, files);
+
+  // Regeneration: each file's fate against what the directory holds.
+  FileDigests generated;
+  for (const auto& f : files)
+    generated[f["path"].get<std::string>()] = f["sha256"].get<std::string>();
+  const PreviousExport* prev = where.prev ? &*where.prev : nullptr;
+  std::vector<FilePlan> plan =
+      planRegeneration(where.out, prev, tmp, generated, opts.force,
+                       opts.verbose ? streams.commands : nullptr);
 
   ExportResult result;
   result.outDir = where.out;
-  if (!opts.noBuild) {
+  if (opts.check) {
+    result.status = checkReport(plan, where.out, result.checkReport);
+    return result; // the guard removes tmp
+  }
+  throwIfRefused(plan, where.out);
+
+  std::vector<std::string> conflicts;
+  for (const FilePlan& f : plan)
+    if (f.action == FileAction::Conflict)
+      conflicts.push_back(f.path);
+  std::string binary = opts.noBuild || !conflicts.empty()
+                           ? std::string()
+                           : "build/" + rendered.cg.binaryName;
+  writeManifest(tmp, opts, *g, layout, modelSha, binary, tune, test, files,
+                conflicts);
+
+  // Nothing to do: the same files (edits included), the same manifest, and
+  // a program at least as new as its sources.
+  if (prev && isNoOp(plan, *prev, where.out, tmp, binary)) {
+    report(streams,
+           "'" + where.out + "' is up to date (nothing to regenerate)");
+    result.binary = binary.empty() ? "" : where.out + "/" + binary;
+    return result;
+  }
+  if (prev) {
+    carryOverUserFiles(where.out, *prev, tmp, plan);
+    reportRegeneration(streams, plan);
+  }
+
+  if (!binary.empty()) {
     buildInTempDir(tmp, where.out, rendered.cg.binaryName, opts, streams,
                    guard);
-    result.binary = where.out + "/build/" + rendered.cg.binaryName;
+    result.binary = where.out + "/" + binary;
   }
-  moveIntoPlace(tmp, where.out, opts.force);
+  moveIntoPlace(tmp, where.out, where.exists);
   guard.release();
   progress(streams, "wrote " + where.out);
+  if (prev)
+    report(streams, regenerationSummary(plan, where.out));
+  if (!conflicts.empty()) {
+    std::string names;
+    for (const std::string& c : conflicts)
+      names += (names.empty() ? "" : ", ") + c;
+    throw UserError(
+        where.out + ": conflicts in " + std::to_string(conflicts.size()) +
+            (conflicts.size() == 1 ? " file (" : " files (") + names +
+            "); the program was not built. Resolve the <<<<<<< "
+            "markers, then run the same command again",
+        ExitConflict);
+  }
   return result;
 }
 

@@ -9,6 +9,8 @@ set -eu
 # Debian's PyTorch uses the reference BLAS, 4x slower).
 # libomp-dev, libclang-rt-dev: clang's OpenMP and sanitizer/libFuzzer
 # runtimes, for the sanitized build (scripts/sanitize.sh) and the fuzzers.
+# git: torch2hpvm-export merges hand edits into a regeneration with
+# 'git merge-file' (no repository needed).
 PACKAGES="
   build-essential cmake ninja-build clang clang-format git
   libonnx-dev libprotobuf-dev protobuf-compiler

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <ostream>
 #include <spawn.h>
+#include <string_view>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -68,8 +69,9 @@ std::string lastLines(const std::string& path, int n) {
   return out;
 }
 
-void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
-               const std::string& logPath, std::ostream* echo) {
+int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
+               const std::string& logPath, std::ostream* echo,
+               const std::vector<std::string>& extraEnv) {
   HPVM_ASSERT(!argv.empty(), "empty command");
   std::string command = formatCommand(argv);
   if (echo)
@@ -96,9 +98,22 @@ void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
   for (const std::string& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    bool overridden = false;
+    for (const std::string& x : extraEnv)
+      overridden |=
+          entry.substr(0, x.find('=') + 1) == x.substr(0, x.find('=') + 1);
+    if (!overridden)
+      env.push_back(*e);
+  }
+  for (const std::string& e : extraEnv)
+    env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(),
-                         environ);
+                         env.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(log);
   if (rc != 0)
@@ -112,14 +127,19 @@ void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
                           "': " + std::strerror(errno),
                       ExitToolchainError);
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
+               const std::string& logPath, std::ostream* echo) {
+  int status = runCommand(argv, cwd, logPath, echo);
+  if (status == 0)
     return;
-  std::string how = WIFEXITED(status)
-                        ? "exit status " + std::to_string(WEXITSTATUS(status))
-                        : "signal " + std::to_string(WTERMSIG(status));
-  throw UserError("build command failed (" + how + "):\n  " + command +
-                      "\nlast lines of " + logPath + ":\n" +
-                      lastLines(logPath, 20),
+  std::string how = status > 0 ? "exit status " + std::to_string(status)
+                               : "signal " + std::to_string(-status);
+  throw UserError("build command failed (" + how + "):\n  " +
+                      formatCommand(argv) + "\nlast lines of " + logPath +
+                      ":\n" + lastLines(logPath, 20),
                   ExitToolchainError);
 }
 

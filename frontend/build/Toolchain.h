@@ -25,9 +25,17 @@ std::string formatCommand(const std::vector<std::string>& argv);
 
 /// Runs \p argv (argv[0] an executable path) in directory \p cwd ("" for
 /// the current one) with stdin from /dev/null and stdout and stderr
-/// appended to \p logPath (after a "$ <command>" line). With \p echo, the
-/// command is written there first. Throws UserError with exit code 2 when
-/// the command cannot start or does not exit with status 0: the message
+/// appended to \p logPath (after a "$ <command>" line), in this process's
+/// environment plus \p extraEnv ("NAME=value" entries, which win). With
+/// \p echo, the command is written there first. Returns its exit status, or
+/// -N when signal N killed it. Throws UserError with exit code 2 when the
+/// command cannot start.
+int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
+               const std::string& logPath, std::ostream* echo,
+               const std::vector<std::string>& extraEnv = {});
+
+/// runCommand() for a build step: throws UserError with exit code 2 when
+/// the command cannot start or does not exit with status 0; the message
 /// names the command, the status and holds the log's last 20 lines.
 void runLogged(const std::vector<std::string>& argv, const std::string& cwd,
                const std::string& logPath, std::ostream* echo);

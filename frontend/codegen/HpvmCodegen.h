@@ -27,17 +27,18 @@ const char* targetName(Target t);
 std::optional<Target> parseTarget(std::string_view name);
 
 /// Everything about the program that does not come from the model graph.
+/// Nothing here depends on where or how the tool runs (no directories, no
+/// command line: those go to manifest.json), so that the same model gives
+/// the same bytes everywhere and a regeneration's merge base is stable.
 struct CodegenOptions {
   Target target = Target::HpvmTensor;
   std::string toolVersion;   ///< torch2hpvm version for the banner.
-  std::string modelPath;     ///< Model file as given (banner, comments).
+  std::string modelFile;     ///< Model file name, without its directory.
   std::string modelSha256;   ///< Hex digest of the model file.
   std::string producer;      ///< Model producer ("pytorch 1.13.1").
   int64_t opset = 0;         ///< Default-domain opset.
-  std::string commandLine;   ///< The command line, shell-quoted.
   std::string modelName;     ///< Model file stem (ModelInfo.name).
   std::string binaryName;    ///< Executable / CMake target (C identifier).
-  std::string modelDir;      ///< Final absolute output directory, ending '/'.
   int64_t tuneCount = 0;     ///< Images in the tune set.
   int64_t testCount = 0;     ///< Images in the test set.
   int64_t batchSize = 0;     ///< Default batch size, 0 = whole set.

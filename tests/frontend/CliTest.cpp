@@ -6,6 +6,7 @@
 #include "Pipeline.h"
 #include "build/Toolchain.h"
 #include "codegen/OutputFiles.h"
+#include "onnx/Sha256.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -102,10 +103,11 @@ TEST_CASE("Cli: export writes HPVM's layout and our files") {
       runExport(exportOptions(data, "lenet_small.onnxtxt", out), {});
   CHECK(r.outDir == out);
   CHECK(r.binary == "");
-  CHECK(listDir(out) == std::vector<std::string>{
-                            "CMakeLists.txt", "hpvm_c.cpp", "manifest.json",
-                            "ops.json", "test_input.bin", "test_labels.bin",
-                            "tune_input.bin", "tune_labels.bin", "weights"});
+  CHECK(listDir(out) ==
+        std::vector<std::string>{".torch2hpvm", "CMakeLists.txt", "hpvm_c.cpp",
+                                 "manifest.json", "ops.json", "test_input.bin",
+                                 "test_labels.bin", "tune_input.bin",
+                                 "tune_labels.bin", "weights"});
   CHECK(listDir(out + "/weights") ==
         std::vector<std::string>{"conv1_bias.bin", "conv1_weight.bin",
                                  "fc_bias.bin", "fc_weight.bin"});
@@ -118,10 +120,10 @@ TEST_CASE("Cli: export writes HPVM's layout and our files") {
         std::vector<std::string>{"out", "test_input.bin", "test_labels.bin",
                                  "tune_input.bin", "tune_labels.bin"});
 
-  // The program, with the machine-specific paths masked.
+  // The program names no directory; the model's digest is masked.
   std::string src = readFile(out + "/hpvm_c.cpp");
-  src = replaceAll(src, out, "@OUT@");
-  src = replaceAll(src, HPVM_SOURCE_DIR, "@SOURCE_DIR@");
+  CHECK(src.find(data) == std::string::npos);
+  CHECK(src.find(HPVM_SOURCE_DIR) == std::string::npos);
   src =
       replaceAll(src, sha256File(ModelDir + "lenet_small.onnxtxt"), "@SHA256@");
   std::string diff = checkGolden("lenet_small_hpvm_c.cpp", src);
@@ -167,33 +169,518 @@ TEST_CASE("Cli: the same inputs give byte-identical files") {
         std::string::npos);
 }
 
-TEST_CASE("Cli: an existing output directory is refused without --force") {
+TEST_CASE("Cli: an export directory is regenerated in place; other "
+          "directories are refused") {
   std::string data = makeDatasets("cli-exists");
   std::string out = data + "/out";
   Options o = exportOptions(data, "lenet_small.onnxtxt", out);
   runExport(o, {});
+  // The user's own files survive a regeneration; the previous build does
+  // not (it was built from the previous generation).
   writeFile(out + "/mine.txt", "keep");
-  CHECK(exportError(o) == "output directory '" + out +
-                              "' already exists (use --force to replace it)");
+  fs::create_directories(out + "/notes/deep");
+  writeFile(out + "/notes/deep/n.txt", "deep");
+  fs::create_directories(out + "/build");
+  writeFile(out + "/build/lenet_small", "old program");
+  writeFile(out + "/build.log", "old log");
+  o.commandLine.push_back("--again");
+  std::ostringstream report;
+  PipelineStreams streams;
+  streams.report = &report;
+  runExport(o, streams);
+  CHECK(report.str() ==
+        "torch2hpvm-export: regenerated '" + out + "': 0 files changed\n");
   CHECK(readFile(out + "/mine.txt") == "keep");
-  o.force = true;
-  runExport(o, {});
-  CHECK_FALSE(fs::exists(out + "/mine.txt"));
-  CHECK(fs::exists(out + "/hpvm_c.cpp"));
-  // --force never replaces a directory that is not an export.
+  CHECK(readFile(out + "/notes/deep/n.txt") == "deep");
+  CHECK_FALSE(fs::exists(out + "/build"));
+  CHECK_FALSE(fs::exists(out + "/build.log"));
+  CHECK(listDir(out + "/.torch2hpvm/base") ==
+        std::vector<std::string>{"CMakeLists.txt", "hpvm_c.cpp"});
+  // A directory that is not an export is never written into.
   std::string other = data + "/other";
   fs::create_directories(other);
   writeFile(other + "/notes.txt", "mine");
   o.outDir = other;
-  CHECK(exportError(o) ==
-        "refusing to replace '" + other +
-            "': it is not empty and holds no manifest.json of "
-            "torch2hpvm-export (remove it yourself if you mean it)");
-  CHECK(readFile(other + "/notes.txt") == "mine");
+  for (bool force : {false, true}) {
+    o.force = force;
+    CHECK(exportError(o) ==
+          "refusing to write into '" + other +
+              "': it is not empty and holds no manifest.json of "
+              "torch2hpvm-export (choose another -o, or remove it yourself "
+              "if you mean it)");
+  }
+  CHECK(listDir(other) == std::vector<std::string>{"notes.txt"});
   writeFile(data + "/file", "x");
   o.outDir = data + "/file";
   CHECK(exportError(o) ==
         "output path '" + data + "/file' exists and is not a directory");
+}
+
+TEST_CASE("Cli: generated files do not depend on where the tool runs") {
+  std::string data = makeDatasets("cli-where");
+  // The same model in two places, exported from two working directories
+  // into two output directories (one given relative), with two command
+  // lines.
+  for (const char* d : {"/m1", "/x/y/m2", "/cwd1", "/x/cwd2"})
+    fs::create_directories(data + d);
+  std::string model = readFile(ModelDir + "lenet_small.onnxtxt");
+  writeFile(data + "/m1/lenet_small.onnxtxt", model);
+  writeFile(data + "/x/y/m2/lenet_small.onnxtxt", model);
+  std::string cwd = fs::current_path().string();
+  Options a = exportOptions(data, "lenet_small.onnxtxt", "out1");
+  a.model = "../m1/lenet_small.onnxtxt";
+  a.tuneInput = "../tune_input.bin";
+  a.commandLine = {"torch2hpvm-export", a.model, "-o", "out1"};
+  Options b =
+      exportOptions(data, "lenet_small.onnxtxt", data + "/x/y/deeper/out2");
+  b.model = data + "/x/y/m2/lenet_small.onnxtxt";
+  fs::current_path(data + "/cwd1");
+  runExport(a, {});
+  fs::current_path(data + "/x/cwd2");
+  runExport(b, {});
+  fs::current_path(cwd);
+  auto one = snapshot(data + "/cwd1/out1");
+  auto two = snapshot(data + "/x/y/deeper/out2");
+  // Only manifest.json says where and how.
+  CHECK(one.at("manifest.json") != two.at("manifest.json"));
+  one.erase("manifest.json");
+  two.erase("manifest.json");
+  CHECK(one.size() == 13); // 4 weights, 4 datasets, 3 generated, 2 bases
+  CHECK(one == two);
+  for (const auto& [path, bytes] : one) {
+    INFO(path);
+    CHECK(bytes.find(data) == std::string::npos);
+    CHECK(bytes.find("cwd") == std::string::npos);
+    CHECK(bytes.find("torch2hpvm-export lenet") == std::string::npos);
+  }
+}
+
+namespace {
+
+/// An export of a copy of lenet_small whose Relu node can be changed, and
+/// the user's edits to its output.
+struct RegenFixture {
+  std::string data, model, out;
+  Options opts;
+  std::ostringstream report;
+  PipelineStreams streams;
+
+  explicit RegenFixture(const std::string& name)
+      : data(makeDatasets(name)), model(data + "/model/lenet_small.onnxtxt"),
+        out(data + "/out"),
+        opts(exportOptions(data, "lenet_small.onnxtxt", out)) {
+    fs::create_directories(data + "/model");
+    writeFile(model, readFile(ModelDir + "lenet_small.onnxtxt"));
+    opts.model = model;
+    streams.report = &report;
+    runExport(opts, {});
+  }
+
+  /// Changes node 'Relu_1' into \p op (another node than the conv's).
+  void changeActivation(const std::string& op) {
+    std::string text = readFile(model);
+    size_t at = text.find("name: \"Relu_1\"\n    op_type: \"");
+    REQUIRE(at != std::string::npos);
+    at = text.find("op_type: \"", at) + 10;
+    text.replace(at, text.find('"', at) - at, op);
+    writeFile(model, text);
+  }
+
+  /// What a fresh export of the model as it is now writes as \p file.
+  std::string freshExport(const std::string& file) {
+    Options o = opts;
+    o.outDir = data + "/fresh";
+    fs::remove_all(o.outDir);
+    runExport(o, {});
+    return readFile(o.outDir + "/" + file);
+  }
+
+  /// Runs the export, returning "" or its error (checking its exit code).
+  std::string regenerate(int expectedCode = ExitOk) {
+    report.str("");
+    try {
+      runExport(opts, streams);
+    } catch (const UserError& e) {
+      CHECK(e.exitCode() == expectedCode);
+      return e.what();
+    }
+    CHECK(expectedCode == ExitOk);
+    return "";
+  }
+
+  /// --check's report and exit status; checks that nothing was written.
+  std::pair<std::string, int> check() {
+    auto before = snapshot(out);
+    auto siblings = listDir(data);
+    Options o = opts;
+    o.check = true;
+    ExportResult r = runExport(o, {});
+    CHECK(snapshot(out) == before);
+    CHECK(listDir(data) == siblings);
+    return {r.checkReport, r.status};
+  }
+};
+
+/// \p text with the only occurrence of \p from replaced by \p to.
+std::string edit(std::string text, const std::string& from,
+                 const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, from);
+  CHECK(text.find(from, at + 1) == std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+const std::string ConvCall =
+    "  void *r = __hpvm__tensor_convolution(t1, t2, 1, 1, 1, 1);\n";
+const std::string MyConvCall =
+    "  // Mine: stride 2.\n"
+    "  void *r = __hpvm__tensor_convolution(t1, t2, 1, 1, 2, 2);\n";
+
+/// The user's edits: the conv node's call arguments and a comment.
+std::string myEdits(const std::string& generated) {
+  return edit(generated, ConvCall, MyConvCall);
+}
+
+std::vector<std::string> manifestConflicts(const std::string& out) {
+  nlohmann::json m = nlohmann::json::parse(readFile(out + "/manifest.json"));
+  return m["conflicts"].get<std::vector<std::string>>();
+}
+
+} // namespace
+
+TEST_CASE("Regeneration: an edit survives a model change that touches "
+          "another node") {
+  RegenFixture t("regen-merge");
+  std::string src = t.out + "/hpvm_c.cpp";
+  writeFile(src, myEdits(readFile(src)));
+  t.changeActivation("Tanh");
+
+  auto [text, status] = t.check();
+  CHECK(text == "update   CMakeLists.txt\n"
+                "merge    hpvm_c.cpp (edited; merges cleanly)\n"
+                "update   ops.json\n"
+                "'" +
+                    t.out + "': 3 files would change, 1 carries edits\n");
+  CHECK(status == ExitWouldChange);
+
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() ==
+        "torch2hpvm-export: hpvm_c.cpp: merged your edits into the new "
+        "generation cleanly\n"
+        "torch2hpvm-export: regenerated '" +
+            t.out +
+            "': 3 files changed (1 merged cleanly, 0 with conflicts)\n");
+  std::string fresh = t.freshExport("hpvm_c.cpp");
+  CHECK(fresh.find("__hpvm__tensor_tanh(t1)") != std::string::npos);
+  CHECK(readFile(src) == myEdits(fresh));
+  // The new generation is the next merge base; the manifest has its digest.
+  CHECK(readFile(t.out + "/.torch2hpvm/base/hpvm_c.cpp") == fresh);
+  nlohmann::json m = nlohmann::json::parse(readFile(t.out + "/manifest.json"));
+  for (const auto& f : m["files"])
+    if (f["path"] == "hpvm_c.cpp")
+      CHECK(f["sha256"] == sha256Hex(fresh));
+  CHECK(manifestConflicts(t.out).empty());
+  CHECK(readFile(t.out + "/ops.json") == t.freshExport("ops.json"));
+}
+
+TEST_CASE("Regeneration: an edit on a changed line conflicts and nothing is "
+          "lost") {
+  RegenFixture t("regen-conflict");
+  std::string src = t.out + "/hpvm_c.cpp";
+  std::string previous = readFile(src);
+  const std::string relu = "  void *r = __hpvm__tensor_relu(t1);\n";
+  const std::string myRelu =
+      "  void *r = __hpvm__tensor_relu(t1); // keep relu\n";
+  std::string mine = edit(myEdits(previous), relu, myRelu);
+  writeFile(src, mine);
+  t.changeActivation("Tanh");
+
+  auto [text, status] = t.check();
+  CHECK(text == "update   CMakeLists.txt\n"
+                "conflict hpvm_c.cpp (edited; 1 conflict)\n"
+                "update   ops.json\n"
+                "'" +
+                    t.out +
+                    "': 3 files would change, 1 carries edits; a "
+                    "regeneration would stop on a conflict\n");
+  CHECK(status == ExitConflict);
+
+  // A file of the user's in the way of a side file is never overwritten.
+  writeFile(src + ".new", "my notes\n");
+  auto inTheWay = snapshot(t.out);
+  CHECK(t.regenerate(ExitUserError) ==
+        src + ".new: the regeneration writes a file of this name (the side "
+              "file of a conflict); move yours away and run again");
+  CHECK(snapshot(t.out) == inTheWay);
+  CHECK(t.report.str() == "");
+  fs::remove(src + ".new");
+
+  CHECK(t.regenerate(ExitConflict) ==
+        t.out + ": conflicts in 1 file (hpvm_c.cpp); the program was not "
+                "built. Resolve the <<<<<<< markers, then run the same "
+                "command again");
+  CHECK(t.report.str() ==
+        "torch2hpvm-export: CONFLICT in hpvm_c.cpp: 1 conflict between your "
+        "edits and the new generation; the three versions are written side "
+        "by side as hpvm_c.cpp.base (previous generation), hpvm_c.cpp.mine "
+        "(yours) and hpvm_c.cpp.new (new generation)\n"
+        "torch2hpvm-export: regenerated '" +
+            t.out +
+            "': 3 files changed (0 merged cleanly, 1 with conflicts)\n");
+  std::string fresh = t.freshExport("hpvm_c.cpp");
+  // The conflict holds both lines; the rest of the edits merged.
+  CHECK(readFile(src) == edit(myEdits(fresh),
+                              "  void *r = __hpvm__tensor_tanh(t1);\n",
+                              "<<<<<<< hpvm_c.cpp (yours)\n" + myRelu +
+                                  "=======\n"
+                                  "  void *r = __hpvm__tensor_tanh(t1);\n"
+                                  ">>>>>>> hpvm_c.cpp (new generation)\n"));
+  CHECK(readFile(src + ".base") == previous);
+  CHECK(readFile(src + ".mine") == mine);
+  CHECK(readFile(src + ".new") == fresh);
+  CHECK(manifestConflicts(t.out) == std::vector<std::string>{"hpvm_c.cpp"});
+  // The rest of the directory is the new generation, and no program claims
+  // to be built from it.
+  CHECK(readFile(t.out + "/ops.json") == t.freshExport("ops.json"));
+  nlohmann::json m = nlohmann::json::parse(readFile(t.out + "/manifest.json"));
+  CHECK(m["binary"] == "");
+
+  // Unresolved, it stays as it is.
+  auto before = snapshot(t.out);
+  CHECK(t.regenerate(ExitConflict) ==
+        src + ": still holds the conflict markers of the last regeneration; "
+              "resolve them (the three versions are beside it: "
+              "hpvm_c.cpp.base, hpvm_c.cpp.mine and hpvm_c.cpp.new) and run "
+              "again, or use --force (which keeps your version as "
+              "hpvm_c.cpp.orig)");
+  CHECK(snapshot(t.out) == before);
+
+  // Resolved, the next run keeps the resolution and drops the side files.
+  std::string resolved = edit(myEdits(fresh), "__hpvm__tensor_tanh(t1);\n",
+                              "__hpvm__tensor_tanh(t1); // was relu\n");
+  writeFile(src, resolved);
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: hpvm_c.cpp: kept your edits "
+                          "(the new generation does not change it)\n"
+                          "torch2hpvm-export: regenerated '" +
+                              t.out + "': 0 files changed\n");
+  CHECK(readFile(src) == resolved);
+  CHECK_FALSE(fs::exists(src + ".base"));
+  CHECK_FALSE(fs::exists(src + ".mine"));
+  CHECK_FALSE(fs::exists(src + ".new"));
+  CHECK(manifestConflicts(t.out).empty());
+}
+
+TEST_CASE("Regeneration: a re-export with no model change is a no-op") {
+  RegenFixture t("regen-noop");
+  std::string src = t.out + "/hpvm_c.cpp";
+  for (bool edited : {false, true}) {
+    INFO("edited: " << edited);
+    if (edited)
+      writeFile(src, myEdits(readFile(src)));
+    auto before = snapshot(t.out);
+    auto stamp = fs::last_write_time(src);
+    auto [text, status] = t.check();
+    CHECK(text == std::string(edited ? "keep     hpvm_c.cpp (edited; the new "
+                                       "generation does not change it)\n"
+                                     : "") +
+                      "'" + t.out + "': 0 files would change, " +
+                      (edited ? "1 carries" : "0 carry") + " edits\n");
+    CHECK(status == ExitOk);
+    CHECK(t.regenerate() == "");
+    CHECK(t.report.str() == "torch2hpvm-export: '" + t.out +
+                                "' is up to date (nothing to regenerate)\n");
+    CHECK(snapshot(t.out) == before);
+    CHECK(fs::last_write_time(src) == stamp);
+    // No temporary directory is left beside it.
+    for (const std::string& name : listDir(t.data))
+      CHECK(name[0] != '.');
+  }
+}
+
+TEST_CASE("Regeneration: the program is rebuilt from the merged sources, "
+          "not when up to date, and not after a conflict") {
+  RegenFixture t("regen-build");
+  t.opts.noBuild = false;
+  std::string binary = t.out + "/build/lenet_small";
+  CHECK(t.regenerate() == "");
+  REQUIRE(fs::is_regular_file(binary));
+  auto built = fs::last_write_time(binary);
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: '" + t.out +
+                              "' is up to date (nothing to regenerate)\n");
+  CHECK(fs::last_write_time(binary) == built);
+
+  // An edit since the build: rebuilt with the edit.
+  std::string src = t.out + "/hpvm_c.cpp";
+  writeFile(src, myEdits(readFile(src)));
+  fs::last_write_time(src, built + std::chrono::seconds(1));
+  CHECK(t.regenerate() == "");
+  CHECK(fs::last_write_time(binary) > built);
+  CHECK(readFile(src) == myEdits(readFile(t.out + "/.torch2hpvm/base/"
+                                                  "hpvm_c.cpp")));
+
+  // A conflict: no program claims to come from the new sources.
+  writeFile(src, edit(readFile(src), "__hpvm__tensor_relu(t1);\n",
+                      "__hpvm__tensor_relu(t1); // mine\n"));
+  t.changeActivation("Tanh");
+  CHECK(t.regenerate(ExitConflict) != "");
+  CHECK_FALSE(fs::exists(t.out + "/build"));
+  CHECK_FALSE(fs::exists(t.out + "/build.log"));
+  // Resolved: built again.
+  writeFile(src, readFile(src + ".new"));
+  CHECK(t.regenerate() == "");
+  CHECK(fs::is_regular_file(binary));
+}
+
+TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
+          "edited file that cannot be merged is refused") {
+  RegenFixture t("regen-force");
+  // tuner_confs.txt comes from --config and is replaced, never merged (as
+  // torch2hpvm-tune rewrites it).
+  writeFile(t.data + "/c1.txt",
+            "0.0\n+++++\nconf1 1 1 100 0\n1 cpu conv fp32 11\n-----\n");
+  writeFile(t.data + "/c2.txt",
+            "0.0\n+++++\nconf2 1 1 100 0\n1 cpu conv fp32 11\n-----\n");
+  t.opts.configFile = t.data + "/c1.txt";
+  CHECK(t.regenerate() == "");
+  std::string src = t.out + "/hpvm_c.cpp";
+  std::string mine = myEdits(readFile(src));
+  writeFile(src, mine);
+  writeFile(t.out + "/tuner_confs.txt", "tuned\n");
+  t.opts.configFile = t.data + "/c2.txt";
+  auto before = snapshot(t.out);
+  CHECK(t.regenerate(ExitUserError) ==
+        t.out + "/tuner_confs.txt: edited since it was generated, and the "
+                "new generation changes it; only the sources (hpvm_c.cpp, "
+                "CMakeLists.txt) are merged; move your version away, or use "
+                "--force (which keeps it as tuner_confs.txt.orig)");
+  CHECK(snapshot(t.out) == before);
+
+  // Without its merge base (an export of an older torch2hpvm, or a base
+  // changed by hand) an edited source cannot be merged either.
+  std::string baseFile = t.out + "/.torch2hpvm/base/hpvm_c.cpp";
+  std::string base = readFile(baseFile);
+  writeFile(t.out + "/tuner_confs.txt", readFile(t.data + "/c1.txt"));
+  t.changeActivation("Tanh");
+  writeFile(baseFile, base + "// changed\n");
+  before = snapshot(t.out);
+  CHECK(t.regenerate(ExitUserError) ==
+        src + ": edited since it was generated, and the previous generation "
+              "(.torch2hpvm/base/hpvm_c.cpp) is missing or changed, so the "
+              "edits cannot be merged; move your version away, or use "
+              "--force (which keeps it as hpvm_c.cpp.orig)");
+  CHECK(snapshot(t.out) == before);
+  writeFile(baseFile, base);
+  writeFile(t.out + "/tuner_confs.txt", "tuned\n");
+
+  t.opts.force = true;
+  writeFile(t.out + "/hpvm_c.cpp.orig", "an older backup\n");
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() ==
+        "torch2hpvm-export: hpvm_c.cpp: overwritten by the new generation "
+        "(--force); your version is kept as hpvm_c.cpp.orig.1\n"
+        "torch2hpvm-export: tuner_confs.txt: overwritten by the new "
+        "generation (--force); your version is kept as tuner_confs.txt.orig\n"
+        "torch2hpvm-export: regenerated '" +
+            t.out + "': 4 files changed\n");
+  CHECK(readFile(src) == readFile(t.out + "/.torch2hpvm/base/hpvm_c.cpp"));
+  CHECK(readFile(src + ".orig.1") == mine);
+  CHECK(readFile(src + ".orig") == "an older backup\n");
+  CHECK(readFile(t.out + "/tuner_confs.txt") == readFile(t.data + "/c2.txt"));
+  CHECK(readFile(t.out + "/tuner_confs.txt.orig") == "tuned\n");
+}
+
+TEST_CASE("Regeneration: deleted files come back, a file of the user's is "
+          "never overwritten, files no longer generated go unless edited") {
+  RegenFixture t("regen-files");
+  writeFile(t.data + "/c1.txt",
+            "0.0\n+++++\nconf1 1 1 100 0\n1 cpu conv fp32 11\n-----\n");
+  // As torch2hpvm-tune writes it into an export made without --config.
+  writeFile(t.out + "/tuner_confs.txt", "tuned\n");
+  fs::remove(t.out + "/weights/fc_bias.bin");
+  t.opts.configFile = t.data + "/c1.txt";
+  auto [text, status] = t.check();
+  CHECK(text == "update   hpvm_c.cpp\n"
+                "update   ops.json\n"
+                "refuse   tuner_confs.txt (exists, but torch2hpvm did not "
+                "generate it and the new generation writes it)\n"
+                "restore  weights/fc_bias.bin (deleted)\n"
+                "'" +
+                    t.out +
+                    "': 3 files would change, 2 carry edits; a regeneration "
+                    "would stop on a conflict\n");
+  CHECK(status == ExitConflict);
+  CHECK(t.regenerate(ExitUserError) ==
+        t.out + "/tuner_confs.txt: exists, but torch2hpvm did not generate it "
+                "and the new generation writes it; move your version away, or "
+                "use --force (which keeps it as tuner_confs.txt.orig)");
+
+  fs::rename(t.out + "/tuner_confs.txt", t.out + "/tuned_confs.txt");
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: weights/fc_bias.bin: was "
+                          "deleted; written again\n"
+                          "torch2hpvm-export: regenerated '" +
+                              t.out + "': 4 files changed\n");
+  CHECK(readFile(t.out + "/tuned_confs.txt") == "tuned\n");
+  CHECK(readFile(t.out + "/tuner_confs.txt") == readFile(t.data + "/c1.txt"));
+  CHECK(fs::file_size(t.out + "/weights/fc_bias.bin") == 40);
+
+  // Without --config, an edited tuner_confs.txt stays; an untouched one
+  // would go.
+  writeFile(t.out + "/tuner_confs.txt", "tuned again\n");
+  t.opts.configFile.clear();
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: tuner_confs.txt: no longer "
+                          "generated; your edited version is kept\n"
+                          "torch2hpvm-export: regenerated '" +
+                              t.out + "': 2 files changed\n");
+  CHECK(readFile(t.out + "/tuner_confs.txt") == "tuned again\n");
+  t.opts.configFile = t.data + "/c1.txt";
+  fs::remove(t.out + "/tuner_confs.txt");
+  CHECK(t.regenerate() == "");
+  t.opts.configFile.clear();
+  CHECK(t.regenerate() == "");
+  CHECK_FALSE(fs::exists(t.out + "/tuner_confs.txt"));
+}
+
+TEST_CASE("Regeneration: the tool's messages and exit codes") {
+  std::string tool =
+      std::string(HPVM_BINARY_DIR) + "/frontend/torch2hpvm-export";
+  RegenFixture t("regen-tool");
+  std::string log = t.data + "/log";
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        tool,        t.model,          "--tune", t.opts.tuneInput,
+        "--test",    t.opts.testInput, "-o",     t.out,
+        "--no-build"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    fs::remove(log);
+    int code = runCommand(args, t.data, log, nullptr);
+    std::string text = readFile(log);
+    return std::make_pair(code, text.substr(text.find('\n') + 1));
+  };
+  std::string src = t.out + "/hpvm_c.cpp";
+  writeFile(src, edit(readFile(src), "__hpvm__tensor_relu(t1);\n",
+                      "__hpvm__tensor_relu(t1); // mine\n"));
+  CHECK(run({"--check"}) ==
+        std::make_pair(0, "keep     hpvm_c.cpp (edited; the new generation "
+                          "does not change it)\n'" +
+                              t.out +
+                              "': 0 files would change, 1 carries "
+                              "edits\n"));
+  t.changeActivation("Tanh");
+  CHECK(run({"--check"}).first == ExitConflict);
+  auto [code, text] = run({});
+  CHECK(code == ExitConflict);
+  CHECK(text.find("torch2hpvm-export: CONFLICT in hpvm_c.cpp: 1 conflict ") ==
+        0);
+  CHECK(text.find("\ntorch2hpvm-export: error: " + t.out +
+                  ": conflicts in 1 file (hpvm_c.cpp); ") != std::string::npos);
+  writeFile(src, readFile(src + ".new"));
+  CHECK(run({"--check"}).first == ExitOk);
+  t.changeActivation("Sigmoid");
+  CHECK(run({"--check"}).first == ExitWouldChange);
 }
 
 TEST_CASE("Cli: a rejected model or dataset writes nothing") {

@@ -20,11 +20,11 @@ namespace {
 /// Renders \p g for \p target and checks golden \p name and syntax.
 void checkProgram(const Graph& g, Target target, const std::string& name,
                   CodegenOptions opts) {
-  ProgramLayout layout = layoutProgram(g, opts.modelPath);
+  ProgramLayout layout = layoutProgram(g, opts.modelFile);
   opts.target = target;
   std::string first = renderProgram(layout, opts);
   // Deterministic: a second layout and render give the same bytes.
-  CHECK(renderProgram(layoutProgram(g, opts.modelPath), opts) == first);
+  CHECK(renderProgram(layoutProgram(g, opts.modelFile), opts) == first);
   std::string diff = checkGolden(name, first);
   CHECK_MESSAGE(diff.empty(), diff);
   std::string errors = syntaxCheck(first, name);
@@ -45,7 +45,7 @@ TEST_CASE("Codegen: tiny net, tensor target, matches its golden") {
 
 TEST_CASE("Codegen: residual net, inspect target, matches its golden") {
   CodegenOptions opts = testCodegenOptions();
-  opts.modelPath = "residual.onnx";
+  opts.modelFile = "residual.onnx";
   opts.modelName = "residual";
   opts.binaryName = "residual";
   opts.defaultConfig = "tuner_confs.txt";
@@ -123,7 +123,7 @@ TEST_CASE("Codegen: every fixture model renders to compiling programs") {
     ProgramLayout layout = layoutProgram(*g, model);
     for (Target target : {Target::HpvmTensor, Target::Tensor}) {
       CodegenOptions opts = testCodegenOptions(target);
-      opts.modelPath = model;
+      opts.modelFile = model;
       std::string src = dir + "/" +
                         std::filesystem::path(model).stem().string() + "_" +
                         targetName(target) + ".cpp";

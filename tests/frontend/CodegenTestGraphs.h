@@ -151,14 +151,12 @@ inline CodegenOptions testCodegenOptions(Target target = Target::HpvmTensor) {
   CodegenOptions o;
   o.target = target;
   o.toolVersion = "0.0.0-test";
-  o.modelPath = "tiny.onnx";
+  o.modelFile = "tiny.onnx";
   o.modelSha256 = std::string(64, 'a');
   o.producer = "handmade 1.0";
   o.opset = 13;
-  o.commandLine = "torch2hpvm-export tiny.onnx --tune t.bin --test t.bin";
   o.modelName = "tiny";
   o.binaryName = "tiny";
-  o.modelDir = "/models/tiny_hpvm/";
   o.tuneCount = 100;
   o.testCount = 200;
   o.batchSize = 0;

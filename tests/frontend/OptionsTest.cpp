@@ -39,6 +39,7 @@ TEST_CASE("Options: defaults") {
   CHECK(o.opset == 0);
   CHECK_FALSE(o.noBuild);
   CHECK_FALSE(o.force);
+  CHECK_FALSE(o.check);
   CHECK_FALSE(o.verbose);
   CHECK_FALSE(o.dumpIr);
   CHECK(o.commandLine.size() == 6);
@@ -62,7 +63,7 @@ TEST_CASE("Options: every option is parsed") {
                      "--toolchain", "clang",
                      "--cxx",       "/usr/bin/clang++",
                      "--cmake",     "/usr/bin/cmake",
-                     "-v"});
+                     "-v",          "--check"});
   CHECK(o.outDir == "out");
   CHECK(o.tuneLabels == "tl");
   CHECK(o.testLabels == "ul");
@@ -72,6 +73,7 @@ TEST_CASE("Options: every option is parsed") {
   CHECK(o.opset == 11);
   CHECK(o.noBuild);
   CHECK(o.force);
+  CHECK(o.check);
   CHECK(o.templateDir == "tpl");
   CHECK(o.dumpIr);
   CHECK(o.cxx == "/usr/bin/clang++");

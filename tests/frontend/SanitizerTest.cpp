@@ -87,8 +87,7 @@ TEST_CASE("Sanitizer: hostile names produce a harmless program") {
   for (Target target : {Target::HpvmTensor, Target::Tensor}) {
     CodegenOptions opts = testCodegenOptions(target);
     opts.modelName = evil;
-    opts.modelDir = "/tmp/" + evil + "/";
-    opts.commandLine = "torch2hpvm-export '" + evil + "'\n rm -rf /";
+    opts.modelFile = evil + "'\n rm -rf /.onnx";
     std::string src = renderProgram(layout, opts);
     // The hostile text only ever appears escaped.
     CHECK(src.find("x\"); system") == std::string::npos);

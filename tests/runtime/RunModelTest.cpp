@@ -191,6 +191,31 @@ TEST_CASE("Runtime: runModel runs the test set with a final partial batch") {
   CHECK(profile.find("\nTotal Time  : ") != std::string::npos);
 }
 
+TEST_CASE("Runtime: a relative modelDir is the program's directory's") {
+  // torch2hpvm's programs say "../" (they are OUT/build/<model>), so that
+  // their source names no directory and the output directory can move.
+  TempDir tmp;
+  FakeModel m(tmp.dir());
+  fs::path exe = fs::read_symlink("/proc/self/exe");
+  std::string relative =
+      fs::path(tmp.dir()).lexically_relative(exe.parent_path()).string();
+  REQUIRE(relative.rfind("..", 0) == 0);
+  m.info.modelDir = relative.c_str();
+  Outcome o = runModel(m, {"-q"});
+  CHECK(o.code == 0);
+  CHECK(o.err == "");
+  REQUIRE(m.weightDirs.size() == 1);
+  CHECK(m.weightDirs[0] == tmp.dir() + "/");
+  // --model-dir stays relative to the working directory.
+  m.weightDirs.clear();
+  fs::path cwd = fs::current_path();
+  fs::current_path(tmp.dir());
+  o = runModel(m, {"-q", "--model-dir", "."});
+  fs::current_path(cwd);
+  CHECK(o.code == 0);
+  CHECK(m.weightDirs == std::vector<std::string>{"./"});
+}
+
 TEST_CASE("Runtime: runModel batch sizes, --limit and the tune set") {
   TempDir tmp;
   FakeModel m(tmp.dir());

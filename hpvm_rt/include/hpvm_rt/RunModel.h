@@ -17,8 +17,10 @@ namespace hpvm_rt {
 struct ModelInfo {
   /// Model name (file stem), for messages and JSON reports.
   const char* name;
-  /// Directory holding weights/ and the dataset files; absolute, baked in at
-  /// export time; overridden at run time by --model-dir.
+  /// Directory holding weights/ and the dataset files, baked in at export
+  /// time: absolute, or relative to the directory holding the program
+  /// (torch2hpvm-export writes "../", as its programs are OUT/build/<model>);
+  /// "" is the working directory. Overridden at run time by --model-dir.
   const char* modelDir;
   /// Input image shape (per image).
   int64_t channels, height, width;

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -39,6 +40,28 @@
 namespace hpvm::rt {
 
 namespace {
+
+/// The directory holding weights/ and the datasets, ending in '/': --model-dir
+/// \p given (relative to the working directory) when set, else the baked-in
+/// \p baked: absolute, or relative to the directory holding this program
+/// (torch2hpvm's programs say "../": they are built as OUT/build/<model>);
+/// "" is the working directory.
+std::string resolveModelDir(const std::string& given, const char* baked) {
+  std::string dir = given;
+  if (dir.empty() && baked && *baked) {
+    dir = baked;
+    std::error_code ec;
+    std::filesystem::path exe =
+        std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (dir[0] != '/' && !ec)
+      dir = (exe.parent_path() / dir).lexically_normal().string();
+  }
+  if (dir.empty())
+    dir = "./";
+  if (dir.back() != '/')
+    dir += '/';
+  return dir;
+}
 
 /// The images and labels of one set (first `count` images).
 struct Dataset {
@@ -576,11 +599,7 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   opts.modelDir = topts.modelDir;
   opts.quiet = true; // the tuner draws its own progress
   applyThreads(opts);
-  std::string modelDir = opts.modelDir.empty() ? info.modelDir : opts.modelDir;
-  if (modelDir.empty())
-    modelDir = "./";
-  if (modelDir.back() != '/')
-    modelDir += '/';
+  std::string modelDir = resolveModelDir(opts.modelDir, info.modelDir);
   Runner runner(opts, info, runBatch, modelDir);
   TunerRunner tunerRunner(runner, info, opts);
   tunerRunner.labels("tune");
@@ -691,11 +710,7 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
     std::fputs(runHelp(program).c_str(), stdout);
     return 0;
   }
-  std::string modelDir = opts.modelDir.empty() ? info.modelDir : opts.modelDir;
-  if (modelDir.empty())
-    modelDir = "./";
-  if (modelDir.back() != '/')
-    modelDir += '/';
+  std::string modelDir = resolveModelDir(opts.modelDir, info.modelDir);
   applyThreads(opts);
 
   // The configuration file: -c, else the one baked in at export.
