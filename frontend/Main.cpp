@@ -2,6 +2,7 @@
 // outcome to exit codes (0 ok, 1 user error, 2 toolchain failure, 3
 // regeneration conflict, 4 --check: files would change).
 #include "Diagnostics.h"
+#include "Interrupt.h"
 #include "Options.h"
 #include "Pipeline.h"
 
@@ -11,6 +12,7 @@
 
 int main(int argc, char** argv) {
   using namespace hpvm::fe;
+  installInterruptHandlers();
   try {
     Options opts = parseOptions(std::vector<std::string>(argv, argv + argc));
     if (!opts.exitText.empty()) {

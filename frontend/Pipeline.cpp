@@ -3,6 +3,7 @@
 #include "Pipeline.h"
 
 #include "InputFile.h"
+#include "Interrupt.h"
 #include "driver/config/Config.h" // hpvm_rt's parser
 
 #include "Diagnostics.h"
@@ -102,8 +103,14 @@ nlohmann::ordered_json fileEntry(const std::string& root,
   return e;
 }
 
-/// Removes "<parent>/.<name>.tmp-<pid>" directories left by exports to the
-/// same place that were interrupted or failed to build, once their process
+/// The file that marks a temporary directory as ours: only directories
+/// holding it are ever removed as stale (a user's directory that merely
+/// looks like one is left alone). Removed before the directory is moved
+/// into place.
+const char* const kTempMarker = ".torch2hpvm-export-tmp";
+
+/// Removes "<parent>/.<name>.tmp-<pid>" directories that carry our marker,
+/// left by exports to the same place that were killed, once their process
 /// is gone.
 void removeStaleTempDirs(const fs::path& outPath) {
   std::string prefix = "." + outPath.filename().string() + ".tmp-";
@@ -115,6 +122,9 @@ void removeStaleTempDirs(const fs::path& outPath) {
       continue;
     std::string pid = name.substr(prefix.size());
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (pid.size() > 9 ||
+        !fs::is_regular_file(fs::symlink_status(e.path() / kTempMarker, ec)))
       continue;
     if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH)
       fs::remove_all(e.path(), ec);
@@ -331,9 +341,18 @@ std::string makeTempDir(const fs::path& outPath) {
                                 std::to_string(::getpid())))
           .string();
   removeStaleTempDirs(outPath);
-  fs::remove_all(tmp, ec);
+  if (fs::exists(fs::symlink_status(tmp, ec))) {
+    // Ours from an earlier process of the same pid, or not ours at all.
+    if (!fs::is_regular_file(fs::symlink_status(tmp + "/" + kTempMarker, ec)))
+      throw UserError("'" + tmp +
+                      "' is in the way of the export's temporary directory "
+                      "and is not one of ours; move it away");
+    fs::remove_all(tmp, ec);
+  }
   if (!fs::create_directory(tmp, ec) || ec)
     throw UserError("cannot create '" + tmp + "': " + ec.message());
+  std::ofstream(tmp + "/" + kTempMarker)
+      << "torch2hpvm-export " << ::getpid() << "\n";
   return tmp;
 }
 
@@ -450,6 +469,8 @@ void buildInTempDir(const std::string& tmp, const std::string& out,
   try {
     buildProgram(req);
   } catch (const UserError& e) {
+    if (interruptSignal() != 0)
+      throw; // interrupted: the guard removes everything
     // Keep the incomplete export (hidden name) for inspection.
     guard.release();
     throw UserError(std::string(e.what()) +
@@ -658,10 +679,12 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   // place.
   RenderedFiles rendered =
       renderFiles(opts, where, *g, layout, modelSha, tune, test);
+  throwIfInterrupted();
   std::string tmp = makeTempDir(where.outPath);
   TempDirGuard guard(tmp);
   nlohmann::ordered_json files =
       writeFiles(tmp, opts, streams, layout, rendered, tune, test);
+  throwIfInterrupted();
 
   // Regeneration: each file's fate against what the directory holds.
   FileDigests generated;
@@ -708,6 +731,8 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
                    guard);
     result.binary = where.out + "/" + binary;
   }
+  throwIfInterrupted();
+  fs::remove(tmp + "/" + kTempMarker);
   moveIntoPlace(tmp, where.out, where.exists);
   guard.release();
   progress(streams, "wrote " + where.out);

@@ -2,6 +2,7 @@
 #include "build/Toolchain.h"
 
 #include "Diagnostics.h"
+#include "Interrupt.h"
 #include "codegen/Sanitizer.h"
 
 #include <cerrno>
@@ -111,10 +112,20 @@ int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
   for (const std::string& e : extraEnv)
     env.push_back(const_cast<char*>(e.c_str()));
   env.push_back(nullptr);
+  // The command runs in a process group of its own, which an interrupt
+  // terminates as a whole (make, compilers, linkers).
+  throwIfInterrupted();
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(),
+  int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, &attr, args.data(),
                          env.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+  if (rc == 0)
+    setRunningGroup(pid);
   ::close(log);
   if (rc != 0)
     throw UserError("cannot run '" + argv[0] + "': " + std::strerror(rc) +
@@ -122,11 +133,15 @@ int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
                     ExitToolchainError);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR)
+    if (errno != EINTR) {
+      setRunningGroup(0);
       throw UserError("lost track of '" + argv[0] +
                           "': " + std::strerror(errno),
                       ExitToolchainError);
+    }
   }
+  setRunningGroup(0);
+  throwIfInterrupted();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 

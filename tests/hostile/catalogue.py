@@ -738,6 +738,97 @@ def _(w):
     return save(w, dense_model())
 
 
+# --- Interruption and temporary directories (custom checks) --------------------
+
+CUSTOM = {}
+
+
+def custom(name):
+    """Registers a case that runs itself: fn(w, exporter) -> problems."""
+    def register(fn):
+        assert name not in CASES and name not in CUSTOM, name
+        CUSTOM[name] = fn
+        return fn
+    return register
+
+
+def export_args(exporter, w, *extra):
+    return [exporter, save(w, dense_model()), "--tune", f"{w}/tune_input.bin",
+            "--test", f"{w}/test_input.bin", "-o", f"{w}/out", *extra]
+
+
+def interrupt_during_build(w, exporter, sig):
+    import signal as sg
+    p = subprocess.Popen(export_args(exporter, w), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    tmp = f"{w}/.out.tmp-{p.pid}"
+    deadline = time.monotonic() + TIMEOUT_S
+    while not os.path.exists(f"{tmp}/build") and time.monotonic() < deadline:
+        if p.poll() is not None:
+            return ["the export ended before its build started"]
+        time.sleep(0.01)
+    time.sleep(0.3)  # cmake is running
+    p.send_signal(sig)
+    try:
+        _, err = p.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return [f"no exit within {TIMEOUT_S} s of the signal"]
+    problems = []
+    name = sg.Signals(sig).name
+    want = (f"torch2hpvm-export: error: interrupted by {name}; nothing was "
+            "written (the temporary directory is removed)\n")
+    if p.returncode != 128 + sig:
+        problems.append(f"exit status {p.returncode}, expected {128 + sig}")
+    if err.decode() != want:
+        problems.append(f"stderr {err.decode()!r}, expected {want!r}")
+    left = sorted(n for n in os.listdir(w) if n.startswith(".out") or n == "out")
+    if left:
+        problems.append(f"left behind: {left}")
+    time.sleep(0.5)
+    ps = subprocess.run(["pgrep", "-f", tmp], capture_output=True, text=True)
+    if ps.stdout.strip():
+        problems.append(f"build processes still running: {ps.stdout.split()}")
+    return problems
+
+
+@custom("interrupt: SIGTERM during the build")
+def _(w, exporter):
+    import signal as sg
+    return interrupt_during_build(w, exporter, sg.SIGTERM)
+
+
+@custom("interrupt: SIGINT during the build")
+def _(w, exporter):
+    import signal as sg
+    return interrupt_during_build(w, exporter, sg.SIGINT)
+
+
+@custom("temporary directories: only marked stale ones are removed")
+def _(w, exporter):
+    # A dead export's directory (marked), and a user's look-alike (not).
+    dead = 4194300  # above any pid this machine hands out by default
+    os.makedirs(f"{w}/.out.tmp-{dead}")
+    with open(f"{w}/.out.tmp-{dead}/.torch2hpvm-export-tmp", "w") as f:
+        f.write("torch2hpvm-export 1\n")
+    os.makedirs(f"{w}/.out.tmp-{dead - 1}")
+    with open(f"{w}/.out.tmp-{dead - 1}/notes.txt", "w") as f:
+        f.write("mine\n")
+    p = subprocess.run(export_args(exporter, w, "--no-build"),
+                       capture_output=True, timeout=TIMEOUT_S)
+    problems = []
+    if p.returncode != 0:
+        problems.append(f"export failed: {p.stderr.decode()!r}")
+    if os.path.exists(f"{w}/.out.tmp-{dead}"):
+        problems.append("the stale marked directory was not removed")
+    if not os.path.exists(f"{w}/.out.tmp-{dead - 1}/notes.txt"):
+        problems.append("the user's look-alike directory was touched")
+    if os.path.exists(f"{w}/out/.torch2hpvm-export-tmp"):
+        problems.append("the marker ended up in the output directory")
+    return problems
+
+
 # --- Running a case -----------------------------------------------------------
 
 def snapshot(w, skip):
@@ -753,8 +844,15 @@ def snapshot(w, skip):
 
 
 def run_case(name, exporter, dataset_tool, program_dir, keep):
-    fn, expect, code, extra = CASES[name]
     w = tempfile.mkdtemp(prefix="hostile-")
+    if name in CUSTOM:
+        try:
+            datasets(w)
+            return CUSTOM[name](w, exporter)
+        finally:
+            if not keep:
+                shutil.rmtree(w, ignore_errors=True)
+    fn, expect, code, extra = CASES[name]
     try:
         datasets(w)
         out = f"{w}/out"
@@ -829,11 +927,11 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     if a.list:
-        print("\n".join(CASES))
+        print("\n".join(list(CASES) + list(CUSTOM)))
         return 0
     if a.setup_program:
         return setup_program(a.setup_program, a.exporter)
-    if a.case not in CASES:
+    if a.case not in CASES and a.case not in CUSTOM:
         print(f"catalogue.py: no case named {a.case!r}", file=sys.stderr)
         return 2
     problems = run_case(a.case, a.exporter, a.dataset_tool, a.program_dir,
