@@ -106,12 +106,23 @@ struct Group {
   std::vector<int> release; ///< Ops whose storage dies after this group.
 };
 
+/// Where an op's output lives when a concatenation is computed without
+/// copies: channels [offset, offset + C) of the output of op `whole` (a
+/// concatenation), or nowhere special (whole < 0). The whole's own entry
+/// is {itself, 0}.
+struct ChannelView {
+  int32_t whole = -1;
+  int64_t offset = 0;
+};
+
 /// The part of a plan that depends on the active configuration.
 struct Schedule {
   uint64_t configGen = 0;
   std::vector<KnobSpec> knobs; ///< Per op.
   std::vector<Group> groups;
-  std::vector<OpRecord> records; ///< Per op, timing fields zero.
+  std::vector<OpRecord> records;  ///< Per op, timing fields zero.
+  std::vector<ChannelView> views; ///< Per op (planChannelViews()).
+  int64_t numViews = 0;           ///< Ops with a view of another's output.
 };
 
 /// A cached execution plan for one trace signature.
@@ -159,6 +170,7 @@ struct ExecState {
   std::vector<OpRecord> records;
   int64_t keepBytes = 0; ///< keepStorageBytes() at the last schedule build.
   int64_t plansBuilt = 0;
+  bool channelViews = true; ///< setChannelViews().
 };
 
 ExecState& S() {
@@ -744,18 +756,109 @@ void recordOps(const Plan& p, Schedule& s) {
       g.flops += s.records[m].flops;
 }
 
+/// Zero-copy concatenation (batch 1): the parts of a concatenation are
+/// written by their producers straight into the concatenation's buffer,
+/// at their channel offsets, and a concatenation of parts that already
+/// lie one after another in one buffer (DenseNet's concatenation of all
+/// earlier feature maps of a block, for every layer) is a view of them.
+/// Each placed output is then channels of one concatenation's buffer, its
+/// `whole`. The concatenations are visited last to first, so that a
+/// concatenation feeding a later one (a tree of concatenations, or the
+/// prefixes of a dense block's last one) finds its place taken already.
+///
+/// The plan only says where outputs should go; runConcat() copies every
+/// part not found there when it runs (a producer that wrote another
+/// layout). It places only what can be written once and then only read:
+///  - a concatenation with fp32 numerics (rounding it would round its
+///    parts) of batch-1 parts of whole 16-channel blocks (a contiguous run
+///    of an nChw16c buffer), not a program output;
+///  - a part that is another op's output, written by the group that
+///    computes it (not in place), not a program output, and not placed
+///    already (a part of two concatenations at different offsets is
+///    copied into the second);
+///  - and no group may then work in place on a placed output (it would
+///    overwrite a part later concatenations read): such a group gets a
+///    buffer of its own.
+void planChannelViews(const Plan& p, Schedule& s) {
+  const size_t n = p.ops.size();
+  s.views.assign(n, ChannelView{});
+  s.numViews = 0;
+  if (!S().channelViews)
+    return;
+  std::vector<int> groupOf(n, -1); // The group an op's output comes from.
+  for (size_t gi = 0; gi < s.groups.size(); ++gi)
+    groupOf[s.groups[gi].last] = static_cast<int>(gi);
+  auto placeable = [&](int32_t c) {
+    return c >= 0 && !p.isRootOut[c] && groupOf[c] >= 0 &&
+           s.groups[groupOf[c]].inPlace == kNoOperand;
+  };
+  for (size_t gi = s.groups.size(); gi-- > 0;) {
+    const Group& g = s.groups[gi];
+    const TraceOp& op = p.ops[g.last];
+    if (g.kind != HpvmOp::Concat || !placeable(g.last) || op.out[0] != 1 ||
+        g.knob.precision != Precision::FP32)
+      continue;
+    std::vector<int64_t> at(op.numIn); // Each part's first channel.
+    int64_t channel = 0;
+    bool blocks16 = true;
+    for (int k = 0; k < op.numIn; ++k) {
+      at[k] = channel;
+      const int64_t c = op.in[k] >= 0 ? p.ops[op.in[k]].out[1]
+                                      : S().trace.extShapes[-op.in[k] - 1][1];
+      blocks16 = blocks16 && c % 16 == 0;
+      channel += c;
+    }
+    if (!blocks16)
+      continue;
+    ChannelView& self = s.views[g.last];
+    if (self.whole < 0) {
+      // Parts already one after another in one buffer: a view of them.
+      const ChannelView first =
+          op.in[0] >= 0 ? s.views[op.in[0]] : ChannelView{};
+      bool view = first.whole >= 0;
+      for (int k = 1; view && k < op.numIn; ++k) {
+        const ChannelView& v =
+            op.in[k] >= 0 ? s.views[op.in[k]] : ChannelView{};
+        view = v.whole == first.whole && v.offset == first.offset + at[k];
+      }
+      if (view) {
+        self = first;
+        ++s.numViews;
+        continue;
+      }
+      self = ChannelView{g.last, 0};
+    }
+    for (int k = 0; k < op.numIn; ++k) {
+      const int32_t c = op.in[k];
+      if (placeable(c) && s.views[c].whole < 0) {
+        s.views[c] = ChannelView{self.whole, self.offset + at[k]};
+        ++s.numViews;
+      }
+    }
+  }
+  for (Group& g : s.groups)
+    if (g.inPlace != kNoOperand && s.views[g.inPlace].whole >= 0)
+      g.inPlace = kNoOperand;
+}
+
 /// Which buffers each group's output uses, and which it frees after running
 /// when keeping every intermediate buffer would take too much memory.
 void planStorage(const Plan& p, Schedule& s) {
   const size_t n = p.ops.size();
   // Storage: keep every buffer for the next launch unless that is too much
-  // memory; then free each buffer after its last reader.
+  // memory; then free each buffer after its last reader. A channel view
+  // belongs to its whole.
   std::vector<int> owner(n, -1);
   int64_t bytes = 0;
   for (const Group& g : s.groups) {
-    if (g.inPlace != kNoOperand)
+    const ChannelView& v = s.views[g.last];
+    if (g.inPlace != kNoOperand) {
       owner[g.last] = owner[g.inPlace];
-    else if (!p.isRootOut[g.last]) {
+    } else if (v.whole >= 0) {
+      owner[g.last] = v.whole;
+      if (v.whole == g.last)
+        bytes += numElements(p.ops[g.last].out) * 4;
+    } else if (!p.isRootOut[g.last]) {
       owner[g.last] = g.last;
       bytes += numElements(p.ops[g.last].out) * 4;
     }
@@ -779,8 +882,15 @@ void planStorage(const Plan& p, Schedule& s) {
 /// The part of \p p's plan that depends on the active configuration.
 void buildSchedule(Plan& p) {
   Schedule& s = p.sched;
+  // Buffers start afresh: the last schedule's channel views may differ.
+  for (Tensor*& t : p.store) {
+    deleteTensor(t);
+    t = nullptr;
+  }
+  p.storeBytes = 0;
   s.knobs = resolveKnobs(p);
   formGroups(p, s);
+  planChannelViews(p, s);
   recordOps(p, s);
   planStorage(p, s);
   s.configGen = S().configGen;
@@ -883,6 +993,31 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   }
 }
 
+/// The plan's tensor for op \p o's output, created on first use.
+Tensor* stored(Plan& p, int o) {
+  Tensor*& slot = p.store[o];
+  if (!slot) {
+    slot = newTensor(p.ops[o].out, 4, /*tracked=*/false);
+    const ChannelView& v = p.sched.views[o];
+    if (v.whole < 0 || v.whole == o)
+      p.storeBytes += int64_t(slot->size_in_bytes);
+  }
+  return slot;
+}
+
+/// The tensor group \p g writes its output to.
+Tensor* outputOf(Plan& p, const Trace& t, const Group& g) {
+  if (g.inPlace != kNoOperand)
+    return operand(p, t, g.inPlace);
+  if (p.isRootOut[g.last])
+    return newTensor(p.ops[g.last].out, 4, /*tracked=*/true);
+  Tensor* out = stored(p, g.last);
+  const ChannelView& v = p.sched.views[g.last];
+  if (v.whole >= 0)
+    bindChannelView(out, stored(p, v.whole), v.offset);
+  return out;
+}
+
 void execute(Plan& p, const Trace& t) {
   ExecState& st = S();
   const Schedule& s = p.sched;
@@ -895,19 +1030,7 @@ void execute(Plan& p, const Trace& t) {
     start = Clock::now();
   }
   for (const Group& g : s.groups) {
-    Tensor* out;
-    if (g.inPlace != kNoOperand) {
-      out = operand(p, t, g.inPlace);
-    } else if (p.isRootOut[g.last]) {
-      out = newTensor(p.ops[g.last].out, 4, /*tracked=*/true);
-    } else {
-      Tensor*& slot = p.store[g.last];
-      if (!slot) {
-        slot = newTensor(p.ops[g.last].out, 4, /*tracked=*/false);
-        p.storeBytes += int64_t(slot->size_in_bytes);
-      }
-      out = slot;
-    }
+    Tensor* out = outputOf(p, t, g);
     if (st.observer && (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv ||
                         g.kind == HpvmOp::Mul)) {
       Tensor* x = operand(p, t, g.x);
@@ -1111,5 +1234,12 @@ void setRecording(bool on) {
 const std::vector<OpRecord>& lastLaunchRecords() { return S().records; }
 
 int64_t plansBuilt() { return S().plansBuilt; }
+
+int64_t channelViews() { return S().last ? S().last->sched.numViews : 0; }
+
+void setChannelViews(bool on) {
+  S().channelViews = on;
+  ++S().configGen;
+}
 
 } // namespace hpvm::rt

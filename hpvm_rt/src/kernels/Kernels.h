@@ -105,6 +105,17 @@ void ensureHost(Tensor* t);
 void hostModified(Tensor* t);
 /// Frees every buffer of t (host and layout copies); dims stay.
 void releaseStorage(Tensor* t);
+/// Zero-copy concatenation: makes channels [offset, offset + C) of \p whole
+/// the oneDNN storage of \p part (C its channels), both of batch 1 and the
+/// same height and width, offset and C multiples of 16. A kernel writing
+/// \p part in nChw16c then writes those channels of \p whole in place (in
+/// another layout, \p part gets a buffer of its own again), and runConcat()
+/// copies nothing for a part found in place. \p whole gets (or keeps) an
+/// nChw16c buffer that is never swapped for another until released;
+/// part == whole only does that. Nothing else may write into \p whole's
+/// channels meanwhile: every writer of a channel range writes the same
+/// values (the part's).
+void bindChannelView(Tensor* part, Tensor* whole, int64_t offset);
 
 // --- Layers (outputs have dims set by the caller; storage is the kernel's) -
 
@@ -145,7 +156,9 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
 void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   double eps, const KnobSpec& knob, Tensor* y);
 /// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
-/// along the channels; y is a tensor of its own.
+/// along the channels; y is a tensor of its own. When bindChannelView()
+/// planned y's storage (batch 1, fp32, every part a multiple of 16
+/// channels), a part already in place in y's channels is not copied.
 void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y);
 /// y = channels begin .. end - 1 of x; y is a tensor of its own.
 void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,

@@ -1883,11 +1883,40 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
 
 // --- Concatenation ----------------------------------------------------------
 
+namespace {
+
+/// runConcat() into storage bindChannelView() planned (batch 1, nChw16c,
+/// every part a multiple of 16 channels): each part is one contiguous run
+/// of y's buffer; a part whose producer wrote it there is left as it is,
+/// the others are copied in.
+void concatInPlace(Tensor* const* parts, int n, Tensor* y) {
+  const dnnl::memory dst = outputMemory(y, blocked16Desc(y));
+  const Dims4 yd = dims4(y);
+  auto* base = static_cast<float*>(dst.get_data_handle());
+  int64_t channel = 0;
+  for (int i = 0; i < n; ++i) {
+    const dnnl::memory::desc want = blocked16Desc(parts[i]);
+    float* at = base + channel * yd[2] * yd[3];
+    channel += dims4(parts[i])[1];
+    const TensorImpl& impl = implOf(parts[i]);
+    if (impl.memValid && impl.mem.get_data_handle() == at &&
+        impl.mem.get_desc() == want)
+      continue;
+    const dnnl::memory from = currentMemory(parts[i]);
+    if (from.get_desc() == want)
+      parallelCopy(at, from.get_data_handle(), want.get_size());
+    else
+      reorder(from, dnnl::memory(want, engine(), at));
+  }
+}
+
+} // namespace
+
 void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
   applyThreads();
   const Dims4 yd = dims4(y);
-  std::vector<dnnl::memory> src(static_cast<size_t>(n));
   int64_t channels = 0;
+  bool blocks16 = true;
   for (int i = 0; i < n; ++i) {
     const Dims4 d = dims4(parts[i]);
     HPVM_ASSERT(d[0] == yd[0] && d[2] == yd[2] && d[3] == yd[3] &&
@@ -1895,9 +1924,18 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
                 fmt::format("concat part {} is {}, the result {}", i,
                             dimsStr(parts[i]), dimsStr(y)));
     channels += d[1];
-    src[i] = currentMemory(parts[i]);
+    blocks16 = blocks16 && d[1] % 16 == 0;
   }
   HPVM_ASSERT(channels == yd[1], "concat channels do not add up");
+  // fp32 only: rounding the result in place would round the parts too.
+  if (yd[0] == 1 && blocks16 && knob.precision == Precision::FP32 &&
+      hasChannelViews(y)) {
+    concatInPlace(parts, n, y);
+    return;
+  }
+  std::vector<dnnl::memory> src(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    src[i] = currentMemory(parts[i]);
   // Blocked by 16 channels when every part fills whole blocks (the
   // convolutions' layout, which the next convolution reads: DenseNet's
   // concatenations of 32-channel layers), reordering the parts that are

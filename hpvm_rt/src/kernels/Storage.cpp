@@ -194,6 +194,15 @@ dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
     return dnnl::memory(d, engine(), impl.host);
   }
   if (!impl.mem || impl.mem.get_desc() != d) {
+    HPVM_ASSERT(!impl.memShared,
+                "a buffer holding channel views must keep its layout");
+    if (impl.memBorrowed) {
+      // A channel view of another layout: the kernel writes a buffer of
+      // y's own (a concatenation copies it into the view).
+      impl.memBuf = nullptr;
+      impl.memBytes = 0;
+      impl.memBorrowed = false;
+    }
     // New layout or size: swap the buffer for one of the right size.
     size_t bytes = d.get_size();
     if (bytes != impl.memBytes) {
@@ -208,6 +217,18 @@ dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
   impl.memValid = true;
   impl.hostValid = false;
   return impl.mem;
+}
+
+dnnl::memory::desc blocked16Desc(const Tensor* t) {
+  Dims4 d = dims4(t);
+  return dnnl::memory::desc({d[0], d[1], d[2], d[3]},
+                            dnnl::memory::data_type::f32,
+                            dnnl::memory::format_tag::nChw16c);
+}
+
+bool hasChannelViews(const Tensor* whole) {
+  const TensorImpl& impl = implOf(whole);
+  return impl.memBorrowed || impl.memShared;
 }
 
 void markHostWritten(Tensor* y) {
@@ -310,6 +331,49 @@ void hostModified(Tensor* t) {
   newValues(impl);
 }
 
+void bindChannelView(Tensor* part, Tensor* whole, int64_t offset) {
+  const Dims4 pd = dims4(part), wd = dims4(whole);
+  HPVM_ASSERT(pd[0] == 1 && wd[0] == 1 && pd[2] == wd[2] && pd[3] == wd[3] &&
+                  offset >= 0 && offset % 16 == 0 && pd[1] % 16 == 0 &&
+                  offset + pd[1] <= wd[1],
+              fmt::format("channels {} of {} cannot be a view of {}", offset,
+                          dimsStr(part), dimsStr(whole)));
+  // The whole: an nChw16c buffer of its own, kept while views point into
+  // it (its values, if any, are overwritten by the parts).
+  TensorImpl& w = implOf(whole);
+  const dnnl::memory::desc wDesc = blocked16Desc(whole);
+  if (!w.memShared || w.mem.get_desc() != wDesc) {
+    HPVM_ASSERT(!w.memBorrowed, "a channel view cannot hold views");
+    const size_t bytes = wDesc.get_size();
+    if (bytes != w.memBytes) {
+      poolFree(w.memBuf, w.memBytes);
+      w.memBuf = nullptr;
+      w.memBuf = poolAlloc(bytes);
+      w.memBytes = bytes;
+    }
+    w.mem = dnnl::memory(wDesc, engine(), w.memBuf);
+    w.memValid = false;
+    w.memShared = true;
+  }
+  if (part == whole)
+    return;
+  // The part: channels [offset, offset + C) of the whole, contiguous in
+  // nChw16c at batch 1 (offset / 16 blocks of H x W x 16 floats in).
+  TensorImpl& v = implOf(part);
+  HPVM_ASSERT(!v.memShared, "a buffer holding views cannot become a view");
+  void* at = static_cast<float*>(w.memBuf) + offset * wd[2] * wd[3];
+  const dnnl::memory::desc vDesc = blocked16Desc(part);
+  if (v.memBorrowed && v.memBuf == at && v.mem.get_desc() == vDesc)
+    return;
+  if (!v.memBorrowed)
+    poolFree(v.memBuf, v.memBytes);
+  v.memBuf = at;
+  v.memBytes = vDesc.get_size();
+  v.memBorrowed = true;
+  v.mem = dnnl::memory(vDesc, engine(), at);
+  v.memValid = false;
+}
+
 void releaseStorage(Tensor* t) {
   if (!t || !t->impl)
     return;
@@ -319,7 +383,8 @@ void releaseStorage(Tensor* t) {
     t->host_data = nullptr;
   }
   impl->mem = dnnl::memory();
-  poolFree(impl->memBuf, impl->memBytes);
+  if (!impl->memBorrowed)
+    poolFree(impl->memBuf, impl->memBytes);
   delete impl;
   t->impl = nullptr;
 }

@@ -25,7 +25,14 @@ struct TensorImpl {
   dnnl::memory mem;       ///< oneDNN copy over `memBuf`; may be empty.
   void* memBuf = nullptr; ///< Buffer of `mem` (from the buffer pool).
   size_t memBytes = 0;    ///< Size of `memBuf`.
-  bool memValid = false;  ///< `mem` holds the current values.
+  /// `memBuf` is channels of another tensor's buffer (bindChannelView()),
+  /// not owned: a kernel writing this tensor in `mem`'s layout writes
+  /// them in place.
+  bool memBorrowed = false;
+  /// Other tensors' storage are channel views of `memBuf`: it is never
+  /// swapped for another buffer while they may point into it.
+  bool memShared = false;
+  bool memValid = false; ///< `mem` holds the current values.
   /// `mem` may hold u8 or bf16 values (a low-precision layer's output
   /// handed to the next layer as is): real value = stored value *
   /// memScale. Readers that need fp32 get it converted (currentMemory).
@@ -83,6 +90,11 @@ dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want);
 dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d);
 /// Marks y's host buffer as the only valid copy (a host kernel wrote it).
 void markHostWritten(Tensor* y);
+/// nChw16c f32 descriptor of t's dims.
+dnnl::memory::desc blocked16Desc(const Tensor* t);
+/// True when \p whole's storage is planned for zero-copy concatenation
+/// (bindChannelView() made it a channel view, or gave it views).
+bool hasChannelViews(const Tensor* whole);
 /// A stable string naming a memory descriptor (dims, type and layout), for
 /// cache keys.
 std::string descKey(const dnnl::memory::desc& d);
