@@ -247,8 +247,9 @@ TEST_CASE("Cli: generated files do not depend on where the tool runs") {
   two.erase("manifest.json");
   CHECK(one.size() == 13); // 4 weights, 4 datasets, 3 generated, 2 bases
   CHECK(one == two);
-  for (const auto& [path, bytes] : one) {
-    INFO(path);
+  for (const auto& file : one) {
+    const std::string& bytes = file.second;
+    INFO(file.first); // (not a structured binding: INFO captures it)
     CHECK(bytes.find(data) == std::string::npos);
     CHECK(bytes.find("cwd") == std::string::npos);
     CHECK(bytes.find("torch2hpvm-export lenet") == std::string::npos);
