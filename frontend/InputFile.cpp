@@ -48,6 +48,15 @@ std::string byteSize(uint64_t bytes) {
   return buf;
 }
 
+std::optional<uint64_t> tensorBytes(const std::vector<int64_t>& dims,
+                                    size_t elemSize) {
+  int64_t total = static_cast<int64_t>(elemSize);
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(total, d, &total))
+      return std::nullopt;
+  return static_cast<uint64_t>(total);
+}
+
 InputFile::InputFile(const std::string& path, std::string shown)
     : shown_(shown.empty() ? escapeName(path) : std::move(shown)) {
   // O_NONBLOCK: opening a FIFO with no writer returns at once (and is then

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hpvm::fe {
 
@@ -17,6 +18,11 @@ constexpr uint64_t kDefaultMaxInputBytes = uint64_t(8) << 30;
 
 /// "8 GiB", "1.5 MiB", "100 bytes": \p bytes for messages.
 std::string byteSize(uint64_t bytes);
+
+/// Bytes of a tensor of \p dims with elements of \p elemSize bytes, or
+/// nothing if a dim is negative or the product overflows int64_t.
+std::optional<uint64_t> tensorBytes(const std::vector<int64_t>& dims,
+                                    size_t elemSize);
 
 /// A regular file open for reading.
 class InputFile {

@@ -47,14 +47,15 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   const int64_t inBytes = static_cast<int64_t>(
       InputFile(inputPath, role + " input '" + escapeName(inputPath) + "'")
           .size());
-  int64_t imageBytes = 4;
-  for (int64_t d : {channels, height, width})
-    if (d <= 0 || __builtin_mul_overflow(imageBytes, d, &imageBytes))
-      throw UserError(role + " input '" + inputPath + "': the model's image " +
-                      std::to_string(channels) + "x" + std::to_string(height) +
-                      "x" + std::to_string(width) + " has no valid size");
-  std::string image = std::to_string(channels) + "x" + std::to_string(height) +
-                      "x" + std::to_string(width);
+  const std::string image = std::to_string(channels) + "x" +
+                            std::to_string(height) + "x" +
+                            std::to_string(width);
+  const std::optional<uint64_t> checked =
+      tensorBytes({channels, height, width}, sizeof(float));
+  if (channels <= 0 || height <= 0 || width <= 0 || !checked)
+    throw UserError(role + " input '" + inputPath + "': the model's image " +
+                    image + " has no valid size");
+  const int64_t imageBytes = static_cast<int64_t>(*checked);
   if (inBytes == 0)
     throw UserError(role + " input '" + inputPath + "' is empty");
   if (inBytes % imageBytes != 0)

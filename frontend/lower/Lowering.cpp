@@ -982,16 +982,16 @@ void checkOperandRanges(const Graph& g, uint64_t maxBytes) {
         break; // one message per node
       }
     }
-    int64_t bytes = 4;
+    // Per image: the batch dimension is left out.
     const std::vector<int64_t>& shape = n->output->shape;
-    for (size_t d = 1; d < shape.size(); ++d)
-      if (shape[d] < 0 || __builtin_mul_overflow(bytes, shape[d], &bytes))
-        bytes = -1;
-    if (bytes < 0 || static_cast<uint64_t>(bytes) > maxBytes)
+    const std::optional<uint64_t> bytes =
+        tensorBytes(std::vector<int64_t>(
+                        shape.begin() + (shape.empty() ? 0 : 1), shape.end()),
+                    sizeof(float));
+    if (!bytes || *bytes > maxBytes)
       errors.add(n->origins.front(),
                  "its output " + formatShape(shape) + " takes " +
-                     (bytes < 0 ? std::string("more bytes than 2^63")
-                                : byteSize(static_cast<uint64_t>(bytes))) +
+                     (bytes ? byteSize(*bytes) : "more bytes than 2^63") +
                      " per image, more than the " + byteSize(maxBytes) +
                      " limit (raise it with --max-size)");
   }

@@ -3,6 +3,7 @@
 #include "onnx/ModelLoader.h"
 
 #include "Diagnostics.h"
+#include "ir/Passes.h" // formatShape
 #include "lower/OpTable.h"
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
@@ -126,23 +127,20 @@ template <typename T> void appendValue(std::vector<uint8_t>& out, T v) {
   out.insert(out.end(), buf, buf + sizeof(T));
 }
 
-/// Bytes of a tensor of \p dims with elements of \p elemSize bytes, or
-/// nothing if that overflows int64_t.
-std::optional<uint64_t> tensorBytes(const std::vector<int64_t>& dims,
-                                    size_t elemSize) {
-  int64_t total = static_cast<int64_t>(elemSize);
-  for (int64_t d : dims)
-    if (d < 0 || __builtin_mul_overflow(total, d, &total))
-      return std::nullopt;
-  return static_cast<uint64_t>(total);
-}
-
-std::string dimsText(const std::vector<int64_t>& dims) {
-  std::string s;
-  for (size_t i = 0; i < dims.size(); ++i)
-    s += (i ? "x" : "") +
-         (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
-  return s.empty() ? "[] (a scalar)" : s;
+/// The bytes of initializer or attribute tensor \p what of \p dims and
+/// element size \p elemSize, refused (UserError) when they overflow or
+/// exceed \p limit.
+uint64_t checkedTensorBytes(const std::string& what,
+                            const std::vector<int64_t>& dims, size_t elemSize,
+                            uint64_t limit) {
+  const std::optional<uint64_t> bytes = tensorBytes(dims, elemSize);
+  const std::string shape = what + " has shape " + formatShape(dims) + ": ";
+  if (!bytes)
+    throw UserError(shape + "its size overflows");
+  if (*bytes > limit)
+    throw UserError(shape + byteSize(*bytes) + ", more than the " +
+                    byteSize(limit) + " limit (raise it with --max-size)");
+  return *bytes;
 }
 
 /// Where an initializer's external data is, checked: a file inside the
@@ -219,15 +217,8 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
       throw UserError(what + " has a negative dimension");
     data->dims.push_back(d);
   }
-  const std::optional<uint64_t> checked =
-      tensorBytes(data->dims, elementSize(data->dtype));
-  if (!checked || *checked > limit)
-    throw UserError(what + " has shape " + dimsText(data->dims) + ": " +
-                    (checked ? byteSize(*checked) + ", more than the " +
-                                   byteSize(limit) +
-                                   " limit (raise it with --max-size)"
-                             : std::string("its size overflows")));
-  const size_t bytes = static_cast<size_t>(*checked);
+  const size_t bytes = static_cast<size_t>(
+      checkedTensorBytes(what, data->dims, elementSize(data->dtype), limit));
   const size_t count = bytes / elementSize(data->dtype);
 
   if (t.data_location() == TensorProto::EXTERNAL) {
@@ -736,16 +727,10 @@ void checkGraphShape(const ModelProto& model, const std::string& path,
       continue;
     const std::string what =
         path + ": initializer '" + escapeName(t.name()) + "'";
-    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
-    const std::optional<uint64_t> bytes = tensorBytes(
-        dims, std::max<size_t>(1, elementSize(toDataType(t.data_type()))));
-    if (!bytes || *bytes > limit)
-      throw UserError(what + " has shape " + dimsText(dims) + ": " +
-                      (bytes ? byteSize(*bytes) + ", more than the " +
-                                   byteSize(limit) +
-                                   " limit (raise it with --max-size)"
-                             : std::string("its size overflows")));
-    resolveExternal(t, modelDir, what, *bytes);
+    const uint64_t bytes = checkedTensorBytes(
+        what, std::vector<int64_t>(t.dims().begin(), t.dims().end()),
+        std::max<size_t>(1, elementSize(toDataType(t.data_type()))), limit);
+    resolveExternal(t, modelDir, what, bytes);
   }
 }
 
