@@ -23,7 +23,8 @@ extern "C" {
 /// Initialises the tensor runtime (threads from HPVM_NUM_THREADS). The
 /// argument (HPVM's GPU id) is ignored.
 void llvm_hpvm_initTensorRt(int gpuId);
-/// Shuts the tensor runtime down.
+/// Shuts the tensor runtime down: every tensor the program created and
+/// did not free (its weights, say) is freed.
 void llvm_hpvm_cleanupTensorRt(void);
 /// HPVM's approximation-runtime start (inserted by HPVM before
 /// __hpvm__init): same as llvm_hpvm_initTensorRt.

@@ -49,6 +49,10 @@ def config_op_names():
 OP_NAMES = config_op_names()
 TIMEOUT_S = 30
 MEMORY_BYTES = 2 << 30
+# Under AddressSanitizer (--sanitized) an address-space limit cannot be
+# used (the shadow memory alone reserves terabytes): the sanitizer's own
+# resident-memory limit bounds the tools instead.
+SANITIZED = False
 
 CASES = {}
 PROGRAM = "dense"  # the generated program's name (its model's stem)
@@ -877,14 +881,21 @@ def run_case(name, exporter, dataset_tool, program_dir, keep):
             args += extra
         before = snapshot(w, out)
 
+        env = dict(os.environ)
+        if SANITIZED:
+            env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") +
+                                   f":hard_rss_limit_mb={MEMORY_BYTES >> 20}")
+
         def limits():
-            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+            if not SANITIZED:
+                resource.setrlimit(resource.RLIMIT_AS,
+                                   (MEMORY_BYTES, MEMORY_BYTES))
 
         start = time.monotonic()
         try:
             p = subprocess.run(args, stdin=subprocess.DEVNULL,
                                capture_output=True, timeout=TIMEOUT_S,
-                               preexec_fn=limits, cwd=w)
+                               preexec_fn=limits, cwd=w, env=env)
         except subprocess.TimeoutExpired:
             return [f"no answer within {TIMEOUT_S} s (hangs)"]
         took = time.monotonic() - start
@@ -925,7 +936,11 @@ def main():
     ap.add_argument("--dataset-tool")
     ap.add_argument("--setup-program")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--sanitized", action="store_true",
+                    help="the tools are built with AddressSanitizer")
     a = ap.parse_args()
+    global SANITIZED
+    SANITIZED = a.sanitized
     if a.list:
         print("\n".join(list(CASES) + list(CUSTOM)))
         return 0

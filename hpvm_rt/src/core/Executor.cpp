@@ -171,6 +171,11 @@ struct ExecState {
   int64_t keepBytes = 0; ///< keepStorageBytes() at the last schedule build.
   int64_t plansBuilt = 0;
   bool channelViews = true; ///< setChannelViews().
+
+  ~ExecState() {
+    for (Tensor* t : sym)
+      deleteTensor(t);
+  }
 };
 
 ExecState& S() {

@@ -22,10 +22,13 @@ namespace hpvm::rt {
 
 namespace {
 
-/// Batch memory tracking (startMemTracking / freeBatchMemory).
+/// Batch memory tracking (startMemTracking / freeBatchMemory), and every
+/// live tensor of the public API (freed by llvm_hpvm_cleanupTensorRt: the
+/// program's weights, and whatever an error left behind mid-batch).
 struct Tracking {
   bool on = false;
   std::unordered_set<Tensor*> tensors;
+  std::unordered_set<Tensor*> live;
 };
 
 Tracking& tracking() {
@@ -147,14 +150,18 @@ Tensor* newTensor(const Shape& s, int numDims, bool tracked) {
   t->data_placement = HOST;
   t->num_elems = static_cast<size_t>(numElements(s));
   t->size_in_bytes = t->num_elems * sizeof(float);
-  if (tracked && tracking().on)
-    tracking().tensors.insert(t);
+  if (tracked) {
+    tracking().live.insert(t);
+    if (tracking().on)
+      tracking().tensors.insert(t);
+  }
   return t;
 }
 
 void deleteTensor(Tensor* t) {
   if (!t)
     return;
+  tracking().live.erase(t);
   releaseStorage(t);
   delete[] t->dims.dim_sizes;
   std::free(t);
@@ -201,7 +208,13 @@ void llvm_hpvm_initTensorRt(int) {
   }
 }
 
-void llvm_hpvm_cleanupTensorRt(void) { std::fflush(stdout); }
+void llvm_hpvm_cleanupTensorRt(void) {
+  std::fflush(stdout);
+  std::unordered_set<Tensor*> live = std::move(tracking().live);
+  tracking() = Tracking();
+  for (Tensor* t : live)
+    deleteTensor(t);
+}
 
 void llvm_hpvm_initApproxhpvmRt(int gpuId) { llvm_hpvm_initTensorRt(gpuId); }
 
@@ -258,9 +271,10 @@ void startMemTracking(void) {
 }
 
 void freeBatchMemory(void) {
-  for (Tensor* t : tracking().tensors)
-    deleteTensor(t);
+  std::unordered_set<Tensor*> batch = std::move(tracking().tensors);
   tracking().tensors.clear();
+  for (Tensor* t : batch)
+    deleteTensor(t);
 }
 
 struct Tensor* readTrainedWeights(const char* file, int, long d1, long d2,
