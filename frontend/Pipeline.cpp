@@ -195,15 +195,26 @@ ExportPaths checkPaths(const Options& opts) {
     t.outPath = t.outPath.parent_path();
   t.out = t.outPath.string();
   const std::string& out = t.out;
+  // CMake cannot configure in a path holding ';' (its list separator), '"'
+  // or '\\' (its escapes) or control bytes: refuse before any work.
+  if (!opts.noBuild)
+    for (char c : out)
+      if (c == ';' || c == '"' || c == '\\' ||
+          static_cast<unsigned char>(c) < 0x20)
+        throw UserError("output directory '" + escapeName(out) +
+                        "': CMake cannot build in a path that holds '" +
+                        escapeName(std::string(1, c)) +
+                        "'; choose another -o, or only generate the sources "
+                        "with --no-build");
   fs::file_status st = fs::symlink_status(out, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st))
-      throw UserError("output path '" + out +
+      throw UserError("output path '" + escapeName(out) +
                       "' exists and is not a directory");
     t.exists = true;
     t.prev = readPreviousExport(out);
     if (!t.prev && !fs::is_empty(out, ec))
-      throw UserError("refusing to write into '" + out +
+      throw UserError("refusing to write into '" + escapeName(out) +
                       "': it is not empty and holds no manifest.json of "
                       "torch2hpvm-export (choose another -o, or remove it "
                       "yourself if you mean it)");
@@ -217,7 +228,7 @@ ExportPaths checkPaths(const Options& opts) {
         if (line.compare(0, 8, "<<<<<<< ") == 0) {
           std::vector<std::string> side = conflictSideFiles(c);
           throw UserError(
-              out + "/" + c +
+              escapeName(out + "/" + c) +
                   ": still holds the conflict markers of the last "
                   "regeneration; resolve them (the three versions are "
                   "beside it: " +

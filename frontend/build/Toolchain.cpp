@@ -6,6 +6,7 @@
 #include "codegen/Sanitizer.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -17,6 +18,7 @@
 #include <string_view>
 #include <sys/wait.h>
 #include <thread>
+#include <time.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -70,6 +72,99 @@ std::string lastLines(const std::string& path, int n) {
   return out;
 }
 
+namespace {
+
+/// Terminates a command's process group if this process dies without
+/// saying the command is over: even SIGKILL, which nothing here can catch,
+/// must not leave cmake and the compilers running. A forked watchdog (not
+/// in the group) reads a pipe: 'G' and the group id when the command
+/// starts, 'D' when it is over; end of file first means this process is
+/// gone, and the group gets SIGTERM, then SIGKILL 2 s later.
+class GroupWatchdog {
+public:
+  GroupWatchdog() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      return; // no watchdog: the rest still works
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(fds[1]);
+      watch(fds[0]); // never returns
+    }
+    ::close(fds[0]);
+    if (pid_ < 0) {
+      ::close(fds[1]);
+      return;
+    }
+    fd_ = fds[1];
+  }
+  GroupWatchdog(const GroupWatchdog&) = delete;
+  GroupWatchdog& operator=(const GroupWatchdog&) = delete;
+  ~GroupWatchdog() {
+    if (fd_ >= 0) {
+      send('D', 0);
+      ::close(fd_);
+    }
+    if (pid_ > 0)
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+  }
+
+  void started(pid_t group) { send('G', group); }
+
+private:
+  void send(char what, pid_t group) {
+    char msg[1 + sizeof(pid_t)];
+    msg[0] = what;
+    std::memcpy(msg + 1, &group, sizeof group);
+    if (fd_ >= 0 && ::write(fd_, msg, sizeof msg) != sizeof msg) {
+      // The watchdog is gone: nothing more to do.
+    }
+  }
+
+  /// The watchdog process (async-signal-safe calls only: this is a fork of
+  /// a process that may have threads).
+  [[noreturn]] static void watch(int fd) {
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+      ::sigaction(sig, &ignore, nullptr);
+    // Hold no one's terminal or pipe open (it prints nothing).
+    for (int std = 0; std <= 2; ++std)
+      ::close(std);
+    pid_t group = 0;
+    char msg[1 + sizeof(pid_t)];
+    for (;;) {
+      size_t got = 0;
+      while (got < sizeof msg) {
+        ssize_t n = ::read(fd, msg + got, sizeof msg - got);
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0)
+          break;
+        got += static_cast<size_t>(n);
+      }
+      if (got < sizeof msg)
+        break; // end of file: the exporter is gone
+      if (msg[0] == 'D')
+        ::_exit(0);
+      std::memcpy(&group, msg + 1, sizeof group);
+    }
+    if (group > 0 && ::kill(-group, SIGTERM) == 0) {
+      struct timespec grace = {2, 0};
+      while (::nanosleep(&grace, &grace) < 0 && errno == EINTR) {
+      }
+      ::kill(-group, SIGKILL);
+    }
+    ::_exit(0);
+  }
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
+
+} // namespace
+
 int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
                const std::string& logPath, std::ostream* echo,
                const std::vector<std::string>& extraEnv) {
@@ -113,8 +208,10 @@ int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
     env.push_back(const_cast<char*>(e.c_str()));
   env.push_back(nullptr);
   // The command runs in a process group of its own, which an interrupt
-  // terminates as a whole (make, compilers, linkers).
+  // terminates as a whole (make, compilers, linkers), and which the
+  // watchdog terminates if this process is killed.
   throwIfInterrupted();
+  GroupWatchdog watchdog;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
@@ -124,8 +221,10 @@ int runCommand(const std::vector<std::string>& argv, const std::string& cwd,
                          env.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc == 0)
+  if (rc == 0) {
+    watchdog.started(pid);
     setRunningGroup(pid);
+  }
   ::close(log);
   if (rc != 0)
     throw UserError("cannot run '" + argv[0] + "': " + std::strerror(rc) +

@@ -809,6 +809,54 @@ def _(w, exporter):
     return interrupt_during_build(w, exporter, sg.SIGINT)
 
 
+@custom("interrupt: SIGKILL during the build")
+def _(w, exporter):
+    # Nothing can catch SIGKILL: the build's process group must still stop
+    # (the exporter's watchdog), and the next export removes the marked
+    # temporary directory it left.
+    import signal as sg
+    p = subprocess.Popen(export_args(exporter, w), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    tmp = f"{w}/.out.tmp-{p.pid}"
+    deadline = time.monotonic() + TIMEOUT_S
+    while not os.path.exists(f"{tmp}/build") and time.monotonic() < deadline:
+        if p.poll() is not None:
+            return ["the export ended before its build started"]
+        time.sleep(0.01)
+    time.sleep(0.3)  # cmake is running
+    before = subprocess.run(["pgrep", "-f", tmp], capture_output=True,
+                            text=True).stdout.split()
+    p.kill()
+    p.wait()
+    problems = []
+    if not before:
+        problems.append("no build process was running when the export was "
+                        "killed")
+    running = ""
+    # The watchdog sends SIGTERM at once (SIGKILL 2 s later): well before
+    # the build would have ended on its own.
+    deadline = time.monotonic() + 1
+    while time.monotonic() < deadline:
+        running = subprocess.run(["pgrep", "-f", tmp], capture_output=True,
+                                 text=True).stdout.strip()
+        if not running:
+            break
+        time.sleep(0.1)
+    if running:
+        problems.append(f"build processes still running 1 s after: "
+                        f"{running.split()}")
+    if not os.path.exists(f"{tmp}/.torch2hpvm-export-tmp"):
+        problems.append("the killed export left no marked temporary directory")
+    again = subprocess.run(export_args(exporter, w, "--no-build"),
+                           capture_output=True, timeout=TIMEOUT_S)
+    if again.returncode != 0:
+        problems.append(f"the next export failed: {again.stderr.decode()!r}")
+    if os.path.exists(tmp):
+        problems.append("the next export did not remove the stale directory")
+    return problems
+
+
 @custom("temporary directories: only marked stale ones are removed")
 def _(w, exporter):
     # A dead export's directory (marked), and a user's look-alike (not).
@@ -831,6 +879,76 @@ def _(w, exporter):
     if os.path.exists(f"{w}/out/.torch2hpvm-export-tmp"):
         problems.append("the marker ended up in the output directory")
     return problems
+
+
+@custom("output: paths CMake cannot build in are refused up front")
+def _(w, exporter):
+    problems = []
+    for ch, shown in ((";", ";"), ('"', '"'), ("\\", "\\\\"), ("\n", "\\n")):
+        out = f"{w}/a{ch}b"
+        args = export_args(exporter, w)
+        args[args.index("-o") + 1] = out
+        p = subprocess.run(args, capture_output=True, timeout=TIMEOUT_S)
+        want = (f"torch2hpvm-export: error: output directory "
+                f"'{w}/a{shown}b': CMake cannot build in a path that holds "
+                f"'{shown}'; choose another -o, or only generate the sources "
+                "with --no-build\n")
+        if p.returncode != 1:
+            problems.append(f"{ch!r}: exit status {p.returncode}, expected 1")
+        if p.stderr.decode() != want:
+            problems.append(f"{ch!r}: stderr {p.stderr.decode()!r}, "
+                            f"expected {want!r}")
+        left = sorted(n for n in os.listdir(w) if n.startswith((".a", "a")))
+        if left:
+            problems.append(f"{ch!r}: left behind: {left}")
+    return problems
+
+
+def export_to_mount(w, exporter, mount_options, want_re):
+    """Exports into a fresh tmpfs mounted with mount_options, in a mount
+    namespace of its own (nothing is mounted for anyone else): the export
+    must fail with a message matching want_re, exit 1, and leave the mount
+    empty."""
+    mnt = f"{w}/mnt"
+    os.makedirs(mnt)
+    script = ('mount -t tmpfs -o "$1" tmpfs "$2" || exit 99; shift 2; '
+              '"$@"; rc=$?; ls -A "$0/mnt" > "$0/listing"; exit $rc')
+    args = export_args(exporter, w, "--no-build")
+    args[args.index("-o") + 1] = f"{mnt}/out"
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script, w,
+                        mount_options, mnt, *args],
+                       capture_output=True, timeout=TIMEOUT_S)
+    if p.returncode == 99:
+        return ["cannot mount a tmpfs in a mount namespace (this test needs "
+                "root): " + p.stderr.decode()]
+    problems = []
+    err = p.stderr.decode()
+    want = "torch2hpvm-export: error: " + want_re.replace("{W}", re.escape(w))
+    if p.returncode != 1:
+        problems.append(f"exit status {p.returncode}, expected 1")
+    if not re.fullmatch(want + "\n", err):
+        problems.append(f"stderr {err!r} does not match {want!r}")
+    with open(f"{w}/listing") as f:
+        left = f.read().split()
+    if left:
+        problems.append(f"left behind in the file system: {left}")
+    return problems
+
+
+@custom("output: a read-only file system")
+def _(w, exporter):
+    return export_to_mount(
+        w, exporter, "ro,size=1m",
+        r"cannot create '{W}/mnt/\.out\.tmp-[0-9]+': Read-only file system")
+
+
+@custom("output: a full file system")
+def _(w, exporter):
+    # One page: the first file larger than that fails.
+    return export_to_mount(
+        w, exporter, "size=4k",
+        r"cannot write '{W}/mnt/\.out\.tmp-[0-9]+/[^']+': No space left on "
+        r"device")
 
 
 # --- Running a case -----------------------------------------------------------
