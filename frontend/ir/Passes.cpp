@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 
 namespace hpvm::fe {
@@ -1626,6 +1627,69 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
   }
 }
 
+/// What a region walk makes of a user of a value inside the region.
+struct RegionStep {
+  enum Kind { Member, Exit, Block, Leave } kind;
+  /// Block: nodes taken as a whole; the walk goes on from the last one's
+  /// output (they are not members: the caller rewrites them itself).
+  std::vector<Node*> block = {};
+};
+
+/// A region of activations in another layout: the nodes reachable from a
+/// value before they leave it again.
+struct Region {
+  std::vector<Node*> members; ///< Rewritten node by node.
+  std::vector<Node*> exits;   ///< Where the walk stopped, in order.
+};
+
+/// Walks every node reachable from \p start: step(u, v) classifies each
+/// new user u of a value v of the region. Nothing when a step leaves, the
+/// walk reaches the graph's output, a member reads a value from outside the
+/// region that is not a constant (no mixing of layouts), or no exit is
+/// found.
+template <typename Step>
+std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
+  Region r;
+  std::unordered_set<const Node*> seen;
+  std::unordered_set<const Value*> inside = {start};
+  std::vector<Value*> work = {start};
+  while (!work.empty()) {
+    Value* v = work.back();
+    work.pop_back();
+    if (v == g.output)
+      return std::nullopt;
+    for (Node* u : v->users) {
+      if (!seen.insert(u).second)
+        continue;
+      RegionStep s = step(u, v);
+      switch (s.kind) {
+      case RegionStep::Leave:
+        return std::nullopt;
+      case RegionStep::Exit:
+        r.exits.push_back(u);
+        break;
+      case RegionStep::Member:
+        r.members.push_back(u);
+        inside.insert(u->output);
+        work.push_back(u->output);
+        break;
+      case RegionStep::Block:
+        seen.insert(s.block.begin(), s.block.end());
+        inside.insert(s.block.back()->output);
+        work.push_back(s.block.back()->output);
+        break;
+      }
+    }
+  }
+  for (const Node* u : r.members)
+    for (const Value* in : u->inputs)
+      if (!inside.count(in) && !in->isConstant())
+        return std::nullopt;
+  if (r.exits.empty())
+    return std::nullopt;
+  return r;
+}
+
 } // namespace
 
 void makeChannelFirst(Graph& g) {
@@ -1642,51 +1706,24 @@ void makeChannelFirst(Graph& g) {
       continue;
     // The region: every node reachable from the channel-last value before
     // a Transpose back; each must work per pixel on the last axis.
-    std::vector<Node*> region, exits;
-    std::unordered_set<const Value*> inside = {enter->output};
-    std::vector<Value*> work = {enter->output};
-    bool ok = true;
-    while (ok && !work.empty()) {
-      Value* v = work.back();
-      work.pop_back();
-      if (v == g.output) {
-        ok = false;
-        break;
-      }
-      for (Node* u : v->users) {
-        if (std::find(region.begin(), region.end(), u) != region.end() ||
-            std::find(exits.begin(), exits.end(), u) != exits.end())
-          continue;
-        if (u->kind == OpKind::OnnxTranspose && permOf(u) == toFirst) {
-          exits.push_back(u);
-          continue;
-        }
-        const bool fits = worksPerPixel(u, v, opset);
-        if (!fits || u->output->shape.size() != 4) {
-          ok = false;
-          break;
-        }
-        region.push_back(u);
-        inside.insert(u->output);
-        work.push_back(u->output);
-      }
-    }
-    // Every input of the region's nodes comes from the region or is a
-    // constant (no mixing with channel-first values).
-    for (const Node* u : region)
-      for (const Value* in : u->inputs)
-        ok = ok && (inside.count(in) || in->isConstant());
-    if (!ok || exits.empty())
+    std::optional<Region> region =
+        walkRegion(g, enter->output, [&](const Node* u, const Value* v) {
+          if (u->kind == OpKind::OnnxTranspose && permOf(u) == toFirst)
+            return RegionStep{RegionStep::Exit};
+          return RegionStep{worksPerPixel(u, v, opset) &&
+                                    u->output->shape.size() == 4
+                                ? RegionStep::Member
+                                : RegionStep::Leave};
+        });
+    if (!region)
       continue;
     // Rewrite: shapes N x H x W x C become N x C x H x W.
-    auto first = [](const std::vector<int64_t>& s) {
-      return std::vector<int64_t>{s[0], s[3], s[1], s[2]};
-    };
-    for (Node* u : region) {
-      u->output->shape = first(u->output->shape);
+    for (Node* u : region->members) {
+      const std::vector<int64_t> s = u->output->shape;
+      u->output->shape = {s[0], s[3], s[1], s[2]};
       rewriteChannelFirst(g, u, erased);
     }
-    for (Node* x : exits) {
+    for (Node* x : region->exits) {
       g.replaceAllUses(x->output, x->inputs[0]);
       g.eraseNode(x);
       erased.insert(x);
@@ -1947,59 +1984,31 @@ void makeTokensChannelFirst(Graph& g) {
     // The region: every node reachable from the tokens before they leave
     // as a Gather of one token; each must work per token on the features
     // (the last axis) or be a self-attention.
-    std::vector<Node*> region, exits;
     std::vector<SelfAttention> attentions;
-    std::unordered_set<const Node*> seen;
-    std::unordered_set<const Value*> inside = {pos->output};
-    std::vector<Value*> work = {pos->output};
-    bool ok = true;
-    while (ok && !work.empty()) {
-      Value* v = work.back();
-      work.pop_back();
-      if (v == g.output) {
-        ok = false;
-        break;
-      }
-      for (Node* u : v->users) {
-        if (seen.count(u))
-          continue;
-        seen.insert(u);
-        SelfAttention m;
-        if (u->kind == OpKind::OnnxTranspose) {
-          ok = matchSelfAttention(g, u, m);
-          if (!ok)
-            break;
-          seen.insert(m.nodes.begin(), m.nodes.end());
-          inside.insert(m.nodes.back()->output);
-          work.push_back(m.nodes.back()->output);
-          attentions.push_back(std::move(m));
-          continue;
-        }
-        if (u->kind == OpKind::OnnxGather) {
-          // One token (the class token) to the head: B x D.
-          const Value* idx = u->inputs[1];
-          ok = u->inputs[0] == v && OpAttrs(*u, opset).getInt("axis") == 1 &&
-               idx->isConstant() && idx->constant->dims.empty() &&
-               idx->constant->asInt(0) >= -T && idx->constant->asInt(0) < T;
-          if (!ok)
-            break;
-          exits.push_back(u);
-          continue;
-        }
-        ok = worksPerPixel(u, v, opset) && u->output->shape.size() == 3;
-        if (!ok)
-          break;
-        region.push_back(u);
-        inside.insert(u->output);
-        work.push_back(u->output);
-      }
-    }
-    // Every input of the region's nodes comes from the region or is a
-    // constant.
-    for (const Node* u : region)
-      for (const Value* in : u->inputs)
-        ok = ok && (inside.count(in) || in->isConstant());
-    if (!ok || exits.empty())
+    std::optional<Region> region =
+        walkRegion(g, pos->output, [&](Node* u, const Value* v) {
+          if (u->kind == OpKind::OnnxTranspose) {
+            SelfAttention m;
+            if (!matchSelfAttention(g, u, m))
+              return RegionStep{RegionStep::Leave};
+            attentions.push_back(m);
+            return RegionStep{RegionStep::Block, m.nodes};
+          }
+          if (u->kind == OpKind::OnnxGather) {
+            // One token (the class token) to the head: B x D.
+            const Value* idx = u->inputs[1];
+            const bool one =
+                u->inputs[0] == v && OpAttrs(*u, opset).getInt("axis") == 1 &&
+                idx->isConstant() && idx->constant->dims.empty() &&
+                idx->constant->asInt(0) >= -T && idx->constant->asInt(0) < T;
+            return RegionStep{one ? RegionStep::Exit : RegionStep::Leave};
+          }
+          return RegionStep{worksPerPixel(u, v, opset) &&
+                                    u->output->shape.size() == 3
+                                ? RegionStep::Member
+                                : RegionStep::Leave};
+        });
+    if (!region)
       continue;
     // Rewrite: the embedding becomes class_token, tokens B x T x D become
     // B x D x T x 1.
@@ -2023,12 +2032,12 @@ void makeTokensChannelFirst(Graph& g) {
       erased.insert(m.nodes.begin(), m.nodes.end());
       replaceSelfAttention(g, m);
     }
-    for (Node* u : region) {
+    for (Node* u : region->members) {
       const std::vector<int64_t> s = u->output->shape;
       u->output->shape = {s[0], s[2], s[1], 1};
       rewriteChannelFirst(g, u, erased);
     }
-    for (Node* gather : exits) {
+    for (Node* gather : region->exits) {
       int64_t index = gather->inputs[1]->constant->asInt(0);
       erased.insert(gather);
       Node* pick =
