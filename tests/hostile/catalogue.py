@@ -677,6 +677,18 @@ def _(w):
     return ["convert", f"{w}/i.npy", f"{w}/l.npy"]
 
 
+@case("dataset: .npy shape that is not a tuple (fuzz_datasets)", "{W}/i.npy: "
+      "corrupt .npy header: its shape is not a tuple: {'descr': '<f4', "
+      "'fortran_order': False, 'shape': , }\\x01\\x1b[2J\n")
+def _(w):
+    # fuzz_datasets' first finding: an empty shape threw std::out_of_range.
+    # (Control bytes from the file are escaped in the message.)
+    npy_header(f"{w}/i.npy", b"{'descr': '<f4', 'fortran_order': False, "
+               b"'shape': , }\x01\x1b[2J\n", data=b"\0" * 64)
+    np.save(f"{w}/l.npy", np.zeros(2, np.int64))
+    return ["convert", f"{w}/i.npy", f"{w}/l.npy"]
+
+
 @case("dataset: .npy extent beyond 10^18", "{W}/i.npy: .npy shape "
       "(99999999999999999999, 1) has an extent beyond 10^18")
 def _(w):
