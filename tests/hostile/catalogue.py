@@ -773,18 +773,26 @@ def export_args(exporter, w, *extra):
             "--test", f"{w}/test_input.bin", "-o", f"{w}/out", *extra]
 
 
-def interrupt_during_build(w, exporter, sig):
-    import signal as sg
+def export_until_build(w, exporter, output):
+    """Starts an export (its stdout and stderr to output) and waits until
+    its build runs: (process, temporary directory), or (None, problem)."""
     p = subprocess.Popen(export_args(exporter, w), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True)
+                         stdout=output, stderr=output, start_new_session=True)
     tmp = f"{w}/.out.tmp-{p.pid}"
     deadline = time.monotonic() + TIMEOUT_S
     while not os.path.exists(f"{tmp}/build") and time.monotonic() < deadline:
         if p.poll() is not None:
-            return ["the export ended before its build started"]
+            return None, "the export ended before its build started"
         time.sleep(0.01)
     time.sleep(0.3)  # cmake is running
+    return p, tmp
+
+
+def interrupt_during_build(w, exporter, sig):
+    import signal as sg
+    p, tmp = export_until_build(w, exporter, subprocess.PIPE)
+    if not p:
+        return [tmp]
     p.send_signal(sig)
     try:
         _, err = p.communicate(timeout=TIMEOUT_S)
@@ -826,17 +834,9 @@ def _(w, exporter):
     # Nothing can catch SIGKILL: the build's process group must still stop
     # (the exporter's watchdog), and the next export removes the marked
     # temporary directory it left.
-    import signal as sg
-    p = subprocess.Popen(export_args(exporter, w), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    tmp = f"{w}/.out.tmp-{p.pid}"
-    deadline = time.monotonic() + TIMEOUT_S
-    while not os.path.exists(f"{tmp}/build") and time.monotonic() < deadline:
-        if p.poll() is not None:
-            return ["the export ended before its build started"]
-        time.sleep(0.01)
-    time.sleep(0.3)  # cmake is running
+    p, tmp = export_until_build(w, exporter, subprocess.DEVNULL)
+    if not p:
+        return [tmp]
     before = subprocess.run(["pgrep", "-f", tmp], capture_output=True,
                             text=True).stdout.split()
     p.kill()
