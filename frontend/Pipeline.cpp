@@ -669,11 +669,51 @@ void listOps(const std::string& format, std::ostream& out) {
     out << opsTableRst();
 }
 
+namespace {
+
+/// Checks every configuration of --config against the program's fused
+/// nodes (node ids, ops, knobs) as the program will at run time, so that a
+/// configuration of another model is refused before anything is built.
+/// (The tensor target calls the runtime directly: it has no fused nodes to
+/// configure.)
+void checkConfigAgainstProgram(const Options& opts,
+                               const ProgramLayout& layout) {
+  if (opts.configFile.empty() || opts.target == Target::Tensor)
+    return;
+  std::vector<hpvm::rt::FusedNodeInfo> nodes;
+  for (const FusedNode& f : fuseLikeHpvm(layout)) {
+    hpvm::rt::FusedNodeInfo n;
+    n.ordinal = static_cast<int>(nodes.size()) + 1;
+    n.firstOpId = f.firstId;
+    for (int i : f.opIndices) {
+      const NodeLayout& nl = layout.nodes[static_cast<size_t>(i)];
+      n.ops.push_back(
+          hpvm::rt::opByConfName(hpvmOpDesc(nl.node->kind).confName)->op);
+      n.leafNames.push_back(nl.func);
+    }
+    nodes.push_back(std::move(n));
+  }
+  const std::vector<char> configurable(nodes.size(), 1);
+  try {
+    const hpvm::rt::ConfigFile file =
+        hpvm::rt::parseConfigFile(opts.configFile);
+    for (const hpvm::rt::Configuration& conf : file.configs)
+      hpvm::rt::matchConfiguration(conf, opts.configFile, nodes, configurable,
+                                   /*byId=*/true);
+  } catch (const std::runtime_error& e) {
+    // hpvm_rt's UserError (see checkPaths).
+    throw UserError(std::string("--config: ") + e.what());
+  }
+}
+
+} // namespace
+
 ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   ExportPaths where = checkPaths(opts);
   std::unique_ptr<Graph> g = loadAndLower(opts, streams);
   checkToolchain(opts, *g);
   ProgramLayout layout = layoutProgram(*g, opts.model);
+  checkConfigAgainstProgram(opts, layout);
   std::string modelSha =
       g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
 

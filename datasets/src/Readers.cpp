@@ -239,9 +239,9 @@ Array readNpy(std::unique_ptr<ByteStream> stream) {
         name));
   std::string shape = npyField(header, "shape", name);
   if (shape.empty() || shape[0] != '(')
-    throw DatasetError(fmt::format(
-        "{}: corrupt .npy header: its shape is not a tuple: {}", name,
-        header.substr(0, 200)));
+    throw DatasetError(
+        fmt::format("{}: corrupt .npy header: its shape is not a tuple: {}",
+                    name, header.substr(0, 200)));
   std::string digits;
   for (char c : shape.substr(1)) {
     if (c >= '0' && c <= '9') {

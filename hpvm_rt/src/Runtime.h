@@ -115,6 +115,18 @@ struct OpRecord {
                            ///< split in proportion to FLOPs.
 };
 
+/// The line of configuration \p conf (read from \p path) that configures
+/// each of \p nodes, found by node id (\p byId: the program sets node ids)
+/// or else by ordinal, and checked: every node marked \p configurable has a
+/// line listing its ops, each knob applies to its op, and every line
+/// configures a node. nullptr for the nodes not configurable. Throws
+/// UserError ("path:line:col: ..."). The executor applies it at a launch;
+/// the exporter checks --config with it.
+std::vector<const NodeConfig*>
+matchConfiguration(const Configuration& conf, const std::string& path,
+                   const std::vector<FusedNodeInfo>& nodes,
+                   const std::vector<char>& configurable, bool byId);
+
 /// Applies \p config (nullptr: exact FP32 everywhere) to the following
 /// launches. The executor checks it against the program at the next launch
 /// and throws UserError naming the line and the fused node on mismatch.

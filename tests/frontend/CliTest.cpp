@@ -25,6 +25,13 @@ namespace {
 const std::string ModelDir =
     std::string(HPVM_SOURCE_DIR) + "/test_frontend/models/codegen/";
 
+/// The node lines of an exact configuration of lenet_small.onnxtxt's fused
+/// nodes (--config is checked against them at export).
+const std::string LenetSmallConf =
+    "1 cpu conv fp32 11 add fp32 1 relu fp32 1 pool_max fp32 1\n"
+    "2 cpu mul fp32 11 add fp32 1\n"
+    "3 cpu softmax fp32 1\n";
+
 /// A scratch directory with HPVM datasets for the 1x8x8, 10-class fixtures.
 std::string makeDatasets(const std::string& name) {
   std::string dir = scratchDir(name);
@@ -156,9 +163,8 @@ TEST_CASE("Cli: the same inputs give byte-identical files") {
   std::string data = makeDatasets("cli-determinism");
   Options o = exportOptions(data, "lenet_small.onnxtxt", data + "/out");
   o.configFile = data + "/conf.txt";
-  writeFile(o.configFile, "0.0\n+++++\nconf1 1 1 100 0\n"
-                          "1 cpu conv fp32 11 add fp32 1 relu fp32 1 "
-                          "pool_max fp32 1\n-----\n");
+  writeFile(o.configFile,
+            "0.0\n+++++\nconf1 1 1 100 0\n" + LenetSmallConf + "-----\n");
   runExport(o, {});
   auto first = snapshot(data + "/out");
   o.force = true;
@@ -540,9 +546,9 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
   // tuner_confs.txt comes from --config and is replaced, never merged (as
   // torch2hpvm-tune rewrites it).
   writeFile(t.data + "/c1.txt",
-            "0.0\n+++++\nconf1 1 1 100 0\n1 cpu conv fp32 11\n-----\n");
+            "0.0\n+++++\nconf1 1 1 100 0\n" + LenetSmallConf + "-----\n");
   writeFile(t.data + "/c2.txt",
-            "0.0\n+++++\nconf2 1 1 100 0\n1 cpu conv fp32 11\n-----\n");
+            "0.0\n+++++\nconf2 1 1 100 0\n" + LenetSmallConf + "-----\n");
   t.opts.configFile = t.data + "/c1.txt";
   CHECK(t.regenerate() == "");
   std::string src = t.out + "/hpvm_c.cpp";
@@ -596,7 +602,7 @@ TEST_CASE("Regeneration: deleted files come back, a file of the user's is "
           "never overwritten, files no longer generated go unless edited") {
   RegenFixture t("regen-files");
   writeFile(t.data + "/c1.txt",
-            "0.0\n+++++\nconf1 1 1 100 0\n1 cpu conv fp32 11\n-----\n");
+            "0.0\n+++++\nconf1 1 1 100 0\n" + LenetSmallConf + "-----\n");
   // As torch2hpvm-tune writes it into an export made without --config.
   writeFile(t.out + "/tuner_confs.txt", "tuned\n");
   fs::remove(t.out + "/weights/fc_bias.bin");

@@ -744,6 +744,28 @@ def _(w):
     return save(w, dense_model())
 
 
+@case("config: --config of another program (ops of a node)",
+      "--config: {W}/c.txt:4:7: line '1' of configuration 'conf1' lists 'conv "
+      "add relu' but the program's fused node 1 (node id 1: mul; node "
+      "functions var_0_node) has 'mul'", extra=["--config", "{W}/c.txt"])
+def _(w):
+    with open(f"{w}/c.txt", "w") as f:
+        f.write("10.0\n+++++\nconf1 1 1 84.98 0.0\n1 gpu conv fp32 11 add fp32 "
+                "11 relu fp32 11\n-----\n")
+    return save(w, dense_model())
+
+
+@case("config: --config naming a node id the program lacks",
+      "--config: {W}/c.txt:5:1: line '2' (key 2) of configuration 'conf1' "
+      "matches no fused node of the program (1 fused nodes, node ids 1..1)",
+      extra=["--config", "{W}/c.txt"])
+def _(w):
+    with open(f"{w}/c.txt", "w") as f:
+        f.write("10.0\n+++++\nconf1 1 1 84.98 0.0\n1 gpu mul fp16 12\n"
+                "2 gpu relu fp32 11\n-----\n")
+    return save(w, dense_model())
+
+
 @case("config: --config with CRLF line ends and an unknown knob id",
       "--config: {W}/c.txt:4:16: unknown knob id 99999 for 'perf'; expected one "
       "of 121-138", extra=["--config", "{W}/c.txt"])

@@ -404,54 +404,34 @@ void calibrate(KnobSpec& spec, const FusedNodeInfo& node, HpvmOp op,
                   " nodes): the calibration is of another program");
 }
 
-/// Resolves the knob of every op from the active configuration, checking
-/// that it describes this program's fused nodes.
-std::vector<KnobSpec> resolveKnobs(const Plan& p) {
-  const ExecState& st = S();
-  std::vector<KnobSpec> knobs(p.ops.size(), exactKnob());
-  const Configuration* conf = st.config;
-  if (!conf)
-    return knobs;
-  const std::string& path = st.configPath;
+} // namespace
+
+std::vector<const NodeConfig*>
+matchConfiguration(const Configuration& conf, const std::string& path,
+                   const std::vector<FusedNodeInfo>& nodes,
+                   const std::vector<char>& configurable, bool byId) {
   auto where = [&](int line, int col) {
     return path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": ";
   };
   std::unordered_map<int, const NodeConfig*> byKey;
   std::unordered_map<std::string, const NodeConfig*> byName;
-  for (const NodeConfig& line : conf->nodes) {
+  for (const NodeConfig& line : conf.nodes) {
     byKey[line.key] = &line;
     byName[line.name] = &line;
   }
-  // As in HPVM, only hpvm::TENSOR_TARGET nodes are configured; others
-  // (HPVM's cudnn target) run exact FP32.
-  auto configurable = [&](size_t f) {
-    return p.leaves[p.ops[p.fusedOps[f][0]].leaf].hint == hpvm::TENSOR_TARGET;
-  };
-  bool any = false;
-  for (size_t f = 0; f < p.fused.size(); ++f)
-    any |= configurable(f);
-  if (!any) {
-    std::fflush(stdout);
-    std::fprintf(stderr,
-                 "hpvm_rt: note: %s has no hpvm::TENSOR_TARGET nodes "
-                 "(HPVM's cudnn target); configuration '%s' is not applied, "
-                 "every op runs exact FP32\n",
-                 st.rootName.c_str(), conf->name.c_str());
-    return knobs;
-  }
-  std::vector<char> used(conf->nodes.size(), 0);
-  for (size_t f = 0; f < p.fused.size(); ++f) {
-    if (!configurable(f))
+  std::vector<const NodeConfig*> lines(nodes.size(), nullptr);
+  std::vector<char> used(conf.nodes.size(), 0);
+  for (size_t f = 0; f < nodes.size(); ++f) {
+    if (!configurable[f])
       continue;
-    const FusedNodeInfo& node = p.fused[f];
-    std::string desc =
-        "fused node " + std::to_string(node.ordinal) + " (" +
-        (p.programSetsIds ? "node id " + std::to_string(node.firstOpId)
-                          : "name '" + std::to_string(node.ordinal) + "'") +
-        ": " + opsText(node.ops) + "; node functions " +
-        namesText(node.leafNames) + ")";
+    const FusedNodeInfo& node = nodes[f];
+    std::string desc = "fused node " + std::to_string(node.ordinal) + " (" +
+                       (byId ? "node id " + std::to_string(node.firstOpId)
+                             : "name '" + std::to_string(node.ordinal) + "'") +
+                       ": " + opsText(node.ops) + "; node functions " +
+                       namesText(node.leafNames) + ")";
     const NodeConfig* line = nullptr;
-    if (p.programSetsIds) {
+    if (byId) {
       auto it = byKey.find(node.firstOpId);
       line = it == byKey.end() ? nullptr : it->second;
     } else {
@@ -459,9 +439,9 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
       line = it == byName.end() ? nullptr : it->second;
     }
     if (!line)
-      throw UserError(where(conf->line, 1) + "configuration '" + conf->name +
+      throw UserError(where(conf.line, 1) + "configuration '" + conf.name +
                       "' has no line for " + desc);
-    used[line - conf->nodes.data()] = 1;
+    used[line - conf.nodes.data()] = 1;
     bool match = line->ops.size() == node.ops.size();
     for (size_t k = 0; match && k < node.ops.size(); ++k) {
       HpvmOp a = line->ops[k].op, b = node.ops[k];
@@ -474,7 +454,7 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
         listed.push_back(c.op);
       int col = line->ops.empty() ? 1 : line->ops[0].column;
       throw UserError(where(line->line, col) + "line '" + line->name +
-                      "' of configuration '" + conf->name + "' lists '" +
+                      "' of configuration '" + conf.name + "' lists '" +
                       opsText(listed) + "' but the program's " + desc +
                       " has '" + opsText(node.ops) + "'");
     }
@@ -485,28 +465,70 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p) {
         throw UserError(where(c.line, c.column) + "knob " +
                         std::to_string(c.knobId) + " cannot be applied to " +
                         opInfo(node.ops[k]).confName + " of " + desc);
-      KnobSpec& spec = knobs[p.fusedOps[f][k]] = knob->spec;
-      if (spec.precision == Precision::INT8)
-        calibrate(spec, node, node.ops[k], where(c.line, c.column));
     }
+    lines[f] = line;
   }
-  for (size_t i = 0; i < conf->nodes.size(); ++i) {
+  for (size_t i = 0; i < conf.nodes.size(); ++i) {
     if (used[i])
       continue;
-    const NodeConfig& line = conf->nodes[i];
+    const NodeConfig& line = conf.nodes[i];
     std::string keys;
-    if (p.fused.empty())
+    if (nodes.empty())
       keys = "none";
-    else if (p.programSetsIds)
-      keys = "node ids " + std::to_string(p.fused.front().firstOpId) + ".." +
-             std::to_string(p.fused.back().firstOpId);
+    else if (byId)
+      keys = "node ids " + std::to_string(nodes.front().firstOpId) + ".." +
+             std::to_string(nodes.back().firstOpId);
     else
-      keys = "names 1.." + std::to_string(p.fused.size());
+      keys = "names 1.." + std::to_string(nodes.size());
     throw UserError(where(line.line, 1) + "line '" + line.name + "' (key " +
                     std::to_string(line.key) + ") of configuration '" +
-                    conf->name + "' matches no fused node of the program (" +
-                    std::to_string(p.fused.size()) + " fused nodes, " + keys +
+                    conf.name + "' matches no fused node of the program (" +
+                    std::to_string(nodes.size()) + " fused nodes, " + keys +
                     ")");
+  }
+  return lines;
+}
+
+namespace {
+
+/// Resolves the knob of every op from the active configuration, checking
+/// that it describes this program's fused nodes.
+std::vector<KnobSpec> resolveKnobs(const Plan& p) {
+  const ExecState& st = S();
+  std::vector<KnobSpec> knobs(p.ops.size(), exactKnob());
+  const Configuration* conf = st.config;
+  if (!conf)
+    return knobs;
+  // As in HPVM, only hpvm::TENSOR_TARGET nodes are configured; others
+  // (HPVM's cudnn target) run exact FP32.
+  std::vector<char> configurable(p.fused.size(), 0);
+  bool any = false;
+  for (size_t f = 0; f < p.fused.size(); ++f)
+    any |= configurable[f] =
+        p.leaves[p.ops[p.fusedOps[f][0]].leaf].hint == hpvm::TENSOR_TARGET;
+  if (!any) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "hpvm_rt: note: %s has no hpvm::TENSOR_TARGET nodes "
+                 "(HPVM's cudnn target); configuration '%s' is not applied, "
+                 "every op runs exact FP32\n",
+                 st.rootName.c_str(), conf->name.c_str());
+    return knobs;
+  }
+  const std::vector<const NodeConfig*> lines = matchConfiguration(
+      *conf, st.configPath, p.fused, configurable, p.programSetsIds);
+  for (size_t f = 0; f < p.fused.size(); ++f) {
+    if (!lines[f])
+      continue;
+    const FusedNodeInfo& node = p.fused[f];
+    for (size_t k = 0; k < node.ops.size(); ++k) {
+      const OpChoice& c = lines[f]->ops[k];
+      KnobSpec& spec = knobs[p.fusedOps[f][k]] = knobById(c.knobId)->spec;
+      if (spec.precision == Precision::INT8)
+        calibrate(spec, node, node.ops[k],
+                  st.configPath + ":" + std::to_string(c.line) + ":" +
+                      std::to_string(c.column) + ": ");
+    }
   }
   return knobs;
 }
