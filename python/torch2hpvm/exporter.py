@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 import torch
@@ -189,8 +190,9 @@ class ModelExporter:
         torch2hpvm-export's arguments."""
         if self._export_args is not None:
             return self._export_args
-        self._staging = tempfile.TemporaryDirectory(prefix="torch2hpvm-")
-        staging = Path(self._staging.name)
+        self._staging = tempfile.mkdtemp(prefix="torch2hpvm-")
+        weakref.finalize(self, shutil.rmtree, self._staging, True)
+        staging = Path(self._staging)
         model_path = staging / (self.name + self._model_suffix)
         model_path.write_bytes(self._model_bytes)
         args = [model_path]
