@@ -7,7 +7,9 @@ Outputs are compared batch for batch: the program run with --batch-size B
 and the module called on the same B images. (oneDNN chooses its kernels
 by batch size, so both the program's and the module's last bits change
 with B.)"""
+import os
 import unittest
+from unittest import mock
 
 import numpy as np
 import torch
@@ -170,6 +172,15 @@ class Threads(unittest.TestCase):
             net.threads = threads
             self.assertEqual(net.threads, threads)
             np.testing.assert_array_equal(batched(net, 64), want)
+
+    def test_threads_from_the_environment(self):
+        with mock.patch.dict(os.environ, {"HPVM_NUM_THREADS": "1"}):
+            self.assertEqual(torch2hpvm.load(OUT).threads, 1)
+        with mock.patch.dict(os.environ, {"HPVM_NUM_THREADS": "x"}):
+            with self.assertRaises(ValueError) as e:
+                torch2hpvm.load(OUT)
+            self.assertEqual(str(e.exception), "HPVM_NUM_THREADS='x': "
+                             "expected an integer from 0 to 1024")
 
     def test_bad_thread_counts(self):
         net = torch2hpvm.load(OUT)

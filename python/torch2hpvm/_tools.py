@@ -76,7 +76,6 @@ def find_tool(name, tools=None):
         for path in _candidates(name, directory):
             if _executable(path):
                 return os.path.abspath(path)
-        tried.append(f"{directory} ({origin})")
         # An explicit place that lacks the tool is an error, not a reason
         # to run some other build's tool.
         raise FileNotFoundError(

@@ -4,7 +4,6 @@ turns any PyTorch dataset into them.
 HPVM's format (no header, native little-endian): the inputs are float32
 N x C x H x W in C order, the labels one int32 class index per image.
 """
-import os
 from pathlib import Path
 
 import numpy as np
@@ -183,7 +182,3 @@ def dataset_shape(dataset):
     if isinstance(dataset, BinDataset):
         return dataset.shape
     return (len(dataset),) + first_sample_shape(dataset)
-
-
-def fspath(path):
-    return os.fspath(path)

@@ -104,8 +104,11 @@ class HPVMModule(torch.nn.Module):
                        qos_loss=qos_loss, exact=exact,
                        calibration=calibration)
         if threads is None:
-            env = os.environ.get("HPVM_NUM_THREADS")
-            threads = int(env) if env and env.isdigit() else 0
+            env = os.environ.get("HPVM_NUM_THREADS", "")
+            if env and not env.isdigit():
+                raise ValueError(f"HPVM_NUM_THREADS='{env}': expected an "
+                                 f"integer from 0 to 1024")
+            threads = int(env) if env else 0
         self.threads = threads
 
     def _error(self):
@@ -130,8 +133,8 @@ class HPVMModule(torch.nn.Module):
                              "qos_loss")
         if config is not None and qos_loss is not None:
             raise ValueError("config and qos_loss exclude each other")
-        if config is not None and not isinstance(config, (str, int)) or \
-                isinstance(config, bool):
+        if isinstance(config, bool) or (
+                config is not None and not isinstance(config, (str, int))):
             raise TypeError(f"config must be a configuration's name (str) or "
                             f"index (int), got {type(config).__name__}")
         if isinstance(config, int) and config < 0:
