@@ -13,8 +13,10 @@ same test images:
   load()   module(x[i:i+B]) in a loop, timed around each call from Python
            (argument checks, ctypes, the output tensor, the run, the
            copy of the scores), after one untimed call.
-Each round gives a median per batch; the figure reported is the median
-over rounds, and the overhead is load() / binary - 1.
+Each round gives a median and a minimum per batch; the figures reported
+are the median of the rounds' medians and the minimum of their minimums
+(the least disturbed batch: on a shared machine the steadier figure), and
+the overheads are load() / binary - 1 of each.
 
 Usage: PYTHONPATH=build/python scripts/bench/load_overhead.py
            [--work DIR] [--batches 1,64] [--threads 1,2] [--reps 5]
@@ -75,8 +77,8 @@ def binary_median(out, batch, threads, images):
                        stdout=subprocess.DEVNULL)
         times = json.loads(report.read_text())["batch_times_ms"]
     # Only full batches (a last partial one is cheaper).
-    full = images // batch
-    return statistics.median(times[:full])
+    full = times[:images // batch]
+    return statistics.median(full), min(full)
 
 
 def load_median(net, x, batch, images):
@@ -88,7 +90,7 @@ def load_median(net, x, batch, images):
             t0 = time.perf_counter()
             net(chunk)
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def main():
@@ -114,26 +116,36 @@ def main():
                 binary.append(binary_median(out, batch, threads,
                                             args.images))
                 module.append(load_median(net, x, batch, args.images))
-            b, m = statistics.median(binary), statistics.median(module)
+            b = statistics.median(r[0] for r in binary)
+            m = statistics.median(r[0] for r in module)
+            bmin = min(r[1] for r in binary)
+            mmin = min(r[1] for r in module)
             rows.append({"threads": threads, "batch": batch,
                          "binary_ms": b, "load_ms": m,
                          "overhead_pct": 100.0 * (m / b - 1.0),
+                         "binary_min_ms": bmin, "load_min_ms": mmin,
+                         "overhead_min_pct": 100.0 * (mmin / bmin - 1.0),
                          "binary_rounds_ms": binary,
                          "load_rounds_ms": module})
-            print(f"threads {threads} batch {batch:3d}: binary {b:.4f} ms, "
-                  f"load() {m:.4f} ms, overhead "
-                  f"{rows[-1]['overhead_pct']:+.1f}%", flush=True)
+            print(f"threads {threads} batch {batch:3d}: median: binary "
+                  f"{b:.4f} ms, load() {m:.4f} ms "
+                  f"({rows[-1]['overhead_pct']:+.1f}%); min: binary "
+                  f"{bmin:.4f} ms, load() {mmin:.4f} ms "
+                  f"({rows[-1]['overhead_min_pct']:+.1f}%)", flush=True)
     result = {"model": "lenet_fashion", "images": args.images,
               "reps": args.reps, "cpu": cpu_model(), "rows": rows}
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown:
-        lines = ["| threads | batch | binary (ms/batch) | load()(x) "
-                 "(ms/batch) | overhead |", "|---|---|---|---|---|"]
+        lines = ["| threads | batch | binary median | load()(x) median | "
+                 "overhead | binary min | load()(x) min | overhead |",
+                 "|---|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r['threads']} | {r['batch']} | "
                          f"{r['binary_ms']:.4f} | {r['load_ms']:.4f} | "
-                         f"{r['overhead_pct']:+.1f}% |")
+                         f"{r['overhead_pct']:+.1f}% | "
+                         f"{r['binary_min_ms']:.4f} | {r['load_min_ms']:.4f} "
+                         f"| {r['overhead_min_pct']:+.1f}% |")
         args.markdown.write_text("\n".join(lines) + "\n")
 
 
