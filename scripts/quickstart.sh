@@ -83,7 +83,7 @@ if [ "$FULL_BUILD" -eq 1 ]; then
 else
   step "build torch2hpvm-dataset, -export, -tune and hpvm_rt" \
     "$LOGS/build.log" cmake --build "$BUILD" --target torch2hpvm-dataset \
-    torch2hpvm-export torch2hpvm-tune hpvm_rt
+    torch2hpvm-export torch2hpvm-tune hpvm_rt hpvm_rt_library
 fi
 
 DATA="$QS/data"

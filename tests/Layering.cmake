@@ -4,14 +4,16 @@
 #   cmake -DRT_SRC=<hpvm_rt/src> -P Layering.cmake
 # Layers, bottom up: approx (the approximate engines) < kernels (the layers,
 # which choose among the engines) < core (the executor) < driver and tuner
-# (one layer: the programs' commands, tune-search among them).
+# (one layer: the programs' commands, tune-search among them) < library
+# (the C entry points of a program's shared library).
 cmake_minimum_required(VERSION 3.18)
 set(allowed_approx "")
 set(allowed_kernels "approx")
 set(allowed_core "kernels;approx")
 set(allowed_driver "tuner;core;kernels;approx")
 set(allowed_tuner "driver;core;kernels;approx")
-set(parts approx kernels core driver tuner)
+set(allowed_library "driver;tuner;core;kernels;approx")
+set(parts approx kernels core driver tuner library)
 
 set(violations "")
 foreach(part IN LISTS parts)

@@ -367,10 +367,12 @@ void buildProgram(const BuildRequest& req) {
     throw UserError("the build finished but did not produce '" + binary +
                         "'; see " + log,
                     ExitToolchainError);
-  // Keep only the executable: the CMake tree names the temporary directory
-  // it was configured in and would break a later rebuild in place.
+  // Keep only the executable and its shared library (torch2hpvm.load()):
+  // the CMake tree names the temporary directory it was configured in and
+  // would break a later rebuild in place.
+  const std::string library = "lib" + req.binaryName + ".so";
   for (const fs::directory_entry& e : fs::directory_iterator(buildDir, ec))
-    if (e.path().filename() != req.binaryName)
+    if (e.path().filename() != req.binaryName && e.path().filename() != library)
       fs::remove_all(e.path(), ec);
 }
 

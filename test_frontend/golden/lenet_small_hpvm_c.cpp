@@ -152,7 +152,9 @@ typedef struct __attribute__((__packed__)) {
   } r;
 } RootIn;
 
-int main(int argc, char *argv[]) {
+// The model as hpvm_rt runs it: main() below, and the program's shared
+// library (lib<program>.so beside it, for Python's torch2hpvm.load()).
+const hpvm_rt::Model &hpvm_rt::programModel() {
   static const hpvm_rt::ModelInfo info = {
       /*name=*/"lenet_small",
       /*modelDir=*/"../",
@@ -162,8 +164,8 @@ int main(int argc, char *argv[]) {
       /*defaultBatch=*/0,
       /*defaultConfig=*/"",
       /*numOps=*/7, /*inspect=*/0};
-  RootIn *args = new RootIn();
-  auto loadWeights = [&](const std::string &dir) {
+  static RootIn *args = new RootIn();
+  auto loadWeights = [](const std::string &dir) {
     // 'conv1.weight' (ONNX initializer 0)
     args->conv1_weight = readTrainedWeights(
         (dir + "weights/conv1_weight.bin").c_str(), 0, 4, 1, 3, 3);
@@ -181,16 +183,20 @@ int main(int argc, char *argv[]) {
         (dir + "weights/fc_bias.bin").c_str(), 0, 1, 10, 1, 1);
     args->fc_bias_bytes = 0;
   };
-  auto runBatch = [&](void *input) -> void * {
+  auto runBatch = [](void *input) -> void * {
     args->input = input;
     args->input_bytes = 0;
     void *dfg = __hpvm__launch(0, root, (void *)args);
     __hpvm__wait(dfg);
     return args->r.tensor;
   };
+  static const hpvm_rt::Model model = {info, loadWeights, runBatch};
+  return model;
+} // programModel
+
+int main(int argc, char *argv[]) {
   __hpvm__init();
-  int status = hpvm_rt::runModel(argc, argv, info, loadWeights, runBatch);
+  int status = hpvm_rt::runModel(argc, argv, hpvm_rt::programModel());
   __hpvm__cleanup();
-  delete args;
   return status;
 } // main

@@ -202,7 +202,9 @@ typedef struct __attribute__((__packed__)) {
   } r;
 } RootIn;
 
-int main(int argc, char *argv[]) {
+// The model as hpvm_rt runs it: main() below, and the program's shared
+// library (lib<program>.so beside it, for Python's torch2hpvm.load()).
+const hpvm_rt::Model &hpvm_rt::programModel() {
   static const hpvm_rt::ModelInfo info = {
       /*name=*/"residual",
       /*modelDir=*/"../",
@@ -212,8 +214,8 @@ int main(int argc, char *argv[]) {
       /*defaultBatch=*/16,
       /*defaultConfig=*/"tuner_confs.txt",
       /*numOps=*/9, /*inspect=*/1};
-  RootIn *args = new RootIn();
-  auto loadWeights = [&](const std::string &dir) {
+  static RootIn *args = new RootIn();
+  auto loadWeights = [](const std::string &dir) {
     // 'w1' (ONNX initializer 0)
     args->w1 = readTrainedWeights(
         (dir + "weights/w1.bin").c_str(), 0, 2, 2, 3, 3);
@@ -247,16 +249,20 @@ int main(int argc, char *argv[]) {
         (dir + "weights/bn_var.bin").c_str(), 0, 1, 2, 1, 1);
     args->bn_var_bytes = 0;
   };
-  auto runBatch = [&](void *input) -> void * {
+  auto runBatch = [](void *input) -> void * {
     args->x = input;
     args->x_bytes = 0;
     void *dfg = __hpvm__launch(0, root, (void *)args);
     __hpvm__wait(dfg);
     return args->r.tensor;
   };
+  static const hpvm_rt::Model model = {info, loadWeights, runBatch};
+  return model;
+} // programModel
+
+int main(int argc, char *argv[]) {
   __hpvm__init();
-  int status = hpvm_rt::runModel(argc, argv, info, loadWeights, runBatch);
+  int status = hpvm_rt::runModel(argc, argv, hpvm_rt::programModel());
   __hpvm__cleanup();
-  delete args;
   return status;
 } // main

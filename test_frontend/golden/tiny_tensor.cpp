@@ -12,7 +12,7 @@
 #include <hpvm_rt/RunModel.h>
 #include <tensorUtils.h>
 
-// The model's weights, loaded once by main().
+// The model's weights, loaded once.
 struct Weights {
   void *conv1_weight = nullptr;
   void *conv1_bias = nullptr;
@@ -40,7 +40,9 @@ static void *runGraph(void *input, const Weights &w) {
   return var_6;
 } // runGraph
 
-int main(int argc, char *argv[]) {
+// The model as hpvm_rt runs it: main() below, and the program's shared
+// library (lib<program>.so beside it, for Python's torch2hpvm.load()).
+const hpvm_rt::Model &hpvm_rt::programModel() {
   static const hpvm_rt::ModelInfo info = {
       /*name=*/"tiny",
       /*modelDir=*/"../",
@@ -50,8 +52,8 @@ int main(int argc, char *argv[]) {
       /*defaultBatch=*/0,
       /*defaultConfig=*/"",
       /*numOps=*/7, /*inspect=*/0};
-  Weights weights;
-  auto loadWeights = [&](const std::string &dir) {
+  static Weights weights;
+  auto loadWeights = [](const std::string &dir) {
     // 'conv1.weight' (ONNX initializer 0)
     weights.conv1_weight = readTrainedWeights(
         (dir + "weights/conv1_weight.bin").c_str(), 0, 2, 1, 3, 3);
@@ -65,11 +67,16 @@ int main(int argc, char *argv[]) {
     weights.fc_bias = readTrainedWeights(
         (dir + "weights/fc_bias.bin").c_str(), 0, 1, 10, 1, 1);
   };
-  auto runBatch = [&](void *input) -> void * {
+  auto runBatch = [](void *input) -> void * {
     return runGraph(input, weights);
   };
+  static const hpvm_rt::Model model = {info, loadWeights, runBatch};
+  return model;
+} // programModel
+
+int main(int argc, char *argv[]) {
   __hpvm__init();
-  int status = hpvm_rt::runModel(argc, argv, info, loadWeights, runBatch);
+  int status = hpvm_rt::runModel(argc, argv, hpvm_rt::programModel());
   __hpvm__cleanup();
   return status;
 } // main

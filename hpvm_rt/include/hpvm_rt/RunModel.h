@@ -45,11 +45,26 @@ using LoadWeightsFn = std::function<void(const std::string& modelDir)>;
 /// Runs the DFG on one input batch tensor and returns the output tensor.
 using RunBatchFn = std::function<void*(void* input)>;
 
+/// A generated program's model: its facts, its weight loader and its batch
+/// runner.
+struct Model {
+  ModelInfo info;
+  LoadWeightsFn loadWeights;
+  RunBatchFn runBatch;
+};
+
+/// The program's model, defined by every generated program (hpvm_c.cpp,
+/// tensor_c.cpp): its main() runs it with runModel(), and its shared library
+/// (lib<model>.so) through the C entry points of hpvm_rt/Library.h.
+const Model& programModel();
+
 /// Parses argv (see --help), loads weights, runs the chosen dataset in
 /// batches (a final partial batch included), reports accuracy and timing,
 /// writes final_accuracy and profile files. Returns the process exit code.
 int runModel(int argc, char** argv, const ModelInfo& info,
              const LoadWeightsFn& loadWeights, const RunBatchFn& runBatch);
+/// runModel() on \p model's parts.
+int runModel(int argc, char** argv, const Model& model);
 
 } // namespace hpvm_rt
 

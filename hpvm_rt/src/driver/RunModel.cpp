@@ -843,3 +843,7 @@ int hpvm_rt::runModel(int argc, char** argv, const ModelInfo& info,
     return hpvm::rt::reportError(program, std::current_exception());
   }
 }
+
+int hpvm_rt::runModel(int argc, char** argv, const Model& model) {
+  return runModel(argc, argv, model.info, model.loadWeights, model.runBatch);
+}

@@ -1,0 +1,83 @@
+/* Library.h - the C entry points of a generated program's shared library
+ * (OUT/build/lib<model>.so): open the model, choose its configuration and
+ * thread count, run batches of images held in memory. Python's
+ * torch2hpvm.load() calls them through ctypes.
+ *
+ * The library runs the same code as the program (the generated HPVM-C and
+ * hpvm_rt), so its outputs are the program's. Calls are serialized: one
+ * model runs at a time in a process. Every function that can fail returns
+ * NULL or a nonzero status and leaves the message in hpvm_rt_last_error();
+ * none aborts on a user error. */
+#ifndef HPVM_RT_LIBRARY_H
+#define HPVM_RT_LIBRARY_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The version of these entry points; changes when any of them does. */
+#define HPVM_RT_LIBRARY_VERSION 1
+
+/** An opened model (weights loaded, configuration chosen). */
+typedef struct hpvm_rt_model hpvm_rt_model;
+
+/** HPVM_RT_LIBRARY_VERSION of the library. */
+int hpvm_rt_library_version(void);
+
+/** The model's name (the exported model's file stem). */
+const char* hpvm_rt_model_name(void);
+
+/** The model's per-image input shape and its number of classes (outputs
+ * per image). Any pointer may be NULL. */
+void hpvm_rt_model_shape(int64_t* channels, int64_t* height, int64_t* width,
+                         int64_t* classes);
+
+/** Opens the model: loads its weights from \p model_dir (the export's
+ * output directory; NULL: the directory baked in at export, relative to
+ * the library) and runs exact FP32 until hpvm_rt_set_config(). Weights are
+ * loaded once per process: a second open shares them (from the same
+ * directory only). Returns NULL on error. */
+hpvm_rt_model* hpvm_rt_open(const char* model_dir);
+
+/** Chooses the configuration, as the program's options do: \p config_file
+ * (-c; NULL: the one baked in at export, if any; "" : none), \p selector
+ * (--config NAME|INDEX; NULL: the first block), or, when \p qos_loss is
+ * not negative, the block --qos-loss would take (exact FP32 when none
+ * qualifies); \p calibration (--calibration; NULL: the configuration
+ * file's companion <stem>.calib.txt when present). With no configuration
+ * file, the model runs exact FP32. Returns 0, or nonzero on error (the
+ * previous choice stays). */
+int hpvm_rt_set_config(hpvm_rt_model* model, const char* config_file,
+                       const char* selector, double qos_loss,
+                       const char* calibration);
+
+/** A description of the chosen configuration ("exact FP32 (no
+ * configuration)", "configuration 'conf1' of FILE"), valid until the next
+ * call on \p model. */
+const char* hpvm_rt_config_description(hpvm_rt_model* model);
+
+/** Runs \p model with \p threads threads (0: all cores, as --threads 0).
+ * Returns 0, or nonzero on error. */
+int hpvm_rt_set_threads(hpvm_rt_model* model, int threads);
+
+/** Runs \p n images (float32, N x C x H x W, contiguous; read, never
+ * written) through the model and writes n x classes float32 scores to
+ * \p outputs. Any \p n >= 1 works, whatever batch size the program was
+ * exported with. Returns 0, or nonzero on error. */
+int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
+                float* outputs);
+
+/** Closes \p model (NULL is ignored). The weights stay loaded for the
+ * next open. */
+void hpvm_rt_close(hpvm_rt_model* model);
+
+/** The message of the calling thread's last failed call ("" if none). */
+const char* hpvm_rt_last_error(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* HPVM_RT_LIBRARY_H */

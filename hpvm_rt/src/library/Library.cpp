@@ -1,0 +1,324 @@
+// Library.cpp - the C entry points of a generated program's shared library
+// (hpvm_rt/Library.h): the program's model (programModel()) opened,
+// configured and run on batches from memory, with the driver's
+// configuration and calibration handling and every error turned into a
+// message for hpvm_rt_last_error().
+#include "hpvm_rt/Library.h"
+
+#include "Errors.h"
+#include "Runtime.h"
+#include "core/Core.h"
+#include "driver/Calibration.h"
+#include "driver/Controller.h"
+#include "driver/config/Config.h"
+#include "hpvm_rt/Printable.h"
+#include "hpvm_rt/RunModel.h"
+#include "kernels/Kernels.h"
+#include "tensorUtils.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unistd.h>
+
+namespace {
+
+using namespace hpvm::rt;
+
+/// Largest thread count accepted (the program's --threads limit).
+constexpr int kMaxLibraryThreads = 1024;
+
+/// What the library keeps across opens: the directory the weights were
+/// loaded from, and the model whose configuration and threads the runtime
+/// currently holds.
+struct LibraryState {
+  std::mutex mutex;
+  std::string weightsDir; ///< Empty until the weights are loaded.
+  const hpvm_rt_model* active = nullptr;
+};
+
+LibraryState& state() {
+  static LibraryState* s = new LibraryState; // Never destroyed: used at exit.
+  return *s;
+}
+
+thread_local std::string lastError;
+
+/// Runs \p body under the library's lock; returns 0, or 1 with the message
+/// of what it threw in lastError.
+template <class Body> int guarded(Body&& body) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  try {
+    body();
+    lastError.clear();
+    return 0;
+  } catch (const UserError& e) {
+    lastError = hpvm::printableMessage(e.what());
+  } catch (const std::bad_alloc&) {
+    lastError = "out of memory";
+  } catch (const InternalError& e) {
+    lastError = "internal error at " + std::string(e.file()) + ":" +
+                std::to_string(e.line()) + ": " + e.message() +
+                " (a bug in hpvm_rt; please report it)";
+  } catch (const dnnl::error& e) {
+    lastError = "internal error: oneDNN failed with status " +
+                std::to_string(static_cast<int>(e.status)) + ": " + e.what() +
+                " (a bug in hpvm_rt; please report it)";
+  } catch (const std::exception& e) {
+    lastError = std::string("internal error: ") + e.what() +
+                " (a bug in hpvm_rt; please report it)";
+  } catch (...) {
+    lastError = "internal error: exception of unknown type (a bug in "
+                "hpvm_rt; please report it)";
+  }
+  return 1;
+}
+
+/// The model directory baked in at export, resolved as the program resolves
+/// it, but relative to this library's directory (both live in OUT/build/).
+std::string bakedModelDir() {
+  const char* baked = hpvm_rt::programModel().info.modelDir;
+  std::string dir = baked ? baked : "";
+  if (!dir.empty() && dir[0] != '/') {
+    Dl_info where;
+    if (::dladdr(reinterpret_cast<const void*>(&hpvm_rt_open), &where) == 0 ||
+        !where.dli_fname)
+      throw UserError("cannot tell where the model's library is; give the "
+                      "model directory");
+    std::filesystem::path lib = std::filesystem::absolute(where.dli_fname);
+    dir = (lib.parent_path() / dir).lexically_normal().string();
+  }
+  return dir.empty() ? "./" : dir;
+}
+
+std::string withSlash(std::string dir) {
+  if (dir.empty())
+    dir = "./";
+  if (dir.back() != '/')
+    dir += '/';
+  return dir;
+}
+
+} // namespace
+
+/// An opened model: its configuration and thread count, applied to the
+/// runtime whenever this model runs after another one did.
+struct hpvm_rt_model {
+  std::string modelDir;
+  std::unique_ptr<ConfigFile> file;
+  const Configuration* config = nullptr;
+  std::unique_ptr<Int8Calibration> calibration;
+  std::string description = "exact FP32 (no configuration)";
+  int threads = 0; ///< 0: all cores.
+};
+
+namespace {
+
+/// Makes \p m the model the runtime is set up for.
+void activate(const hpvm_rt_model* m) {
+  LibraryState& s = state();
+  if (s.active == m)
+    return;
+  setActiveConfiguration(m->config, m->file ? m->file->path : "");
+  setActiveInt8Calibration(m->calibration.get());
+  setNumThreads(m->threads);
+  s.active = m;
+}
+
+/// The configuration file hpvm_rt_set_config() reads: \p given, else the
+/// one baked in at export (relative to the model directory), else none.
+std::string configPathFor(const hpvm_rt_model& m, const char* given) {
+  if (given)
+    return given;
+  const char* baked = hpvm_rt::programModel().info.defaultConfig;
+  if (!baked || !*baked)
+    return "";
+  return baked[0] == '/' ? std::string(baked) : m.modelDir + baked;
+}
+
+/// The block --qos-loss \p limit takes: the largest recorded speedup whose
+/// recorded loss is at most \p limit; nullptr when none qualifies.
+const Configuration* selectByLoss(const ConfigFile& file, double limit) {
+  const Configuration* best = nullptr;
+  for (const Configuration& c : file.configs)
+    if (c.accuracyLoss <= limit && (!best || c.speedup > best->speedup))
+      best = &c;
+  return best;
+}
+
+} // namespace
+
+extern "C" {
+
+int hpvm_rt_library_version(void) { return HPVM_RT_LIBRARY_VERSION; }
+
+const char* hpvm_rt_model_name(void) {
+  return hpvm_rt::programModel().info.name;
+}
+
+void hpvm_rt_model_shape(int64_t* channels, int64_t* height, int64_t* width,
+                         int64_t* classes) {
+  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+  if (channels)
+    *channels = info.channels;
+  if (height)
+    *height = info.height;
+  if (width)
+    *width = info.width;
+  if (classes)
+    *classes = info.numClasses;
+}
+
+hpvm_rt_model* hpvm_rt_open(const char* model_dir) {
+  std::unique_ptr<hpvm_rt_model> m;
+  int status = guarded([&] {
+    const std::string dir =
+        withSlash(model_dir ? std::string(model_dir) : bakedModelDir());
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir + "weights", ec))
+      throw UserError(dir + ": not a model directory (it has no weights/ "
+                            "folder)");
+    LibraryState& s = state();
+    const std::string canonical =
+        std::filesystem::weakly_canonical(dir, ec).string();
+    if (s.weightsDir.empty()) {
+      hpvm_rt::programModel().loadWeights(dir);
+      s.weightsDir = canonical;
+    } else if (s.weightsDir != canonical) {
+      throw UserError(dir +
+                      ": this process already loaded the model's "
+                      "weights from " +
+                      s.weightsDir +
+                      " (one set of weights per library; copy the "
+                      "library to open another)");
+    }
+    m = std::make_unique<hpvm_rt_model>();
+    m->modelDir = dir;
+  });
+  return status == 0 ? m.release() : nullptr;
+}
+
+int hpvm_rt_set_config(hpvm_rt_model* model, const char* config_file,
+                       const char* selector, double qos_loss,
+                       const char* calibration) {
+  return guarded([&] {
+    if (!model)
+      throw UserError("hpvm_rt_set_config: the model is NULL");
+    const std::string path = configPathFor(*model, config_file);
+    if (path.empty() && (selector || qos_loss >= 0))
+      throw UserError(std::string(selector ? "config" : "qos_loss") +
+                      " needs a configuration file (the model has no "
+                      "default configuration)");
+    std::unique_ptr<ConfigFile> file;
+    const Configuration* config = nullptr;
+    std::string description = "exact FP32 (no configuration)";
+    if (!path.empty()) {
+      file = std::make_unique<ConfigFile>(parseConfigFile(path));
+      if (qos_loss >= 0) {
+        config = selectByLoss(*file, qos_loss);
+        if (!config)
+          description = "exact FP32 (no configuration of " + path +
+                        " has a recorded loss of at most " +
+                        std::to_string(qos_loss) + ")";
+      } else {
+        config = selector ? &selectConfiguration(*file, selector)
+                          : &file->configs[0];
+      }
+      if (config) {
+        checkOpCount(*config, file->path, hpvm_rt::programModel().info.numOps);
+        description = "configuration '" + config->name + "' of " + file->path;
+      }
+    }
+    std::unique_ptr<Int8Calibration> cal;
+    std::string calPath = calibration ? calibration : "";
+    if (!calibration && !path.empty() &&
+        ::access(companionCalibration(path).c_str(), R_OK) == 0)
+      calPath = companionCalibration(path);
+    if (!calPath.empty())
+      cal = std::make_unique<Int8Calibration>(readCalibration(calPath));
+    model->file = std::move(file);
+    model->config = config;
+    model->calibration = std::move(cal);
+    model->description = std::move(description);
+    if (state().active == model)
+      state().active = nullptr; // applied at the next run
+  });
+}
+
+const char* hpvm_rt_config_description(hpvm_rt_model* model) {
+  return model ? model->description.c_str() : "";
+}
+
+int hpvm_rt_set_threads(hpvm_rt_model* model, int threads) {
+  return guarded([&] {
+    if (!model)
+      throw UserError("hpvm_rt_set_threads: the model is NULL");
+    if (threads < 0 || threads > kMaxLibraryThreads)
+      throw UserError("threads must be from 0 (all cores) to " +
+                      std::to_string(kMaxLibraryThreads) + ", got " +
+                      std::to_string(threads));
+    model->threads = threads;
+    if (state().active == model)
+      state().active = nullptr;
+  });
+}
+
+int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
+                float* outputs) {
+  return guarded([&] {
+    if (!model || !images || !outputs)
+      throw UserError("hpvm_rt_run: a NULL model, input or output");
+    const hpvm_rt::Model& program = hpvm_rt::programModel();
+    const hpvm_rt::ModelInfo& info = program.info;
+    if (n < 1)
+      throw UserError("hpvm_rt_run: " + std::to_string(n) +
+                      " images; expected at least 1");
+    activate(model);
+    startMemTracking();
+    struct FreeBatch {
+      ~FreeBatch() { freeBatchMemory(); }
+    } freeBatch;
+    // The caller's images are the input tensor's host buffer (read only:
+    // the executor never works in place on an external tensor).
+    Tensor* input = newTensor({n, info.channels, info.height, info.width}, 4,
+                              /*tracked=*/true);
+    input->host_data = const_cast<float*>(images);
+    hostModified(input);
+    auto* out = static_cast<Tensor*>(program.runBatch(input));
+    if (!out)
+      throw UserError("the program returned no output tensor");
+    hpvm_request_tensor(out, 0);
+    const uint64_t want = static_cast<uint64_t>(n * info.numClasses);
+    if (out->dims.num_dims < 1 ||
+        out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
+        out->num_elems != want)
+      throw UserError("the program's output has " +
+                      std::to_string(out->num_elems) + " values; expected " +
+                      std::to_string(n) + " images x " +
+                      std::to_string(info.numClasses) + " classes");
+    std::memcpy(outputs, out->host_data, want * sizeof(float));
+  });
+}
+
+void hpvm_rt_close(hpvm_rt_model* model) {
+  if (!model)
+    return;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  LibraryState& s = state();
+  if (s.active == model) {
+    setActiveConfiguration(nullptr, "");
+    setActiveInt8Calibration(nullptr);
+    s.active = nullptr;
+  }
+  delete model;
+}
+
+const char* hpvm_rt_last_error(void) { return lastError.c_str(); }
+
+} // extern "C"

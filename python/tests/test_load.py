@@ -1,0 +1,352 @@
+"""torch2hpvm.load(): the built LeNet as a torch.nn.Module, against the
+program's own outputs (bit for bit) at batch sizes 1, odd and 64, under
+every configuration of datasets/example/tuner_confs.txt, thread counts,
+in a DataLoader accuracy loop, under torch.jit.trace, and its errors.
+
+Outputs are compared batch for batch: the program run with --batch-size B
+and the module called on the same B images. (oneDNN chooses its kernels
+by batch size, so both the program's and the module's last bits change
+with B.)"""
+import os
+import unittest
+from unittest import mock
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+import common
+import torch2hpvm
+from torch2hpvm import BinDataset, LibraryError, ModelExporter
+
+
+def setUpModule():
+    global OUT, DATA, IMAGES, LABELS, REFERENCE
+    work = common.fresh_dir("load")
+    DATA = common.fashion_bins(work / "data")
+    tune = BinDataset(DATA / "tune_input.bin", DATA / "tune_labels.bin",
+                      (common.TUNE, 1, 28, 28))
+    test = BinDataset(DATA / "test_input.bin", DATA / "test_labels.bin",
+                      (common.TEST, 1, 28, 28))
+    OUT = work / "lenet"
+    ModelExporter(common.lenet(), tune, test, OUT,
+                  config_file=common.CONFIGS).generate(batch_size=64) \
+        .compile(OUT / "build" / "lenet")
+    IMAGES = torch.from_numpy(np.fromfile(
+        DATA / "test_input.bin", np.float32).reshape(-1, 1, 28, 28))
+    LABELS = np.fromfile(DATA / "test_labels.bin", np.int32)
+    # The program's outputs under its default (the first configuration),
+    # at its default batch size (64).
+    REFERENCE, _ = common.run_program(OUT)
+
+
+def reference(batch, *args):
+    """The program's outputs with --batch-size `batch` and `args`."""
+    return common.run_program(OUT, "--batch-size", str(batch), *args)[0]
+
+
+def batched(net, batch, images=None):
+    """`net` on `images` (default: the test set), `batch` at a time."""
+    images = IMAGES if images is None else images
+    return torch.cat([net(images[s:s + batch])
+                      for s in range(0, len(images), batch)]).numpy()
+
+
+class Outputs(unittest.TestCase):
+    """The module's outputs are the program's, whatever the batch."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.net = torch2hpvm.load(OUT)
+
+    def test_describes_the_model(self):
+        self.assertEqual(self.net.input_shape, (1, 28, 28))
+        self.assertEqual(self.net.num_classes, 10)
+        self.assertEqual(self.net.name, "lenet")
+        self.assertEqual(self.net.config_description,
+                         f"configuration 'fp32' of {OUT}/tuner_confs.txt")
+        self.assertEqual(list(self.net.parameters()), [])
+
+    def test_batch_sizes(self):
+        for batch in (1, 7, 64, common.TEST):
+            with self.subTest(batch=batch), torch.no_grad():
+                got = batched(self.net, batch)
+                self.assertEqual(got.dtype, np.float32)
+                self.assertEqual(got.shape, (common.TEST, 10))
+                np.testing.assert_array_equal(got, reference(batch))
+
+    def test_one_image_without_batch_dimension(self):
+        got = self.net(IMAGES[0])
+        self.assertEqual(tuple(got.shape), (10,))
+        np.testing.assert_array_equal(got.numpy(), reference(1)[0])
+
+    def test_empty_batch(self):
+        self.assertEqual(tuple(self.net(IMAGES[:0]).shape), (0, 10))
+
+    def test_non_contiguous_and_double_inputs(self):
+        strided = IMAGES[:128].as_strided((64, 1, 28, 28),
+                                          (2 * 784, 784, 28, 1))
+        self.assertFalse(strided.is_contiguous())
+        np.testing.assert_array_equal(self.net(strided).numpy(),
+                                      self.net(IMAGES[:128:2].clone()).numpy())
+        np.testing.assert_array_equal(self.net(IMAGES[:64].double()).numpy(),
+                                      REFERENCE[:64])
+
+    def test_input_left_unchanged_and_no_gradient(self):
+        x = IMAGES[:16].clone().requires_grad_(True)
+        before = x.detach().clone()
+        out = self.net(x)
+        self.assertTrue(torch.equal(x.detach(), before))
+        self.assertFalse(out.requires_grad)
+
+    def test_close_to_pytorch(self):
+        with torch.no_grad():
+            torch_out = common.lenet()(IMAGES).numpy()
+        ours = self.net(IMAGES).numpy()
+        self.assertLessEqual(np.abs(ours - torch_out).max(),
+                             1e-4 * np.abs(torch_out).max())
+        np.testing.assert_array_equal(ours.argmax(1), torch_out.argmax(1))
+
+
+class Configurations(unittest.TestCase):
+    """Every configuration, chosen by name, index or loss, runs as the
+    program runs it."""
+
+    def test_every_configuration_by_name_and_index(self):
+        net = torch2hpvm.load(OUT)
+        for index, name in enumerate(common.config_names()):
+            want = reference(64, "--config", name)
+            for selector in (name, index):
+                with self.subTest(config=selector):
+                    net.configure(config=selector)
+                    self.assertEqual(net.config_description,
+                                     f"configuration '{name}' of "
+                                     f"{OUT}/tuner_confs.txt")
+                    np.testing.assert_array_equal(batched(net, 64), want)
+
+    def test_load_config_argument_and_config_file(self):
+        want = reference(1, "-c", common.CONFIGS, "--config",
+                         "conv2_perf121")
+        net = torch2hpvm.load(OUT, "conv2_perf121",
+                              config_file=common.CONFIGS)
+        self.assertEqual(net.config_description,
+                         f"configuration 'conv2_perf121' of "
+                         f"{common.CONFIGS}")
+        np.testing.assert_array_equal(batched(net, 1), want)
+
+    def test_qos_loss(self):
+        want = reference(64, "--qos-loss", "1")
+        net = torch2hpvm.load(OUT, qos_loss=1)
+        np.testing.assert_array_equal(batched(net, 64), want)
+        self.assertIn("'conv1_perf123'", net.config_description)
+        # Within 0 points: fp16, recorded 1.5x at no loss.
+        net.configure(qos_loss=0.0)
+        self.assertIn("'fp16'", net.config_description)
+
+    def test_exact(self):
+        net = torch2hpvm.load(OUT, exact=True)
+        self.assertEqual(net.config_description,
+                         "exact FP32 (no configuration)")
+        # The file's first block is fp32 everywhere: the same numbers.
+        np.testing.assert_array_equal(batched(net, 64), REFERENCE)
+
+    def test_two_modules_of_one_program_keep_their_configurations(self):
+        a = torch2hpvm.load(OUT, config="conv1_samp231")
+        b = torch2hpvm.load(OUT, config="fp32")
+        want_a = reference(50, "--config", "conv1_samp231")
+        want_b = reference(50, "--config", "fp32")
+        for s in range(0, common.TEST, 50):
+            np.testing.assert_array_equal(a(IMAGES[s:s + 50]).numpy(),
+                                          want_a[s:s + 50])
+            np.testing.assert_array_equal(b(IMAGES[s:s + 50]).numpy(),
+                                          want_b[s:s + 50])
+
+
+class Threads(unittest.TestCase):
+
+    def test_thread_counts(self):
+        net = torch2hpvm.load(OUT, threads=1)
+        self.assertEqual(net.threads, 1)
+        for threads in (1, 2):
+            want = reference(64, "--threads", str(threads))
+            net.threads = threads
+            self.assertEqual(net.threads, threads)
+            np.testing.assert_array_equal(batched(net, 64), want)
+
+    def test_threads_from_the_environment(self):
+        with mock.patch.dict(os.environ, {"HPVM_NUM_THREADS": "1"}):
+            self.assertEqual(torch2hpvm.load(OUT).threads, 1)
+        with mock.patch.dict(os.environ, {"HPVM_NUM_THREADS": "x"}):
+            with self.assertRaises(ValueError) as e:
+                torch2hpvm.load(OUT)
+            self.assertEqual(str(e.exception), "HPVM_NUM_THREADS='x': "
+                             "expected an integer from 0 to 1024")
+
+    def test_bad_thread_counts(self):
+        net = torch2hpvm.load(OUT)
+        with self.assertRaises(LibraryError) as e:
+            net.threads = -1
+        self.assertEqual(str(e.exception),
+                         "threads must be from 0 (all cores) to 1024, got -1")
+        with self.assertRaises(TypeError) as e:
+            net.threads = "2"
+        self.assertEqual(str(e.exception), "threads must be an int, got str")
+
+
+class DataLoaderAccuracy(unittest.TestCase):
+    """Accuracy measured from Python on a plain PyTorch Dataset (no file
+    exported for it) equals the program's on the same images."""
+
+    def accuracy(self, net, dataset, batch_size, workers=0):
+        correct = total = 0
+        loader = DataLoader(dataset, batch_size=batch_size,
+                            num_workers=workers)
+        with torch.no_grad():
+            for images, labels in loader:
+                correct += (net(images).argmax(1) == labels).sum().item()
+                total += len(labels)
+        return 100.0 * correct / total
+
+    def test_exact_and_approximated(self):
+        dataset = common.FashionPairs(common.TUNE, common.TEST)
+        net = torch2hpvm.load(OUT)
+        for name in ("fp32", "conv1_samp231", "conv2_perf121"):
+            with self.subTest(config=name):
+                _, want = common.run_program(OUT, "--config", name)
+                net.configure(config=name)
+                self.assertAlmostEqual(self.accuracy(net, dataset, 64), want,
+                                       places=4)
+        self.assertAlmostEqual(
+            self.accuracy(net, dataset, 33, workers=2),
+            common.run_program(OUT, "--config", "conv2_perf121")[1],
+            places=4)
+
+    def test_bin_dataset_feeds_a_data_loader(self):
+        test = BinDataset(DATA / "test_input.bin", DATA / "test_labels.bin",
+                          (common.TEST, 1, 28, 28))
+        net = torch2hpvm.load(OUT)
+        _, want = common.run_program(OUT)
+        self.assertAlmostEqual(self.accuracy(net, test, 64), want, places=4)
+
+
+class Jit(unittest.TestCase):
+
+    @staticmethod
+    def reference9():
+        return torch2hpvm.load(OUT)(IMAGES[20:29])
+
+    def test_trace_around_the_module(self):
+        net = torch2hpvm.load(OUT)
+
+        class Around(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                return self.inner(x * 1.0).log()
+
+        traced = torch.jit.trace(Around(net), IMAGES[:4])
+        # Traced on 4 images, run on 9 others: the graph calls hpvm_rt.
+        got = traced(IMAGES[20:29])
+        np.testing.assert_array_equal(got.numpy(),
+                                      self.reference9().log().numpy())
+        self.assertIn("torch2hpvm::run", str(traced.inner.graph))
+
+    def test_trace_the_module(self):
+        net = torch2hpvm.load(OUT)
+        traced = torch.jit.trace(net, IMAGES[:2])
+        np.testing.assert_array_equal(traced(IMAGES[:64]).numpy(),
+                                      REFERENCE[:64])
+
+
+class Errors(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.net = torch2hpvm.load(OUT)
+
+    def test_wrong_image_shape(self):
+        with self.assertRaises(ValueError) as e:
+            self.net(torch.zeros(2, 3, 28, 28))
+        self.assertEqual(str(e.exception),
+                         "expected images of shape (N, 1, 28, 28) or "
+                         "(1, 28, 28), got (2, 3, 28, 28)")
+        with self.assertRaises(ValueError):
+            self.net(torch.zeros(28, 28))
+        # The module still works afterwards.
+        np.testing.assert_array_equal(self.net(IMAGES[:64]).numpy(),
+                                      REFERENCE[:64])
+
+    def test_wrong_types(self):
+        with self.assertRaises(TypeError) as e:
+            self.net(torch.zeros(1, 1, 28, 28, dtype=torch.int32))
+        self.assertEqual(str(e.exception), "expected floating-point images, "
+                         "got dtype torch.int32")
+        with self.assertRaises(TypeError) as e:
+            self.net(np.zeros((1, 1, 28, 28), np.float32))
+        self.assertEqual(str(e.exception),
+                         "expected a torch.Tensor, got ndarray")
+
+    def test_unknown_configuration(self):
+        net = torch2hpvm.load(OUT)
+        with self.assertRaises(LibraryError) as e:
+            net.configure(config="nope")
+        self.assertTrue(str(e.exception).startswith(
+            f"{OUT}/tuner_confs.txt: no configuration named 'nope'"),
+            str(e.exception))
+        # The previous choice stays.
+        np.testing.assert_array_equal(net(IMAGES[:64]).numpy(),
+                                      REFERENCE[:64])
+        with self.assertRaises(LibraryError):
+            torch2hpvm.load(OUT, config=99)
+
+    def test_configuration_of_another_model(self):
+        bad = common.WORK / "other_confs.txt"
+        bad.write_text("100.0\n+++++\nconf1 1.0 1.0 90.0 0.0\n"
+                       "1 gpu conv fp32 11 add fp32 1\n-----\n")
+        with self.assertRaises(LibraryError) as e:
+            torch2hpvm.load(OUT, config_file=bad)
+        self.assertEqual(str(e.exception), f"{bad}:3:1: configuration "
+                         f"'conf1' covers 2 ops but the program has 14")
+
+    def test_missing_configuration_file(self):
+        with self.assertRaises(LibraryError) as e:
+            torch2hpvm.load(OUT, config_file=common.WORK / "missing.txt")
+        self.assertIn("missing.txt", str(e.exception))
+
+    def test_conflicting_choices(self):
+        with self.assertRaises(ValueError) as e:
+            torch2hpvm.load(OUT, exact=True, config="fp32")
+        self.assertEqual(str(e.exception), "exact=True excludes config, "
+                         "config_file and qos_loss")
+        with self.assertRaises(ValueError) as e:
+            torch2hpvm.load(OUT, config="fp32", qos_loss=1)
+        self.assertEqual(str(e.exception),
+                         "config and qos_loss exclude each other")
+
+    def test_not_an_output_directory(self):
+        with self.assertRaises(FileNotFoundError) as e:
+            torch2hpvm.load(DATA)
+        self.assertEqual(str(e.exception), f"{DATA} is not a torch2hpvm "
+                         f"output directory (no manifest.json)")
+
+    def test_generated_but_not_built(self):
+        out = common.WORK / "not_built"
+        tune = BinDataset(DATA / "tune_input.bin", DATA / "tune_labels.bin",
+                          (common.TUNE, 1, 28, 28))
+        ModelExporter(common.ONNX_LENET, tune, tune, out).generate()
+        with self.assertRaises(FileNotFoundError) as e:
+            torch2hpvm.load(out)
+        self.assertEqual(str(e.exception), f"{out} holds no built program "
+                         f"(it was generated without building: compile() "
+                         f"it, or run torch2hpvm-export without --no-build)")
+
+    def test_not_picklable(self):
+        import pickle
+        with self.assertRaises(TypeError):
+            pickle.dumps(self.net)
+
+
+if __name__ == "__main__":
+    unittest.main()
