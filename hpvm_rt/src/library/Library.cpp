@@ -131,6 +131,19 @@ void activate(const hpvm_rt_model* m) {
   s.active = m;
 }
 
+/// In a process where another OpenMP runtime is in the global symbol scope
+/// (PyTorch loads GNU libgomp with RTLD_GLOBAL), oneDNN's parallel regions
+/// in this library bind to that runtime, whose thread count hpvm_rt's
+/// setNumThreads() does not reach: give it the model's count too, for the
+/// calling thread (OpenMP's setting is per thread), before each run.
+void applyThreadsToGlobalOpenMP() {
+  using SetNumThreads = void (*)(int);
+  static const auto set = reinterpret_cast<SetNumThreads>(
+      ::dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set)
+    set(numThreads());
+}
+
 /// The configuration file hpvm_rt_set_config() reads: \p given, else the
 /// one baked in at export (relative to the model directory), else none.
 std::string configPathFor(const hpvm_rt_model& m, const char* given) {
@@ -280,6 +293,7 @@ int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
       throw UserError("hpvm_rt_run: " + std::to_string(n) +
                       " images; expected at least 1");
     activate(model);
+    applyThreadsToGlobalOpenMP();
     startMemTracking();
     struct FreeBatch {
       ~FreeBatch() { freeBatchMemory(); }
