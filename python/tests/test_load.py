@@ -173,6 +173,19 @@ class Threads(unittest.TestCase):
             self.assertEqual(net.threads, threads)
             np.testing.assert_array_equal(batched(net, 64), want)
 
+    def test_torch_threads_are_left_as_they_were(self):
+        # The module sets the process's OpenMP runtime (torch's) to its own
+        # count for a run, then gives torch's setting back.
+        before = torch.get_num_threads()
+        try:
+            for torch_threads, threads in ((1, 2), (2, 1)):
+                torch.set_num_threads(torch_threads)
+                net = torch2hpvm.load(OUT, threads=threads)
+                net(IMAGES[:8])
+                self.assertEqual(torch.get_num_threads(), torch_threads)
+        finally:
+            torch.set_num_threads(before)
+
     def test_threads_from_the_environment(self):
         with mock.patch.dict(os.environ, {"HPVM_NUM_THREADS": "1"}):
             self.assertEqual(torch2hpvm.load(OUT).threads, 1)

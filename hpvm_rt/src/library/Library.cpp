@@ -134,15 +134,39 @@ void activate(const hpvm_rt_model* m) {
 /// In a process where another OpenMP runtime is in the global symbol scope
 /// (PyTorch loads GNU libgomp with RTLD_GLOBAL), oneDNN's parallel regions
 /// in this library bind to that runtime, whose thread count hpvm_rt's
-/// setNumThreads() does not reach: give it the model's count too, for the
-/// calling thread (OpenMP's setting is per thread), before each run.
-void applyThreadsToGlobalOpenMP() {
-  using SetNumThreads = void (*)(int);
-  static const auto set = reinterpret_cast<SetNumThreads>(
-      ::dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (set)
-    set(numThreads());
-}
+/// setNumThreads() does not reach. For one run, this gives it the model's
+/// count (for the calling thread: OpenMP's setting is per thread), and then
+/// gives the caller's own setting (torch's threads) back.
+class GlobalOpenMPThreads {
+public:
+  GlobalOpenMPThreads() {
+    if (api().set && api().get) {
+      previous_ = api().get();
+      if (previous_ != numThreads())
+        api().set(numThreads());
+    }
+  }
+  GlobalOpenMPThreads(const GlobalOpenMPThreads&) = delete;
+  GlobalOpenMPThreads& operator=(const GlobalOpenMPThreads&) = delete;
+  ~GlobalOpenMPThreads() {
+    if (previous_ > 0 && previous_ != numThreads())
+      api().set(previous_);
+  }
+
+private:
+  struct Api {
+    void (*set)(int);
+    int (*get)();
+  };
+  static const Api& api() {
+    static const Api a = {reinterpret_cast<void (*)(int)>(
+                              ::dlsym(RTLD_DEFAULT, "omp_set_num_threads")),
+                          reinterpret_cast<int (*)()>(
+                              ::dlsym(RTLD_DEFAULT, "omp_get_max_threads"))};
+    return a;
+  }
+  int previous_ = 0;
+};
 
 /// The configuration file hpvm_rt_set_config() reads: \p given, else the
 /// one baked in at export (relative to the model directory), else none.
@@ -293,7 +317,7 @@ int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
       throw UserError("hpvm_rt_run: " + std::to_string(n) +
                       " images; expected at least 1");
     activate(model);
-    applyThreadsToGlobalOpenMP();
+    GlobalOpenMPThreads threads;
     startMemTracking();
     struct FreeBatch {
       ~FreeBatch() { freeBatchMemory(); }
