@@ -171,6 +171,8 @@ struct ExportPaths {
   std::string out;         ///< outPath as a string.
   std::string templateDir; ///< Templates to render.
   bool exists = false;     ///< The output directory exists (maybe empty).
+  /// --config, parsed (empty without one).
+  std::optional<hpvm::rt::ConfigFile> config;
   /// The export the output directory holds: this is a regeneration.
   std::optional<PreviousExport> prev;
 };
@@ -245,7 +247,7 @@ ExportPaths checkPaths(const Options& opts) {
     InputFile(opts.configFile,
               "--config '" + escapeName(opts.configFile) + "'");
     try {
-      hpvm::rt::parseConfigFile(opts.configFile);
+      t.config = hpvm::rt::parseConfigFile(opts.configFile);
     } catch (const std::runtime_error& e) {
       // hpvm_rt's UserError (its internal errors are std::logic_error;
       // its Errors.h is not included here: its macros are the frontend's).
@@ -676,9 +678,9 @@ namespace {
 /// configuration of another model is refused before anything is built.
 /// (The tensor target calls the runtime directly: it has no fused nodes to
 /// configure.)
-void checkConfigAgainstProgram(const Options& opts,
+void checkConfigAgainstProgram(const Options& opts, const ExportPaths& where,
                                const ProgramLayout& layout) {
-  if (opts.configFile.empty() || opts.target == Target::Tensor)
+  if (!where.config || opts.target == Target::Tensor)
     return;
   std::vector<hpvm::rt::FusedNodeInfo> nodes;
   for (const FusedNode& f : fuseLikeHpvm(layout)) {
@@ -695,9 +697,7 @@ void checkConfigAgainstProgram(const Options& opts,
   }
   const std::vector<char> configurable(nodes.size(), 1);
   try {
-    const hpvm::rt::ConfigFile file =
-        hpvm::rt::parseConfigFile(opts.configFile);
-    for (const hpvm::rt::Configuration& conf : file.configs)
+    for (const hpvm::rt::Configuration& conf : where.config->configs)
       hpvm::rt::matchConfiguration(conf, opts.configFile, nodes, configurable,
                                    /*byId=*/true);
   } catch (const std::runtime_error& e) {
@@ -713,7 +713,7 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   std::unique_ptr<Graph> g = loadAndLower(opts, streams);
   checkToolchain(opts, *g);
   ProgramLayout layout = layoutProgram(*g, opts.model);
-  checkConfigAgainstProgram(opts, layout);
+  checkConfigAgainstProgram(opts, where, layout);
   std::string modelSha =
       g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
 

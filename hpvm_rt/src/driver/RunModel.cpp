@@ -610,17 +610,6 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   return body(topts, tunerRunner);
 }
 
-/// The configuration of \p file that --qos-loss \p limit selects: the one
-/// with the largest recorded speedup whose recorded loss is at most
-/// \p limit, or nullptr (exact) if none is.
-const Configuration* selectByLoss(const ConfigFile& file, double limit) {
-  const Configuration* best = nullptr;
-  for (const Configuration& c : file.configs)
-    if (c.accuracyLoss <= limit && (!best || c.speedup > best->speedup))
-      best = &c;
-  return best;
-}
-
 /// tune-search with the int8 knob available: the calibration given with
 /// --calibration, else one measured on the profiled tune images, is written
 /// next to the output as its companion (<stem>.calib.txt), so that the

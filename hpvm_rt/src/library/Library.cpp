@@ -179,16 +179,6 @@ std::string configPathFor(const hpvm_rt_model& m, const char* given) {
   return baked[0] == '/' ? std::string(baked) : m.modelDir + baked;
 }
 
-/// The block --qos-loss \p limit takes: the largest recorded speedup whose
-/// recorded loss is at most \p limit; nullptr when none qualifies.
-const Configuration* selectByLoss(const ConfigFile& file, double limit) {
-  const Configuration* best = nullptr;
-  for (const Configuration& c : file.configs)
-    if (c.accuracyLoss <= limit && (!best || c.speedup > best->speedup))
-      best = &c;
-  return best;
-}
-
 } // namespace
 
 extern "C" {

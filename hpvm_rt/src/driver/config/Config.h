@@ -58,6 +58,11 @@ ConfigFile parseConfigText(std::string_view text, const std::string& path);
 const Configuration& selectConfiguration(const ConfigFile& file,
                                          std::string_view selector);
 
+/// The configuration of \p file that --qos-loss \p limit selects: the one
+/// with the largest recorded speedup whose recorded loss is at most
+/// \p limit, or nullptr (exact FP32) if none is.
+const Configuration* selectByLoss(const ConfigFile& file, double limit);
+
 /// The name of a knob id as configuration files spell it ("perf_fp16").
 std::string knobConfName(int knobId);
 

@@ -463,6 +463,14 @@ const Configuration& selectConfiguration(const ConfigFile& file,
       file.configs.size(), file.configs.size() == 1 ? "" : "s", names));
 }
 
+const Configuration* selectByLoss(const ConfigFile& file, double limit) {
+  const Configuration* best = nullptr;
+  for (const Configuration& c : file.configs)
+    if (c.accuracyLoss <= limit && (!best || c.speedup > best->speedup))
+      best = &c;
+  return best;
+}
+
 std::string knobConfName(int knobId) {
   const KnobInfo* knob = knobById(knobId);
   return knob ? knob->confName : fmt::format("knob{}", knobId);
