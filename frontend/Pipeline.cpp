@@ -410,12 +410,12 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
     throw UserError("cannot create '" + base + "': " + ec.message());
   for (const auto& [name, text] :
        {std::pair<const char*, const std::string&>{"hpvm_c.cpp", r.source},
-        {"CMakeLists.txt", r.cmakeLists}}) {
+        {"CMakeLists.txt", r.cmakeLists},
+        {"ops.json", r.opsJson}}) {
     HPVM_ASSERT(isMergeable(name), name);
     writeFileAtomic(tmp + "/" + name, text);
     writeFileAtomic(base + "/" + name, text);
   }
-  writeFileAtomic(tmp + "/ops.json", r.opsJson);
   for (const char* f : {"hpvm_c.cpp", "CMakeLists.txt", "ops.json"})
     files.push_back(fileEntry(tmp, f, true));
   for (const char* f : {"tune_input.bin", "tune_labels.bin", "test_input.bin",
@@ -655,8 +655,9 @@ bool isNoOp(const std::vector<FilePlan>& plan, const PreviousExport& prev,
   auto built = fs::last_write_time(out + "/" + binary, ec);
   if (ec)
     return false;
+  // The build's inputs (an edited ops.json is no reason to rebuild).
   for (const FilePlan& f : plan)
-    if (isMergeable(f.path) &&
+    if ((f.path == "hpvm_c.cpp" || f.path == "CMakeLists.txt") &&
         fs::last_write_time(out + "/" + f.path, ec) > built)
       return false;
   return !ec;

@@ -75,6 +75,12 @@ int mergeFile(const std::string& path, const std::string& ours,
   return status;
 }
 
+/// True when \p path holds one JSON document.
+bool isJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return in && nlohmann::json::accept(in);
+}
+
 /// Copies \p from to \p to, creating \p to's directory.
 void copyInto(const std::string& from, const std::string& to) {
   std::error_code ec;
@@ -85,7 +91,8 @@ void copyInto(const std::string& from, const std::string& to) {
 } // namespace
 
 bool isMergeable(const std::string& relPath) {
-  return relPath == "hpvm_c.cpp" || relPath == "CMakeLists.txt";
+  return relPath == "hpvm_c.cpp" || relPath == "CMakeLists.txt" ||
+         relPath == "ops.json";
 }
 
 std::optional<PreviousExport> readPreviousExport(const std::string& dir) {
@@ -193,8 +200,8 @@ std::vector<FilePlan> planRegeneration(const std::string& out,
       else if (!isMergeable(path)) {
         f.action = FileAction::Refuse;
         f.reason = "edited since it was generated, and the new generation "
-                   "changes it; only the sources (hpvm_c.cpp, "
-                   "CMakeLists.txt) are merged";
+                   "changes it; only the text files (hpvm_c.cpp, "
+                   "CMakeLists.txt, ops.json) are merged";
       } else if (!isRegularFile(baseFile) || sha256File(baseFile) != base) {
         f.action = FileAction::Refuse;
         f.reason = std::string("edited since it was generated, and the "
@@ -207,6 +214,17 @@ std::vector<FilePlan> planRegeneration(const std::string& out,
                                 tmp + "/" + MergeBaseDir + "/" + path,
                                 tmp + "/.torch2hpvm/merge.log", outPath, echo);
         f.action = f.conflicts ? FileAction::Conflict : FileAction::Merge;
+        if (!f.conflicts && path.size() > 5 &&
+            path.compare(path.size() - 5, 5, ".json") == 0 &&
+            !isJsonFile(tmpPath)) {
+          // Merged line by line without a conflict, but not JSON any more
+          // (a comma on a neighbouring line, say): nothing is written.
+          f.action = FileAction::Refuse;
+          f.reason = "edited since it was generated; your edits and the new "
+                     "generation merge line by line, but the result is not "
+                     "valid JSON, so merge them by hand";
+          copyFileAtomic(tmp + "/" + MergeBaseDir + "/" + path, tmpPath);
+        }
         if (f.conflicts) {
           std::vector<std::string> side = conflictSideFiles(path);
           copyInto(baseFile, tmp + "/" + side[0]);

@@ -17,10 +17,10 @@ namespace hpvm::fe {
 /// last written from (the merge base), relative to the directory.
 inline constexpr const char* MergeBaseDir = ".torch2hpvm/base";
 
-/// True for the generated sources that are merged with the user's edits on
-/// regeneration (hpvm_c.cpp, CMakeLists.txt); every other generated file
-/// (weights, datasets, ops.json, tuner_confs.txt) is data, replaced when
-/// untouched and never merged.
+/// True for the generated text files that are merged with the user's edits
+/// on regeneration (hpvm_c.cpp, CMakeLists.txt, ops.json); every other
+/// generated file (weights, datasets, tuner_confs.txt, a copy of --config)
+/// is data, replaced when untouched and never merged.
 bool isMergeable(const std::string& relPath);
 
 /// What an output directory's manifest.json says about its last export.

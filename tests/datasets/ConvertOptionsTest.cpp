@@ -95,7 +95,7 @@ TEST_CASE("Datasets: --shuffle is a fixed permutation per seed, applied "
   CHECK(labelsOf(dir / "c/all_labels.bin") != order);
 }
 
-TEST_CASE("Datasets: --limit takes the first images; chunk size does not "
+TEST_CASE("Datasets: --limit takes the first images, and chunk size does not "
           "change the output") {
   TempDir dir;
   writeTen(dir);

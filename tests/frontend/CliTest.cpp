@@ -175,7 +175,7 @@ TEST_CASE("Cli: the same inputs give byte-identical files") {
         std::string::npos);
 }
 
-TEST_CASE("Cli: an export directory is regenerated in place; other "
+TEST_CASE("Cli: an export directory is regenerated in place, other "
           "directories are refused") {
   std::string data = makeDatasets("cli-exists");
   std::string out = data + "/out";
@@ -201,7 +201,7 @@ TEST_CASE("Cli: an export directory is regenerated in place; other "
   CHECK_FALSE(fs::exists(out + "/build"));
   CHECK_FALSE(fs::exists(out + "/build.log"));
   CHECK(listDir(out + "/.torch2hpvm/base") ==
-        std::vector<std::string>{"CMakeLists.txt", "hpvm_c.cpp"});
+        std::vector<std::string>{"CMakeLists.txt", "hpvm_c.cpp", "ops.json"});
   // A directory that is not an export is never written into.
   std::string other = data + "/other";
   fs::create_directories(other);
@@ -251,7 +251,7 @@ TEST_CASE("Cli: generated files do not depend on where the tool runs") {
   CHECK(one.at("manifest.json") != two.at("manifest.json"));
   one.erase("manifest.json");
   two.erase("manifest.json");
-  CHECK(one.size() == 13); // 4 weights, 4 datasets, 3 generated, 2 bases
+  CHECK(one.size() == 14); // 4 weights, 4 datasets, 3 generated, 3 bases
   CHECK(one == two);
   for (const auto& file : one) {
     const std::string& bytes = file.second;
@@ -478,6 +478,45 @@ TEST_CASE("Regeneration: an edit on a changed line conflicts and nothing is "
   CHECK(manifestConflicts(t.out).empty());
 }
 
+TEST_CASE("Regeneration: edits to ops.json are merged, and a merge that is "
+          "not JSON is refused") {
+  RegenFixture t("regen-ops-json");
+  std::string ops = t.out + "/ops.json";
+  // The user's own cost for the conv; the model change renames relu_2.
+  const std::string cost = "    \"convolution_0\": ";
+  std::string generated = readFile(ops);
+  size_t at = generated.find(cost);
+  REQUIRE(at != std::string::npos);
+  std::string line = generated.substr(at, generated.find('\n', at) - at + 1);
+  std::string mine = edit(generated, line, cost + "1,\n");
+  writeFile(ops, mine);
+  t.changeActivation("Tanh");
+  auto [text, status] = t.check();
+  CHECK(text == "update   CMakeLists.txt\n"
+                "update   hpvm_c.cpp\n"
+                "merge    ops.json (edited; merges cleanly)\n"
+                "'" +
+                    t.out + "': 3 files would change, 1 carries edits\n");
+  CHECK(status == ExitWouldChange);
+  CHECK(t.regenerate() == "");
+  std::string fresh = t.freshExport("ops.json");
+  CHECK(fresh.find("\"tanh_2\"") != std::string::npos);
+  CHECK(readFile(ops) == edit(fresh, line, cost + "1,\n"));
+  CHECK(readFile(t.out + "/.torch2hpvm/base/ops.json") == fresh);
+
+  // Edits that merge line by line into something that is not JSON stop the
+  // regeneration before anything is written.
+  writeFile(ops, edit(readFile(ops), cost + "1,\n", cost + "1,,\n"));
+  t.changeActivation("Sigmoid");
+  auto before = snapshot(t.out);
+  CHECK(t.regenerate(ExitUserError) ==
+        ops + ": edited since it was generated; your edits and the new "
+              "generation merge line by line, but the result is not valid "
+              "JSON, so merge them by hand; move your version away, or use "
+              "--force (which keeps it as ops.json.orig)");
+  CHECK(snapshot(t.out) == before);
+}
+
 TEST_CASE("Regeneration: a re-export with no model change is a no-op") {
   RegenFixture t("regen-noop");
   std::string src = t.out + "/hpvm_c.cpp";
@@ -540,8 +579,9 @@ TEST_CASE("Regeneration: the program is rebuilt from the merged sources, "
   CHECK(fs::is_regular_file(binary));
 }
 
-TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
-          "edited file that cannot be merged is refused") {
+TEST_CASE(
+    "Regeneration: --force overwrites edits, keeping each as .orig, and an "
+    "edited file that cannot be merged is refused") {
   RegenFixture t("regen-force");
   // tuner_confs.txt comes from --config and is replaced, never merged (as
   // torch2hpvm-tune rewrites it).
@@ -559,8 +599,9 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
   auto before = snapshot(t.out);
   CHECK(t.regenerate(ExitUserError) ==
         t.out + "/tuner_confs.txt: edited since it was generated, and the "
-                "new generation changes it; only the sources (hpvm_c.cpp, "
-                "CMakeLists.txt) are merged; move your version away, or use "
+                "new generation changes it; only the text files (hpvm_c.cpp, "
+                "CMakeLists.txt, ops.json) are merged; move your version "
+                "away, or use "
                 "--force (which keeps it as tuner_confs.txt.orig)");
   CHECK(snapshot(t.out) == before);
 
@@ -570,6 +611,10 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
   std::string base = readFile(baseFile);
   writeFile(t.out + "/tuner_confs.txt", readFile(t.data + "/c1.txt"));
   t.changeActivation("Tanh");
+  // (--config is checked against the program: its relu becomes tanh too.)
+  writeFile(t.data + "/c3.txt",
+            edit(readFile(t.data + "/c2.txt"), "relu fp32", "tanh fp32"));
+  t.opts.configFile = t.data + "/c3.txt";
   writeFile(baseFile, base + "// changed\n");
   before = snapshot(t.out);
   CHECK(t.regenerate(ExitUserError) ==
@@ -594,7 +639,7 @@ TEST_CASE("Regeneration: --force overwrites edits, keeping each as .orig; an "
   CHECK(readFile(src) == readFile(t.out + "/.torch2hpvm/base/hpvm_c.cpp"));
   CHECK(readFile(src + ".orig.1") == mine);
   CHECK(readFile(src + ".orig") == "an older backup\n");
-  CHECK(readFile(t.out + "/tuner_confs.txt") == readFile(t.data + "/c2.txt"));
+  CHECK(readFile(t.out + "/tuner_confs.txt") == readFile(t.data + "/c3.txt"));
   CHECK(readFile(t.out + "/tuner_confs.txt.orig") == "tuned\n");
 }
 
@@ -814,7 +859,7 @@ TEST_CASE("Cli: a failed build is exit code 2 and leaves no output") {
 }
 
 TEST_CASE("Cli: --toolchain hpvm refuses hpvm_rt extensions, naming the "
-          "node and the intrinsic HPVM lacks; clang exports them") {
+          "node and the intrinsic HPVM lacks, and clang exports them") {
   std::string data = makeDatasets("cli-extension");
   std::string out = data + "/out";
   Options o = exportOptions(data, "../Sigmoid.onnxtxt", out);

@@ -97,7 +97,7 @@ TEST_CASE("Frontend: depthwise conv with SAME_UPPER padding becomes "
 }
 
 TEST_CASE("Frontend: x * HardSigmoid(x) with alpha 1/6, beta 1/2 becomes "
-          "one hard_swish; gates and other alphas stay hard_sigmoid") {
+          "one hard_swish, and gates and other alphas stay hard_sigmoid") {
   std::unique_ptr<Graph> g = loadModel(fixture("HardSigmoid"), {});
   lowerToHpvm(*g);
   CHECK(dumpIr(*g) ==

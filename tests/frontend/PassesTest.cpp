@@ -290,7 +290,7 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
 }
 
 TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
-          "concats; a one-input Concat disappears") {
+          "concats, and a one-input Concat disappears") {
   std::string inputs;
   for (int i = 0; i < 70; ++i)
     inputs += "input: 'r' ";
