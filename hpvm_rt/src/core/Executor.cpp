@@ -99,8 +99,9 @@ struct Group {
   Act act2 = Act::None;
   float act2Lo = 0, act2Hi = 0;
   int32_t inPlace = kNoOperand; ///< Operand whose storage the output reuses.
-  float quantizeOut = 0;        ///< PostOps::quantizeOut (int8 chains).
-  bool bf16Out = false;         ///< PostOps::bf16Out (bf16 chains).
+  bool swapped = false;  ///< An add's operands are swapped (inPlace: the 2nd).
+  float quantizeOut = 0; ///< PostOps::quantizeOut (int8 chains).
+  bool bf16Out = false;  ///< PostOps::bf16Out (bf16 chains).
   KnobSpec knob;
   double flops = 0;
   std::vector<int> release; ///< Ops whose storage dies after this group.
@@ -190,6 +191,12 @@ FuseRole fuseRole(HpvmOp op) { return opInfo(op).facts->fuse; }
 bool isAct(HpvmOp op) { return fuseRole(op) == FuseRole::Activation; }
 
 bool isPool(HpvmOp op) { return fuseRole(op) == FuseRole::Pool; }
+
+/// The convolutions and HPVM's dense mul: oneDNN primitives that take
+/// their group's bias, batch norm, activations and residual as post-ops.
+bool isDense(HpvmOp op) {
+  return op == HpvmOp::Conv || op == HpvmOp::GroupConv || op == HpvmOp::Mul;
+}
 
 /// The activation an op is as a fused post-op (Ops.def Act column).
 Act actOf(HpvmOp op) { return opInfo(op).facts->act; }
@@ -630,10 +637,9 @@ void formGroups(const Plan& p, Schedule& s) {
       taken[j] = 1;
       cur = j;
     };
-    switch (op.op) {
-    case HpvmOp::Conv:
-    case HpvmOp::GroupConv:
-    case HpvmOp::Mul: {
+    if (isDense(op.op)) {
+      // bias, batch norm, activation, residual add and a second activation
+      // join as oneDNN post-ops, in that order.
       g.w = op.in[1];
       int stage = 0; // 1 bias, 2 bn, 3 act, 4 residual, 5 act2
       int64_t channels = op.out[1], elems = numElements(op.out);
@@ -678,66 +684,24 @@ void formGroups(const Plan& p, Schedule& s) {
         }
         absorb(j);
       }
-      break;
-    }
-    case HpvmOp::BatchNorm:
-    case HpvmOp::Add:
-    case HpvmOp::Multiply: {
-      if (op.op == HpvmOp::BatchNorm) {
-        std::copy(op.in + 1, op.in + 5, g.bn);
-        g.bnEps = op.scalars[0];
-      } else {
-        g.w = op.in[1];
-      }
-      int j = next(cur, g.knob);
+    } else {
+      // Every other op runs alone through runSingleOp, with the activation
+      // that follows it when its kernel applies one, in place (Ops.def
+      // InPlace) when its first operand dies here (never an external
+      // tensor); an add may reuse its second operand instead.
+      int j = fusesActivation(op.op) ? next(cur, g.knob) : -1;
       if (j >= 0 && isAct(p.ops[j].op)) {
         setAct(p.ops[j], g.act, g.actLo, g.actHi);
         absorb(j);
       }
-      // In place when an operand dies here (never an external tensor).
-      if (reusable(p, op.in[0]))
+      if (opInfo(op.op).facts->inPlace && reusable(p, op.in[0])) {
         g.inPlace = op.in[0];
-      else if (op.op == HpvmOp::Add && op.in[0] != op.in[1] &&
-               reusable(p, op.in[1]) &&
-               numElements(p.ops[op.in[1]].out) == numElements(op.out)) {
+      } else if (op.op == HpvmOp::Add && op.in[0] != op.in[1] &&
+                 reusable(p, op.in[1]) &&
+                 numElements(p.ops[op.in[1]].out) == numElements(op.out)) {
         g.inPlace = op.in[1];
-        std::swap(g.x, g.w);
+        g.swapped = true;
       }
-      break;
-    }
-    case HpvmOp::Relu:
-    case HpvmOp::ClippedRelu:
-    case HpvmOp::Tanh:
-    case HpvmOp::Sigmoid:
-    case HpvmOp::HardSigmoid:
-    case HpvmOp::HardSwish:
-    case HpvmOp::Gelu:
-      setAct(op, g.act, g.actLo, g.actHi);
-      if (reusable(p, op.in[0]))
-        g.inPlace = op.in[0];
-      break;
-    case HpvmOp::LayerNorm:
-      g.w = op.in[1];
-      g.bias = op.in[2];
-      g.bnEps = op.scalars[0];
-      if (reusable(p, op.in[0]))
-        g.inPlace = op.in[0];
-      break;
-    case HpvmOp::Softmax:
-      if (reusable(p, op.in[0]))
-        g.inPlace = op.in[0];
-      break;
-    case HpvmOp::MaxPool:
-    case HpvmOp::AvgPool:
-    case HpvmOp::MaxPoolPads:
-    case HpvmOp::AvgPoolPads:
-    case HpvmOp::Concat:
-    case HpvmOp::ChannelSlice:
-    case HpvmOp::ChannelShuffle:
-    case HpvmOp::ClassToken:
-    case HpvmOp::Attention:
-    case HpvmOp::SelectToken:
-      break;
     }
     g.last = g.members.back();
     // A program output gets a tensor of its own (the program may free it;
@@ -934,10 +898,7 @@ Tensor* operand(const Plan& p, const Trace& t, int32_t code) {
 void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   auto in = [&](int32_t c) { return operand(p, t, c); };
   const TraceOp& first = p.ops[g.members[0]];
-  switch (g.kind) {
-  case HpvmOp::Conv:
-  case HpvmOp::GroupConv:
-  case HpvmOp::Mul: {
+  if (isDense(g.kind)) {
     PostOps post;
     post.bias = in(g.bias);
     if (g.bn[0] != kNoOperand) {
@@ -963,61 +924,13 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
               out);
     return;
   }
-  case HpvmOp::BatchNorm:
-    runBatchNorm(in(g.x), in(g.bn[0]), in(g.bn[1]), in(g.bn[2]), in(g.bn[3]),
-                 g.bnEps, g.act, g.actLo, g.actHi, g.knob, out);
-    return;
-  case HpvmOp::Add:
-    runAdd(in(g.x), in(g.w), g.act, g.actLo, g.actHi, g.knob, out);
-    return;
-  case HpvmOp::Multiply:
-    runMultiply(in(g.x), in(g.w), g.act, g.actLo, g.actHi, g.knob, out);
-    return;
-  case HpvmOp::Relu:
-  case HpvmOp::ClippedRelu:
-  case HpvmOp::Tanh:
-  case HpvmOp::Sigmoid:
-  case HpvmOp::HardSigmoid:
-  case HpvmOp::HardSwish:
-  case HpvmOp::Gelu:
-    runAct(in(g.x), g.act, g.actLo, g.actHi, g.knob, out);
-    return;
-  case HpvmOp::LayerNorm:
-    runLayerNorm(in(g.x), in(g.w), in(g.bias), g.bnEps, g.knob, out);
-    return;
-  case HpvmOp::Softmax:
-    runSoftmax(in(g.x), g.knob, out);
-    return;
-  case HpvmOp::MaxPool:
-  case HpvmOp::AvgPool:
-  case HpvmOp::MaxPoolPads:
-  case HpvmOp::AvgPoolPads:
-    runPool(in(g.x), poolArgs(g.kind, first.scalars), g.knob, out);
-    return;
-  case HpvmOp::Concat: {
-    Tensor* parts[kMaxTensorArgs];
-    for (int k = 0; k < first.numIn; ++k)
-      parts[k] = in(first.in[k]);
-    runConcat(parts, first.numIn, g.knob, out);
-    return;
-  }
-  case HpvmOp::ChannelSlice:
-    runChannelSlice(in(g.x), int64_t(first.scalars[0]),
-                    int64_t(first.scalars[1]), g.knob, out);
-    return;
-  case HpvmOp::ChannelShuffle:
-    runChannelShuffle(in(g.x), int64_t(first.scalars[0]), g.knob, out);
-    return;
-  case HpvmOp::ClassToken:
-    runClassToken(in(g.x), in(first.in[1]), in(first.in[2]), g.knob, out);
-    return;
-  case HpvmOp::Attention:
-    runAttention(in(g.x), int64_t(first.scalars[0]), g.knob, out);
-    return;
-  case HpvmOp::SelectToken:
-    runSelectToken(in(g.x), int64_t(first.scalars[0]), g.knob, out);
-    return;
-  }
+  Tensor* operands[kMaxTensorArgs];
+  for (int k = 0; k < first.numIn; ++k)
+    operands[k] = in(first.in[k]);
+  if (g.swapped)
+    std::swap(operands[0], operands[1]);
+  runSingleOp(g.kind, operands, first.numIn, first.scalars,
+              PostAct{g.act, g.actLo, g.actHi}, g.knob, out);
 }
 
 /// The plan's tensor for op \p o's output, created on first use.

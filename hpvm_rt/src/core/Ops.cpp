@@ -258,8 +258,14 @@ double opFlops(HpvmOp op, const Shape* in, const Shape& out, const double* s) {
                    f.tensorArgs > 1 ? in[1].data() : nullptr, s);
 }
 
+bool fusesActivation(HpvmOp op) {
+  return op == HpvmOp::Add || op == HpvmOp::Multiply || op == HpvmOp::BatchNorm;
+}
+
 void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
-                 const KnobSpec& knob, Tensor* out) {
+                 const PostAct& post, const KnobSpec& knob, Tensor* out) {
+  HPVM_ASSERT(post.act == Act::None || fusesActivation(op),
+              "an activation fused into an op whose kernel has none");
   switch (op) {
   case HpvmOp::Conv:
   case HpvmOp::GroupConv:
@@ -269,14 +275,14 @@ void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
     runDense(in[0], in[1], PostOps{}, knob, out);
     return;
   case HpvmOp::Add:
-    runAdd(in[0], in[1], Act::None, 0, 0, knob, out);
+    runAdd(in[0], in[1], post.act, post.lo, post.hi, knob, out);
     return;
   case HpvmOp::Multiply:
-    runMultiply(in[0], in[1], Act::None, 0, 0, knob, out);
+    runMultiply(in[0], in[1], post.act, post.lo, post.hi, knob, out);
     return;
   case HpvmOp::BatchNorm:
-    runBatchNorm(in[0], in[1], in[2], in[3], in[4], s[0], Act::None, 0, 0, knob,
-                 out);
+    runBatchNorm(in[0], in[1], in[2], in[3], in[4], s[0], post.act, post.lo,
+                 post.hi, knob, out);
     return;
   case HpvmOp::ClippedRelu:
   case HpvmOp::HardSigmoid:
@@ -337,7 +343,7 @@ void* eagerOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
   }
   Shape outShape = inferShape(op, shapes, numTensors, scalars, api, nullptr);
   Tensor* out = isInPlace(op) ? in[0] : newTensor(outShape, 4, true);
-  runSingleOp(op, in, numTensors, scalars, exactKnob(), out);
+  runSingleOp(op, in, numTensors, scalars, PostAct{}, exactKnob(), out);
   return out;
 }
 
