@@ -101,6 +101,11 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--images", type=int, default=2048)
+    p.add_argument("--torch-threads", choices=["default", "same"],
+                   default="default",
+                   help="torch's own thread setting: left as it is, or "
+                        "set to each row's threads (no OpenMP team switch "
+                        "per call)")
     p.add_argument("--json", type=Path)
     p.add_argument("--markdown", type=Path)
     args = p.parse_args()
@@ -110,6 +115,8 @@ def main():
     rows = []
     for threads in [int(t) for t in args.threads.split(",")]:
         net.threads = threads
+        if args.torch_threads == "same":
+            torch.set_num_threads(threads)
         for batch in [int(b) for b in args.batches.split(",")]:
             binary, module = [], []
             for _ in range(args.reps):
@@ -133,7 +140,8 @@ def main():
                   f"{bmin:.4f} ms, load() {mmin:.4f} ms "
                   f"({rows[-1]['overhead_min_pct']:+.1f}%)", flush=True)
     result = {"model": "lenet_fashion", "images": args.images,
-              "reps": args.reps, "cpu": cpu_model(), "rows": rows}
+              "reps": args.reps, "torch_threads": args.torch_threads,
+              "cpu": cpu_model(), "rows": rows}
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown:
