@@ -5,7 +5,7 @@
 // carry whole (doctest_discover_tests cuts names at ';') would otherwise
 // run nothing and pass.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
+#include "Listener.h"
 
 #include <cstdio>
 #include <cstring>
@@ -14,22 +14,11 @@ namespace {
 
 int casesRun = -1; ///< Test cases that passed the filters (-1: no run).
 
-struct CountCases : doctest::IReporter {
-  explicit CountCases(const doctest::ContextOptions&) {}
-  void report_query(const doctest::QueryData&) override {}
-  void test_run_start() override {}
+struct CountCases : hpvm::test::Listener {
+  using Listener::Listener;
   void test_run_end(const doctest::TestRunStats& stats) override {
     casesRun = static_cast<int>(stats.numTestCasesPassingFilters);
   }
-  void test_case_start(const doctest::TestCaseData&) override {}
-  void test_case_reenter(const doctest::TestCaseData&) override {}
-  void test_case_end(const doctest::CurrentTestCaseStats&) override {}
-  void test_case_exception(const doctest::TestCaseException&) override {}
-  void subcase_start(const doctest::SubcaseSignature&) override {}
-  void subcase_end() override {}
-  void log_assert(const doctest::AssertData&) override {}
-  void log_message(const doctest::MessageData&) override {}
-  void test_case_skipped(const doctest::TestCaseData&) override {}
 };
 
 } // namespace

@@ -46,27 +46,26 @@ struct Weights {
   void *bn1[4], *bn2[4];
 };
 
-const Weights& weights() {
-  static const Weights w = [] {
-    Weights m{};
-    m.wA = randomTensor({32, 16, 3, 3}, 1, -0.2f, 0.2f);
-    m.wB = randomTensor({16, 32, 1, 1}, 2, -0.3f, 0.3f);
-    m.wD = randomTensor({32, 48, 1, 1}, 3, -0.3f, 0.3f);
-    m.wE = randomTensor({8, 16, 1, 1}, 4, -0.3f, 0.3f);
-    m.wF = randomTensor({16, 80, 1, 1}, 5, -0.3f, 0.3f);
-    m.wH = randomTensor({16, 16, 1, 1}, 6, -0.3f, 0.3f);
-    m.wK = randomTensor({32, 16, 1, 1}, 7, -0.3f, 0.3f);
-    auto bn = [](void** p, int64_t c, unsigned seed) {
-      p[0] = randomTensor({1, c, 1, 1}, seed, 0.5f, 1.5f);
-      p[1] = randomTensor({1, c, 1, 1}, seed + 1, -1.f, 1.f);
-      p[2] = randomTensor({1, c, 1, 1}, seed + 2, -1.f, 1.f);
-      p[3] = randomTensor({1, c, 1, 1}, seed + 3, 0.2f, 1.f);
-    };
-    bn(m.bn1, 48, 10);
-    bn(m.bn2, 80, 20);
-    return m;
-  }();
-  return w;
+/// The network's weights, new for each launch (the runtime frees every
+/// tensor at the end of a test case: RuntimeCleanup.cpp).
+Weights weights() {
+  Weights m{};
+  m.wA = randomTensor({32, 16, 3, 3}, 1, -0.2f, 0.2f);
+  m.wB = randomTensor({16, 32, 1, 1}, 2, -0.3f, 0.3f);
+  m.wD = randomTensor({32, 48, 1, 1}, 3, -0.3f, 0.3f);
+  m.wE = randomTensor({8, 16, 1, 1}, 4, -0.3f, 0.3f);
+  m.wF = randomTensor({16, 80, 1, 1}, 5, -0.3f, 0.3f);
+  m.wH = randomTensor({16, 16, 1, 1}, 6, -0.3f, 0.3f);
+  m.wK = randomTensor({32, 16, 1, 1}, 7, -0.3f, 0.3f);
+  auto bn = [](void** p, int64_t c, unsigned seed) {
+    p[0] = randomTensor({1, c, 1, 1}, seed, 0.5f, 1.5f);
+    p[1] = randomTensor({1, c, 1, 1}, seed + 1, -1.f, 1.f);
+    p[2] = randomTensor({1, c, 1, 1}, seed + 2, -1.f, 1.f);
+    p[3] = randomTensor({1, c, 1, 1}, seed + 3, 0.2f, 1.f);
+  };
+  bn(m.bn1, 48, 10);
+  bn(m.bn2, 80, 20);
+  return m;
 }
 
 void* conv(void* x, void* w, int pad) {
@@ -80,7 +79,7 @@ void* bnRelu(void* x, void* const* p) {
 
 // x: N x 16 x 6 x 6; the result N x 232 x 6 x 6. Channels in brackets.
 void* denseGraph(void* x) {
-  const Weights& W = weights();
+  const Weights W = weights();
   void* a = __hpvm__tensor_relu(conv(x, W.wA, 1)); // [32]
   void* b = conv(a, W.wB, 0);                      // [16], reads a
   void* s = __hpvm_rt__tensor_concat(2, b, a);     // [48] other order

@@ -175,15 +175,11 @@ struct __attribute__((__packed__)) Args {
   } r;
 };
 
-void* tensorX() {
-  static void* x = create4DTensor(0, nchw, 1, 2, 2, 2);
-  return x;
-}
+// (New for each launch: the runtime frees every tensor at the end of a
+// test case, RuntimeCleanup.cpp.)
+void* tensorX() { return create4DTensor(0, nchw, 1, 2, 2, 2); }
 
-void* tensorY() {
-  static void* y = create4DTensor(0, nchw, 1, 2, 1, 1);
-  return y;
-}
+void* tensorY() { return create4DTensor(0, nchw, 1, 2, 1, 1); }
 
 /// The message of the error launching \p root on x (1x2x2x2) and
 /// y (1x2x1x1) reports ("" if none).
