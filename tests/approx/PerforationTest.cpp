@@ -4,6 +4,7 @@
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
+#include "kernels/Reference.h"
 
 #include "ConvShapes.h"
 #include "Oracle.h"

@@ -4,6 +4,7 @@
 #define HPVM_TESTS_KERNELS_KERNELTESTUTIL_H
 
 #include "kernels/Kernels.h"
+#include "kernels/Reference.h"
 
 #include <doctest/doctest.h>
 

@@ -5,6 +5,7 @@
 #include "core/Core.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
+#include "kernels/Reference.h"
 #include "tensor_runtime.h"
 
 #include <doctest/doctest.h>

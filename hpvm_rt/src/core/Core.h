@@ -54,21 +54,13 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* scalars,
 double opFlops(HpvmOp op, const Shape* in, const Shape& out,
                const double* scalars);
 
-/// An activation applied to an op's result by its own kernel.
-struct PostAct {
-  Act act = Act::None;
-  float lo = 0, hi = 0; ///< Its parameters (Clip's bounds, ...), else 0.
-};
-
-/// True for the ops whose kernel applies a PostAct (runSingleOp), so that
-/// the executor fuses the activation that follows them.
+/// True for the ops whose kernel applies OpCall::post, so that the
+/// executor fuses the activation that follows them.
 bool fusesActivation(HpvmOp op);
 
-/// Runs one op under \p knob on \p numIn real tensors into \p out, then
-/// \p post (None unless fusesActivation(op)): eager mode, and every
+/// Runs \p op's kernel (run<Kind>) on \p call: eager mode, and every
 /// executor group but the convolutions' and mul's.
-void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* scalars,
-                 const PostAct& post, const KnobSpec& knob, Tensor* out);
+void runSingleOp(HpvmOp op, const OpCall& call);
 
 /// Convolution geometry of a Conv/GroupConv op's scalar operands.
 ConvArgs convArgs(HpvmOp op, const double* scalars);

@@ -929,8 +929,8 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     operands[k] = in(first.in[k]);
   if (g.swapped)
     std::swap(operands[0], operands[1]);
-  runSingleOp(g.kind, operands, first.numIn, first.scalars,
-              PostAct{g.act, g.actLo, g.actHi}, g.knob, out);
+  runSingleOp(g.kind, OpCall{operands, first.numIn, first.scalars,
+                             PostAct{g.act, g.actLo, g.actHi}, g.knob, out});
 }
 
 /// The plan's tensor for op \p o's output, created on first use.

@@ -13,38 +13,14 @@
 
 namespace hpvm::rt {
 
-namespace {
-
-int asInt(double v) { return static_cast<int>(v); }
-
-} // namespace
-
 ConvArgs convArgs(HpvmOp op, const double* s) {
-  ConvArgs a;
-  a.padH = asInt(s[0]);
-  a.padW = asInt(s[1]);
-  a.strideH = asInt(s[2]);
-  a.strideW = asInt(s[3]);
-  a.groups = op == HpvmOp::GroupConv ? asInt(s[5]) : 1;
-  return a;
+  return convArgsOf(s, op == HpvmOp::GroupConv);
 }
 
 PoolArgs poolArgs(HpvmOp op, const double* s) {
-  PoolArgs a;
-  const bool pads = op == HpvmOp::MaxPoolPads || op == HpvmOp::AvgPoolPads;
-  a.kind = op == HpvmOp::MaxPool || op == HpvmOp::MaxPoolPads ? PoolArgs::Max
-                                                              : PoolArgs::Avg;
-  a.kh = asInt(s[0]);
-  a.kw = asInt(s[1]);
-  a.padH = asInt(s[2]);
-  a.padW = asInt(s[3]);
-  // HPVM's pools pad both ends alike and count the pads in the mean.
-  a.padBottom = pads ? asInt(s[4]) : a.padH;
-  a.padRight = pads ? asInt(s[5]) : a.padW;
-  a.strideH = asInt(s[pads ? 6 : 4]);
-  a.strideW = asInt(s[pads ? 7 : 5]);
-  a.excludePad = op == HpvmOp::AvgPoolPads;
-  return a;
+  const bool max = op == HpvmOp::MaxPool || op == HpvmOp::MaxPoolPads;
+  return poolArgsOf(s, max ? PoolArgs::Max : PoolArgs::Avg,
+                    op == HpvmOp::MaxPoolPads || op == HpvmOp::AvgPoolPads);
 }
 
 namespace {
@@ -262,69 +238,15 @@ bool fusesActivation(HpvmOp op) {
   return op == HpvmOp::Add || op == HpvmOp::Multiply || op == HpvmOp::BatchNorm;
 }
 
-void runSingleOp(HpvmOp op, Tensor* const* in, int numIn, const double* s,
-                 const PostAct& post, const KnobSpec& knob, Tensor* out) {
-  HPVM_ASSERT(post.act == Act::None || fusesActivation(op),
+void runSingleOp(HpvmOp op, const OpCall& call) {
+  HPVM_ASSERT(call.post.act == Act::None || fusesActivation(op),
               "an activation fused into an op whose kernel has none");
   switch (op) {
-  case HpvmOp::Conv:
-  case HpvmOp::GroupConv:
-    runConv(in[0], in[1], convArgs(op, s), PostOps{}, knob, out);
+#define HPVM_OP(Kind, ...)                                                     \
+  case HpvmOp::Kind:                                                           \
+    run##Kind(call);                                                           \
     return;
-  case HpvmOp::Mul:
-    runDense(in[0], in[1], PostOps{}, knob, out);
-    return;
-  case HpvmOp::Add:
-    runAdd(in[0], in[1], post.act, post.lo, post.hi, knob, out);
-    return;
-  case HpvmOp::Multiply:
-    runMultiply(in[0], in[1], post.act, post.lo, post.hi, knob, out);
-    return;
-  case HpvmOp::BatchNorm:
-    runBatchNorm(in[0], in[1], in[2], in[3], in[4], s[0], post.act, post.lo,
-                 post.hi, knob, out);
-    return;
-  case HpvmOp::ClippedRelu:
-  case HpvmOp::HardSigmoid:
-    runAct(in[0], opInfo(op).facts->act, float(s[0]), float(s[1]), knob, out);
-    return;
-  case HpvmOp::Relu:
-  case HpvmOp::Tanh:
-  case HpvmOp::Sigmoid:
-  case HpvmOp::HardSwish:
-  case HpvmOp::Gelu:
-    runAct(in[0], opInfo(op).facts->act, 0, 0, knob, out);
-    return;
-  case HpvmOp::LayerNorm:
-    runLayerNorm(in[0], in[1], in[2], s[0], knob, out);
-    return;
-  case HpvmOp::Softmax:
-    runSoftmax(in[0], knob, out);
-    return;
-  case HpvmOp::MaxPool:
-  case HpvmOp::AvgPool:
-  case HpvmOp::MaxPoolPads:
-  case HpvmOp::AvgPoolPads:
-    runPool(in[0], poolArgs(op, s), knob, out);
-    return;
-  case HpvmOp::Concat:
-    runConcat(in, numIn, knob, out);
-    return;
-  case HpvmOp::ChannelSlice:
-    runChannelSlice(in[0], int64_t(s[0]), int64_t(s[1]), knob, out);
-    return;
-  case HpvmOp::ChannelShuffle:
-    runChannelShuffle(in[0], int64_t(s[0]), knob, out);
-    return;
-  case HpvmOp::ClassToken:
-    runClassToken(in[0], in[1], in[2], knob, out);
-    return;
-  case HpvmOp::Attention:
-    runAttention(in[0], int64_t(s[0]), knob, out);
-    return;
-  case HpvmOp::SelectToken:
-    runSelectToken(in[0], int64_t(s[0]), knob, out);
-    return;
+#include "hpvm_rt/Ops.def"
   }
 }
 
@@ -343,7 +265,7 @@ void* eagerOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
   }
   Shape outShape = inferShape(op, shapes, numTensors, scalars, api, nullptr);
   Tensor* out = isInPlace(op) ? in[0] : newTensor(outShape, 4, true);
-  runSingleOp(op, in, numTensors, scalars, PostAct{}, exactKnob(), out);
+  runSingleOp(op, OpCall{in, numTensors, scalars, PostAct{}, exactKnob(), out});
   return out;
 }
 

@@ -184,6 +184,43 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
 void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
                     Tensor* y);
 
+// --- Table entries -----------------------------------------------------------
+
+/// An activation applied to an op's result by its own kernel.
+struct PostAct {
+  Act act = Act::None;
+  float lo = 0, hi = 0; ///< Its parameters (Clip's bounds, ...), else 0.
+};
+
+/// One call of an Ops.def operation: its tensor operands (a variadic op's
+/// numIn of them), its scalar operands in the row's order (ScalarNames),
+/// the activation its kernel applies after it (None unless the core's
+/// fusesActivation() says the kernel has one), the knob, and the output
+/// (dims set; storage is the kernel's; the first operand when in place).
+struct OpCall {
+  Tensor* const* in;
+  int numIn;
+  const double* scalars;
+  PostAct post;
+  const KnobSpec& knob;
+  Tensor* out;
+};
+
+// Each Ops.def row's kernel: run<Kind>(const OpCall&), which runSingleOp()
+// (core/Ops.cpp) calls for the row; a row without one is a link error.
+// Entries.cpp has those of the kernels above, whose operands are spelled
+// out; a new op's kernel can take the OpCall itself.
+#define HPVM_OP(Kind, ...) void run##Kind(const OpCall& call);
+#include "hpvm_rt/Ops.def"
+
+/// Convolution geometry of a conv's scalar operands (pads, strides; a
+/// group conv's groups after its mode).
+ConvArgs convArgsOf(const double* scalars, bool grouped);
+/// Pooling geometry of a pool's scalar operands: window, pads (the same at
+/// both ends, or \p ownPads: top, left, bottom, right, and the mean counts
+/// only the input), strides.
+PoolArgs poolArgsOf(const double* scalars, PoolArgs::Kind kind, bool ownPads);
+
 // --- Threads ----------------------------------------------------------------
 
 /// Widens [lo, hi] to hold data[0..n) (NaNs are ignored), in parallel.
@@ -192,47 +229,6 @@ void extendRange(const float* data, int64_t n, float& lo, float& hi);
 /// Sets the number of threads every kernel uses (0 = all cores).
 void setNumThreads(int n);
 int numThreads();
-
-// --- Reference kernels (plain loops, NCHW float32; the test oracle) --------
-
-namespace ref {
-void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
-            const float* w, int64_t K, int64_t KH, int64_t KW,
-            const ConvArgs& a, float* y);
-void dense(const float* x, int64_t M, int64_t K, const float* w, int64_t N,
-           float* y);
-void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
-            const PoolArgs& a, float* y);
-void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
-               const float* gamma, const float* beta, const float* mean,
-               const float* var, double eps, float* y);
-void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
-         bool perChannel, float* y);
-/// y = act(x); lo and hi are the activation's parameters (PostOps::actLo).
-void act(const float* x, int64_t n, Act act, float lo, float hi, float* y);
-/// y (a's dims) = a * b, b's dims each a's or 1 (NumPy broadcast).
-void multiply(const float* a, const int64_t* aDims, const float* b,
-              const int64_t* bDims, float* y);
-void softmax(const float* x, int64_t N, int64_t D, float* y);
-/// Layer normalization over C of x (N x C x HW), per pixel.
-void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
-               const float* gamma, const float* beta, double eps, float* y);
-/// y = parts[0..n) along dim 1; part i is N x channels[i] x HW.
-void concat(const float* const* parts, const int64_t* channels, int n,
-            int64_t N, int64_t HW, float* y);
-/// y (N x C x HW) = x's channels shuffled in \p groups (runChannelShuffle).
-void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
-                    int64_t groups, float* y);
-/// ViT's encoder input (runClassToken): x N x C x T, y N x C x (1+T).
-void classToken(const float* x, int64_t N, int64_t C, int64_t T,
-                const float* cls, const float* pos, float* y);
-/// Multi-head self-attention (runAttention): qkv N x 3C x T, y N x C x T.
-void attention(const float* qkv, int64_t N, int64_t C, int64_t T, int64_t heads,
-               float* y);
-/// y (N x C) = token \p index of x (N x C x T).
-void selectToken(const float* x, int64_t N, int64_t C, int64_t T, int64_t index,
-                 float* y);
-} // namespace ref
 
 } // namespace hpvm::rt
 

@@ -21,6 +21,7 @@
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
+#include "kernels/Reference.h"
 #include "kernels/TensorImpl.h"
 
 #include <fmt/format.h>

@@ -1,10 +1,14 @@
-// Reference.cpp - reference kernels: plain loops over NCHW float32 arrays,
+// Reference.h - reference kernels: plain loops over NCHW float32 arrays,
 // HPVM's semantics (reference section 2). They are the test oracle of every
-// fast and approximate variant and are never removed.
+// fast and approximate variant and are never removed. Header-only: an
+// operator's reference is written once, here (declared where defined).
 //
 // Dimension names: N batch, C input channels, H/W input height/width, K
 // output channels (filters), KH/KW filter height/width, Ho/Wo output
 // height/width, G groups, M rows and D columns of a matrix.
+#ifndef HPVM_RT_KERNELS_REFERENCE_H
+#define HPVM_RT_KERNELS_REFERENCE_H
+
 #include "kernels/Kernels.h"
 
 #include <algorithm>
@@ -14,9 +18,9 @@
 
 namespace hpvm::rt::ref {
 
-void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
-            const float* w, int64_t K, int64_t KH, int64_t KW,
-            const ConvArgs& a, float* y) {
+inline void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                   const float* w, int64_t K, int64_t KH, int64_t KW,
+                   const ConvArgs& a, float* y) {
   const int64_t G = a.groups;
   const int64_t Cg = C / G, Kg = K / G;
   const int64_t Ho = 1 + (H + 2 * a.padH - KH) / a.strideH;
@@ -53,8 +57,8 @@ void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     }
 }
 
-void dense(const float* x, int64_t M, int64_t K, const float* w, int64_t N,
-           float* y) {
+inline void dense(const float* x, int64_t M, int64_t K, const float* w,
+                  int64_t N, float* y) {
 #pragma omp parallel for schedule(static)
   // Loop over rows of x; y[m, :] = sum_l x[m, l] * w[l, :].
   for (int64_t m = 0; m < M; ++m) {
@@ -69,8 +73,8 @@ void dense(const float* x, int64_t M, int64_t K, const float* w, int64_t N,
   }
 }
 
-void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
-            const PoolArgs& a, float* y) {
+inline void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                   const PoolArgs& a, float* y) {
   const int64_t Ho = 1 + (H + a.padH + a.bottom() - a.kh) / a.strideH;
   const int64_t Wo = 1 + (W + a.padW + a.right() - a.kw) / a.strideW;
   const float area = static_cast<float>(a.kh * a.kw);
@@ -108,9 +112,9 @@ void pool2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
   }
 }
 
-void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
-               const float* gamma, const float* beta, const float* mean,
-               const float* var, double eps, float* y) {
+inline void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
+                      const float* gamma, const float* beta, const float* mean,
+                      const float* var, double eps, float* y) {
 #pragma omp parallel for collapse(2) schedule(static)
   // Loop over images and channels; sqrt(eps + var) is taken in double as
   // HPVM does, the rest in float.
@@ -124,8 +128,8 @@ void batchNorm(const float* x, int64_t N, int64_t C, int64_t HW,
     }
 }
 
-void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
-         bool perChannel, float* y) {
+inline void add(const float* a, const float* b, int64_t N, int64_t C,
+                int64_t HW, bool perChannel, float* y) {
 #pragma omp parallel for collapse(2) schedule(static)
   // Loop over (image, channel) planes; b is indexed by channel only when
   // broadcast per channel.
@@ -137,8 +141,9 @@ void add(const float* a, const float* b, int64_t N, int64_t C, int64_t HW,
     }
 }
 
-void multiply(const float* a, const int64_t* ad, const float* b,
-              const int64_t* bd, float* y) {
+/// y (a's dims) = a * b, b's dims each a's or 1 (NumPy broadcast).
+inline void multiply(const float* a, const int64_t* ad, const float* b,
+                     const int64_t* bd, float* y) {
   auto at = [&](int64_t i, int d) { return bd[d] == 1 ? 0 : i; };
   for (int64_t n = 0; n < ad[0]; ++n)
     for (int64_t c = 0; c < ad[1]; ++c)
@@ -152,7 +157,9 @@ void multiply(const float* a, const int64_t* ad, const float* b,
         }
 }
 
-void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
+/// y = act(x); lo and hi are the activation's parameters (PostOps::actLo).
+inline void act(const float* x, int64_t n, Act act, float lo, float hi,
+                float* y) {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];
@@ -185,7 +192,7 @@ void act(const float* x, int64_t n, Act act, float lo, float hi, float* y) {
   }
 }
 
-void softmax(const float* x, int64_t N, int64_t D, float* y) {
+inline void softmax(const float* x, int64_t N, int64_t D, float* y) {
 #pragma omp parallel for schedule(static)
   // Loop over rows: subtract the row max, exponentiate, sum in double,
   // divide.
@@ -205,8 +212,10 @@ void softmax(const float* x, int64_t N, int64_t D, float* y) {
   }
 }
 
-void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
-               const float* gamma, const float* beta, double eps, float* y) {
+/// Layer normalization over C of x (N x C x HW), per pixel.
+inline void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
+                      const float* gamma, const float* beta, double eps,
+                      float* y) {
   // Per pixel: the mean, then the mean squared deviation, in double.
   for (int64_t b = 0; b < N; ++b)
     for (int64_t p = 0; p < HW; ++p) {
@@ -225,8 +234,9 @@ void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
     }
 }
 
-void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
-                    int64_t groups, float* y) {
+/// y (N x C x HW) = x's channels shuffled in \p groups (runChannelShuffle).
+inline void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
+                           int64_t groups, float* y) {
   const int64_t per = C / groups;
   for (int64_t b = 0; b < N; ++b)
     for (int64_t i = 0; i < groups; ++i)
@@ -235,8 +245,9 @@ void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
                     y + (b * C + j * groups + i) * HW);
 }
 
-void concat(const float* const* parts, const int64_t* channels, int n,
-            int64_t N, int64_t HW, float* y) {
+/// y = parts[0..n) along dim 1; part i is N x channels[i] x HW.
+inline void concat(const float* const* parts, const int64_t* channels, int n,
+                   int64_t N, int64_t HW, float* y) {
   int64_t C = 0;
   for (int i = 0; i < n; ++i)
     C += channels[i];
@@ -250,8 +261,9 @@ void concat(const float* const* parts, const int64_t* channels, int n,
   }
 }
 
-void classToken(const float* x, int64_t N, int64_t C, int64_t T,
-                const float* cls, const float* pos, float* y) {
+/// ViT's encoder input (runClassToken): x N x C x T, y N x C x (1+T).
+inline void classToken(const float* x, int64_t N, int64_t C, int64_t T,
+                       const float* cls, const float* pos, float* y) {
   // Loop over images and channels: the class token, then the T pixels,
   // each plus its position embedding.
   for (int64_t b = 0; b < N; ++b)
@@ -264,8 +276,9 @@ void classToken(const float* x, int64_t N, int64_t C, int64_t T,
     }
 }
 
-void attention(const float* qkv, int64_t N, int64_t C, int64_t T, int64_t heads,
-               float* y) {
+/// Multi-head self-attention (runAttention): qkv N x 3C x T, y N x C x T.
+inline void attention(const float* qkv, int64_t N, int64_t C, int64_t T,
+                      int64_t heads, float* y) {
   // Dimension names: D channels per head, t the query token, s the key
   // token. Element (token t, channel d) of head h's queries is qkv[b, h*D +
   // d, t]; its keys and values follow C and 2C channels later.
@@ -304,11 +317,14 @@ void attention(const float* qkv, int64_t N, int64_t C, int64_t T, int64_t heads,
     }
 }
 
-void selectToken(const float* x, int64_t N, int64_t C, int64_t T, int64_t index,
-                 float* y) {
+/// y (N x C) = token \p index of x (N x C x T).
+inline void selectToken(const float* x, int64_t N, int64_t C, int64_t T,
+                        int64_t index, float* y) {
   for (int64_t b = 0; b < N; ++b)
     for (int64_t c = 0; c < C; ++c)
       y[b * C + c] = x[(b * C + c) * T + index];
 }
 
 } // namespace hpvm::rt::ref
+
+#endif // HPVM_RT_KERNELS_REFERENCE_H
