@@ -9,6 +9,7 @@
 #include "Diagnostics.h"
 #include "Regeneration.h"
 #include "Version.h"
+#include "build/Toolchain.h"
 #include "codegen/Datasets.h"
 #include "codegen/HpvmCodegen.h"
 #include "codegen/OpsJson.h"
@@ -653,8 +654,8 @@ bool isNoOp(const std::vector<FilePlan>& plan, const PreviousExport& prev,
     return true;
   std::error_code ec;
   auto built = fs::last_write_time(out + "/" + binary, ec);
-  if (ec)
-    return false;
+  if (ec || hpvmRtBuiltAt() > built)
+    return false; // (a runtime built since: the program links it anew)
   // The build's inputs (an edited ops.json is no reason to rebuild).
   for (const FilePlan& f : plan)
     if ((f.path == "hpvm_c.cpp" || f.path == "CMakeLists.txt") &&
@@ -766,7 +767,7 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
                 conflicts);
 
   // Nothing to do: the same files (edits included), the same manifest, and
-  // a program at least as new as its sources.
+  // a program at least as new as its sources and the hpvm_rt it links.
   if (prev && isNoOp(plan, *prev, where.out, tmp, binary)) {
     report(streams,
            "'" + where.out + "' is up to date (nothing to regenerate)");

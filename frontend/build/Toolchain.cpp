@@ -279,6 +279,49 @@ fs::path installPrefix() {
 
 } // namespace
 
+std::filesystem::file_time_type hpvmRtBuiltAt() {
+  fs::file_time_type newest = fs::file_time_type::min();
+  std::string dir;
+  try {
+    dir = hpvmRtPackageDir();
+  } catch (const UserError&) {
+    return newest;
+  }
+  // A build tree holds the archive and the objects under the package
+  // directory; an installation two levels up (lib/cmake/hpvm_rt -> lib).
+  const fs::path pkg(dir);
+  std::error_code ec;
+  std::vector<fs::path> roots;
+  if (fs::exists(pkg / "libhpvm_rt.a", ec))
+    roots = {pkg};
+  else
+    roots = {pkg.parent_path().parent_path() / "libhpvm_rt.a",
+             pkg.parent_path().parent_path() / "hpvm_rt_objects"};
+  auto consider = [&](const fs::path& p) {
+    const std::string ext = p.extension().string();
+    if (ext != ".a" && ext != ".o")
+      return;
+    std::error_code e;
+    if (!fs::is_regular_file(p, e))
+      return;
+    const fs::file_time_type t = fs::last_write_time(p, e);
+    if (!e && t > newest)
+      newest = t;
+  };
+  for (const fs::path& root : roots) {
+    if (!fs::is_directory(root, ec)) {
+      consider(root);
+      continue;
+    }
+    for (fs::recursive_directory_iterator
+             it(root, fs::directory_options::skip_permission_denied, ec),
+         end;
+         !ec && it != end; it.increment(ec))
+      consider(it->path());
+  }
+  return newest;
+}
+
 std::string hpvmRtPackageDir() {
   std::error_code ec;
   std::vector<std::string> candidates;

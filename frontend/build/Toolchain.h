@@ -4,6 +4,7 @@
 #ifndef TORCH2HPVM_FRONTEND_BUILD_TOOLCHAIN_H
 #define TORCH2HPVM_FRONTEND_BUILD_TOOLCHAIN_H
 
+#include <filesystem>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ std::string lastLines(const std::string& path, int n);
 /// configured install location (HPVM_RT_INSTALL_DIR). UserError (exit 2)
 /// naming every place tried when none has the package.
 std::string hpvmRtPackageDir();
+
+/// When the hpvm_rt a program links was last built: the newest of its
+/// archive and library objects (.a, .o) beside hpvmRtPackageDir(); the
+/// oldest time when there is no package (nothing to compare with).
+std::filesystem::file_time_type hpvmRtBuiltAt();
 
 /// The default template directory: an installed exporter's own
 /// (<prefix>/share/torch2hpvm/templates); otherwise the source tree's

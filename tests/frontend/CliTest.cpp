@@ -557,6 +557,22 @@ TEST_CASE("Regeneration: the program is rebuilt from the merged sources, "
                               "' is up to date (nothing to regenerate)\n");
   CHECK(fs::last_write_time(binary) == built);
 
+  // An hpvm_rt built since the program (here: a program and sources from
+  // before the runtime's build): linked anew.
+  const auto runtime = hpvmRtBuiltAt();
+  REQUIRE(runtime > fs::file_time_type::min());
+  for (const char* f : {"hpvm_c.cpp", "CMakeLists.txt"})
+    fs::last_write_time(t.out + "/" + f, runtime - std::chrono::hours(2));
+  fs::last_write_time(binary, runtime - std::chrono::hours(1));
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() ==
+        "torch2hpvm-export: regenerated '" + t.out + "': 0 files changed\n");
+  CHECK(fs::last_write_time(binary) > runtime);
+  built = fs::last_write_time(binary);
+  CHECK(t.regenerate() == "");
+  CHECK(t.report.str() == "torch2hpvm-export: '" + t.out +
+                              "' is up to date (nothing to regenerate)\n");
+
   // An edit since the build: rebuilt with the edit.
   std::string src = t.out + "/hpvm_c.cpp";
   writeFile(src, myEdits(readFile(src)));
