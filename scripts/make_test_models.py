@@ -133,6 +133,14 @@ def op_fixtures():
           helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
     save("Tanh.onnxtxt", [node("Tanh", ["input"], ["y"], "tanh")], [X],
          io("y", [1, 2, 6, 6]))
+    # A conv's post-op (fused) with alpha 0.2, then ONNX's default alpha.
+    save("LeakyRelu.onnxtxt",
+         [node("Conv", ["input", "w", "b"], ["c"], "conv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1]),
+          node("LeakyRelu", ["c"], ["l"], "leaky", alpha=0.2),
+          node("LeakyRelu", ["l"], ["y"], "default_alpha")],
+         [X], io("y", [1, 3, 6, 6]),
+         [weights("w", [3, 2, 3, 3], 60), weights("b", [3], 61)])
     # x.mean([2, 3]) as torch.onnx writes it (keepdims=0), then a Gemm.
     save("ReduceMean.onnxtxt",
          [node("ReduceMean", ["input"], ["m"], "mean", axes=[2, 3],
@@ -411,7 +419,7 @@ def errors():
     X = io("input", [1, 2, 6, 6])
     save("errors/two_unsupported.onnxtxt",
          [node("Relu", ["input"], ["r"], "relu"),
-          node("LeakyRelu", ["r"], ["l"], "leaky"),
+          node("Elu", ["r"], ["l"], "elu"),
           node("Conv", ["l", "w"], ["c"], "dilated", kernel_shape=[3, 3],
                dilations=[2, 2]),
           node("Softsign", ["c"], ["y"], "")],

@@ -777,6 +777,15 @@ std::string lowerHardSigmoid(Lowering& L, Node* n) {
       L, n, OpKind::HardSigmoid,
       {Scalar::real(shortestFloat(alpha)), Scalar::real(shortestFloat(beta))});
 }
+/// ONNX LeakyRelu: leaky_relu with alpha as its scalar.
+std::string lowerLeakyRelu(Lowering& L, Node* n) {
+  OpAttrs attrs(*n, L.g.source.opset);
+  const auto alpha = static_cast<float>(attrs.getFloat("alpha"));
+  if (!std::isfinite(alpha))
+    return "alpha " + std::to_string(alpha) + " must be a finite float32 value";
+  return lowerUnary(L, n, OpKind::LeakyRelu,
+                    {Scalar::real(shortestFloat(alpha))});
+}
 /// ONNX HardSwish (opset 14): x * max(0, min(1, x / 6 + 1/2)).
 std::string lowerHardSwish(Lowering& L, Node* n) {
   return lowerUnary(L, n, OpKind::HardSwish);

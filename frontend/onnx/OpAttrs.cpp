@@ -217,6 +217,10 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
                                 floatAttr("beta", 0.5)};
     return decls;
   }
+  case OpKind::OnnxLeakyRelu: {
+    static const Decls decls = {floatAttr("alpha", 0.01)};
+    return decls;
+  }
   case OpKind::OnnxReduceMean: {
     // Absent axes: every axis (refused during lowering).
     static const Decls decls = {intsAttr("axes", {}), intAttr("keepdims", 1)};

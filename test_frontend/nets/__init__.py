@@ -41,6 +41,21 @@ def _tv(name, **kwargs):
     return lambda: getattr(torchvision.models, name)(weights=None, **kwargs)
 
 
+def _darknet_cifar():
+    """A Darknet-style CNN (YOLO's backbones): conv, batch norm and
+    LeakyReLU(0.1) blocks with max pooling, then a head with PyTorch's
+    default LeakyReLU slope (0.01)."""
+    import torch.nn as nn
+    layers, cin = [], 3
+    for cout in (16, 32, 64):
+        layers += [nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                   nn.BatchNorm2d(cout), nn.LeakyReLU(0.1), nn.MaxPool2d(2)]
+        cin = cout
+    layers += [nn.Flatten(), nn.Linear(64 * 4 * 4, 64), nn.LeakyReLU(),
+               nn.Linear(64, 10)]
+    return nn.Sequential(*layers)
+
+
 MNIST, CIFAR, IMAGENET = (1, 28, 28), (3, 32, 32), (3, 224, 224)
 SMALL = (3, 64, 64)     # torchvision classifiers at a CI-sized input
 INCEPTION = (3, 96, 96)  # Inception v3's CI size (it needs at least 75x75)
@@ -84,6 +99,9 @@ MODELS = [
               "inverted residuals"),
     ModelSpec("tv_resnet18", _tv("resnet18"), IMAGENET, 10, 3, 2, ci=False,
               about="torchvision resnet18: BN, GlobalAveragePool"),
+    ModelSpec("darknet_cifar10", _darknet_cifar, CIFAR, 13, 12, 5, ci=True,
+              about="Darknet-style CNN: conv, batch norm, LeakyReLU 0.1 "
+              "(fused into the conv) and 0.01", export="pytorch"),
 ]
 
 # torchvision classifiers exported as a PyTorch user does (export="pytorch":

@@ -36,7 +36,7 @@ TEST_CASE("Frontend: every unsupported node is listed in one error") {
   CHECK(failure(path) ==
         path +
             ": 3 unsupported nodes:\n"
-            "  node 'leaky' (LeakyRelu, #1): operator LeakyRelu is not "
+            "  node 'elu' (Elu, #1): operator Elu is not "
             "supported\n"
             "  node 'dilated' (Conv, #2): dilations [2, 2] are not "
             "supported (only 1)\n"

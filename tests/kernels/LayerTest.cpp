@@ -93,7 +93,7 @@ TEST_CASE("Kernels: batch norm matches the reference with each "
     m.set(randomVec(C, ++seed));
     v.set(randomVec(C, ++seed, 0.01f, 2.f));
     for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
-                    Act::HardSigmoid, Act::HardSwish})
+                    Act::HardSigmoid, Act::HardSwish, Act::LeakyRelu})
       for (bool blocked : {false, true})
         for (bool inPlace : {false, true}) {
           TestTensor x({N, C, H, W});
@@ -161,14 +161,15 @@ TEST_CASE("Kernels: activations match the reference") {
     const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
                  W = sh.get("iw", sh.get("ih", 1));
     for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
-                    Act::HardSigmoid, Act::HardSwish})
+                    Act::HardSigmoid, Act::HardSwish, Act::LeakyRelu})
       for (bool blocked : {false, true})
         for (bool inPlace : {false, true}) {
           // Parameters and inputs that reach every piece: clip [0, 6],
           // hard sigmoid alpha 0.4, beta 0.45 on [-2, 2], hard swish on
-          // [-5, 5].
+          // [-5, 5], leaky relu alpha 0.1.
           const bool hardSigmoid = act == Act::HardSigmoid;
-          const float lo = hardSigmoid ? 0.4f : 0.f;
+          const float lo =
+              hardSigmoid ? 0.4f : (act == Act::LeakyRelu ? 0.1f : 0.f);
           const float hi = hardSigmoid ? 0.45f : 6.f;
           TestTensor x({N, C, H, W});
           fill(x, ++seed, blocked, act == Act::HardSwish ? 5.f : 2.f);

@@ -244,6 +244,15 @@ OpCase caseFor(HpvmOp op) {
     ref::pool2d(hostOf(x), 2, 4, 7, 6, a, c.want.data());
     break;
   }
+  case HpvmOp::LeakyRelu: // a negative slope above 1 too
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_leaky_relu(t[0], 1.5f);
+    };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(x), n, Act::LeakyRelu, 1.5f, 0, c.want.data());
+    break;
   case HpvmOp::Gelu:
     c.in = {x};
     c.out = xs;

@@ -28,7 +28,8 @@ enum class Act : uint8_t {
   Sigmoid,
   HardSigmoid,
   HardSwish,
-  Gelu
+  Gelu,
+  LeakyRelu ///< x < 0 ? alpha * x : x; alpha the op's scalar.
 };
 
 /// Which knobs apply to an op (Ops.def Applies / Knobs columns).

@@ -202,13 +202,13 @@ bool isDense(HpvmOp op) {
 Act actOf(HpvmOp op) { return opInfo(op).facts->act; }
 
 /// Sets \p act, \p lo and \p hi to what activation op \p q is as a post-op:
-/// its Act and its parameters (the scalars of the activations that have
-/// two: Clip's bounds, HardSigmoid's alpha and beta; else 0).
+/// its Act and its parameters (its scalars: Clip's bounds, HardSigmoid's
+/// alpha and beta, LeakyRelu's alpha; 0 past the op's count).
 void setAct(const TraceOp& q, Act& act, float& lo, float& hi) {
   act = actOf(q.op);
-  const bool params = opInfo(q.op).facts->scalarArgs == 2;
-  lo = params ? float(q.scalars[0]) : 0.f;
-  hi = params ? float(q.scalars[1]) : 0.f;
+  const int params = opInfo(q.op).facts->scalarArgs;
+  lo = params >= 1 ? float(q.scalars[0]) : 0.f;
+  hi = params >= 2 ? float(q.scalars[1]) : 0.f;
 }
 
 /// Sets \p t's extents to \p s (symbolic tensors are reused per launch).

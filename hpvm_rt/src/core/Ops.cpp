@@ -152,6 +152,11 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
       throw UserError(where() + ": hard sigmoid alpha " + std::to_string(s[0]) +
                       " and beta " + std::to_string(s[1]) + " must be finite");
     return x;
+  case HpvmOp::LeakyRelu:
+    if (!std::isfinite(s[0]))
+      throw UserError(where() + ": leaky relu alpha " + std::to_string(s[0]) +
+                      " must be finite");
+    return x;
   case HpvmOp::Relu:
   case HpvmOp::Tanh:
   case HpvmOp::Sigmoid:

@@ -64,7 +64,7 @@ struct PostOps {
   double bnEps = 0.0;
   Act act = Act::None;
   /// The activation's parameters: Act::Clip's bounds, Act::HardSigmoid's
-  /// alpha and beta.
+  /// alpha and beta, Act::LeakyRelu's alpha (actLo).
   float actLo = 0.f, actHi = 0.f;
   const Tensor* residual = nullptr; ///< Elementwise add, output shape.
   Act act2 = Act::None;

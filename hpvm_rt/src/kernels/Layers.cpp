@@ -221,6 +221,8 @@ EltwiseSteps eltwiseSteps(Act a, float lo, float hi) {
     return {{{alg::eltwise_hardswish}}, 1};
   case Act::Gelu:
     return {{{alg::eltwise_gelu_erf}}, 1};
+  case Act::LeakyRelu: // (oneDNN's relu: alpha * x below zero)
+    return {{{alg::eltwise_relu, lo}}, 1};
   }
   HPVM_UNREACHABLE("eltwiseSteps of an invalid Act");
 }
@@ -579,6 +581,11 @@ private:
     case Act::Gelu:
       for (int64_t i = 0; i < n; ++i)
         v[i] = gelu(v[i]);
+      return;
+    case Act::LeakyRelu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = v[i] > 0.f ? v[i] : v[i] * lo;
       return;
     }
   }

@@ -187,6 +187,9 @@ inline void act(const float* x, int64_t n, Act act, float lo, float hi,
     case Act::Gelu:
       v = gelu(v);
       break;
+    case Act::LeakyRelu:
+      v = v > 0.f ? v : v * lo;
+      break;
     }
     y[i] = v;
   }

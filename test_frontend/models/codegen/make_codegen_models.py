@@ -5,7 +5,7 @@ Writes, next to this script, in protobuf text format:
   lenet_small.onnxtxt  Conv(bias)+Relu+MaxPool+Flatten+Gemm(bias)+Softmax,
                        input 1x1x8x8, 10 classes; fixed weights.
   evil_names.onnxtxt   the same network with hostile node and tensor names.
-  unsupported.onnxtxt  two unsupported operators (LeakyRelu, Softsign).
+  unsupported.onnxtxt  two unsupported operators (Elu, Softsign).
 Run with /usr/bin/python3 (it has onnx); the outputs are committed.
 """
 import os
@@ -58,7 +58,7 @@ def lenet(names):
 
 def unsupported():
     nodes = [
-        helper.make_node("LeakyRelu", ["input"], ["a"], name="leaky"),
+        helper.make_node("Elu", ["input"], ["a"], name="elu"),
         helper.make_node("Softsign", ["a"], ["output"], name="sig"),
     ]
     graph = helper.make_graph(
