@@ -214,16 +214,15 @@ std::vector<FilePlan> planRegeneration(const std::string& out,
                                 tmp + "/" + MergeBaseDir + "/" + path,
                                 tmp + "/.torch2hpvm/merge.log", outPath, echo);
         f.action = f.conflicts ? FileAction::Conflict : FileAction::Merge;
-        if (!f.conflicts && path.size() > 5 &&
-            path.compare(path.size() - 5, 5, ".json") == 0 &&
+        if (!f.conflicts && fs::path(path).extension() == ".json" &&
             !isJsonFile(tmpPath)) {
           // Merged line by line without a conflict, but not JSON any more
-          // (a comma on a neighbouring line, say): nothing is written.
+          // (a comma on a neighbouring line, say): refused, so the
+          // regeneration stops before anything is written.
           f.action = FileAction::Refuse;
           f.reason = "edited since it was generated; your edits and the new "
                      "generation merge line by line, but the result is not "
                      "valid JSON, so merge them by hand";
-          copyFileAtomic(tmp + "/" + MergeBaseDir + "/" + path, tmpPath);
         }
         if (f.conflicts) {
           std::vector<std::string> side = conflictSideFiles(path);
