@@ -1145,10 +1145,99 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
   if (k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
       k == OpKind::OnnxTanh || k == OpKind::OnnxClip ||
       k == OpKind::OnnxSoftmax || k == OpKind::OnnxBatchNormalization ||
-      k == OpKind::OnnxHardSigmoid || k == OpKind::OnnxHardSwish)
+      k == OpKind::OnnxHardSigmoid || k == OpKind::OnnxHardSwish ||
+      k == OpKind::OnnxLeakyRelu || k == OpKind::OnnxSqrt ||
+      k == OpKind::OnnxErf || k == OpKind::OnnxDropout ||
+      k == OpKind::OnnxIdentity)
     return x;
+  if (k == OpKind::OnnxTranspose) {
+    std::vector<int64_t> perm = a.getInts("perm"), out;
+    if (perm.empty())
+      for (size_t i = x.size(); i-- > 0;)
+        perm.push_back(int64_t(i));
+    if (perm.size() != x.size())
+      return {};
+    for (int64_t p : perm) {
+      if (p < 0 || p >= int64_t(x.size()))
+        return {};
+      out.push_back(x[size_t(p)]);
+    }
+    return out;
+  }
+  if (k == OpKind::OnnxMatMul && n->inputs.size() == 2) {
+    // NumPy's matmul: the last two axes multiply, the others broadcast.
+    std::vector<int64_t> l = x, r = n->inputs[1]->isConstant()
+                                        ? n->inputs[1]->constant->dims
+                                        : n->inputs[1]->shape;
+    if (l.size() < 2 || r.size() < 2 || l.back() != r[r.size() - 2])
+      return {};
+    const int64_t rows = l[l.size() - 2], cols = r.back();
+    l.resize(l.size() - 2);
+    r.resize(r.size() - 2);
+    std::vector<int64_t> out;
+    if (!broadcastDims(l, r, out))
+      return {};
+    out.push_back(rows);
+    out.push_back(cols);
+    return out;
+  }
+  if (k == OpKind::OnnxGemm && n->inputs.size() >= 2 && x.size() == 2) {
+    const std::vector<int64_t>& w = n->inputs[1]->isConstant()
+                                        ? n->inputs[1]->constant->dims
+                                        : n->inputs[1]->shape;
+    if (w.size() != 2)
+      return {};
+    return {x[a.getInt("transA") != 0 ? 1 : 0],
+            w[a.getInt("transB") != 0 ? 0 : 1]};
+  }
+  if (k == OpKind::OnnxReduceMean) {
+    std::vector<int64_t> axes;
+    if (!axesOf(n, a, axes))
+      return {};
+    const int64_t rank = int64_t(x.size());
+    std::vector<bool> reduced(x.size(), axes.empty());
+    for (int64_t axis : axes) {
+      axis = axis < 0 ? axis + rank : axis;
+      if (axis < 0 || axis >= rank)
+        return {};
+      reduced[size_t(axis)] = true;
+    }
+    const bool keep = a.getInt("keepdims") != 0;
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!reduced[i] || keep)
+        out.push_back(reduced[i] ? 1 : x[i]);
+    return out;
+  }
+  if (k == OpKind::OnnxPad && n->inputs.size() > 1 &&
+      n->inputs[1]->isConstant()) {
+    // Pads (opset 11+): the begin of every axis, then the end of every one.
+    const std::vector<int64_t> pads = n->inputs[1]->constant->toInts();
+    if (pads.size() != 2 * x.size())
+      return {};
+    std::vector<int64_t> out = x;
+    for (size_t i = 0; i < x.size(); ++i) {
+      out[i] += pads[i] + pads[i + x.size()];
+      if (out[i] < 0)
+        return {};
+    }
+    return out;
+  }
+  if (k == OpKind::OnnxGather && n->inputs[1]->isConstant()) {
+    // The indices' dims replace the gathered axis.
+    const int64_t rank = int64_t(x.size());
+    int64_t axis = a.getInt("axis");
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 0 || axis >= rank)
+      return {};
+    const std::vector<int64_t>& idx = n->inputs[1]->constant->dims;
+    std::vector<int64_t> out(x.begin(), x.begin() + axis);
+    out.insert(out.end(), idx.begin(), idx.end());
+    out.insert(out.end(), x.begin() + axis + 1, x.end());
+    return out;
+  }
   if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
-      k == OpKind::OnnxDiv) {
+      k == OpKind::OnnxDiv || k == OpKind::OnnxPow) {
     if (n->inputs.size() != 2)
       return {};
     std::vector<int64_t> y = n->inputs[1]->isConstant()
@@ -1222,23 +1311,72 @@ void foldConstants(Graph& g) {
       std::vector<int64_t> target = reshapeTarget(*n, g.source.opset);
       if (!target.empty())
         n->output->shape = target;
-    } else if (n->output->shape.empty()) {
-      n->output->shape = inferredShape(n, g.source.opset);
+    } else if (n->output->shape.empty() ||
+               std::any_of(n->output->shape.begin(), n->output->shape.end(),
+                           [](int64_t d) { return d < 0; })) {
+      // Unknown, or of known rank with unknown dims (?x?x?x?).
+      std::vector<int64_t> s = inferredShape(n, g.source.opset);
+      if (!s.empty())
+        n->output->shape = std::move(s);
     }
   }
   g.pruneValues();
 }
 
+namespace {
+
+/// A Pad of constant pads, all 0 (Swin pads its windows by 0 when they
+/// tile the image already).
+bool isIdentityPad(const Node& n, int64_t opset) {
+  if (n.kind != OpKind::OnnxPad)
+    return false;
+  std::vector<int64_t> pads;
+  if (n.inputs.size() > 1) {
+    if (!n.inputs[1]->isConstant())
+      return false;
+    pads = n.inputs[1]->constant->toInts();
+  } else {
+    OpAttrs a(n, opset);
+    pads = a.has("pads") ? a.getInts("pads") : a.getInts("paddings");
+  }
+  return std::all_of(pads.begin(), pads.end(),
+                     [](int64_t p) { return p == 0; });
+}
+
+/// A Slice that keeps every element of its (statically shaped) input.
+bool isIdentitySlice(const Node& n, int64_t opset) {
+  const Value* x = n.inputs[0];
+  std::vector<int64_t> begin, step, extent;
+  if (n.kind != OpKind::OnnxSlice || x->isConstant() || x->shape.empty() ||
+      !sliceGeometry(n, opset, x->shape, begin, step, extent))
+    return false;
+  for (size_t d = 0; d < x->shape.size(); ++d)
+    if (begin[d] != 0 || step[d] != 1 || extent[d] != x->shape[d])
+      return false;
+  return true;
+}
+
+} // namespace
+
 void removeIdentities(Graph& g) {
   for (Node* n : nodeList(g)) {
     if (n->kind == OpKind::OnnxDropout && n->inputs.size() > 2) {
-      // opset 12+: training_mode must be a constant false.
+      // opset 12+: training_mode must be a constant false, or the ratio a
+      // constant 0 (F.dropout(x, p=0.0) keeps training=True: Swin's).
       const Value* mode = n->inputs[2];
-      if (!mode->isConstant() || mode->constant->numElements() != 1 ||
-          mode->constant->asInt(0) != 0)
+      const Value* ratio = n->inputs[1];
+      const bool inference = mode->isConstant() &&
+                             mode->constant->numElements() == 1 &&
+                             mode->constant->asInt(0) == 0;
+      const bool none = ratio->isConstant() &&
+                        ratio->constant->numElements() == 1 &&
+                        ratio->constant->asDouble(0) == 0.0;
+      if (!inference && !none)
         continue;
     }
-    if (n->kind == OpKind::OnnxIdentity || n->kind == OpKind::OnnxDropout) {
+    if (n->kind == OpKind::OnnxIdentity || n->kind == OpKind::OnnxDropout ||
+        isIdentityPad(*n, g.source.opset) ||
+        isIdentitySlice(*n, g.source.opset)) {
       g.replaceAllUses(n->output, n->inputs[0]);
       g.eraseNode(n);
     }
@@ -1511,6 +1649,42 @@ void fuseGelus(Graph& g) {
 
 namespace {
 
+/// The permutation of Transpose \p n.
+std::vector<int64_t> permOf(const Node* n, int64_t opset) {
+  return OpAttrs(*n, opset).getInts("perm");
+}
+
+/// \p n is a Transpose by \p perm reading \p v.
+bool isTranspose(const Node* n, const Value* v, std::vector<int64_t> perm,
+                 int64_t opset) {
+  return n && n->kind == OpKind::OnnxTranspose && n->inputs[0] == v &&
+         permOf(n, opset) == perm;
+}
+
+/// \p v is a float constant of \p n elements, the last dim \p last.
+bool isConstantOf(const Value* v, int64_t n, int64_t last) {
+  return v && v->isConstant() && v->constant->dtype == DataType::Float &&
+         v->constant->numElements() == n && !v->constant->dims.empty() &&
+         v->constant->dims.back() == last;
+}
+
+/// A 1 x 1 Conv filter K x C x 1 x 1 from matrix \p w (C x K, or K x C
+/// when \p transposed).
+Value* filterOf(Graph& g, const Value* w, bool transposed) {
+  const TensorData& t = *w->constant;
+  std::vector<float> src = t.toFloats(), f(src.size());
+  const int64_t rows = t.dims[0], cols = t.dims[1];
+  const int64_t K = transposed ? rows : cols, C = transposed ? cols : rows;
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      f[size_t(k * C + c)] =
+          transposed ? src[size_t(k * C + c)] : src[size_t(c * K + k)];
+  Value* filter =
+      g.addConstant(w->name, floatTensor(f, {K, C, 1, 1}), w->initializerIndex);
+  filter->shape = {K, C, 1, 1};
+  return filter;
+}
+
 /// True if node \p u, reading channel-last value \p v, works per pixel on
 /// the last axis: LayerNormalization over it, MatMul by a constant matrix
 /// (a Linear layer), elementwise ops whose constants are scalars or hold
@@ -1554,6 +1728,31 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
     return fits;
   }
   return false;
+}
+
+/// Axis \p a (negative counts from the end) of N x H x W x C in
+/// N x C x H x W.
+int64_t channelFirstAxis(int64_t a) {
+  static const int64_t map[] = {0, 2, 3, 1};
+  return map[a < 0 ? a + 4 : a];
+}
+
+/// True if node \p u, reading channel-last value \p v, moves whole pixels
+/// of it: a Slice of rows or columns (Swin's patch merging takes every
+/// second one) or a Concat along the channels.
+bool movesPixels(const Node* u, const Value* v, int64_t opset) {
+  if (v->shape.size() != 4 || u->output->shape.size() != 4)
+    return false;
+  if (u->kind == OpKind::OnnxConcat) {
+    const int64_t axis = OpAttrs(*u, opset).getInt("axis");
+    return axis == 3 || axis == -1;
+  }
+  std::vector<int64_t> begin, step, extent;
+  return u->kind == OpKind::OnnxSlice && u->inputs[0] == v &&
+         sliceGeometry(*u, opset, v->shape, begin, step, extent) &&
+         begin[0] == 0 && step[0] == 1 && extent[0] == v->shape[0] &&
+         begin[3] == 0 && step[3] == 1 && extent[3] == v->shape[3] &&
+         step[1] > 0 && step[2] > 0 && extent[1] > 0 && extent[2] > 0;
 }
 
 /// Rewrites node \p u of a channel-last region for channel-first data
@@ -1610,6 +1809,41 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     erased.insert(u);
     Node* conv = replaceChain(g, OpKind::OnnxConv, {u->inputs[0], filter}, {u});
     conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  } else if (k == OpKind::OnnxSlice && opset < 10) {
+    // Axes H, W, C (1, 2, 3) channel-last are 2, 3, 1 channel-first.
+    OpAttrs a(*u, opset);
+    std::vector<int64_t> axes = a.getInts("axes");
+    if (axes.empty())
+      for (size_t i = 0; i < a.getInts("starts").size(); ++i)
+        axes.push_back(int64_t(i));
+    for (int64_t& axis : axes)
+      axis = channelFirstAxis(axis);
+    u->attrs["axes"] = axes;
+  } else if (k == OpKind::OnnxSlice) {
+    // Opset 10+: starts, ends, axes and steps are inputs.
+    std::vector<int64_t> axes;
+    if (u->inputs.size() > 3 && !u->inputs[3]->name.empty()) {
+      axes = u->inputs[3]->constant->toInts();
+    } else {
+      for (int64_t i = 0; i < u->inputs[1]->constant->numElements(); ++i)
+        axes.push_back(i);
+    }
+    for (int64_t& a : axes)
+      a = channelFirstAxis(a);
+    Value* c = g.addConstant(u->output->name + ".axes",
+                             intTensor(axes, {int64_t(axes.size())}), -1);
+    c->shape = {int64_t(axes.size())};
+    if (u->inputs.size() < 4)
+      u->inputs.resize(4, nullptr);
+    Value*& slot = u->inputs[3];
+    if (slot) {
+      auto& users = slot->users;
+      users.erase(std::remove(users.begin(), users.end(), u), users.end());
+    }
+    slot = c;
+    c->users.push_back(u);
+  } else if (k == OpKind::OnnxConcat) {
+    u->attrs["axis"] = channelFirstAxis(OpAttrs(*u, opset).getInt("axis"));
   } else {
     // Constants over the last axis become C x 1 x 1 (or stay scalars).
     for (Value*& in : u->inputs) {
@@ -1690,6 +1924,312 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
   return r;
 }
 
+/// torch.roll of channel-last \p v along \p axis (1 or 2) as torch.onnx
+/// writes it: two Slices of v, [s, n) and [0, s), concatenated in that
+/// order: y[i] = v[(i + s) mod n]. Appends the three nodes to \p nodes and
+/// returns the Concat, its shift in \p shift; nullptr if it is not that.
+Node* matchRoll(const Graph& g, Value* v, int64_t axis, int64_t& shift,
+                std::vector<Node*>& nodes) {
+  const int64_t opset = g.source.opset;
+  if (v->users.size() != 2 || v->shape.size() != 4)
+    return nullptr;
+  Node* cat = soleUser(v->users[0]->output);
+  if (!cat || cat->kind != OpKind::OnnxConcat || cat->inputs.size() != 2 ||
+      cat->output == g.output ||
+      channelFirstAxis(OpAttrs(*cat, opset).getInt("axis")) !=
+          channelFirstAxis(axis))
+    return nullptr;
+  const int64_t n = v->shape[size_t(axis)];
+  int64_t begins[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    Node* slice = cat->inputs[size_t(i)]->producer;
+    std::vector<int64_t> begin, step, extent;
+    if (!slice || slice->kind != OpKind::OnnxSlice || slice->inputs[0] != v ||
+        soleUser(slice->output) != cat ||
+        !sliceGeometry(*slice, opset, v->shape, begin, step, extent))
+      return nullptr;
+    for (size_t d = 0; d < 4; ++d)
+      if (step[d] != 1 ||
+          (int64_t(d) != axis && (begin[d] != 0 || extent[d] != v->shape[d])))
+        return nullptr;
+    begins[i] = begin[size_t(axis)];
+    if (begins[i] + extent[size_t(axis)] != (i == 0 ? n : begins[0]))
+      return nullptr;
+  }
+  if (begins[1] != 0 || begins[0] <= 0 || begins[0] >= n)
+    return nullptr;
+  shift = begins[0];
+  nodes.push_back(cat->inputs[0]->producer);
+  nodes.push_back(cat->inputs[1]->producer);
+  nodes.push_back(cat);
+  return cat;
+}
+
+/// torchvision's (0.14) shifted_window_attention as torch.onnx writes it
+/// for a channel-last N x H x W x C input x, the zero Pad and full Slices
+/// gone (the windows tile the image): torch.roll by -shift (skipped when
+/// the shift is 0), Reshape to N x H/wh x wh x W/ww x ww x C, Transpose,
+/// Reshape to windows N*nW x T x C (T = wh*ww), MatMul by qkv.weight^T and
+/// Add qkv.bias, Reshape to N*nW x T x 3 x heads x C/heads, Transpose to
+/// 3 x N*nW x heads x T x C/heads, Gathers of the queries (times
+/// (C/heads)^-0.5), keys (Transposed) and values, MatMul, Add of the
+/// relative position bias (1 x heads x T x T), for shifted windows a
+/// Reshape to N x nW x heads x T x T, Add of the mask (nW x 1 x T x T)
+/// and Reshape back, Softmax over the last axis, MatMul by the values,
+/// Transpose and Reshape to N*nW x T x C, the output projection (MatMul,
+/// Add), the windows put back (Reshape, Transpose, Reshape), and
+/// torch.roll by +shift.
+struct WindowAttentionMatch {
+  std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
+  Value* x = nullptr;
+  int64_t N = 0, H = 0, W = 0, C = 0; ///< x's dims (channel-last).
+  int64_t windowH = 0, windowW = 0, heads = 0, shiftH = 0, shiftW = 0;
+  Value *qkvWeight = nullptr, *qkvBias = nullptr; ///< C x 3C, 3C.
+  Value *projWeight = nullptr, *projBias = nullptr;
+  Value *bias = nullptr, *mask = nullptr; ///< mask: nullptr if unshifted.
+};
+
+/// Matches the window attention reading channel-last \p x; false if the
+/// nodes from there differ from what the exporter writes in any way.
+bool matchWindowAttention(const Graph& g, Value* x, WindowAttentionMatch& m) {
+  const int64_t opset = g.source.opset;
+  if (x->shape.size() != 4 || x->isConstant())
+    return false;
+  const int64_t N = x->shape[0], H = x->shape[1], W = x->shape[2],
+                C = x->shape[3];
+  m = WindowAttentionMatch{};
+  m.x = x;
+  m.N = N;
+  m.H = H;
+  m.W = W;
+  m.C = C;
+  auto take = [&](Node* n, OpKind k) {
+    if (!n || n->kind != k || n->output == g.output)
+      return false;
+    m.nodes.push_back(n);
+    return true;
+  };
+  auto shaped = [](const Node* n, std::vector<int64_t> s) {
+    return n->output->shape == s;
+  };
+  // Roll by -shift.
+  Value* cur = x;
+  if (Node* cat = matchRoll(g, cur, 1, m.shiftH, m.nodes))
+    cur = cat->output;
+  if (Node* cat = matchRoll(g, cur, 2, m.shiftW, m.nodes))
+    cur = cat->output;
+  // Into windows.
+  Node* r0 = soleUser(cur);
+  if (!take(r0, OpKind::OnnxReshape) || r0->output->shape.size() != 6)
+    return false;
+  m.windowH = r0->output->shape[2];
+  m.windowW = r0->output->shape[4];
+  const int64_t wh = m.windowH, ww = m.windowW, T = wh * ww;
+  if (wh < 1 || ww < 1 || H % wh != 0 || W % ww != 0 ||
+      !shaped(r0, {N, H / wh, wh, W / ww, ww, C}))
+    return false;
+  const int64_t nW = (H / wh) * (W / ww), B = N * nW;
+  Node* t0 = soleUser(r0->output);
+  if (!isTranspose(t0, r0->output, {0, 1, 3, 2, 4, 5}, opset) ||
+      !take(t0, OpKind::OnnxTranspose))
+    return false;
+  Node* r1 = soleUser(t0->output);
+  if (!take(r1, OpKind::OnnxReshape) || !shaped(r1, {B, T, C}))
+    return false;
+  // Queries, keys and values.
+  Node* qkvMul = soleUser(r1->output);
+  if (!take(qkvMul, OpKind::OnnxMatMul) || qkvMul->inputs[0] != r1->output ||
+      !isConstantOf(qkvMul->inputs[1], C * 3 * C, 3 * C) ||
+      qkvMul->inputs[1]->constant->dims.size() != 2)
+    return false;
+  m.qkvWeight = qkvMul->inputs[1];
+  Node* qkvAdd = soleUser(qkvMul->output);
+  if (!take(qkvAdd, OpKind::OnnxAdd))
+    return false;
+  m.qkvBias = otherInput(qkvAdd, qkvMul->output);
+  if (!isConstantOf(m.qkvBias, 3 * C, 3 * C))
+    return false;
+  Node* r2 = soleUser(qkvAdd->output);
+  if (!take(r2, OpKind::OnnxReshape) || r2->output->shape.size() != 5)
+    return false;
+  m.heads = r2->output->shape[3];
+  const int64_t heads = m.heads;
+  if (heads < 1 || C % heads != 0 || !shaped(r2, {B, T, 3, heads, C / heads}))
+    return false;
+  Node* t1 = soleUser(r2->output);
+  if (!isTranspose(t1, r2->output, {2, 0, 3, 1, 4}, opset) ||
+      !take(t1, OpKind::OnnxTranspose) || t1->output->users.size() != 3)
+    return false;
+  Node* part[3] = {};
+  for (Node* gather : t1->output->users) {
+    if (!take(gather, OpKind::OnnxGather) || gather->inputs[0] != t1->output ||
+        OpAttrs(*gather, opset).getInt("axis") != 0 ||
+        !gather->inputs[1]->isConstant() ||
+        gather->inputs[1]->constant->numElements() != 1 ||
+        !gather->inputs[1]->constant->dims.empty())
+      return false;
+    const int64_t i = gather->inputs[1]->constant->asInt(0);
+    if (i < 0 || i > 2 || part[i])
+      return false;
+    part[i] = gather;
+  }
+  // Scores: queries times (C/heads)^-0.5, times the keys transposed, plus
+  // the bias (and the mask), softmax.
+  Node* scale = soleUser(part[0]->output);
+  if (!take(scale, OpKind::OnnxMul))
+    return false;
+  const double root = std::sqrt(double(C / heads));
+  const double c = scalarValue(otherInput(scale, part[0]->output));
+  if (!(std::abs(c * root - 1) <= 1e-6))
+    return false;
+  Node* kt = soleUser(part[1]->output);
+  if (!isTranspose(kt, part[1]->output, {0, 1, 3, 2}, opset) ||
+      !take(kt, OpKind::OnnxTranspose))
+    return false;
+  Node* scores = soleUser(scale->output);
+  if (!take(scores, OpKind::OnnxMatMul) || scores->inputs[0] != scale->output ||
+      scores->inputs[1] != kt->output || soleUser(kt->output) != scores)
+    return false;
+  Node* addBias = soleUser(scores->output);
+  if (!take(addBias, OpKind::OnnxAdd))
+    return false;
+  m.bias = otherInput(addBias, scores->output);
+  if (!isConstantOf(m.bias, heads * T * T, T) ||
+      m.bias->constant->dims.size() < 3 ||
+      m.bias->constant->dims[m.bias->constant->dims.size() - 3] != heads)
+    return false;
+  cur = addBias->output;
+  Node* next = soleUser(cur);
+  if (next && next->kind == OpKind::OnnxReshape &&
+      shaped(next, {N, nW, heads, T, T})) {
+    m.nodes.push_back(next);
+    Node* addMask = soleUser(next->output);
+    if (!take(addMask, OpKind::OnnxAdd))
+      return false;
+    m.mask = otherInput(addMask, next->output);
+    // nW x 1 x T x T, with leading 1s.
+    if (!isConstantOf(m.mask, nW * T * T, T))
+      return false;
+    const std::vector<int64_t>& md = m.mask->constant->dims;
+    if (md.size() < 4 || md[md.size() - 3] != 1 || md[md.size() - 4] != nW)
+      return false;
+    Node* back = soleUser(addMask->output);
+    if (!take(back, OpKind::OnnxReshape) || !shaped(back, {B, heads, T, T}))
+      return false;
+    cur = back->output;
+  }
+  Node* softmax = soleUser(cur);
+  if (!take(softmax, OpKind::OnnxSoftmax))
+    return false;
+  const int64_t axis = OpAttrs(*softmax, opset).getInt("axis");
+  if (axis != -1 && axis != 3)
+    return false;
+  Node* mix = soleUser(softmax->output);
+  if (!take(mix, OpKind::OnnxMatMul) || mix->inputs[0] != softmax->output ||
+      mix->inputs[1] != part[2]->output || soleUser(part[2]->output) != mix)
+    return false;
+  // Heads joined, the output projection, the windows put back.
+  Node* t2 = soleUser(mix->output);
+  if (!isTranspose(t2, mix->output, {0, 2, 1, 3}, opset) ||
+      !take(t2, OpKind::OnnxTranspose))
+    return false;
+  Node* r3 = soleUser(t2->output);
+  if (!take(r3, OpKind::OnnxReshape) || !shaped(r3, {B, T, C}))
+    return false;
+  Node* projMul = soleUser(r3->output);
+  if (!take(projMul, OpKind::OnnxMatMul) || projMul->inputs[0] != r3->output ||
+      !isConstantOf(projMul->inputs[1], C * C, C) ||
+      projMul->inputs[1]->constant->dims.size() != 2)
+    return false;
+  m.projWeight = projMul->inputs[1];
+  Node* projAdd = soleUser(projMul->output);
+  if (!take(projAdd, OpKind::OnnxAdd))
+    return false;
+  m.projBias = otherInput(projAdd, projMul->output);
+  if (!isConstantOf(m.projBias, C, C))
+    return false;
+  Node* r4 = soleUser(projAdd->output);
+  if (!take(r4, OpKind::OnnxReshape) ||
+      !shaped(r4, {N, H / wh, W / ww, wh, ww, C}))
+    return false;
+  Node* t3 = soleUser(r4->output);
+  if (!isTranspose(t3, r4->output, {0, 1, 3, 2, 4, 5}, opset) ||
+      !take(t3, OpKind::OnnxTranspose))
+    return false;
+  Node* r5 = soleUser(t3->output);
+  if (!take(r5, OpKind::OnnxReshape) || !shaped(r5, {N, H, W, C}))
+    return false;
+  // Roll back by +shift.
+  cur = r5->output;
+  int64_t back = 0;
+  if (m.shiftH) {
+    Node* cat = matchRoll(g, cur, 1, back, m.nodes);
+    if (!cat || back != H - m.shiftH)
+      return false;
+    cur = cat->output;
+  }
+  if (m.shiftW) {
+    Node* cat = matchRoll(g, cur, 2, back, m.nodes);
+    if (!cat || back != W - m.shiftW)
+      return false;
+  }
+  // A shift without a mask would mix the wrapped-around pixels.
+  return (m.shiftH == 0 && m.shiftW == 0) || m.mask != nullptr;
+}
+
+/// Replaces matched window attention \p m (its input already
+/// channel-first, N x C x H x W) by a 1 x 1 Conv to queries, keys and
+/// values, window_attention, and a 1 x 1 Conv for the output projection.
+void replaceWindowAttention(Graph& g, const WindowAttentionMatch& m) {
+  Node* last = m.nodes.back();
+  const int64_t N = m.N, C = m.C, H = m.H, W = m.W;
+  // The input as it is now (the region's rewrite may have replaced it):
+  // what the first matched node reads.
+  Value* x = m.nodes.front()->inputs[0];
+  const int64_t T = m.windowH * m.windowW;
+  std::vector<Origin> origins;
+  for (const Node* n : m.nodes)
+    origins.insert(origins.end(), n->origins.begin(), n->origins.end());
+  const int pos = g.position(last);
+  Value* qkv =
+      g.addValue(m.qkvWeight->name + ".qkv", DataType::Float, {N, 3 * C, H, W});
+  Node* in = g.addNode(OpKind::OnnxConv,
+                       {x, filterOf(g, m.qkvWeight, false), m.qkvBias}, qkv,
+                       origins, pos);
+  in->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  Value* bias = g.addConstant(m.bias->name,
+                              withDims(*m.bias->constant, {1, m.heads, T, T}),
+                              m.bias->initializerIndex);
+  bias->shape = {1, m.heads, T, T};
+  const int64_t masks = m.mask ? m.mask->constant->numElements() / (T * T) : 1;
+  Value* mask =
+      g.addConstant(m.mask ? m.mask->name : last->output->name + ".mask",
+                    m.mask ? withDims(*m.mask->constant, {1, masks, T, T})
+                           : floatTensor(std::vector<float>(size_t(T * T), 0.f),
+                                         {1, 1, T, T}),
+                    m.mask ? m.mask->initializerIndex : -1);
+  mask->shape = {1, masks, T, T};
+  Value* mixed = g.addValue(last->output->name + ".attention", DataType::Float,
+                            {N, C, H, W});
+  Node* attn = g.addNode(OpKind::WindowAttention, {qkv, bias, mask}, mixed,
+                         origins, g.position(last));
+  attn->scalars = {Scalar::integer(m.windowH), Scalar::integer(m.windowW),
+                   Scalar::integer(m.heads), Scalar::integer(m.shiftH),
+                   Scalar::integer(m.shiftW)};
+  Value* y = g.addValue(last->output->name, DataType::Float, {N, C, H, W});
+  Node* out = g.addNode(OpKind::OnnxConv,
+                        {mixed, filterOf(g, m.projWeight, false), m.projBias},
+                        y, origins, g.position(last));
+  out->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  g.replaceAllUses(last->output, y);
+  std::vector<Node*> dead = m.nodes;
+  std::sort(dead.begin(), dead.end(), [&](const Node* a, const Node* b) {
+    return g.position(a) > g.position(b);
+  });
+  for (Node* d : dead)
+    g.eraseNode(d);
+}
+
 } // namespace
 
 void makeChannelFirst(Graph& g) {
@@ -1706,14 +2246,24 @@ void makeChannelFirst(Graph& g) {
       continue;
     // The region: every node reachable from the channel-last value before
     // a Transpose back; each must work per pixel on the last axis.
+    // Swin's window attentions are taken whole.
+    std::vector<WindowAttentionMatch> windows;
     std::optional<Region> region =
-        walkRegion(g, enter->output, [&](const Node* u, const Value* v) {
+        walkRegion(g, enter->output, [&](Node* u, Value* v) {
           if (u->kind == OpKind::OnnxTranspose && permOf(u) == toFirst)
             return RegionStep{RegionStep::Exit};
-          return RegionStep{worksPerPixel(u, v, opset) &&
-                                    u->output->shape.size() == 4
-                                ? RegionStep::Member
-                                : RegionStep::Leave};
+          WindowAttentionMatch m;
+          if ((u->kind == OpKind::OnnxSlice ||
+               u->kind == OpKind::OnnxReshape) &&
+              matchWindowAttention(g, v, m)) {
+            windows.push_back(m);
+            return RegionStep{RegionStep::Block, m.nodes};
+          }
+          return RegionStep{
+              (worksPerPixel(u, v, opset) || movesPixels(u, v, opset)) &&
+                      u->output->shape.size() == 4
+                  ? RegionStep::Member
+                  : RegionStep::Leave};
         });
     if (!region)
       continue;
@@ -1722,6 +2272,11 @@ void makeChannelFirst(Graph& g) {
       const std::vector<int64_t> s = u->output->shape;
       u->output->shape = {s[0], s[3], s[1], s[2]};
       rewriteChannelFirst(g, u, erased);
+    }
+    for (const WindowAttentionMatch& m : windows) {
+      for (Node* n : m.nodes)
+        erased.insert(n);
+      replaceWindowAttention(g, m);
     }
     for (Node* x : region->exits) {
       g.replaceAllUses(x->output, x->inputs[0]);
@@ -1736,25 +2291,6 @@ void makeChannelFirst(Graph& g) {
 }
 
 namespace {
-
-/// The permutation of Transpose \p n.
-std::vector<int64_t> permOf(const Node* n, int64_t opset) {
-  return OpAttrs(*n, opset).getInts("perm");
-}
-
-/// \p n is a Transpose by \p perm reading \p v.
-bool isTranspose(const Node* n, const Value* v, std::vector<int64_t> perm,
-                 int64_t opset) {
-  return n && n->kind == OpKind::OnnxTranspose && n->inputs[0] == v &&
-         permOf(n, opset) == perm;
-}
-
-/// \p v is a float constant of \p n elements, the last dim \p last.
-bool isConstantOf(const Value* v, int64_t n, int64_t last) {
-  return v && v->isConstant() && v->constant->dtype == DataType::Float &&
-         v->constant->numElements() == n && !v->constant->dims.empty() &&
-         v->constant->dims.back() == last;
-}
 
 /// nn.MultiheadAttention's self-attention as torch.onnx (PyTorch 1.13)
 /// writes it for a B x T x D input x (batch_first, as torchvision's ViT
@@ -1889,23 +2425,6 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
   Node* t2 = soleUser(r2->output);
   return isTranspose(t2, r2->output, {1, 0, 2}, opset) &&
          take(t2, OpKind::OnnxTranspose);
-}
-
-/// A 1 x 1 Conv filter K x C x 1 x 1 from matrix \p w (C x K, or K x C
-/// when \p transposed).
-Value* filterOf(Graph& g, const Value* w, bool transposed) {
-  const TensorData& t = *w->constant;
-  std::vector<float> src = t.toFloats(), f(src.size());
-  const int64_t rows = t.dims[0], cols = t.dims[1];
-  const int64_t K = transposed ? rows : cols, C = transposed ? cols : rows;
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t c = 0; c < C; ++c)
-      f[size_t(k * C + c)] =
-          transposed ? src[size_t(k * C + c)] : src[size_t(c * K + k)];
-  Value* filter =
-      g.addConstant(w->name, floatTensor(f, {K, C, 1, 1}), w->initializerIndex);
-  filter->shape = {K, C, 1, 1};
-  return filter;
 }
 
 /// Replaces matched self-attention \p m (its input already channel-first,

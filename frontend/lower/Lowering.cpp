@@ -74,8 +74,13 @@ struct Lowering {
 
   /// Replaces ONNX node \p n by the HPVM value \p result.
   void finish(Node* n, Value* result) {
+    // ONNX's dims, where it knows them (Flatten of a value it could not
+    // infer: ?x1000), must be the lowering's.
     const std::vector<int64_t>& onnx = form4d(n->output->shape);
-    HPVM_ASSERT(onnx.empty() || onnx == result->shape,
+    bool same = onnx.size() == result->shape.size();
+    for (size_t i = 0; same && i < onnx.size(); ++i)
+      same = onnx[i] < 0 || onnx[i] == result->shape[i];
+    HPVM_ASSERT(onnx.empty() || same,
                 std::string(opKindName(n->kind)) + " lowered to shape " +
                     formatShape(result->shape) + ", ONNX infers " +
                     formatShape(n->output->shape));
@@ -575,11 +580,29 @@ std::string lowerSlice(Lowering& L, Node* n) {
   std::vector<int64_t> begin, step, extent;
   if (!sliceGeometry(*n, L.g.source.opset, x->shape, begin, step, extent))
     return "starts, ends, axes and steps must be valid constants";
-  for (size_t d = 0; d < 4; ++d)
-    if (d != 1 && (begin[d] != 0 || step[d] != 1 || extent[d] != x->shape[d]))
-      return "slicing axis " + std::to_string(d) + " of shape " +
-             formatShape(x->shape) +
-             " is not supported (only the channels, axis 1)";
+  auto whole = [&](size_t d) {
+    return begin[d] == 0 && step[d] == 1 && extent[d] == x->shape[d];
+  };
+  if (x->shape.size() != 4 || !whole(0) ||
+      (!whole(1) && !(whole(2) && whole(3))))
+    return "slicing shape " + formatShape(x->shape) + " by starts " +
+           formatInts(begin) + ", steps " + formatInts(step) +
+           " is not supported (only 4-D: the channels, or the rows and "
+           "columns with steps >= 1)";
+  if (whole(1) && !(whole(2) && whole(3))) {
+    // Rows and columns: spatial_slice.
+    if (step[2] < 1 || step[3] < 1 || extent[2] < 1 || extent[3] < 1)
+      return "slicing rows and columns with steps " + formatInts(step) +
+             " is not supported (only steps >= 1, not empty)";
+    int pos = L.position(n);
+    L.finish(n, L.emit(OpKind::SpatialSlice, {x},
+                       {Scalar::integer(begin[2]), Scalar::integer(begin[3]),
+                        Scalar::integer(step[2]), Scalar::integer(step[3]),
+                        Scalar::integer(extent[2]), Scalar::integer(extent[3])},
+                       {x->shape[0], x->shape[1], extent[2], extent[3]},
+                       n->output->name, *n, pos));
+    return "";
+  }
   if (step[1] != 1)
     return "slicing the channels with step " + std::to_string(step[1]) +
            " is not supported (only step 1)";

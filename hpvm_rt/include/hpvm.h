@@ -102,6 +102,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 #define HPVM_RT_SCALARS_1(T) , T
 #define HPVM_RT_SCALARS_2(T) , T, T
 #define HPVM_RT_SCALARS_4(T) , T, T, T, T
+#define HPVM_RT_SCALARS_5(T) , T, T, T, T, T
 #define HPVM_RT_SCALARS_6(T) , T, T, T, T, T, T
 #define HPVM_RT_SCALARS_8(T) , T, T, T, T, T, T, T, T
 
@@ -123,6 +124,7 @@ extern "C" {
 #undef HPVM_RT_SCALARS_1
 #undef HPVM_RT_SCALARS_2
 #undef HPVM_RT_SCALARS_4
+#undef HPVM_RT_SCALARS_5
 #undef HPVM_RT_SCALARS_6
 #undef HPVM_RT_SCALARS_8
 

@@ -325,6 +325,73 @@ TEST_CASE("Kernels: attention with equal keys averages the values") {
   checkClose(got, want, 1e-5, 1e-6, "attention of equal keys");
 }
 
+namespace {
+
+/// y = window attention of qkv (N x 3C x H x W) by runWindowAttention.
+void windowAttention(TestTensor& qkv, TestTensor& bias, TestTensor& mask,
+                     std::vector<int64_t> scalars, TestTensor& y) {
+  Tensor* in[] = {qkv.get(), bias.get(), mask.get()};
+  std::vector<double> s(scalars.begin(), scalars.end());
+  runWindowAttention(OpCall{in, 3, s.data(), PostAct{}, KnobSpec{}, y.get()});
+}
+
+} // namespace
+
+TEST_CASE("Kernels: window attention matches the reference") {
+  struct Case {
+    size_t N, C, heads, H, W, wh, ww, sh, sw, masks;
+  };
+  // Swin-like (7 x 7 windows, shift 3, a mask per window), unshifted with
+  // one mask, a single window, and non-square windows shifted unevenly.
+  for (Case k :
+       {Case{2, 12, 3, 14, 14, 7, 7, 3, 3, 4},
+        Case{1, 8, 2, 14, 7, 7, 7, 0, 0, 1}, Case{2, 6, 1, 7, 7, 7, 7, 0, 0, 1},
+        Case{1, 10, 2, 6, 8, 3, 4, 1, 2, 4}}) {
+    INFO("N " << k.N << " C " << k.C << " heads " << k.heads << " image " << k.H
+              << "x" << k.W << " windows " << k.wh << "x" << k.ww << " shift "
+              << k.sh << "," << k.sw);
+    const size_t T = k.wh * k.ww;
+    TestTensor qkv({k.N, 3 * k.C, k.H, k.W});
+    fill(qkv, 720 + unsigned(k.C), false, 3.f);
+    TestTensor bias({1, k.heads, T, T});
+    bias.set(randomVec(k.heads * T * T, 721, -1, 1));
+    TestTensor mask({1, k.masks, T, T});
+    mask.set(randomVec(k.masks * T * T, 722, -100, 0));
+    std::vector<float> want(k.N * k.C * k.H * k.W);
+    ref::windowAttention(qkv.values().data(), int64_t(k.N), int64_t(k.C),
+                         int64_t(k.H), int64_t(k.W), int64_t(k.wh),
+                         int64_t(k.ww), int64_t(k.heads), int64_t(k.sh),
+                         int64_t(k.sw), bias.values().data(),
+                         mask.values().data(), int64_t(k.masks), want.data());
+    TestTensor y({k.N, k.C, k.H, k.W});
+    windowAttention(qkv, bias, mask,
+                    {int64_t(k.wh), int64_t(k.ww), int64_t(k.heads),
+                     int64_t(k.sh), int64_t(k.sw)},
+                    y);
+    checkClose(y.values(), want, 1e-5, 1e-5, "window attention");
+  }
+}
+
+TEST_CASE("Kernels: one window over the whole image, unshifted and without "
+          "bias, is self-attention") {
+  // Whatever the shift: rolling every token the same way and back changes
+  // nothing when one window holds them all.
+  TestTensor qkv({2, 24, 3, 5});
+  fill(qkv, 730, false, 3.f);
+  TestTensor bias({1, 2, 15, 15}), mask({1, 1, 15, 15});
+  bias.set(std::vector<float>(2 * 15 * 15, 0.f));
+  mask.set(std::vector<float>(15 * 15, 0.f));
+  TestTensor want({2, 8, 3, 5});
+  runAttention(qkv.get(), 2, KnobSpec{}, want.get());
+  for (int64_t shift : {0, 1, 2}) {
+    INFO("shift " << shift);
+    TestTensor y({2, 8, 3, 5});
+    windowAttention(qkv, bias, mask, {3, 5, 2, shift, shift}, y);
+    checkClose(y.values(), want.values(), 1e-5, 1e-5,
+               "whole-image window attention");
+  }
+}
+
 TEST_CASE("Kernels: class token and token selection match the reference") {
   for (bool blocked : {false, true}) {
     TestTensor x({3, 8, 4, 5});

@@ -235,7 +235,7 @@ TEST_CASE("Runtime: configuration node line errors") {
         "hard_swish, layer_norm, leaky_relu, mul, multiply, pool_max, "
         "pool_max_pads, "
         "pool_mean, pool_mean_pads, relu, select_token, sigmoid, softmax, "
-        "tanh");
+        "spatial_slice, tanh, window_attention");
   CHECK(line("1 gpu pool_min fp32 11") ==
         "t.txt:4:7: op 'pool_min' is not supported: HPVM has no kernel for "
         "it");

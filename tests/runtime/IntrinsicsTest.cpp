@@ -320,6 +320,35 @@ OpCase caseFor(HpvmOp op) {
     ref::attention(hostOf(qkv), 2, 4, 6, 2, c.want.data());
     break;
   }
+  case HpvmOp::WindowAttention: { // 2 heads of 2 channels, 2 x 3 windows
+    void* qkv = randomTensor({2, 12, 4, 6}, 18, -2, 2);
+    void* bias = randomTensor({1, 2, 6, 6}, 19, -1, 1);
+    void* mask = randomTensor({1, 4, 6, 6}, 20, -3, 0);
+    c.in = {qkv, bias, mask};
+    c.out = {2, 4, 4, 6};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_window_attention(t[0], t[1], t[2], 2, 3, 2, 1,
+                                                2);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 24);
+    ref::windowAttention(hostOf(qkv), 2, 4, 4, 6, 2, 3, 2, 1, 2, hostOf(bias),
+                         hostOf(mask), 4, c.want.data());
+    break;
+  }
+  case HpvmOp::SpatialSlice: // rows 1, 3, 5; columns 0, 2, 4
+    c.in = {x};
+    c.out = {2, 4, 3, 3};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_spatial_slice(t[0], 1, 0, 2, 2, 3, 3);
+    };
+    c.direct = c.intrinsic;
+    c.want.clear();
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t r = 1; r < 7; r += 2)
+        for (int64_t col = 0; col < 6; col += 2)
+          c.want.push_back(hostOf(x)[i * 42 + r * 6 + col]);
+    break;
   case HpvmOp::SelectToken: // pixel 9: row 1, column 3
     c.in = {x};
     c.out = {2, 4, 1, 1};

@@ -207,6 +207,50 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       " head(s) (need channels divisible by 3 x heads)");
     return {x[0], x[1] / 3, x[2], x[3]};
   }
+  case HpvmOp::WindowAttention: {
+    const int64_t wh = int64_t(s[0]), ww = int64_t(s[1]), heads = int64_t(s[2]),
+                  sh = int64_t(s[3]), sw = int64_t(s[4]);
+    if (heads < 1 || x[1] % (3 * heads) != 0)
+      throw UserError(where() + ": " + shapeText(x) +
+                      " is not queries, keys and values of " +
+                      std::to_string(heads) +
+                      " head(s) (need channels divisible by 3 x heads)");
+    if (wh < 1 || ww < 1 || x[2] % wh != 0 || x[3] % ww != 0)
+      throw UserError(where() + ": windows of " + std::to_string(wh) + " x " +
+                      std::to_string(ww) + " do not tile " + shapeText(x) +
+                      " (need window sizes >= 1 that divide the height and "
+                      "width)");
+    if (sh < 0 || sh >= x[2] || sw < 0 || sw >= x[3])
+      throw UserError(where() + ": shift " + std::to_string(sh) + ", " +
+                      std::to_string(sw) + " is not within " + shapeText(x) +
+                      " (need 0 <= shift < height, width)");
+    const int64_t T = wh * ww, windows = (x[2] / wh) * (x[3] / ww);
+    const int64_t masks = numElements(in[2]) / (T * T);
+    if (numElements(in[1]) != heads * T * T ||
+        numElements(in[2]) != masks * T * T || (masks != 1 && masks != windows))
+      throw UserError(
+          where() + ": bias " + shapeText(in[1]) + " and mask " +
+          shapeText(in[2]) + " do not fit " + std::to_string(heads) +
+          " head(s) of " + std::to_string(windows) + " window(s) of " +
+          std::to_string(T) + " tokens (need " + std::to_string(heads) + " x " +
+          std::to_string(T) + " x " + std::to_string(T) + ", and 1 or " +
+          std::to_string(windows) + " x " + std::to_string(T) + " x " +
+          std::to_string(T) + " elements)");
+    return {x[0], x[1] / 3, x[2], x[3]};
+  }
+  case HpvmOp::SpatialSlice: {
+    const int64_t bh = int64_t(s[0]), bw = int64_t(s[1]), th = int64_t(s[2]),
+                  tw = int64_t(s[3]), nh = int64_t(s[4]), nw = int64_t(s[5]);
+    if (bh < 0 || bw < 0 || th < 1 || tw < 1 || nh < 1 || nw < 1 ||
+        bh + (nh - 1) * th >= x[2] || bw + (nw - 1) * tw >= x[3])
+      throw UserError(
+          where() + ": " + std::to_string(nh) + " x " + std::to_string(nw) +
+          " pixels from " + std::to_string(bh) + ", " + std::to_string(bw) +
+          " in steps of " + std::to_string(th) + ", " + std::to_string(tw) +
+          " are not within " + shapeText(x) +
+          " (need begins >= 0, steps and sizes >= 1, the last pixel inside)");
+    return {x[0], x[1], nh, nw};
+  }
   case HpvmOp::SelectToken: {
     const int64_t index = int64_t(s[0]);
     if (index < 0 || index >= x[2] * x[3])
@@ -320,12 +364,15 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SPARAMS_1(T) , T s0
 #define HPVM_RT_SPARAMS_2(T) , T s0, T s1
 #define HPVM_RT_SPARAMS_4(T) , T s0, T s1, T s2, T s3
+#define HPVM_RT_SPARAMS_5(T) , T s0, T s1, T s2, T s3, T s4
 #define HPVM_RT_SPARAMS_6(T) , T s0, T s1, T s2, T s3, T s4, T s5
 #define HPVM_RT_SPARAMS_8(T) , T s0, T s1, T s2, T s3, T s4, T s5, T s6, T s7
 #define HPVM_RT_SLIST_0 0.0
 #define HPVM_RT_SLIST_1 double(s0)
 #define HPVM_RT_SLIST_2 double(s0), double(s1)
 #define HPVM_RT_SLIST_4 double(s0), double(s1), double(s2), double(s3)
+#define HPVM_RT_SLIST_5                                                        \
+  double(s0), double(s1), double(s2), double(s3), double(s4)
 #define HPVM_RT_SLIST_6                                                        \
   double(s0), double(s1), double(s2), double(s3), double(s4), double(s5)
 #define HPVM_RT_SLIST_8                                                        \

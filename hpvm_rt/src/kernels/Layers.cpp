@@ -2263,6 +2263,135 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
   roundResult(knob.precision, y);
 }
 
+void runWindowAttention(const OpCall& c) {
+  applyThreads();
+  const Tensor *qkv = c.in[0], *bias = c.in[1], *mask = c.in[2];
+  const Dims4 xd = dims4(qkv);
+  const int64_t wh = int64_t(c.scalars[0]), ww = int64_t(c.scalars[1]),
+                heads = int64_t(c.scalars[2]), sh = int64_t(c.scalars[3]),
+                sw = int64_t(c.scalars[4]);
+  const int64_t N = xd[0], C = xd[1] / 3, H = xd[2], W = xd[3], HW = H * W;
+  const int64_t T = wh * ww, D = C / heads, across = W / ww,
+                windows = (H / wh) * across, masks = numElems(mask) / (T * T);
+  HPVM_ASSERT(
+      xd[1] == 3 * C && C % heads == 0 && H % wh == 0 && W % ww == 0 &&
+          numElems(bias) == heads * T * T && (masks == 1 || masks == windows) &&
+          numElems(c.out) == N * C * HW,
+      fmt::format("window attention shapes wrong: qkv {}, bias {}, "
+                  "mask {}, y {}",
+                  dimsStr(qkv), dimsStr(bias), dimsStr(mask), dimsStr(c.out)));
+  const float* xp = hostData(qkv);
+  const float* bp = hostData(bias);
+  const float* mp = hostData(mask);
+  allocHost(c.out);
+  float* yp = c.out->impl->host;
+  const float scale = float(1 / std::sqrt(double(D)));
+  // One (image, window, head) per iteration: its queries, keys and values
+  // gathered channel by channel (D x T each, queries scaled), the scores
+  // S = Q K^T + bias + mask row by row (T x T), softmax, and each output
+  // channel a row of P times the values, scattered back to the pixels.
+#pragma omp parallel
+  {
+    std::vector<float> buf(static_cast<size_t>(3 * D * T + T * T));
+    std::vector<int64_t> at(static_cast<size_t>(T));
+    float *qt = buf.data(), *kt = qt + D * T, *vt = kt + D * T,
+          *sc = vt + D * T;
+#pragma omp for collapse(3) schedule(static)
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t w = 0; w < windows; ++w)
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t y0 = (w / across) * wh + sh,
+                        x0 = (w % across) * ww + sw;
+          for (int64_t t = 0; t < T; ++t)
+            at[size_t(t)] = (y0 + t / ww) % H * W + (x0 + t % ww) % W;
+          const float* q = xp + (b * 3 * C + h * D) * HW;
+          const float* k = q + C * HW;
+          const float* v = k + C * HW;
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t t = 0; t < T; ++t) {
+              const int64_t src = d * HW + at[size_t(t)];
+              qt[d * T + t] = q[src] * scale;
+              kt[d * T + t] = k[src];
+              vt[d * T + t] = v[src];
+            }
+          const float* bh = bp + h * T * T;
+          const float* mw = mp + (masks == 1 ? 0 : w) * T * T;
+          for (int64_t t = 0; t < T; ++t) {
+            float* row = sc + t * T;
+#pragma omp simd
+            for (int64_t s2 = 0; s2 < T; ++s2)
+              row[s2] = bh[t * T + s2] + mw[t * T + s2];
+            for (int64_t d = 0; d < D; ++d) {
+              const float qd = qt[d * T + t];
+              const float* kd = kt + d * T;
+#pragma omp simd
+              for (int64_t s2 = 0; s2 < T; ++s2)
+                row[s2] += qd * kd[s2];
+            }
+            float mx = row[0];
+            for (int64_t s2 = 1; s2 < T; ++s2)
+              mx = std::max(mx, row[s2]);
+            float sum = 0;
+            for (int64_t s2 = 0; s2 < T; ++s2) {
+              row[s2] = std::exp(row[s2] - mx);
+              sum += row[s2];
+            }
+            const float inv = 1 / sum;
+#pragma omp simd
+            for (int64_t s2 = 0; s2 < T; ++s2)
+              row[s2] *= inv;
+          }
+          float* o = yp + (b * C + h * D) * HW;
+          for (int64_t d = 0; d < D; ++d) {
+            const float* vd = vt + d * T;
+            for (int64_t t = 0; t < T; ++t) {
+              const float* row = sc + t * T;
+              float acc = 0;
+#pragma omp simd reduction(+ : acc)
+              for (int64_t s2 = 0; s2 < T; ++s2)
+                acc += row[s2] * vd[s2];
+              o[d * HW + at[size_t(t)]] = acc;
+            }
+          }
+        }
+  }
+  markHostWritten(c.out);
+  roundResult(c.knob.precision, c.out);
+}
+
+void runSpatialSlice(const OpCall& c) {
+  applyThreads();
+  const Tensor* x = c.in[0];
+  const Dims4 xd = dims4(x), yd = dims4(c.out);
+  const int64_t bh = int64_t(c.scalars[0]), bw = int64_t(c.scalars[1]),
+                th = int64_t(c.scalars[2]), tw = int64_t(c.scalars[3]);
+  const int64_t NC = xd[0] * xd[1], H = xd[2], W = xd[3], nh = yd[2],
+                nw = yd[3];
+  HPVM_ASSERT(
+      yd[0] == xd[0] && yd[1] == xd[1] && nh == int64_t(c.scalars[4]) &&
+          nw == int64_t(c.scalars[5]) && bh + (nh - 1) * th < H &&
+          bw + (nw - 1) * tw < W,
+      fmt::format("spatial slice of {} into {}", dimsStr(x), dimsStr(c.out)));
+  const float* xp = hostData(x);
+  allocHost(c.out);
+  float* yp = c.out->impl->host;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bc = 0; bc < NC; ++bc)
+    for (int64_t i = 0; i < nh; ++i) {
+      const float* src = xp + (bc * H + bh + i * th) * W + bw;
+      float* dst = yp + (bc * nh + i) * nw;
+      for (int64_t j = 0; j < nw; ++j)
+        dst[j] = src[j * tw];
+    }
+  // A copy: x's rounding is y's.
+  const bool rounded = alreadyRounded(x, c.knob.precision);
+  markHostWritten(c.out);
+  if (rounded)
+    implOf(c.out).roundedTo = c.knob.precision;
+  else
+    roundResult(c.knob.precision, c.out);
+}
+
 void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
                     Tensor* y) {
   applyThreads();

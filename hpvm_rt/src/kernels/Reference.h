@@ -320,6 +320,67 @@ inline void attention(const float* qkv, int64_t N, int64_t C, int64_t T,
     }
 }
 
+/// Swin's shifted window attention (runWindowAttention): qkv N x 3C x H x
+/// W, windows wh x ww of the image rolled by -sh, -sw, bias heads x T x T,
+/// mask masks x T x T (masks 1: the same for every window), y N x C x H x W.
+inline void windowAttention(const float* qkv, int64_t N, int64_t C, int64_t H,
+                            int64_t W, int64_t wh, int64_t ww, int64_t heads,
+                            int64_t sh, int64_t sw, const float* bias,
+                            const float* mask, int64_t masks, float* y) {
+  const int64_t D = C / heads, T = wh * ww, HW = H * W;
+  const int64_t across = W / ww, windows = (H / wh) * across;
+  const double scale = 1 / std::sqrt(double(D));
+  std::vector<int64_t> at(static_cast<size_t>(T)); // token -> pixel
+  std::vector<double> p(static_cast<size_t>(T));
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t w = 0; w < windows; ++w) {
+      for (int64_t t = 0; t < T; ++t)
+        at[size_t(t)] = ((w / across) * wh + t / ww + sh) % H * W +
+                        ((w % across) * ww + t % ww + sw) % W;
+      const float* m = mask + (masks == 1 ? 0 : w) * T * T;
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* q = qkv + (b * 3 * C + h * D) * HW;
+        const float* k = q + C * HW;
+        const float* v = k + C * HW;
+        float* o = y + (b * C + h * D) * HW;
+        for (int64_t t = 0; t < T; ++t) {
+          double mx = -std::numeric_limits<double>::infinity();
+          for (int64_t s = 0; s < T; ++s) {
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d)
+              dot += double(q[d * HW + at[size_t(t)]]) *
+                     double(k[d * HW + at[size_t(s)]]);
+            p[size_t(s)] =
+                dot * scale + bias[(h * T + t) * T + s] + m[t * T + s];
+            mx = std::max(mx, p[size_t(s)]);
+          }
+          double sum = 0;
+          for (int64_t s = 0; s < T; ++s) {
+            p[size_t(s)] = std::exp(p[size_t(s)] - mx);
+            sum += p[size_t(s)];
+          }
+          for (int64_t d = 0; d < D; ++d) {
+            double acc = 0;
+            for (int64_t s = 0; s < T; ++s)
+              acc += p[size_t(s)] * double(v[d * HW + at[size_t(s)]]);
+            o[d * HW + at[size_t(t)]] = float(acc / sum);
+          }
+        }
+      }
+    }
+}
+
+/// y (N x C x nh x nw) = rows bh + i*th and columns bw + j*tw of x
+/// (N x C x H x W).
+inline void spatialSlice(const float* x, int64_t N, int64_t C, int64_t H,
+                         int64_t W, int64_t bh, int64_t bw, int64_t th,
+                         int64_t tw, int64_t nh, int64_t nw, float* y) {
+  for (int64_t bc = 0; bc < N * C; ++bc)
+    for (int64_t i = 0; i < nh; ++i)
+      for (int64_t j = 0; j < nw; ++j)
+        y[(bc * nh + i) * nw + j] = x[(bc * H + bh + i * th) * W + bw + j * tw];
+}
+
 /// y (N x C) = token \p index of x (N x C x T).
 inline void selectToken(const float* x, int64_t N, int64_t C, int64_t T,
                         int64_t index, float* y) {
