@@ -456,27 +456,21 @@ def errors():
           node("Conv", ["b", "w"], ["y"], "asymmetric", kernel_shape=[2, 2],
                pads=[0, 0, 1, 1])],
          [X], io("y", [1, 2, 4, 4]), [weights("w", [2, 2, 2, 2], 42)])
-    save("errors/pad_before_maxpool.onnxtxt",
+    save("pad_before_maxpool.onnxtxt",
          [node("Pad", ["input", "pads"], ["p"], "pad"),
           node("MaxPool", ["p"], ["y"], "pool", kernel_shape=[2, 2])],
          [X], io("y", [1, 2, 7, 7]), [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1])])
 
 
-def vit_tiny():
-    """torchvision's VisionTransformer at toy size (8x8 image, 4x4 patches:
-    5 tokens of 8 features, one encoder layer of 2 heads, MLP 16, 3
-    classes), exported by torch.onnx as a PyTorch user does (opset 13,
-    eval, constant folding): the patterns makeTokensChannelFirst matches,
-    exactly as the exporter writes them. Weights: seeded, 3 decimals."""
+def torch_fixture(name, model, shape):
+    """Writes \p model (its parameters replaced by seeded draws rounded to
+    3 decimals) exported by torch.onnx as a PyTorch user does (opset 13,
+    eval, constant folding) for an input of \p shape to NAME.onnxtxt, with
+    typed tensor fields so that the fixture reads."""
     import io as pyio
 
     import onnx.numpy_helper
     import torch
-    from torchvision.models.vision_transformer import VisionTransformer
-    torch.manual_seed(0)
-    model = VisionTransformer(image_size=8, patch_size=4, num_layers=1,
-                              num_heads=2, hidden_dim=8, mlp_dim=16,
-                              num_classes=3).eval()
     rng = np.random.RandomState(21)
     with torch.no_grad():
         for p in model.parameters():
@@ -484,11 +478,11 @@ def vit_tiny():
                 rng.uniform(-1, 1, size=tuple(p.shape)), 3).astype(
                     np.float32)))
     buf = pyio.BytesIO()
-    torch.onnx.export(model, torch.zeros(1, 3, 8, 8), buf, opset_version=13,
+    torch.onnx.export(model, torch.zeros(*shape), buf, opset_version=13,
                       do_constant_folding=True, input_names=["input"],
                       output_names=["output"])
     model_proto = onnx.load_from_string(buf.getvalue())
-    # Typed fields instead of raw bytes, so that the fixture reads.
+
     def typed(t):
         a = onnx.numpy_helper.to_array(t)
         return helper.make_tensor(t.name, t.data_type, list(t.dims),
@@ -501,14 +495,45 @@ def vit_tiny():
                 attr.t.CopyFrom(typed(attr.t))
     model_proto.producer_name = "make_test_models.py (torch.onnx)"
     model_proto.producer_version = ""
-    with open(os.path.join(ROOT, "vit_tiny.onnxtxt"), "w") as f:
+    with open(os.path.join(ROOT, name + ".onnxtxt"), "w") as f:
         f.write(text_format.MessageToString(model_proto))
+
+
+def vit_tiny():
+    """torchvision's VisionTransformer at toy size (8x8 image, 4x4 patches:
+    5 tokens of 8 features, one encoder layer of 2 heads, MLP 16, 3
+    classes): the patterns makeTokensChannelFirst matches, exactly as the
+    exporter writes them."""
+    import torch
+    from torchvision.models.vision_transformer import VisionTransformer
+    torch.manual_seed(0)
+    model = VisionTransformer(image_size=8, patch_size=4, num_layers=1,
+                              num_heads=2, hidden_dim=8, mlp_dim=16,
+                              num_classes=3).eval()
+    torch_fixture("vit_tiny", model, (1, 3, 8, 8))
+
+
+def swin_tiny():
+    """torchvision's SwinTransformer at toy size (10x10 image, 2x2
+    patches: 5x5 pixels of 8 features, padded to 3x3 windows of 2x2; two
+    blocks, the second shifted by 1; patch merging to 3x3 pixels of 16,
+    padded to 2x2 windows, one block of 2 heads; 3 classes): the windows
+    that makeChannelFirst matches, with the pads, rolls and masks exactly
+    as the exporter writes them."""
+    import torch
+    from torchvision.models.swin_transformer import SwinTransformer
+    torch.manual_seed(0)
+    model = SwinTransformer(patch_size=[2, 2], embed_dim=8, depths=[2, 1],
+                            num_heads=[1, 2], window_size=[2, 2],
+                            num_classes=3).eval()
+    torch_fixture("swin_tiny", model, (1, 3, 10, 10))
 
 
 def main():
     op_fixtures()
     networks()
     vit_tiny()
+    swin_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.
     for f in sorted(os.listdir(ROOT)):

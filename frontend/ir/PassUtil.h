@@ -22,6 +22,13 @@ std::vector<int64_t> form4d(const std::vector<int64_t>& shape);
 /// Why Pad node \p pad cannot be folded into its consumer, or "" if it can.
 std::string padFoldBlocker(const Node& pad, int64_t opset);
 
+/// The pads (N, C, H, W begins, then ends) and padding value of ONNX Pad
+/// \p pad: "" if they are constants padding only H and W of a 4-D input
+/// by >= 0, else why not. \p channelLast: the input is N x H x W x C.
+std::string padGeometry(const Node& pad, int64_t opset,
+                        std::vector<int64_t>& pads, double& value,
+                        bool channelLast = false);
+
 /// Why Flatten/Reshape node \p r cannot be aliased away, or "" if it can.
 std::string reshapeAliasBlocker(const Node& r, int64_t opset);
 

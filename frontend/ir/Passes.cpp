@@ -994,10 +994,11 @@ std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
          "before a dense layer)";
 }
 
-std::string padFoldBlocker(const Node& pad, int64_t opset) {
+std::string padGeometry(const Node& pad, int64_t opset,
+                        std::vector<int64_t>& pads, double& value,
+                        bool channelLast) {
   OpAttrs attrs(pad, opset);
   // Pads: attribute (opset < 11, "paddings" in opset 1) or constant input 1.
-  std::vector<int64_t> pads;
   if (pad.inputs.size() > 1) {
     if (!pad.inputs[1]->isConstant())
       return "the pads are computed at run time (only constant pads are "
@@ -1007,8 +1008,8 @@ std::string padFoldBlocker(const Node& pad, int64_t opset) {
     pads =
         attrs.has("pads") ? attrs.getInts("pads") : attrs.getInts("paddings");
   }
-  double value = attrs.getFloat("value");
-  if (pad.inputs.size() > 2) {
+  value = attrs.getFloat("value");
+  if (pad.inputs.size() > 2 && !pad.inputs[2]->name.empty()) {
     const Value* v = pad.inputs[2];
     if (!v->isConstant() || v->constant->numElements() != 1)
       return "the padding value is not a constant scalar";
@@ -1023,9 +1024,19 @@ std::string padFoldBlocker(const Node& pad, int64_t opset) {
     if (p < 0)
       return "negative pads " + formatInts(pads) +
              " (cropping) are not supported";
-  if (pads[0] || pads[1] || pads[4] || pads[5])
+  const size_t channel = channelLast ? 3 : 1;
+  if (pads[0] || pads[channel] || pads[4] || pads[4 + channel])
     return "pads " + formatInts(pads) +
            " pad the batch or channel dimension, which is not supported";
+  return "";
+}
+
+std::string padFoldBlocker(const Node& pad, int64_t opset) {
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (std::string why = padGeometry(pad, opset, pads, value); !why.empty())
+    return why;
+  const Value* in = pad.inputs[0];
   bool minusInf = std::isinf(value) && value < 0;
   if (value != 0.0 && !minusInf)
     return "padding value " + std::to_string(value) +
@@ -1739,13 +1750,21 @@ int64_t channelFirstAxis(int64_t a) {
 
 /// True if node \p u, reading channel-last value \p v, moves whole pixels
 /// of it: a Slice of rows or columns (Swin's patch merging takes every
-/// second one) or a Concat along the channels.
+/// second one), a Concat along the channels, or a constant Pad of rows and
+/// columns (Swin pads to whole windows).
 bool movesPixels(const Node* u, const Value* v, int64_t opset) {
   if (v->shape.size() != 4 || u->output->shape.size() != 4)
     return false;
   if (u->kind == OpKind::OnnxConcat) {
     const int64_t axis = OpAttrs(*u, opset).getInt("axis");
     return axis == 3 || axis == -1;
+  }
+  if (u->kind == OpKind::OnnxPad) {
+    std::vector<int64_t> pads;
+    double value = 0;
+    return u->inputs[0] == v &&
+           padGeometry(*u, opset, pads, value, true).empty() &&
+           OpAttrs(*u, opset).getString("mode") == "constant";
   }
   std::vector<int64_t> begin, step, extent;
   return u->kind == OpKind::OnnxSlice && u->inputs[0] == v &&
@@ -1842,6 +1861,24 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     }
     slot = c;
     c->users.push_back(u);
+  } else if (k == OpKind::OnnxPad) {
+    // N, H, W, C begins and ends become N, C, H, W ones.
+    std::vector<int64_t> pads;
+    double value = 0;
+    padGeometry(*u, opset, pads, value, true);
+    const std::vector<int64_t> first = {pads[0], pads[3], pads[1], pads[2],
+                                        pads[4], pads[7], pads[5], pads[6]};
+    if (u->inputs.size() > 1) {
+      Value* c =
+          g.addConstant(u->output->name + ".pads", intTensor(first, {8}), -1);
+      c->shape = {8};
+      auto& users = u->inputs[1]->users;
+      users.erase(std::remove(users.begin(), users.end(), u), users.end());
+      u->inputs[1] = c;
+      c->users.push_back(u);
+    } else {
+      u->attrs[OpAttrs(*u, opset).has("pads") ? "pads" : "paddings"] = first;
+    }
   } else if (k == OpKind::OnnxConcat) {
     u->attrs["axis"] = channelFirstAxis(OpAttrs(*u, opset).getInt("axis"));
   } else {
@@ -1987,6 +2024,9 @@ struct WindowAttentionMatch {
   Value *qkvWeight = nullptr, *qkvBias = nullptr; ///< C x 3C, 3C.
   Value *projWeight = nullptr, *projBias = nullptr;
   Value *bias = nullptr, *mask = nullptr; ///< mask: nullptr if unshifted.
+  /// nodes[0, qkvEnd) make the queries, keys and values, nodes[projBegin,
+  /// end) the output projection and what follows it.
+  size_t qkvEnd = 0, projBegin = 0;
 };
 
 /// Matches the window attention reading channel-last \p x; false if the
@@ -2049,6 +2089,7 @@ bool matchWindowAttention(const Graph& g, Value* x, WindowAttentionMatch& m) {
   m.qkvBias = otherInput(qkvAdd, qkvMul->output);
   if (!isConstantOf(m.qkvBias, 3 * C, 3 * C))
     return false;
+  m.qkvEnd = m.nodes.size();
   Node* r2 = soleUser(qkvAdd->output);
   if (!take(r2, OpKind::OnnxReshape) || r2->output->shape.size() != 5)
     return false;
@@ -2137,6 +2178,7 @@ bool matchWindowAttention(const Graph& g, Value* x, WindowAttentionMatch& m) {
   if (!take(r3, OpKind::OnnxReshape) || !shaped(r3, {B, T, C}))
     return false;
   Node* projMul = soleUser(r3->output);
+  m.projBegin = m.nodes.size();
   if (!take(projMul, OpKind::OnnxMatMul) || projMul->inputs[0] != r3->output ||
       !isConstantOf(projMul->inputs[1], C * C, C) ||
       projMul->inputs[1]->constant->dims.size() != 2)
@@ -2187,15 +2229,18 @@ void replaceWindowAttention(Graph& g, const WindowAttentionMatch& m) {
   // what the first matched node reads.
   Value* x = m.nodes.front()->inputs[0];
   const int64_t T = m.windowH * m.windowW;
-  std::vector<Origin> origins;
-  for (const Node* n : m.nodes)
-    origins.insert(origins.end(), n->origins.begin(), n->origins.end());
+  auto origins = [&](size_t from, size_t to) {
+    std::vector<Origin> o;
+    for (size_t i = from; i < to; ++i)
+      o.insert(o.end(), m.nodes[i]->origins.begin(), m.nodes[i]->origins.end());
+    return o;
+  };
   const int pos = g.position(last);
   Value* qkv =
       g.addValue(m.qkvWeight->name + ".qkv", DataType::Float, {N, 3 * C, H, W});
   Node* in = g.addNode(OpKind::OnnxConv,
                        {x, filterOf(g, m.qkvWeight, false), m.qkvBias}, qkv,
-                       origins, pos);
+                       origins(0, m.qkvEnd), pos);
   in->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
   Value* bias = g.addConstant(m.bias->name,
                               withDims(*m.bias->constant, {1, m.heads, T, T}),
@@ -2212,14 +2257,14 @@ void replaceWindowAttention(Graph& g, const WindowAttentionMatch& m) {
   Value* mixed = g.addValue(last->output->name + ".attention", DataType::Float,
                             {N, C, H, W});
   Node* attn = g.addNode(OpKind::WindowAttention, {qkv, bias, mask}, mixed,
-                         origins, g.position(last));
+                         origins(m.qkvEnd, m.projBegin), g.position(last));
   attn->scalars = {Scalar::integer(m.windowH), Scalar::integer(m.windowW),
                    Scalar::integer(m.heads), Scalar::integer(m.shiftH),
                    Scalar::integer(m.shiftW)};
   Value* y = g.addValue(last->output->name, DataType::Float, {N, C, H, W});
-  Node* out = g.addNode(OpKind::OnnxConv,
-                        {mixed, filterOf(g, m.projWeight, false), m.projBias},
-                        y, origins, g.position(last));
+  Node* out = g.addNode(
+      OpKind::OnnxConv, {mixed, filterOf(g, m.projWeight, false), m.projBias},
+      y, origins(m.projBegin, m.nodes.size()), g.position(last));
   out->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
   g.replaceAllUses(last->output, y);
   std::vector<Node*> dead = m.nodes;

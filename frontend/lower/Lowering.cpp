@@ -594,8 +594,20 @@ std::string lowerSlice(Lowering& L, Node* n) {
     if (step[2] < 1 || step[3] < 1 || extent[2] < 1 || extent[3] < 1)
       return "slicing rows and columns with steps " + formatInts(step) +
              " is not supported (only steps >= 1, not empty)";
+    // A slice of a spatial_slice read by nothing else (ONNX slices rows,
+    // then columns): one spatial_slice of the first one's input; the
+    // first is dead then.
+    Value* from = x;
+    if (const Node* p = x->producer;
+        p && p->kind == OpKind::SpatialSlice && x->users.size() == 1) {
+      for (size_t d = 2; d < 4; ++d) {
+        begin[d] = p->scalars[d - 2].i + begin[d] * p->scalars[d].i;
+        step[d] *= p->scalars[d].i;
+      }
+      from = p->inputs[0];
+    }
     int pos = L.position(n);
-    L.finish(n, L.emit(OpKind::SpatialSlice, {x},
+    L.finish(n, L.emit(OpKind::SpatialSlice, {from},
                        {Scalar::integer(begin[2]), Scalar::integer(begin[3]),
                         Scalar::integer(step[2]), Scalar::integer(step[3]),
                         Scalar::integer(extent[2]), Scalar::integer(extent[3])},
@@ -864,7 +876,29 @@ std::string lowerReshape(Lowering& L, Node* n) {
   return reshapeLeftover(n, L.g.source.opset);
 }
 std::string lowerPad(Lowering& L, Node* n) {
-  return padFoldBlocker(*n, L.g.source.opset);
+  // Not folded into a Conv or pool (fold-pads took those it could): pad.
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (std::string why = padGeometry(*n, L.g.source.opset, pads, value);
+      !why.empty())
+    return why;
+  if (!std::isfinite(value))
+    return "padding value " + std::to_string(value) +
+           " is not supported where the Pad is not folded into a pool "
+           "(only finite values; " +
+           padFoldBlocker(*n, L.g.source.opset) + ")";
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::Pad, {x},
+                     {Scalar::integer(pads[2]), Scalar::integer(pads[3]),
+                      Scalar::integer(pads[6]), Scalar::integer(pads[7]),
+                      Scalar::real(shortestFloat(float(value)))},
+                     {x->shape[0], x->shape[1], x->shape[2] + pads[2] + pads[6],
+                      x->shape[3] + pads[3] + pads[7]},
+                     n->output->name, *n, pos));
+  return "";
 }
 std::string lowerDropout(Lowering&, Node*) {
   return "training_mode is not a constant false (only inference Dropout is "

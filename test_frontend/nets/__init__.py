@@ -207,3 +207,18 @@ def model(name):
             return spec
     raise KeyError(f"unknown model '{name}' (known: "
                    f"{', '.join(s.name for s in MODELS)})")
+
+# Swin: shifted window attention (7 x 7 windows, relative position bias,
+# the mask of shifted windows) and patch merging, channel-first (layer_norm,
+# 1x1 convs, window_attention, spatial_slice, concat, gelu). At 64x64 the
+# stages are 16, 8, 4 and 2 pixels wide: torchvision pads them to whole
+# windows (pad, and a spatial_slice crops back); at 224 they tile exactly.
+MODELS += [
+    ModelSpec(f"pt_swin_t_{shape[1]}", _tv("swin_t"), shape, 13, images, batch,
+              ci=ci, about=f"torchvision swin_t at {shape[1]}x{shape[1]}, "
+              f"PyTorch-style export: Swin-T, shifted window attention "
+              f"{about}", export="pytorch")
+    for shape, images, batch, ci, about in [
+        (SMALL, 6, 4, True, "(windows padded)"),
+        (IMAGENET, 3, 2, False, "(windows tile the image)")]
+]

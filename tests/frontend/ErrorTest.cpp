@@ -103,15 +103,6 @@ TEST_CASE("Frontend: window geometry HPVM cannot express is listed per node") {
                "padding");
 }
 
-TEST_CASE("Frontend: zero padding before MaxPool of signed values is "
-          "rejected") {
-  std::string path = errorFixture("pad_before_maxpool");
-  CHECK(failure(path) ==
-        path + ": node 'pad' (Pad, #0): zero padding before MaxPool changes "
-               "the result unless its input is non-negative (produced by "
-               "Relu)");
-}
-
 TEST_CASE("Frontend: a missing model file is a user error") {
   std::string path = errorFixture("does_not_exist");
   CHECK(failure(path) == path + ": cannot open: No such file or directory");

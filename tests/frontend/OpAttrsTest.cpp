@@ -234,7 +234,7 @@ TEST_CASE("Frontend: a -inf Pad value before opset 11 folds into "
         expected);
 }
 
-TEST_CASE("Frontend: other Pad values are rejected by the folding") {
+TEST_CASE("Frontend: other Pad values are a pad of their own") {
   std::string ir = lowered(
       modelText(10, {1, 2, 6, 6},
                 "node { name: 'pad' op_type: 'Pad' input: 'input' output: "
@@ -245,9 +245,12 @@ TEST_CASE("Frontend: other Pad values are rejected by the folding") {
                 "output: 'y' } " +
                     ones("w", {2, 2, 3, 3}),
                 {1, 2, 6, 6}));
-  CHECK(ir == "error: model"
-              ": node 'pad' (Pad, #0): padding value 1.000000 is not "
-              "supported (only 0)");
+  // A Conv pads with zeros: the ones are padded first.
+  CHECK(ir == "%1 = Pad(%input: 1x2x6x6) -> 1x2x8x8  [pads 1 1 1 1 value 1]  "
+              "# pad\n"
+              "%2 = Conv(%1: 1x2x8x8, %w: 2x2x3x3) -> 1x2x6x6  [pads 0 0 "
+              "strides 1 1]  # conv\n"
+              "return %2: 1x2x6x6\n");
 }
 
 TEST_CASE("Frontend: BatchNormalization without is_test is training mode "

@@ -594,3 +594,110 @@ TEST_CASE("Passes: Mod's remainder takes the divisor's sign and Range "
   REQUIRE(b->isConstant());
   CHECK(b->constant->toFloats() == std::vector<float>{-1.f, 0.f});
 }
+
+TEST_CASE("Passes: zero padding before MaxPool of signed values is a pad of "
+          "its own") {
+  // Folded into the pool, the zeros would lose to negative inputs: pad
+  // stays an op (1 row and column each side) and the pool pads nothing.
+  std::unique_ptr<Graph> g = loadModel(fixture("pad_before_maxpool"), {});
+  lowerToHpvm(*g);
+  REQUIRE(kindsOf(*g) == std::vector<OpKind>{OpKind::Pad, OpKind::MaxPool});
+  const Node* pad = firstOf(*g, OpKind::Pad);
+  std::vector<int64_t> s;
+  for (const Scalar& x : pad->scalars)
+    s.push_back(x.i);
+  CHECK(s == std::vector<int64_t>{1, 1, 1, 1, 0});
+  CHECK(pad->output->shape == std::vector<int64_t>{1, 2, 8, 8});
+  CHECK(g->output->shape == std::vector<int64_t>{1, 2, 7, 7});
+}
+
+TEST_CASE("Passes: Swin's windows become channel-first: pad, 1x1 convs, "
+          "window_attention, spatial_slice, concat") {
+  // torchvision's SwinTransformer at toy size as torch.onnx writes it: 5x5
+  // pixels of 8 features padded to 3x3 windows of 2x2 (two blocks, the
+  // second shifted by 1), patch merging (padded to 6x6, four strided
+  // slices, concat) to 3x3 pixels of 16, padded to 2x2 windows, one block
+  // of 2 heads.
+  std::unique_ptr<Graph> g = loadModel(fixture("swin_tiny"), {});
+  lowerToHpvm(*g);
+  std::vector<const Node*> windows, pads, slices;
+  for (const auto& n : g->nodes()) {
+    CHECK(std::string(opKindName(n->kind)).rfind("Onnx", 0) != 0);
+    if (n->kind == OpKind::WindowAttention)
+      windows.push_back(n.get());
+    if (n->kind == OpKind::Pad)
+      pads.push_back(n.get());
+    if (n->kind == OpKind::SpatialSlice)
+      slices.push_back(n.get());
+  }
+  REQUIRE(windows.size() == 3);
+  auto scalars = [](const Node* n) {
+    std::vector<int64_t> s;
+    for (const Scalar& x : n->scalars)
+      s.push_back(x.i);
+    return s;
+  };
+  // Window 2 x 2, heads, shift.
+  CHECK(scalars(windows[0]) == std::vector<int64_t>{2, 2, 1, 0, 0});
+  CHECK(scalars(windows[1]) == std::vector<int64_t>{2, 2, 1, 1, 1});
+  CHECK(scalars(windows[2]) == std::vector<int64_t>{2, 2, 2, 0, 0});
+  // Queries, keys and values of the padded 6x6 (then 4x4) pixels; the
+  // relative position bias per head; a mask per window where shifted,
+  // else one of zeros.
+  CHECK(windows[0]->inputs[0]->shape == std::vector<int64_t>{1, 24, 6, 6});
+  CHECK(windows[2]->inputs[0]->shape == std::vector<int64_t>{1, 48, 4, 4});
+  CHECK(windows[2]->inputs[1]->shape == std::vector<int64_t>{1, 2, 4, 4});
+  CHECK(windows[0]->inputs[2]->shape == std::vector<int64_t>{1, 1, 4, 4});
+  CHECK(windows[0]->inputs[2]->constant->toFloats() ==
+        std::vector<float>(16, 0.f));
+  REQUIRE(windows[1]->inputs[2]->shape == std::vector<int64_t>{1, 9, 4, 4});
+  // The shifted mask: the last window (bottom right) mixes pixels rolled
+  // in from the other side; torchvision masks those pairs with -100.
+  const std::vector<float> mask = windows[1]->inputs[2]->constant->toFloats();
+  CHECK(std::count(mask.begin(), mask.begin() + 16, -100.f) == 0);
+  CHECK(std::count(mask.end() - 16, mask.end(), -100.f) > 0);
+  // Padding to whole windows: one row and column at the bottom right.
+  REQUIRE(pads.size() == 4);
+  for (const Node* p : pads) {
+    REQUIRE(p->scalars.size() == 5);
+    CHECK(scalars(p) == std::vector<int64_t>{0, 0, 1, 1, 0});
+    CHECK(p->scalars[4].d == 0.0);
+  }
+  // Crops after each window attention (rows and columns in one) and patch
+  // merging's 6 (the two row slices read twice).
+  REQUIRE(slices.size() == 3 + 6);
+  CHECK(scalars(slices[0]) == std::vector<int64_t>{0, 0, 1, 1, 5, 5});
+  CHECK(g->output->shape == std::vector<int64_t>{1, 3, 1, 1});
+}
+
+TEST_CASE("Passes: Swin's windows stay as they are when the attention "
+          "differs from the exporter's") {
+  // Queries scaled by 1 instead of 1/sqrt(8): not window_attention; the
+  // region is left for the lowering to refuse.
+  std::unique_ptr<Graph> g = loadModel(fixture("swin_tiny"), {});
+  eliminateDeadNodes(*g);
+  foldConstants(*g);
+  removeIdentities(*g);
+  fuseLayerNorms(*g);
+  fuseGelus(*g);
+  Node* scale = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::OnnxMul && n->inputs[1]->isConstant() &&
+        n->inputs[1]->constant->numElements() == 1 &&
+        n->origins.front().name.find("features.1.0/attn") != std::string::npos)
+      scale = n.get();
+  REQUIRE(scale != nullptr);
+  auto one = std::make_shared<TensorData>();
+  one->dtype = DataType::Float;
+  const float v = 1.f;
+  one->bytes.resize(sizeof v);
+  std::memcpy(one->bytes.data(), &v, sizeof v);
+  Value* c = g->addConstant("one", one);
+  auto& users = scale->inputs[1]->users;
+  users.erase(std::find(users.begin(), users.end(), scale));
+  scale->inputs[1] = c;
+  c->users.push_back(scale);
+  makeChannelFirst(*g);
+  CHECK(firstOf(*g, OpKind::WindowAttention) == nullptr);
+  CHECK_THROWS_AS(lowerNodes(*g), UserError);
+}

@@ -232,7 +232,7 @@ TEST_CASE("Runtime: configuration node line errors") {
         "t.txt:4:7: unknown op 'convv'; expected one of: add, attention, "
         "batchnorm, channel_shuffle, channel_slice, class_token, "
         "clipped_relu, concat, conv, gelu, group_conv, hard_sigmoid, "
-        "hard_swish, layer_norm, leaky_relu, mul, multiply, pool_max, "
+        "hard_swish, layer_norm, leaky_relu, mul, multiply, pad, pool_max, "
         "pool_max_pads, "
         "pool_mean, pool_mean_pads, relu, select_token, sigmoid, softmax, "
         "spatial_slice, tanh, window_attention");

@@ -336,6 +336,18 @@ OpCase caseFor(HpvmOp op) {
                          hostOf(mask), 4, c.want.data());
     break;
   }
+  case HpvmOp::Pad: // 1 row above, 3 below, 2 columns right, with 0.5
+    c.in = {x};
+    c.out = {2, 4, 11, 8};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_pad(t[0], 1.f, 0.f, 3.f, 2.f, 0.5f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 11 * 8);
+    ref::pad(hostOf(x), 2, 4, 7, 6, 1, 0, 3, 2, 0.5f, c.want.data());
+    CHECK(c.want[0] == 0.5f);
+    CHECK(c.want[8] == hostOf(x)[0]);
+    break;
   case HpvmOp::SpatialSlice: // rows 1, 3, 5; columns 0, 2, 4
     c.in = {x};
     c.out = {2, 4, 3, 3};

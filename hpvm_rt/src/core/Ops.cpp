@@ -238,6 +238,17 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
           std::to_string(T) + " elements)");
     return {x[0], x[1] / 3, x[2], x[3]};
   }
+  case HpvmOp::Pad: {
+    for (int i = 0; i < 4; ++i)
+      if (!(s[i] >= 0 && s[i] <= 1e9 && s[i] == std::floor(s[i])))
+        throw UserError(where() + ": pad " + std::to_string(s[i]) +
+                        " is not a whole number >= 0");
+    if (!std::isfinite(s[4]))
+      throw UserError(where() + ": padding value " + std::to_string(s[4]) +
+                      " must be finite");
+    return {x[0], x[1], x[2] + int64_t(s[0]) + int64_t(s[2]),
+            x[3] + int64_t(s[1]) + int64_t(s[3])};
+  }
   case HpvmOp::SpatialSlice: {
     const int64_t bh = int64_t(s[0]), bw = int64_t(s[1]), th = int64_t(s[2]),
                   tw = int64_t(s[3]), nh = int64_t(s[4]), nw = int64_t(s[5]);

@@ -2359,6 +2359,40 @@ void runWindowAttention(const OpCall& c) {
   roundResult(c.knob.precision, c.out);
 }
 
+void runPad(const OpCall& c) {
+  applyThreads();
+  const Tensor* x = c.in[0];
+  const Dims4 xd = dims4(x), yd = dims4(c.out);
+  const int64_t top = int64_t(c.scalars[0]), left = int64_t(c.scalars[1]);
+  const float value = float(c.scalars[4]);
+  const int64_t NC = xd[0] * xd[1], H = xd[2], W = xd[3], OH = yd[2],
+                OW = yd[3];
+  HPVM_ASSERT(yd[0] == xd[0] && yd[1] == xd[1] &&
+                  OH == top + H + int64_t(c.scalars[2]) &&
+                  OW == left + W + int64_t(c.scalars[3]),
+              fmt::format("pad of {} into {}", dimsStr(x), dimsStr(c.out)));
+  const float* xp = hostData(x);
+  allocHost(c.out);
+  float* yp = c.out->impl->host;
+  // One output row per iteration: the value, the input row, the value.
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bc = 0; bc < NC; ++bc)
+    for (int64_t i = 0; i < OH; ++i) {
+      float* dst = yp + (bc * OH + i) * OW;
+      const int64_t r = i - top;
+      if (r < 0 || r >= H) {
+        std::fill(dst, dst + OW, value);
+        continue;
+      }
+      std::fill(dst, dst + left, value);
+      std::memcpy(dst + left, xp + (bc * H + r) * W,
+                  static_cast<size_t>(W) * sizeof(float));
+      std::fill(dst + left + W, dst + OW, value);
+    }
+  markHostWritten(c.out);
+  roundResult(c.knob.precision, c.out);
+}
+
 void runSpatialSlice(const OpCall& c) {
   applyThreads();
   const Tensor* x = c.in[0];

@@ -370,6 +370,22 @@ inline void windowAttention(const float* qkv, int64_t N, int64_t C, int64_t H,
     }
 }
 
+/// y (N x C x (top + H + bottom) x (left + W + right)) = x padded with
+/// \p value.
+inline void pad(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                int64_t top, int64_t left, int64_t bottom, int64_t right,
+                float value, float* y) {
+  const int64_t OH = top + H + bottom, OW = left + W + right;
+  for (int64_t bc = 0; bc < N * C; ++bc)
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j) {
+        const int64_t r = i - top, c = j - left;
+        y[(bc * OH + i) * OW + j] = r >= 0 && r < H && c >= 0 && c < W
+                                        ? x[(bc * H + r) * W + c]
+                                        : value;
+      }
+}
+
 /// y (N x C x nh x nw) = rows bh + i*th and columns bw + j*tw of x
 /// (N x C x H x W).
 inline void spatialSlice(const float* x, int64_t N, int64_t C, int64_t H,
