@@ -2242,14 +2242,24 @@ void replaceWindowAttention(Graph& g, const WindowAttentionMatch& m) {
                        {x, filterOf(g, m.qkvWeight, false), m.qkvBias}, qkv,
                        origins(0, m.qkvEnd), pos);
   in->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  // Scores of a window are T x T, query-major in ONNX; window_attention
+  // reads bias and mask key-major.
+  auto keyMajor = [T](const TensorData& t, std::vector<int64_t> dims) {
+    std::vector<float> src = t.toFloats(), dst(src.size());
+    for (size_t b = 0; b < src.size(); b += size_t(T * T))
+      for (int64_t q = 0; q < T; ++q)
+        for (int64_t k = 0; k < T; ++k)
+          dst[b + size_t(k * T + q)] = src[b + size_t(q * T + k)];
+    return floatTensor(dst, std::move(dims));
+  };
   Value* bias = g.addConstant(m.bias->name,
-                              withDims(*m.bias->constant, {1, m.heads, T, T}),
+                              keyMajor(*m.bias->constant, {1, m.heads, T, T}),
                               m.bias->initializerIndex);
   bias->shape = {1, m.heads, T, T};
   const int64_t masks = m.mask ? m.mask->constant->numElements() / (T * T) : 1;
   Value* mask =
       g.addConstant(m.mask ? m.mask->name : last->output->name + ".mask",
-                    m.mask ? withDims(*m.mask->constant, {1, masks, T, T})
+                    m.mask ? keyMajor(*m.mask->constant, {1, masks, T, T})
                            : floatTensor(std::vector<float>(size_t(T * T), 0.f),
                                          {1, 1, T, T}),
                     m.mask ? m.mask->initializerIndex : -1);

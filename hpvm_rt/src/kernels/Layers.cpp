@@ -95,8 +95,8 @@ public:
   void* get() const { return p_; }
 
 private:
-  size_t bytes_;
-  void* p_;
+  size_t bytes_ = 0;
+  void* p_ = nullptr;
 };
 
 // --- Numerics ---------------------------------------------------------------
@@ -1000,14 +1000,14 @@ void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
                    ? hostData(w)
                    : roundedWeights(w, knob.precision);
-  dnnl::memory int8Filter;          // keeps bc.int8.weights alive
-  std::optional<PoolBuffer> int8In; // holds the quantized input
+  dnnl::memory int8Filter;            // keeps bc.int8.weights alive
+  std::unique_ptr<PoolBuffer> int8In; // holds the quantized input
   if (int8) {
     // The input quantized once, into the NHWC the engines read int8 from.
     const ActQuant aq = inputQuant(knob, x);
     const dnnl::memory::desc xq({xd[0], xd[1], xd[2], xd[3]}, bc.int8Type,
                                 tag::nhwc);
-    int8In.emplace(xq.get_size());
+    int8In = std::make_unique<PoolBuffer>(xq.get_size());
     bc.x = quantizedSource(x, xq, aq.scale, *int8In);
     int8Filter = int8Unfolded(w, a.groups).weights;
     bc.int8.weights = static_cast<const int8_t*>(int8Filter.get_data_handle());
@@ -2263,6 +2263,34 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
   roundResult(knob.precision, y);
 }
 
+namespace {
+
+/// e^x for x <= 0 (a softmax's shifted scores), within 2 ulp down to
+/// e^-87 (below it: e^-87, which is 0 next to the row's 1): x = n ln 2 + r,
+/// |r| <= ln 2 / 2, e^r by its Taylor series to r^6 (error < 2e-7), 2^n by
+/// the exponent bits. Branch-free, so that `omp simd` loops vectorize it
+/// (with -fno-trapping-math: hpvm_rt/CMakeLists.txt).
+inline float expNonPositive(float x) {
+  x = x < -87.f ? -87.f : x;
+  const float n = std::floor(x * 1.44269504f + 0.5f);
+  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
+  float p = 1.f / 720;
+  p = p * r + 1.f / 120;
+  p = p * r + 1.f / 24;
+  p = p * r + 1.f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.f;
+  p = p * r + 1.f;
+  return p * __builtin_bit_cast(float, (int32_t(n) + 127) << 23);
+}
+
+} // namespace
+
+// GCC would turn the short run copies below into memcpy calls, each
+// costlier than its copy.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 void runWindowAttention(const OpCall& c) {
   applyThreads();
   const Tensor *qkv = c.in[0], *bias = c.in[1], *mask = c.in[2];
@@ -2286,73 +2314,131 @@ void runWindowAttention(const OpCall& c) {
   allocHost(c.out);
   float* yp = c.out->impl->host;
   const float scale = float(1 / std::sqrt(double(D)));
-  // One (image, window, head) per iteration: its queries, keys and values
-  // gathered channel by channel (D x T each, queries scaled), the scores
-  // S = Q K^T + bias + mask row by row (T x T), softmax, and each output
-  // channel a row of P times the values, scattered back to the pixels.
+  // KB: 4 vectors of 16 floats, the queries a loop takes at a time: 4
+  // independent FMA chains, one broadcast per 4 FMAs. Token rows are
+  // padded with zeros to whole blocks (Tp).
+  constexpr int64_t KB = 64;
+  const int64_t Tp = (T + KB - 1) / KB * KB;
+  struct Run {
+    int64_t token, pixel, length;
+  };
+  // One (image, window, head) per iteration, in buffers that stay in L1.
+  // Channel-first data holds a head's queries, keys and values transposed
+  // (channel d, token t at plane d, pixel of t): copied run by run (a
+  // window row is one run of pixels, two where the roll wraps it) into
+  // D x Tp matrices. The scores transposed, S^T = K^T Q scaled plus bias
+  // and mask (T x Tp: key s, query t; bias and mask are key-major too),
+  // so that every step runs along the queries: S^T a key and KB queries at
+  // a time, the softmax over the keys of each query (maxima, exponentials
+  // and sums of rows), and O^T = V P^T, whose rows are runs of the output
+  // planes again.
 #pragma omp parallel
   {
-    std::vector<float> buf(static_cast<size_t>(3 * D * T + T * T));
-    std::vector<int64_t> at(static_cast<size_t>(T));
-    float *qt = buf.data(), *kt = qt + D * T, *vt = kt + D * T,
-          *sc = vt + D * T;
+    std::vector<float> buf(static_cast<size_t>(4 * D * Tp + T * Tp + 2 * Tp),
+                           0.f);
+    float *qt = buf.data(), *kt = qt + D * Tp, *vt = kt + D * Tp,
+          *ot = vt + D * Tp, *st = ot + D * Tp, *mx = st + T * Tp,
+          *inv = mx + Tp;
+    std::vector<Run> runs;
 #pragma omp for collapse(3) schedule(static)
     for (int64_t b = 0; b < N; ++b)
       for (int64_t w = 0; w < windows; ++w)
         for (int64_t h = 0; h < heads; ++h) {
           const int64_t y0 = (w / across) * wh + sh,
                         x0 = (w % across) * ww + sw;
-          for (int64_t t = 0; t < T; ++t)
-            at[size_t(t)] = (y0 + t / ww) % H * W + (x0 + t % ww) % W;
+          runs.clear();
+          for (int64_t r = 0; r < wh; ++r) {
+            const int64_t y = (y0 + r) % H, x = x0 % W;
+            const int64_t first = std::min(ww, W - x);
+            runs.push_back({r * ww, y * W + x, first});
+            if (first < ww)
+              runs.push_back({r * ww + first, y * W, ww - first});
+          }
           const float* q = xp + (b * 3 * C + h * D) * HW;
           const float* k = q + C * HW;
           const float* v = k + C * HW;
           for (int64_t d = 0; d < D; ++d)
-            for (int64_t t = 0; t < T; ++t) {
-              const int64_t src = d * HW + at[size_t(t)];
-              qt[d * T + t] = q[src] * scale;
-              kt[d * T + t] = k[src];
-              vt[d * T + t] = v[src];
+            for (const Run& run : runs) {
+              const float* qs = q + d * HW + run.pixel;
+              const float* ks = k + d * HW + run.pixel;
+              const float* vs = v + d * HW + run.pixel;
+              float* qd = qt + d * Tp + run.token;
+              float* kd = kt + d * Tp + run.token;
+              float* vd = vt + d * Tp + run.token;
+#pragma omp simd
+              for (int64_t l = 0; l < run.length; ++l) {
+                qd[l] = qs[l];
+                kd[l] = ks[l];
+                vd[l] = vs[l];
+              }
             }
           const float* bh = bp + h * T * T;
           const float* mw = mp + (masks == 1 ? 0 : w) * T * T;
-          for (int64_t t = 0; t < T; ++t) {
-            float* row = sc + t * T;
+          for (int64_t s2 = 0; s2 < T; ++s2)
+            for (int64_t t0 = 0; t0 < Tp; t0 += KB) {
+              float acc[KB];
+              const int64_t n = std::min(KB, T - t0);
 #pragma omp simd
-            for (int64_t s2 = 0; s2 < T; ++s2)
-              row[s2] = bh[t * T + s2] + mw[t * T + s2];
-            for (int64_t d = 0; d < D; ++d) {
-              const float qd = qt[d * T + t];
-              const float* kd = kt + d * T;
+              for (int64_t l = 0; l < KB; ++l)
+                acc[l] =
+                    l < n ? bh[s2 * T + t0 + l] + mw[s2 * T + t0 + l] : 0.f;
+              for (int64_t d = 0; d < D; ++d) {
+                const float kd = kt[d * Tp + s2] * scale;
+                const float* qd = qt + d * Tp + t0;
 #pragma omp simd
-              for (int64_t s2 = 0; s2 < T; ++s2)
-                row[s2] += qd * kd[s2];
+                for (int64_t l = 0; l < KB; ++l)
+                  acc[l] += kd * qd[l];
+              }
+#pragma omp simd
+              for (int64_t l = 0; l < KB; ++l)
+                st[s2 * Tp + t0 + l] = acc[l];
             }
-            float mx = row[0];
-            for (int64_t s2 = 1; s2 < T; ++s2)
-              mx = std::max(mx, row[s2]);
-            float sum = 0;
-            for (int64_t s2 = 0; s2 < T; ++s2) {
-              row[s2] = std::exp(row[s2] - mx);
-              sum += row[s2];
-            }
-            const float inv = 1 / sum;
 #pragma omp simd
-            for (int64_t s2 = 0; s2 < T; ++s2)
-              row[s2] *= inv;
+          for (int64_t t = 0; t < Tp; ++t)
+            mx[t] = st[t];
+          for (int64_t s2 = 1; s2 < T; ++s2)
+#pragma omp simd
+            for (int64_t t = 0; t < Tp; ++t)
+              mx[t] = std::max(mx[t], st[s2 * Tp + t]);
+#pragma omp simd
+          for (int64_t t = 0; t < Tp; ++t)
+            inv[t] = 0;
+          for (int64_t s2 = 0; s2 < T; ++s2) {
+            float* __restrict e = st + s2 * Tp;
+            const float* __restrict m = mx;
+            float* __restrict sum = inv;
+#pragma omp simd
+            for (int64_t t = 0; t < Tp; ++t) {
+              e[t] = expNonPositive(e[t] - m[t]);
+              sum[t] += e[t];
+            }
           }
-          float* o = yp + (b * C + h * D) * HW;
-          for (int64_t d = 0; d < D; ++d) {
-            const float* vd = vt + d * T;
-            for (int64_t t = 0; t < T; ++t) {
-              const float* row = sc + t * T;
-              float acc = 0;
-#pragma omp simd reduction(+ : acc)
-              for (int64_t s2 = 0; s2 < T; ++s2)
-                acc += row[s2] * vd[s2];
-              o[d * HW + at[size_t(t)]] = acc;
+#pragma omp simd
+          for (int64_t t = 0; t < Tp; ++t)
+            inv[t] = 1 / inv[t];
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t t0 = 0; t0 < Tp; t0 += KB) {
+              float acc[KB] = {};
+              for (int64_t s2 = 0; s2 < T; ++s2) {
+                const float vd = vt[d * Tp + s2];
+                const float* ps = st + s2 * Tp + t0;
+#pragma omp simd
+                for (int64_t l = 0; l < KB; ++l)
+                  acc[l] += vd * ps[l];
+              }
+#pragma omp simd
+              for (int64_t l = 0; l < KB; ++l)
+                ot[d * Tp + t0 + l] = acc[l] * inv[t0 + l];
             }
-          }
+          float* out = yp + (b * C + h * D) * HW;
+          for (int64_t d = 0; d < D; ++d)
+            for (const Run& run : runs) {
+              float* dst = out + d * HW + run.pixel;
+              const float* src = ot + d * Tp + run.token;
+#pragma omp simd
+              for (int64_t l = 0; l < run.length; ++l)
+                dst[l] = src[l];
+            }
         }
   }
   markHostWritten(c.out);

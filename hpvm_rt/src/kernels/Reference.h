@@ -322,7 +322,8 @@ inline void attention(const float* qkv, int64_t N, int64_t C, int64_t T,
 
 /// Swin's shifted window attention (runWindowAttention): qkv N x 3C x H x
 /// W, windows wh x ww of the image rolled by -sh, -sw, bias heads x T x T,
-/// mask masks x T x T (masks 1: the same for every window), y N x C x H x W.
+/// mask masks x T x T (masks 1: the same for every window; both key-major:
+/// [key][query]), y N x C x H x W.
 inline void windowAttention(const float* qkv, int64_t N, int64_t C, int64_t H,
                             int64_t W, int64_t wh, int64_t ww, int64_t heads,
                             int64_t sh, int64_t sw, const float* bias,
@@ -351,7 +352,7 @@ inline void windowAttention(const float* qkv, int64_t N, int64_t C, int64_t H,
               dot += double(q[d * HW + at[size_t(t)]]) *
                      double(k[d * HW + at[size_t(s)]]);
             p[size_t(s)] =
-                dot * scale + bias[(h * T + t) * T + s] + m[t * T + s];
+                dot * scale + bias[(h * T + s) * T + t] + m[s * T + t];
             mx = std::max(mx, p[size_t(s)]);
           }
           double sum = 0;
