@@ -3,6 +3,7 @@
 // oneDNN against the reference loops, on host (NCHW) and blocked inputs,
 // in place and out of place.
 #include "KernelTestUtil.h"
+#include "kernels/TensorImpl.h"
 
 using namespace hpvm::rt;
 using namespace hpvm::rt::test;
@@ -416,4 +417,27 @@ TEST_CASE("Kernels: class token and token selection match the reference") {
       CHECK(z.values() == token);
     }
   }
+}
+
+TEST_CASE("Kernels: layer norm matches the reference on NCHW and on "
+          "nChw16c input") {
+  // 32 channels (2 blocks of 16), 20 channels (NCHW only), an odd image.
+  for (size_t C : {size_t(32), size_t(20)})
+    for (bool blocked : {false, true}) {
+      if (blocked && C % 16 != 0)
+        continue;
+      INFO("C " << C << (blocked ? " blocked" : ""));
+      TestTensor x({2, C, 5, 3}), g({1, C, 1, 1}), b({1, C, 1, 1});
+      fill(x, 740 + unsigned(C), blocked, 3.f);
+      g.set(randomVec(C, 741, 0.5f, 1.5f));
+      b.set(randomVec(C, 742, -1, 1));
+      std::vector<float> want(2 * C * 15);
+      ref::layerNorm(x.values().data(), 2, int64_t(C), 15, g.values().data(),
+                     b.values().data(), 1e-5, want.data());
+      TestTensor y({2, C, 5, 3});
+      runLayerNorm(x.get(), g.get(), b.get(), 1e-5, KnobSpec{}, y.get());
+      // A blocked input stays blocked for the next convolution.
+      CHECK(kern::implOf(y.get()).memValid == blocked);
+      checkClose(y.values(), want, 1e-5, 1e-5, "layer norm");
+    }
 }

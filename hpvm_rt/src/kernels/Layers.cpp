@@ -2103,6 +2103,52 @@ void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   dimsStr(x), dimsStr(gamma), dimsStr(beta), dimsStr(y)));
   const float* g = hostData(gamma);
   const float* b = hostData(beta);
+  // x held in nChw16c (a convolution's output): normalized in that layout,
+  // and y left in it for the convolution that follows (ConvNeXt, Swin,
+  // ViT), with no reorder either side. The 16 channels of a block are the
+  // vector: each pixel sums C/16 vectors, then across the lanes.
+  const TensorImpl& xi = implOf(x);
+  if (y != x && C % 16 == 0 && xi.memValid && xi.memScale == 1.f &&
+      xi.mem.get_desc() == blocked16Desc(x)) {
+    const float* xb = static_cast<const float*>(xi.mem.get_data_handle());
+    float* yb = static_cast<float*>(
+        outputMemory(y, blocked16Desc(y)).get_data_handle());
+    const int64_t CB = C / 16;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t p = 0; p < HW; ++p) {
+        const float* xp = xb + (n * CB * HW + p) * 16;
+        float* yp = yb + (n * CB * HW + p) * 16;
+        float acc[16] = {};
+        for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l)
+            acc[l] += xp[cb * HW * 16 + l];
+        float mean = 0;
+        for (int64_t l = 0; l < 16; ++l)
+          mean += acc[l];
+        mean /= float(C);
+        float sq[16] = {};
+        for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l) {
+            const float d = xp[cb * HW * 16 + l] - mean;
+            sq[l] += d * d;
+          }
+        float var = 0;
+        for (int64_t l = 0; l < 16; ++l)
+          var += sq[l];
+        const float inv = float(1 / std::sqrt(double(var) / double(C) + eps));
+        for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l)
+            yp[cb * HW * 16 + l] =
+                (xp[cb * HW * 16 + l] - mean) * inv * g[cb * 16 + l] +
+                b[cb * 16 + l];
+      }
+    roundResult(knob.precision, y);
+    return;
+  }
   const float* xp = hostData(x);
   if (y != x)
     allocHost(y);
