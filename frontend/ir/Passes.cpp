@@ -1696,6 +1696,60 @@ Value* filterOf(Graph& g, const Value* w, bool transposed) {
   return filter;
 }
 
+/// Appends \p n to \p nodes if it is a \p k node whose output is not the
+/// graph's; false otherwise (the matchers' step).
+bool takeInto(const Graph& g, std::vector<Node*>& nodes, Node* n, OpKind k) {
+  if (!n || n->kind != k || n->output == g.output)
+    return false;
+  nodes.push_back(n);
+  return true;
+}
+
+/// Attention's second half as torch.onnx writes it: Softmax of \p scores
+/// over the last axis (\p lastAxis counted from the front, or -1), then
+/// MatMul by \p values (read by nothing else); appends both to \p nodes.
+Node* matchSoftmaxMix(const Graph& g, Value* scores, int64_t lastAxis,
+                      Value* values, std::vector<Node*>& nodes) {
+  Node* softmax = soleUser(scores);
+  if (!takeInto(g, nodes, softmax, OpKind::OnnxSoftmax))
+    return nullptr;
+  const int64_t axis = OpAttrs(*softmax, g.source.opset).getInt("axis");
+  if (axis != -1 && axis != lastAxis)
+    return nullptr;
+  Node* mix = soleUser(softmax->output);
+  if (!takeInto(g, nodes, mix, OpKind::OnnxMatMul) ||
+      mix->inputs[0] != softmax->output || mix->inputs[1] != values ||
+      soleUser(values) != mix)
+    return nullptr;
+  return mix;
+}
+
+/// The ONNX origins of \p nodes[from, to).
+std::vector<Origin> originsOf(const std::vector<Node*>& nodes, size_t from,
+                              size_t to) {
+  std::vector<Origin> o;
+  for (size_t i = from; i < to; ++i)
+    o.insert(o.end(), nodes[i]->origins.begin(), nodes[i]->origins.end());
+  return o;
+}
+
+/// A 1 x 1 Conv of \p x by \p filter plus \p bias into \p y, at \p pos.
+void addPointwiseConv(Graph& g, Value* x, Value* filter, Value* bias, Value* y,
+                      std::vector<Origin> origins, int pos) {
+  Node* conv = g.addNode(OpKind::OnnxConv, {x, filter, bias}, y,
+                         std::move(origins), pos);
+  conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+}
+
+/// Erases matched \p nodes, users before producers.
+void eraseMatched(Graph& g, std::vector<Node*> nodes) {
+  std::sort(nodes.begin(), nodes.end(), [&](const Node* a, const Node* b) {
+    return g.position(a) > g.position(b);
+  });
+  for (Node* d : nodes)
+    g.eraseNode(d);
+}
+
 /// True if node \p u, reading channel-last value \p v, works per pixel on
 /// the last axis: LayerNormalization over it, MatMul by a constant matrix
 /// (a Linear layer), elementwise ops whose constants are scalars or hold
@@ -1739,6 +1793,16 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
     return fits;
   }
   return false;
+}
+
+/// Makes \p c input \p i of \p u (in place of what was there, if anything).
+void relinkInput(Node* u, size_t i, Value* c) {
+  if (Value* old = u->inputs[i]) {
+    auto& users = old->users;
+    users.erase(std::remove(users.begin(), users.end(), u), users.end());
+  }
+  u->inputs[i] = c;
+  c->users.push_back(u);
 }
 
 /// Axis \p a (negative counts from the end) of N x H x W x C in
@@ -1854,13 +1918,7 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     c->shape = {int64_t(axes.size())};
     if (u->inputs.size() < 4)
       u->inputs.resize(4, nullptr);
-    Value*& slot = u->inputs[3];
-    if (slot) {
-      auto& users = slot->users;
-      users.erase(std::remove(users.begin(), users.end(), u), users.end());
-    }
-    slot = c;
-    c->users.push_back(u);
+    relinkInput(u, 3, c);
   } else if (k == OpKind::OnnxPad) {
     // N, H, W, C begins and ends become N, C, H, W ones.
     std::vector<int64_t> pads;
@@ -1872,10 +1930,7 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
       Value* c =
           g.addConstant(u->output->name + ".pads", intTensor(first, {8}), -1);
       c->shape = {8};
-      auto& users = u->inputs[1]->users;
-      users.erase(std::remove(users.begin(), users.end(), u), users.end());
-      u->inputs[1] = c;
-      c->users.push_back(u);
+      relinkInput(u, 1, c);
     } else {
       u->attrs[OpAttrs(*u, opset).has("pads") ? "pads" : "paddings"] = first;
     }
@@ -1883,17 +1938,15 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     u->attrs["axis"] = channelFirstAxis(OpAttrs(*u, opset).getInt("axis"));
   } else {
     // Constants over the last axis become C x 1 x 1 (or stay scalars).
-    for (Value*& in : u->inputs) {
+    for (size_t i = 0; i < u->inputs.size(); ++i) {
+      const Value* in = u->inputs[i];
       if (!in->isConstant() || in->constant->numElements() == 1)
         continue;
       int64_t n = in->constant->numElements();
       Value* c = g.addConstant(in->name, withDims(*in->constant, {n, 1, 1}),
                                in->initializerIndex);
       c->shape = {n, 1, 1};
-      auto& users = in->users;
-      users.erase(std::remove(users.begin(), users.end(), u), users.end());
-      in = c;
-      c->users.push_back(u);
+      relinkInput(u, i, c);
     }
   }
 }
@@ -2043,12 +2096,7 @@ bool matchWindowAttention(const Graph& g, Value* x, WindowAttentionMatch& m) {
   m.H = H;
   m.W = W;
   m.C = C;
-  auto take = [&](Node* n, OpKind k) {
-    if (!n || n->kind != k || n->output == g.output)
-      return false;
-    m.nodes.push_back(n);
-    return true;
-  };
+  auto take = [&](Node* n, OpKind k) { return takeInto(g, m.nodes, n, k); };
   auto shaped = [](const Node* n, std::vector<int64_t> s) {
     return n->output->shape == s;
   };
@@ -2159,15 +2207,8 @@ bool matchWindowAttention(const Graph& g, Value* x, WindowAttentionMatch& m) {
       return false;
     cur = back->output;
   }
-  Node* softmax = soleUser(cur);
-  if (!take(softmax, OpKind::OnnxSoftmax))
-    return false;
-  const int64_t axis = OpAttrs(*softmax, opset).getInt("axis");
-  if (axis != -1 && axis != 3)
-    return false;
-  Node* mix = soleUser(softmax->output);
-  if (!take(mix, OpKind::OnnxMatMul) || mix->inputs[0] != softmax->output ||
-      mix->inputs[1] != part[2]->output || soleUser(part[2]->output) != mix)
+  Node* mix = matchSoftmaxMix(g, cur, 3, part[2]->output, m.nodes);
+  if (!mix)
     return false;
   // Heads joined, the output projection, the windows put back.
   Node* t2 = soleUser(mix->output);
@@ -2229,19 +2270,11 @@ void replaceWindowAttention(Graph& g, const WindowAttentionMatch& m) {
   // what the first matched node reads.
   Value* x = m.nodes.front()->inputs[0];
   const int64_t T = m.windowH * m.windowW;
-  auto origins = [&](size_t from, size_t to) {
-    std::vector<Origin> o;
-    for (size_t i = from; i < to; ++i)
-      o.insert(o.end(), m.nodes[i]->origins.begin(), m.nodes[i]->origins.end());
-    return o;
-  };
   const int pos = g.position(last);
   Value* qkv =
       g.addValue(m.qkvWeight->name + ".qkv", DataType::Float, {N, 3 * C, H, W});
-  Node* in = g.addNode(OpKind::OnnxConv,
-                       {x, filterOf(g, m.qkvWeight, false), m.qkvBias}, qkv,
-                       origins(0, m.qkvEnd), pos);
-  in->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  addPointwiseConv(g, x, filterOf(g, m.qkvWeight, false), m.qkvBias, qkv,
+                   originsOf(m.nodes, 0, m.qkvEnd), pos);
   // Scores of a window are T x T, query-major in ONNX; window_attention
   // reads bias and mask key-major.
   auto keyMajor = [T](const TensorData& t, std::vector<int64_t> dims) {
@@ -2266,23 +2299,18 @@ void replaceWindowAttention(Graph& g, const WindowAttentionMatch& m) {
   mask->shape = {1, masks, T, T};
   Value* mixed = g.addValue(last->output->name + ".attention", DataType::Float,
                             {N, C, H, W});
-  Node* attn = g.addNode(OpKind::WindowAttention, {qkv, bias, mask}, mixed,
-                         origins(m.qkvEnd, m.projBegin), g.position(last));
+  Node* attn =
+      g.addNode(OpKind::WindowAttention, {qkv, bias, mask}, mixed,
+                originsOf(m.nodes, m.qkvEnd, m.projBegin), g.position(last));
   attn->scalars = {Scalar::integer(m.windowH), Scalar::integer(m.windowW),
                    Scalar::integer(m.heads), Scalar::integer(m.shiftH),
                    Scalar::integer(m.shiftW)};
   Value* y = g.addValue(last->output->name, DataType::Float, {N, C, H, W});
-  Node* out = g.addNode(
-      OpKind::OnnxConv, {mixed, filterOf(g, m.projWeight, false), m.projBias},
-      y, origins(m.projBegin, m.nodes.size()), g.position(last));
-  out->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  addPointwiseConv(g, mixed, filterOf(g, m.projWeight, false), m.projBias, y,
+                   originsOf(m.nodes, m.projBegin, m.nodes.size()),
+                   g.position(last));
   g.replaceAllUses(last->output, y);
-  std::vector<Node*> dead = m.nodes;
-  std::sort(dead.begin(), dead.end(), [&](const Node* a, const Node* b) {
-    return g.position(a) > g.position(b);
-  });
-  for (Node* d : dead)
-    g.eraseNode(d);
+  eraseMatched(g, m.nodes);
 }
 
 } // namespace
@@ -2377,12 +2405,7 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
   m.batch = B;
   m.tokens = T;
   m.dim = D;
-  auto take = [&](Node* n, OpKind k) {
-    if (!n || n->kind != k || n->output == g.output)
-      return false;
-    m.nodes.push_back(n);
-    return true;
-  };
+  auto take = [&](Node* n, OpKind k) { return takeInto(g, m.nodes, n, k); };
   m.nodes.push_back(t0);
   // The input projection.
   Node* proj = soleUser(t0->output);
@@ -2442,15 +2465,8 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
       scores->inputs[1] != heads[1]->output ||
       soleUser(heads[1]->output) != scores)
     return false;
-  Node* softmax = soleUser(scores->output);
-  if (!take(softmax, OpKind::OnnxSoftmax))
-    return false;
-  const int64_t axis = OpAttrs(*softmax, opset).getInt("axis");
-  if (axis != -1 && axis != 2)
-    return false;
-  Node* mix = soleUser(softmax->output);
-  if (!take(mix, OpKind::OnnxMatMul) || mix->inputs[0] != softmax->output ||
-      mix->inputs[1] != heads[2]->output || soleUser(heads[2]->output) != mix)
+  Node* mix = matchSoftmaxMix(g, scores->output, 2, heads[2]->output, m.nodes);
+  if (!mix)
     return false;
   // Heads joined again, the output projection, back to B x T x D.
   Node* t1 = soleUser(mix->output);
@@ -2487,38 +2503,23 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
 /// and a 1 x 1 Conv for the output projection.
 void replaceSelfAttention(Graph& g, const SelfAttention& m) {
   Node* last = m.nodes.back();
-  auto origins = [&](size_t from, size_t to) {
-    std::vector<Origin> o;
-    for (size_t i = from; i < to; ++i)
-      o.insert(o.end(), m.nodes[i]->origins.begin(), m.nodes[i]->origins.end());
-    return o;
-  };
   const int64_t B = m.batch, D = m.dim, T = m.tokens;
   const size_t n = m.nodes.size();
   Value* qkv =
       g.addValue(m.nodes[2]->output->name, DataType::Float, {B, 3 * D, T, 1});
-  Node* in = g.addNode(OpKind::OnnxConv,
-                       {m.x, filterOf(g, m.inWeight, false), m.inBias}, qkv,
-                       origins(0, 3), g.position(last));
-  in->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  addPointwiseConv(g, m.x, filterOf(g, m.inWeight, false), m.inBias, qkv,
+                   originsOf(m.nodes, 0, 3), g.position(last));
   Value* mixed =
       g.addValue(m.nodes[n - 6]->output->name, DataType::Float, {B, D, T, 1});
-  Node* attn = g.addNode(OpKind::Attention, {qkv}, mixed, origins(3, n - 4),
-                         g.position(last));
+  Node* attn = g.addNode(OpKind::Attention, {qkv}, mixed,
+                         originsOf(m.nodes, 3, n - 4), g.position(last));
   attn->scalars = {Scalar::integer(m.heads)};
   Value* y = g.addValue(last->output->name, DataType::Float, {B, D, T, 1});
-  Node* out =
-      g.addNode(OpKind::OnnxConv,
-                {mixed, filterOf(g, m.outWeight, m.outTransposed), m.outBias},
-                y, origins(n - 4, n), g.position(last));
-  out->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  addPointwiseConv(g, mixed, filterOf(g, m.outWeight, m.outTransposed),
+                   m.outBias, y, originsOf(m.nodes, n - 4, n),
+                   g.position(last));
   g.replaceAllUses(last->output, y);
-  std::vector<Node*> dead = m.nodes;
-  std::sort(dead.begin(), dead.end(), [&](const Node* a, const Node* b) {
-    return g.position(a) > g.position(b);
-  });
-  for (Node* d : dead)
-    g.eraseNode(d);
+  eraseMatched(g, m.nodes);
 }
 
 } // namespace

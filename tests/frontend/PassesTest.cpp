@@ -452,6 +452,19 @@ std::vector<OpKind> kindsOf(const Graph& g) {
   return kinds;
 }
 
+/// Makes input \p i of \p n a new float constant scalar \p v.
+void setScalarInput(Graph& g, Node* n, size_t i, float v) {
+  auto t = std::make_shared<TensorData>();
+  t->dtype = DataType::Float;
+  t->bytes.resize(sizeof v);
+  std::memcpy(t->bytes.data(), &v, sizeof v);
+  Value* c = g.addConstant("scalar", t);
+  auto& users = n->inputs[i]->users;
+  users.erase(std::find(users.begin(), users.end(), n));
+  n->inputs[i] = c;
+  c->users.push_back(n);
+}
+
 /// The first node of kind \p k, or null.
 const Node* firstOf(const Graph& g, OpKind k) {
   for (const auto& n : g.nodes())
@@ -526,16 +539,7 @@ TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
         n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
       scale = n.get();
   REQUIRE(scale != nullptr);
-  auto three = std::make_shared<TensorData>();
-  three->dtype = DataType::Float;
-  const float v = 3.f;
-  three->bytes.resize(sizeof v);
-  std::memcpy(three->bytes.data(), &v, sizeof v);
-  Value* c = g->addConstant("three", three);
-  auto& users = scale->inputs[1]->users;
-  users.erase(std::find(users.begin(), users.end(), scale));
-  scale->inputs[1] = c;
-  c->users.push_back(scale);
+  setScalarInput(*g, scale, 1, 3.f);
   const size_t before = g->nodes().size();
   makeTokensChannelFirst(*g);
   CHECK(g->nodes().size() == before);
@@ -687,16 +691,7 @@ TEST_CASE("Passes: Swin's windows stay as they are when the attention "
         n->origins.front().name.find("features.1.0/attn") != std::string::npos)
       scale = n.get();
   REQUIRE(scale != nullptr);
-  auto one = std::make_shared<TensorData>();
-  one->dtype = DataType::Float;
-  const float v = 1.f;
-  one->bytes.resize(sizeof v);
-  std::memcpy(one->bytes.data(), &v, sizeof v);
-  Value* c = g->addConstant("one", one);
-  auto& users = scale->inputs[1]->users;
-  users.erase(std::find(users.begin(), users.end(), scale));
-  scale->inputs[1] = c;
-  c->users.push_back(scale);
+  setScalarInput(*g, scale, 1, 1.f);
   makeChannelFirst(*g);
   CHECK(firstOf(*g, OpKind::WindowAttention) == nullptr);
   CHECK_THROWS_AS(lowerNodes(*g), UserError);

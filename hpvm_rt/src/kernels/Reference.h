@@ -279,44 +279,55 @@ inline void classToken(const float* x, int64_t N, int64_t C, int64_t T,
     }
 }
 
+/// One head's scaled dot-product attention over T tokens, in double:
+/// channel d of token t of the queries, keys, values and output at
+/// [d * stride + at[t]], D channels, plus extra(t, s) on the score of query
+/// t and key s.
+template <class Extra>
+inline void attendHead(const float* q, const float* k, const float* v, float* o,
+                       int64_t D, int64_t T, int64_t stride, const int64_t* at,
+                       Extra extra) {
+  const double scale = 1 / std::sqrt(double(D));
+  std::vector<double> p(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    // Scores of query t against every key; softmax.
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t s = 0; s < T; ++s) {
+      double dot = 0;
+      for (int64_t d = 0; d < D; ++d)
+        dot += double(q[d * stride + at[t]]) * double(k[d * stride + at[s]]);
+      p[size_t(s)] = dot * scale + extra(t, s);
+      mx = std::max(mx, p[size_t(s)]);
+    }
+    double sum = 0;
+    for (int64_t s = 0; s < T; ++s) {
+      p[size_t(s)] = std::exp(p[size_t(s)] - mx);
+      sum += p[size_t(s)];
+    }
+    // Output channel d: the values weighted by the probabilities.
+    for (int64_t d = 0; d < D; ++d) {
+      double acc = 0;
+      for (int64_t s = 0; s < T; ++s)
+        acc += p[size_t(s)] * double(v[d * stride + at[s]]);
+      o[d * stride + at[t]] = float(acc / sum);
+    }
+  }
+}
+
 /// Multi-head self-attention (runAttention): qkv N x 3C x T, y N x C x T.
 inline void attention(const float* qkv, int64_t N, int64_t C, int64_t T,
                       int64_t heads, float* y) {
-  // Dimension names: D channels per head, t the query token, s the key
-  // token. Element (token t, channel d) of head h's queries is qkv[b, h*D +
-  // d, t]; its keys and values follow C and 2C channels later.
+  // Token t, channel d of head h's queries is qkv[b, h*D + d, t]; its keys
+  // and values follow C and 2C channels later.
   const int64_t D = C / heads;
-  const double scale = 1 / std::sqrt(double(D));
-  std::vector<double> p(static_cast<size_t>(T));
+  std::vector<int64_t> at(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t)
+    at[size_t(t)] = t;
   for (int64_t b = 0; b < N; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const float* q = qkv + (b * 3 * C + h * D) * T;
-      const float* k = q + C * T;
-      const float* v = k + C * T;
-      float* o = y + (b * C + h * D) * T;
-      for (int64_t t = 0; t < T; ++t) {
-        // Scores of query t against every key, in double; softmax.
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t s = 0; s < T; ++s) {
-          double dot = 0;
-          for (int64_t d = 0; d < D; ++d)
-            dot += double(q[d * T + t]) * double(k[d * T + s]);
-          p[size_t(s)] = dot * scale;
-          mx = std::max(mx, p[size_t(s)]);
-        }
-        double sum = 0;
-        for (int64_t s = 0; s < T; ++s) {
-          p[size_t(s)] = std::exp(p[size_t(s)] - mx);
-          sum += p[size_t(s)];
-        }
-        // Output channel d: the values weighted by the probabilities.
-        for (int64_t d = 0; d < D; ++d) {
-          double acc = 0;
-          for (int64_t s = 0; s < T; ++s)
-            acc += p[size_t(s)] * double(v[d * T + s]);
-          o[d * T + t] = float(acc / sum);
-        }
-      }
+      attendHead(q, q + C * T, q + 2 * C * T, y + (b * C + h * D) * T, D, T, T,
+                 at.data(), [](int64_t, int64_t) { return 0.0; });
     }
 }
 
@@ -330,9 +341,7 @@ inline void windowAttention(const float* qkv, int64_t N, int64_t C, int64_t H,
                             const float* mask, int64_t masks, float* y) {
   const int64_t D = C / heads, T = wh * ww, HW = H * W;
   const int64_t across = W / ww, windows = (H / wh) * across;
-  const double scale = 1 / std::sqrt(double(D));
   std::vector<int64_t> at(static_cast<size_t>(T)); // token -> pixel
-  std::vector<double> p(static_cast<size_t>(T));
   for (int64_t b = 0; b < N; ++b)
     for (int64_t w = 0; w < windows; ++w) {
       for (int64_t t = 0; t < T; ++t)
@@ -341,32 +350,11 @@ inline void windowAttention(const float* qkv, int64_t N, int64_t C, int64_t H,
       const float* m = mask + (masks == 1 ? 0 : w) * T * T;
       for (int64_t h = 0; h < heads; ++h) {
         const float* q = qkv + (b * 3 * C + h * D) * HW;
-        const float* k = q + C * HW;
-        const float* v = k + C * HW;
-        float* o = y + (b * C + h * D) * HW;
-        for (int64_t t = 0; t < T; ++t) {
-          double mx = -std::numeric_limits<double>::infinity();
-          for (int64_t s = 0; s < T; ++s) {
-            double dot = 0;
-            for (int64_t d = 0; d < D; ++d)
-              dot += double(q[d * HW + at[size_t(t)]]) *
-                     double(k[d * HW + at[size_t(s)]]);
-            p[size_t(s)] =
-                dot * scale + bias[(h * T + s) * T + t] + m[s * T + t];
-            mx = std::max(mx, p[size_t(s)]);
-          }
-          double sum = 0;
-          for (int64_t s = 0; s < T; ++s) {
-            p[size_t(s)] = std::exp(p[size_t(s)] - mx);
-            sum += p[size_t(s)];
-          }
-          for (int64_t d = 0; d < D; ++d) {
-            double acc = 0;
-            for (int64_t s = 0; s < T; ++s)
-              acc += p[size_t(s)] * double(v[d * HW + at[size_t(s)]]);
-            o[d * HW + at[size_t(t)]] = float(acc / sum);
-          }
-        }
+        const float* bh = bias + h * T * T;
+        attendHead(q, q + C * HW, q + 2 * C * HW, y + (b * C + h * D) * HW, D,
+                   T, HW, at.data(), [&](int64_t t, int64_t s) {
+                     return double(bh[s * T + t]) + double(m[s * T + t]);
+                   });
       }
     }
 }
