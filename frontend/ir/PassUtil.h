@@ -22,6 +22,10 @@ std::vector<int64_t> form4d(const std::vector<int64_t>& shape);
 /// Why Pad node \p pad cannot be folded into its consumer, or "" if it can.
 std::string padFoldBlocker(const Node& pad, int64_t opset);
 
+/// The pads of ONNX Pad \p pad (every axis's begin, then every end), from
+/// its attribute or constant input; false if they are computed at run time.
+bool constantPads(const Node& pad, int64_t opset, std::vector<int64_t>& pads);
+
 /// The pads (N, C, H, W begins, then ends) and padding value of ONNX Pad
 /// \p pad: "" if they are constants padding only H and W of a 4-D input
 /// by >= 0, else why not. \p channelLast: the input is N x H x W x C.

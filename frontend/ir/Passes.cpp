@@ -994,20 +994,27 @@ std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
          "before a dense layer)";
 }
 
-std::string padGeometry(const Node& pad, int64_t opset,
-                        std::vector<int64_t>& pads, double& value,
-                        bool channelLast) {
-  OpAttrs attrs(pad, opset);
-  // Pads: attribute (opset < 11, "paddings" in opset 1) or constant input 1.
+bool constantPads(const Node& pad, int64_t opset, std::vector<int64_t>& pads) {
+  // Attribute (opset < 11, "paddings" in opset 1) or constant input 1.
   if (pad.inputs.size() > 1) {
     if (!pad.inputs[1]->isConstant())
-      return "the pads are computed at run time (only constant pads are "
-             "supported)";
+      return false;
     pads = pad.inputs[1]->constant->toInts();
   } else {
+    OpAttrs attrs(pad, opset);
     pads =
         attrs.has("pads") ? attrs.getInts("pads") : attrs.getInts("paddings");
   }
+  return true;
+}
+
+std::string padGeometry(const Node& pad, int64_t opset,
+                        std::vector<int64_t>& pads, double& value,
+                        bool channelLast) {
+  if (!constantPads(pad, opset, pads))
+    return "the pads are computed at run time (only constant pads are "
+           "supported)";
+  OpAttrs attrs(pad, opset);
   value = attrs.getFloat("value");
   if (pad.inputs.size() > 2 && !pad.inputs[2]->name.empty()) {
     const Value* v = pad.inputs[2];
@@ -1220,10 +1227,9 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
         out.push_back(reduced[i] ? 1 : x[i]);
     return out;
   }
-  if (k == OpKind::OnnxPad && n->inputs.size() > 1 &&
-      n->inputs[1]->isConstant()) {
-    // Pads (opset 11+): the begin of every axis, then the end of every one.
-    const std::vector<int64_t> pads = n->inputs[1]->constant->toInts();
+  std::vector<int64_t> pads;
+  if (k == OpKind::OnnxPad && constantPads(*n, opset, pads)) {
+    // The begin of every axis, then the end of every one.
     if (pads.size() != 2 * x.size())
       return {};
     std::vector<int64_t> out = x;
@@ -1339,18 +1345,9 @@ namespace {
 /// A Pad of constant pads, all 0 (Swin pads its windows by 0 when they
 /// tile the image already).
 bool isIdentityPad(const Node& n, int64_t opset) {
-  if (n.kind != OpKind::OnnxPad)
-    return false;
   std::vector<int64_t> pads;
-  if (n.inputs.size() > 1) {
-    if (!n.inputs[1]->isConstant())
-      return false;
-    pads = n.inputs[1]->constant->toInts();
-  } else {
-    OpAttrs a(n, opset);
-    pads = a.has("pads") ? a.getInts("pads") : a.getInts("paddings");
-  }
-  return std::all_of(pads.begin(), pads.end(),
+  return n.kind == OpKind::OnnxPad && constantPads(n, opset, pads) &&
+         std::all_of(pads.begin(), pads.end(),
                      [](int64_t p) { return p == 0; });
 }
 
@@ -2071,8 +2068,7 @@ Node* matchRoll(const Graph& g, Value* v, int64_t axis, int64_t& shift,
 /// torch.roll by +shift.
 struct WindowAttentionMatch {
   std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
-  Value* x = nullptr;
-  int64_t N = 0, H = 0, W = 0, C = 0; ///< x's dims (channel-last).
+  int64_t N = 0, H = 0, W = 0, C = 0; ///< The input's dims (channel-last).
   int64_t windowH = 0, windowW = 0, heads = 0, shiftH = 0, shiftW = 0;
   Value *qkvWeight = nullptr, *qkvBias = nullptr; ///< C x 3C, 3C.
   Value *projWeight = nullptr, *projBias = nullptr;
@@ -2091,7 +2087,6 @@ bool matchWindowAttention(const Graph& g, Value* x, WindowAttentionMatch& m) {
   const int64_t N = x->shape[0], H = x->shape[1], W = x->shape[2],
                 C = x->shape[3];
   m = WindowAttentionMatch{};
-  m.x = x;
   m.N = N;
   m.H = H;
   m.W = W;

@@ -123,6 +123,13 @@ static_assert([] {
 }());
 inline constexpr int kNumOpFacts = sizeof(kOpFacts) / sizeof(kOpFacts[0]);
 
+/// Parameter \p i (0 or 1) of an activation with facts \p f as a post-op:
+/// its scalar i (Clip's bounds, HardSigmoid's alpha and beta, LeakyRelu's
+/// alpha), 0 past its scalar count.
+inline float actParam(const OpFacts& f, const double* scalars, int i) {
+  return f.scalarArgs > i ? float(scalars[i]) : 0.f;
+}
+
 /// One label per scalar operand of an op with facts \p f, from its
 /// ScalarNames: the name before the first operand it names, "" before the
 /// others ("pads:2 strides:2" -> pads, "", strides, "").

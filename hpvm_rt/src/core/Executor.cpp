@@ -198,17 +198,13 @@ bool isDense(HpvmOp op) {
   return op == HpvmOp::Conv || op == HpvmOp::GroupConv || op == HpvmOp::Mul;
 }
 
-/// The activation an op is as a fused post-op (Ops.def Act column).
-Act actOf(HpvmOp op) { return opInfo(op).facts->act; }
-
 /// Sets \p act, \p lo and \p hi to what activation op \p q is as a post-op:
-/// its Act and its parameters (its scalars: Clip's bounds, HardSigmoid's
-/// alpha and beta, LeakyRelu's alpha; 0 past the op's count).
+/// its Act and its parameters (actParam).
 void setAct(const TraceOp& q, Act& act, float& lo, float& hi) {
-  act = actOf(q.op);
-  const int params = opInfo(q.op).facts->scalarArgs;
-  lo = params >= 1 ? float(q.scalars[0]) : 0.f;
-  hi = params >= 2 ? float(q.scalars[1]) : 0.f;
+  const OpFacts& f = *opInfo(q.op).facts;
+  act = f.act;
+  lo = actParam(f, q.scalars, 0);
+  hi = actParam(f, q.scalars, 1);
 }
 
 /// Sets \p t's extents to \p s (symbolic tensors are reused per launch).

@@ -16,12 +16,11 @@ enum Row : int {
 #include "hpvm_rt/Ops.def"
 };
 
-/// An activation row's kernel: runAct with the row's Act and its scalars
-/// as the parameters (Clip's bounds, HardSigmoid's alpha and beta, Leaky
-/// ReLU's alpha; 0 past the row's count).
+/// An activation row's kernel: runAct with the row's Act and parameters
+/// (actParam).
 void activation(const OpCall& c, const OpFacts& f) {
-  runAct(c.in[0], f.act, f.scalarArgs >= 1 ? float(c.scalars[0]) : 0.f,
-         f.scalarArgs >= 2 ? float(c.scalars[1]) : 0.f, c.knob, c.out);
+  runAct(c.in[0], f.act, actParam(f, c.scalars, 0), actParam(f, c.scalars, 1),
+         c.knob, c.out);
 }
 
 } // namespace

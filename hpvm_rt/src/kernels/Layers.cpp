@@ -148,6 +148,23 @@ bool alreadyRounded(const Tensor* x, Precision p) {
   return p != Precision::FP32 && implOf(x).roundedTo == p;
 }
 
+/// y's new values are exactly representable in p when \p rounded (say so),
+/// else they are rounded to p now.
+void keepOrRound(bool rounded, Precision p, Tensor* y) {
+  if (rounded)
+    implOf(y).roundedTo = p;
+  else
+    roundResult(p, y);
+}
+
+/// y was just written on the host with values copied from x: x's rounding
+/// is y's.
+void markHostCopied(const Tensor* x, Precision p, Tensor* y) {
+  const bool rounded = alreadyRounded(x, p);
+  markHostWritten(y);
+  keepOrRound(rounded, p, y);
+}
+
 /// to[0..n) = from[0..n) rounded to p, in one parallel pass.
 void roundCopy(Precision p, const float* from, float* to, int64_t n) {
   constexpr int64_t kBlock = 4096;
@@ -1695,10 +1712,7 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
     implOf(y).memScale = scale;
     return;
   }
-  if (rounded)
-    implOf(y).roundedTo = knob.precision;
-  else
-    roundResult(knob.precision, y);
+  keepOrRound(rounded, knob.precision, y);
 }
 
 // --- Batch norm -------------------------------------------------------------
@@ -1989,10 +2003,7 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
   bool rounded = true;
   for (int i = 0; i < n; ++i)
     rounded = rounded && alreadyRounded(parts[i], knob.precision);
-  if (rounded)
-    implOf(y).roundedTo = knob.precision;
-  else
-    roundResult(knob.precision, y);
+  keepOrRound(rounded, knob.precision, y);
 }
 
 namespace {
@@ -2016,12 +2027,7 @@ void copyChannels(const Tensor* x, const KnobSpec& knob, Tensor* y,
     for (int64_t c = 0; c < C; ++c)
       std::memcpy(yp + (b * C + c) * HW, xp + (b * XC + source(c)) * HW,
                   static_cast<size_t>(HW) * sizeof(float));
-  const bool rounded = alreadyRounded(x, knob.precision);
-  markHostWritten(y);
-  if (rounded)
-    implOf(y).roundedTo = knob.precision;
-  else
-    roundResult(knob.precision, y);
+  markHostCopied(x, knob.precision, y);
 }
 
 } // namespace
@@ -2083,10 +2089,7 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
   dnnl::memory dst = sameLayoutOutput(x, src, y);
   eltwise(src, dst, act, lo, hi);
   markInPlace(y, dst);
-  if (rounded)
-    implOf(y).roundedTo = knob.precision;
-  else
-    roundResult(knob.precision, y);
+  keepOrRound(rounded, knob.precision, y);
 }
 
 // --- Layer normalization ----------------------------------------------------
@@ -2549,13 +2552,7 @@ void runSpatialSlice(const OpCall& c) {
       for (int64_t j = 0; j < nw; ++j)
         dst[j] = src[j * tw];
     }
-  // A copy: x's rounding is y's.
-  const bool rounded = alreadyRounded(x, c.knob.precision);
-  markHostWritten(c.out);
-  if (rounded)
-    implOf(c.out).roundedTo = c.knob.precision;
-  else
-    roundResult(c.knob.precision, c.out);
+  markHostCopied(x, c.knob.precision, c.out);
 }
 
 void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
@@ -2569,12 +2566,7 @@ void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
   const float* xp = hostData(x);
   allocHost(y);
   ref::selectToken(xp, N, C, T, index, y->impl->host);
-  markHostWritten(y);
-  // A copy: x's rounding is y's.
-  if (alreadyRounded(x, knob.precision))
-    implOf(y).roundedTo = knob.precision;
-  else
-    roundResult(knob.precision, y);
+  markHostCopied(x, knob.precision, y);
 }
 
 } // namespace hpvm::rt
