@@ -27,6 +27,7 @@
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "approx/GemmConv.h"
+#include "approx/Isa.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
 
@@ -110,7 +111,7 @@ const ClassPrim& classPrim(const ConvGeometry& g, const OutputClass& c) {
   const int64_t padR = padRight(g.w, g.kw, g.strideW, g.padW, g.wo);
   const memory::dims dstDims{g.n, g.k, p.outLen, g.wo};
   auto make = [&](tag dstTag) {
-    return dnnl::convolution_forward::primitive_desc(
+    return convolutionPd(
         {dnnl::prop_kind::forward_inference,
          dnnl::algorithm::convolution_direct,
          memory::desc({g.n, g.c, p.viewH, g.w}, dt::f32, tag::any),
@@ -119,7 +120,7 @@ const ClassPrim& classPrim(const ConvGeometry& g, const OutputClass& c) {
          {p.stride, g.strideW},
          {p.padT, g.padW},
          {p.padB, padR}},
-        cpuEngine());
+        {}, cpuEngine());
   };
   // Prefer an NHWC result (the fused output pass reads it); fall back to
   // oneDNN's own choice when NHWC would mean its reference kernel.

@@ -20,6 +20,7 @@
 // strided columns a column class has on CIFAR-sized layers.
 #include "Errors.h"
 #include "approx/Epilogue.h"
+#include "approx/Isa.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
 
@@ -121,7 +122,7 @@ BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
   if (nm.int8())
     attr.set_output_scales(1 << 1, *nm.outScales);
   try {
-    dnnl::convolution_forward::primitive_desc pd(
+    const auto pd = convolutionPd(
         {dnnl::prop_kind::forward_inference,
          dnnl::algorithm::convolution_direct,
          memory::desc(sc ? memory::dims{g.n, g.c, g.h, p.viewH}

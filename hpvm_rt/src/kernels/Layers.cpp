@@ -21,6 +21,7 @@
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
+#include "approx/Isa.h"
 #include "kernels/Reference.h"
 #include "kernels/TensorImpl.h"
 
@@ -103,12 +104,7 @@ private:
 
 /// True when oneDNN can run bf16 convolutions natively on this CPU.
 bool haveNativeBf16() {
-  static const bool have = [] {
-    auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    return (isa & need) == need;
-  }();
-  return have;
+  return approx::isaLevel() >= approx::IsaLevel::Avx512Bf16;
 }
 
 /// Rounds n floats to the knob's precision (nothing for fp32).
@@ -1180,7 +1176,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
           {args.padH, args.padW});
       dnnl::primitive_attr attr = postOpsAttr(post, how, dst, dyn);
       attr.set_output_scales(1 << 1, outScales);
-      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
+      const auto pd = approx::convolutionPd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                 pd.dst_desc(), how};
       made.binaryIndex = (dyn ? 1 : 0) + (post.act == Act::None ? 0 : 1);
@@ -1380,8 +1376,8 @@ const Prim* exactPrim(const ConvCall& c, bool blocked) {
           dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
-      dnnl::convolution_forward::primitive_desc pd(
-          desc, postOpsAttr(post, how, dst), engine());
+      const auto pd =
+          approx::convolutionPd(desc, postOpsAttr(post, how, dst), engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                 pd.dst_desc(), how};
       made.binaryIndex = post.act == Act::None ? 0 : 1;

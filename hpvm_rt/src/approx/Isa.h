@@ -1,0 +1,53 @@
+// Isa.h - the instruction-set level the whole runtime runs at, and the
+// oneDNN primitive descriptors that depend on it.
+//
+// One level for everything: oneDNN's effective ISA (the CPU's, capped by
+// ONEDNN_MAX_CPU_ISA) decides which of our own vector loops run too, so that
+// capping it makes the whole program behave as it would on an older CPU.
+// The levels, lowest first (README, "CPU support"):
+//   avx2         any x86-64 CPU with AVX2 and FMA (x86-64-v3): oneDNN's
+//                8-channel kernels, our loops in their portable form; int8
+//                weights are 7-bit (no VNNI: vpmaddubsw would saturate)
+//   avx512       AVX-512 (F, BW, VL, DQ): our AVX-512 loops
+//   avx512_vnni  int8 dot products in one instruction: 8-bit weights
+//   avx512_bf16  native bf16 convolutions
+//   amx          AMX int8 and bf16 tiles
+#ifndef HPVM_RT_APPROX_ISA_H
+#define HPVM_RT_APPROX_ISA_H
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+
+namespace hpvm::rt::approx {
+
+enum class IsaLevel : uint8_t { Avx2, Avx512, Avx512Vnni, Avx512Bf16, Amx };
+
+/// The level this process runs at (read once, from oneDNN).
+IsaLevel isaLevel();
+/// Its name as above ("avx2" .. "amx").
+const char* isaName(IsaLevel level);
+
+/// Our AVX-512 loops may run (the level is avx512 or above).
+bool haveAvx512();
+/// ... and AVX512-VBMI2's 8- and 16-bit compress too (the CPU has it).
+bool haveAvx512Vbmi2();
+/// oneDNN's int8 kernels sum u8 x s8 products without saturating (VNNI or
+/// AMX). Below that, int8 weights are quantized to 7 bits (|q| <= 63) and
+/// stored doubled (even, |q| <= 126), which oneDNN's s8-source kernels
+/// halve exactly (README, "CPU support").
+bool int8Vnni();
+
+/// A convolution primitive descriptor for `desc`, skipping the
+/// implementations oneDNN 2.6 gets wrong: its AMX brgconv kernels (int8 and
+/// bf16) compute wrong rows or crash when a stride exceeds the kernel's
+/// extent along its axis (windows with gaps between them: perforation's
+/// class convolutions, 2x2 stride 3); the next implementation is used.
+/// Throws dnnl::error as the constructor does when there is none.
+dnnl::convolution_forward::primitive_desc
+convolutionPd(const dnnl::convolution_forward::desc& desc,
+              const dnnl::primitive_attr& attr, const dnnl::engine& eng);
+
+} // namespace hpvm::rt::approx
+
+#endif // HPVM_RT_APPROX_ISA_H
