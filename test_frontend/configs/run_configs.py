@@ -68,7 +68,8 @@ SWEEP_NETS = ["lenet_mnist", "resnet18_cifar10"]
 # float32 summation order (harness.TOLERANCE); their fp16 variants within
 # PRECISION_MAX of it.
 PRECISION_MAX = 5e-2
-# int8 knobs (8-bit operands, 32-bit sums): the change they may make.
+# int8 knobs (8-bit operands, 32-bit sums): the change they may make, with
+# 8-bit weights (twice that with 7-bit weights, below VNNI).
 INT8_MAX = 1e-1
 ORACLE_TOL = H.TOLERANCE
 
@@ -477,13 +478,17 @@ class Oracle:
     convolution run in one batched forward pass (one slice of the batch per
     knob) and are cached."""
 
-    def __init__(self, prep, int8_ranges=None):
+    def __init__(self, prep, int8_ranges=None, weight_max=127):
         import torch
         from torch import nn
         self.model, self.x = prep.model, torch.from_numpy(prep.x)
         self.order, self.cache = [], {}
         # Convolution index -> (lo, hi) input range of the int8 knobs.
         self.int8_ranges = int8_ranges or {}
+        # The largest int8 weight code: 127, or 63 where the program runs
+        # below VNNI (README, "CPU support").
+        self.weight_max = weight_max
+        self.int8_max = INT8_MAX * 127 / weight_max
 
         def record(m, inputs, out):
             if m.groups == 1:
@@ -526,7 +531,8 @@ class Oracle:
                     inv = torch.tensor(np.float32(1) / s)
                     xi = torch.clamp(torch.round(xi * inv), 0 if u8 else -128,
                                      255 if u8 else 127) * float(s)
-                    ws = w.abs().amax(dim=(1, 2, 3), keepdim=True) / 127
+                    ws = w.abs().amax(dim=(1, 2, 3),
+                                      keepdim=True) / self.weight_max
                     w = torch.round(w / ws) * ws
                     yi = F.conv2d(xi, w, m.bias, m.stride, m.padding)
                 if knob["variant"] == "Samp":
@@ -564,8 +570,8 @@ def check_case(table, oracle, conv_index, knob_id, out, exact):
                                   f"{change:.3g}")
         if change == 0:
             return change, None, f"{row['name']} left the output unchanged"
-        limit = INT8_MAX if row["precision"].startswith("INT8") else \
-            PRECISION_MAX
+        limit = oracle.int8_max if row["precision"].startswith("INT8") \
+            else PRECISION_MAX
         if change > limit:
             return change, None, (f"{row['name']} changed the output by "
                                   f"{change:.3g} > {limit:g}")
@@ -581,6 +587,38 @@ def check_case(table, oracle, conv_index, knob_id, out, exact):
                              f"(tolerance {tol:g}; the exact output "
                              f"differs by {change:.3g})")
     return change, err, ""
+
+
+# ONEDNN_MAX_CPU_ISA's values and the runtime's ISA levels (approx/Isa.h),
+# lowest first.
+ISA_LEVELS = ["avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx"]
+ISA_CAPS = {"AVX2": "avx2", "AVX512_CORE": "avx512",
+            "AVX512_CORE_VNNI": "avx512_vnni",
+            "AVX512_CORE_BF16": "avx512_bf16", "AVX512_CORE_AMX": "amx",
+            "ALL": "amx"}
+
+
+def isa_level():
+    """The runtime's ISA level on this machine under ONEDNN_MAX_CPU_ISA:
+    the CPU's (from /proc/cpuinfo, as oneDNN reads CPUID) capped."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f
+                      if line.startswith("flags")), [])
+    have = set(flags)
+    level = "avx2"
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= have:
+        level = "avx512"
+        if "avx512_vnni" in have:
+            level = "avx512_vnni"
+            if "avx512_bf16" in have:
+                level = "avx512_bf16"
+                if {"amx_tile", "amx_int8", "amx_bf16"} <= have:
+                    level = "amx"
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+    if cap not in ISA_CAPS:
+        raise H.TestFailure(f"ONEDNN_MAX_CPU_ISA={cap}: the tests know "
+                            f"{', '.join(ISA_CAPS)}")
+    return min(level, ISA_CAPS[cap], key=ISA_LEVELS.index)
 
 
 def cmd_sweep(args):
@@ -657,7 +695,11 @@ def cmd_sweep(args):
             if w and w[0] == "node" and int(w[1]) in ordinal_conv:
                 int8_ranges[ordinal_conv[int(w[1])]] = (float(w[3]),
                                                         float(w[4]))
-    oracle = Oracle(prep, int8_ranges)
+    # The ISA level the program runs at, for the int8 weights.
+    isa = isa_level()
+    weight_max = 63 if isa in ("avx2", "avx512") else 127
+    H.log(f"[{args.net}] ISA level {isa}: int8 weights up to {weight_max}")
+    oracle = Oracle(prep, int8_ranges, weight_max)
     failures, by_family, report = [], {}, []
     for (what, ordinal, j, op, knob, _), out in zip(cases, outputs[1:]):
         if out.shape != exact.shape:
@@ -695,7 +737,8 @@ def cmd_sweep(args):
                              if len(failures) > 40 else "") +
                             f"\n  files kept in {work}")
     H.log(f"[{args.net}] PASS: {len(cases)} knob cases: fp32 exact, fp16/"
-          f"bf16 within {PRECISION_MAX:g}, int8 within {INT8_MAX:g}, "
+          f"bf16 within {PRECISION_MAX:g}, int8 within "
+          f"{oracle.int8_max:.3g}, "
           f"perforation and sampling equal the reference algorithm (int8 "
           f"perforation: on the quantized operands)")
 

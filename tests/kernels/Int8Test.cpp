@@ -11,8 +11,8 @@
 //           rounds s up to 2^(ceil(16 log2 s) / 16).
 //   weights bias and batch norm folded first (fp32 weights w' = w g /
 //           sqrt(var + eps), b' = beta + (b - mean) g / sqrt(var + eps)),
-//           then per output channel ws = max|w'| / 127, q = clamp(rne(w' /
-//           ws), -127, 127).
+//           then per output channel ws = max|w'| / Q, q = clamp(rne(w' /
+//           ws), -Q, Q), Q = 127 (63 below VNNI: int8WeightMax()).
 //   result  int64 accumulation, y = acc s ws + b' in double, then the post-ops
 //           (activation, residual add, second activation) in double.
 // The scales are fp32 values (s, ws as the formulas give them in fp32).
@@ -233,9 +233,10 @@ QuantWeights quantizeWeights(const std::vector<float>& w, const RefPost& post,
     for (int64_t e = 0; e < perK; ++e)
       m = std::max(m, std::fabs(folded[k * kStride + e * kStep]));
     if (m > 0.f)
-      r.scale[k] = m / 127.f;
+      r.scale[k] = m / int8WeightMax();
   }
-  r.q = quantize(folded, r.scale, perK, kStride, kStep, -127, 127, 2 * kU);
+  const auto qmax = static_cast<int32_t>(int8WeightMax());
+  r.q = quantize(folded, r.scale, perK, kStride, kStep, -qmax, qmax, 2 * kU);
   return r;
 }
 
@@ -762,19 +763,22 @@ TEST_CASE("Kernels: int8 conv and dense follow new weight values") {
 }
 
 TEST_CASE("Kernels: int8 conv and dense stay within 3% of the exact fp32 "
-          "result") {
+          "result, 5% with 7-bit weights") {
   // Gross mistakes (a lost bias, a wrong scale) show here even where the
   // quantized reference shares them. Data inside the calibrated range.
+  // (Below VNNI the weights have 7 bits: twice the weight rounding.)
+  const double bound = int8WeightMax() == 127.f ? 0.03 : 0.05;
   unsigned seed = 1400;
-  auto check = [](const std::vector<float>& got,
-                  const std::vector<double>& exact, const std::string& what) {
+  auto check = [bound](const std::vector<float>& got,
+                       const std::vector<double>& exact,
+                       const std::string& what) {
     double m = 0, err = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       m = std::max(m, std::fabs(exact[i]));
       err = std::max(err, std::fabs(got[i] - exact[i]));
     }
     INFO(what << ": largest error " << err << " of max |y| " << m);
-    CHECK(err <= 0.03 * m);
+    CHECK(err <= bound * m);
   };
   for (const Shape& sh : readShapes("conv.txt")) {
     const ConvShape s = convShape(sh);

@@ -50,9 +50,10 @@ TEST_CASE("Isa: convolutions whose stride exceeds the kernel never run on "
     int64_t k, s, pad, padEnd, h;
     bool gaps;
   };
-  for (const Case& c : {Case{3, 4, 0, 0, 13, true}, Case{2, 5, 1, 1, 16, true},
-                        Case{1, 3, 0, -1, 13, true}, Case{3, 2, 1, 1, 16, false},
-                        Case{3, 3, 1, 1, 16, false}})
+  for (const Case& c :
+       {Case{3, 4, 0, 0, 13, true}, Case{2, 5, 1, 1, 16, true},
+        Case{1, 3, 0, -1, 13, true}, Case{3, 2, 1, 1, 16, false},
+        Case{3, 3, 1, 1, 16, false}})
     for (dt type : {dt::u8, dt::s8, dt::bf16}) {
       const bool i8 = type != dt::bf16;
       const int64_t o = (c.h + c.pad + c.padEnd - c.k) / c.s + 1;
@@ -63,10 +64,19 @@ TEST_CASE("Isa: convolutions whose stride exceeds the kernel never run on "
           dnnl::memory::desc({64, 32, c.k, c.k}, i8 ? dt::s8 : type, tag::any),
           dnnl::memory::desc({2, 64, o, o}, dt::f32, tag::nhwc), {c.s, c.s},
           {c.pad, c.pad}, {c.padEnd, c.padEnd});
+      bool exists = true; // (no bf16 convolution below avx512)
+      try {
+        dnnl::convolution_forward::primitive_desc(d, {}, eng);
+      } catch (const dnnl::error&) {
+        exists = false;
+      }
+      if (!exists) {
+        CHECK_THROWS_AS(convolutionPd(d, {}, eng), dnnl::error);
+        continue;
+      }
       const auto pd = convolutionPd(d, {}, eng);
       const std::string impl = pd.impl_info_str();
-      INFO("k" << c.k << " s" << c.s << " type " << int(type) << ": "
-               << impl);
+      INFO("k" << c.k << " s" << c.s << " type " << int(type) << ": " << impl);
       if (c.gaps)
         CHECK_FALSE((impl.rfind("brgconv:", 0) == 0 &&
                      impl.find("amx") != std::string::npos));

@@ -3,6 +3,7 @@
 #ifndef HPVM_TESTS_KERNELS_KERNELTESTUTIL_H
 #define HPVM_TESTS_KERNELS_KERNELTESTUTIL_H
 
+#include "approx/Isa.h"
 #include "kernels/Kernels.h"
 #include "kernels/Reference.h"
 
@@ -72,6 +73,10 @@ inline std::vector<float> randomVec(size_t n, unsigned seed, float lo = -1.f,
 }
 
 /// Largest |v|.
+/// The largest int8 weight code at this machine's ISA level: 127 with VNNI
+/// or AMX, 63 below (oneDNN's 16-bit pair sums would saturate; Isa.h).
+inline float int8WeightMax() { return approx::int8Vnni() ? 127.f : 63.f; }
+
 inline float maxAbs(const std::vector<float>& v) {
   float m = 0.f;
   for (float x : v)

@@ -77,11 +77,10 @@ const char* isaName(IsaLevel level) {
 }
 
 bool haveAvx512() {
-  static const bool have = isaLevel() >= IsaLevel::Avx512 &&
-                           __builtin_cpu_supports("avx512f") &&
-                           __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") &&
-                           __builtin_cpu_supports("avx512dq");
+  static const bool have =
+      isaLevel() >= IsaLevel::Avx512 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   return have;
 }
 

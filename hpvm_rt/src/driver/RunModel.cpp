@@ -5,6 +5,7 @@
 
 #include "Errors.h"
 #include "Runtime.h"
+#include "approx/Isa.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
 #include "driver/FileUtil.h"
@@ -488,6 +489,7 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
                {"batch_size", batch},
                {"repeat", opts.repeat},
                {"threads", numThreads()},
+               {"isa", approx::isaName(approx::isaLevel())},
                {"config_file", file.path},
                {"exact",
                 {{"accuracy", exact.accuracy()},
@@ -805,6 +807,7 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
                {"batch_size", batch},
                {"repeat", opts.repeat},
                {"threads", numThreads()},
+               {"isa", approx::isaName(approx::isaLevel())},
                {"accuracy", result.accuracy()},
                {"correct", result.correct},
                {"config", configJson(config, file.get())},

@@ -780,18 +780,35 @@ dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
   return out;
 }
 
+/// How int8 weights are coded for oneDNN. With VNNI (or AMX) 8 bits,
+/// -127..127. Below it oneDNN multiplies u8 by s8 with vpmaddubsw, whose
+/// pair sums saturate at 16 bits: weights get 7 bits, -63..63 (the
+/// largest pair sum 2 * 255 * 63 fits); its convolutions of s8 sources
+/// also halve the weights (rounding odd ones), so for them the 7-bit values
+/// are stored doubled (even, exact after halving) with half the scale.
+struct Int8Code {
+  float qmax = 127.f;
+  bool doubled = false;
+};
+Int8Code int8Code(dt srcType, bool convolution) {
+  if (approx::int8Vnni())
+    return {};
+  return {63.f, convolution && srcType == dt::s8};
+}
+
 /// The int8 weights of a conv or dense layer in their plain layout
 /// \p plainTag: bias and batch norm folded in (foldPostOps), then each
-/// output channel quantized symmetrically to -127..127 with its own scale
-/// (largest magnitude / 127). Cached on w like derivedWeights(): `weights`
-/// is the plain s8 filter, `bias` the folded fp32 bias, `scales` the
-/// per-channel weight scales.
+/// output channel quantized symmetrically to -qmax..qmax with its own scale
+/// (largest magnitude / qmax; `code`). Cached on w like derivedWeights():
+/// `weights` is the plain s8 filter, `bias` the folded fp32 bias, `scales`
+/// the per-channel weight scales.
 const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
                                      const dims& wDims, tag plainTag, int64_t K,
                                      int64_t perK, int64_t kStride,
-                                     int64_t kStep) {
+                                     int64_t kStep, Int8Code code) {
   TensorImpl& impl = implOf(w);
-  std::string key = "int8|" + foldKey(post);
+  std::string key = fmt::format("int8|{}|{}{}", foldKey(post), code.qmax,
+                                code.doubled ? "x2" : "");
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return *found;
   const float* wp = hostData(w);
@@ -806,12 +823,13 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
     float m = 0.f;
     for (int64_t e = 0; e < perK; ++e)
       m = std::max(m, std::fabs(wf[k * kStride + e * kStep]));
-    const float s = m > 0.f && std::isfinite(m) ? m / 127.f : 1.f;
-    d.scales[k] = s;
+    const float s = m > 0.f && std::isfinite(m) ? m / code.qmax : 1.f;
+    const float times = code.doubled ? 2.f : 1.f;
+    d.scales[k] = s / times;
     for (int64_t e = 0; e < perK; ++e) {
       const int64_t i = k * kStride + e * kStep;
       q[i] = static_cast<int8_t>(
-          std::clamp(std::nearbyint(wf[i] / s), -127.f, 127.f));
+          times * std::clamp(std::nearbyint(wf[i] / s), -code.qmax, code.qmax));
     }
   }
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
@@ -822,14 +840,15 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
 /// w quantized per output channel as it is (no bias or batch norm folded
 /// in: the perforated int8 convolution runs its post-ops in its output
 /// pass, in fp32, like the other approximate convolutions).
-const TensorImpl::Derived& int8Unfolded(const Tensor* w, int64_t groups) {
+const TensorImpl::Derived& int8Unfolded(const Tensor* w, int64_t groups,
+                                        Int8Code code) {
   const Dims4 wd = dims4(w);
   const int64_t K = wd[0], perK = wd[1] * wd[2] * wd[3];
   const dims wDims = groups == 1
                          ? dims{K, wd[1], wd[2], wd[3]}
                          : dims{groups, K / groups, wd[1], wd[2], wd[3]};
   return int8Plain(w, PostOps{}, wDims, groups == 1 ? tag::oihw : tag::goihw, K,
-                   perK, perK, 1);
+                   perK, perK, 1, code);
 }
 
 /// w quantized per output channel (int8Unfolded) and dequantized to fp32:
@@ -840,7 +859,8 @@ const float* dequantizedWeights(const Tensor* w, int64_t groups) {
   const std::string key = "int8-dequantized";
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return static_cast<const float*>(found->weights.get_data_handle());
-  const TensorImpl::Derived& plain = int8Unfolded(w, groups);
+  const TensorImpl::Derived& plain =
+      int8Unfolded(w, groups, int8Code(dt::u8, false));
   const int8_t* q = static_cast<const int8_t*>(plain.weights.get_data_handle());
   const int64_t n = numElems(w), perK = n / dims4(w)[0];
   TensorImpl::Derived d;
@@ -978,7 +998,9 @@ blockedShape(const Tensor* x, const Tensor* w, const ConvArgs& a,
       return std::nullopt;
     const ActQuant aq = inputQuant(knob, x);
     bc.int8Type = aq.u8 ? dt::u8 : dt::s8;
-    for (float s : int8Unfolded(w, a.groups).scales)
+    // (perforation runs convolutions, sampling a matmul)
+    const Int8Code code = int8Code(bc.int8Type, knob.variant != Variant::Samp);
+    for (float s : int8Unfolded(w, a.groups, code).scales)
       bc.int8.outScales.push_back(aq.scale * s);
   }
   return bc;
@@ -1022,7 +1044,10 @@ void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
                                 tag::nhwc);
     int8In = std::make_unique<PoolBuffer>(xq.get_size());
     bc.x = quantizedSource(x, xq, aq.scale, *int8In);
-    int8Filter = int8Unfolded(w, a.groups).weights;
+    int8Filter =
+        int8Unfolded(w, a.groups,
+                     int8Code(bc.int8Type, knob.variant != Variant::Samp))
+            .weights;
     bc.int8.weights = static_cast<const int8_t*>(int8Filter.get_data_handle());
   }
   if (knob.precision != Precision::FP32 && !bc.bf16 && !int8 &&
@@ -1142,7 +1167,8 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dims wDims =
       G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
   const auto& plain = int8Plain(w, post, wDims, G == 1 ? tag::oihw : tag::goihw,
-                                K, Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1);
+                                K, Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1,
+                                int8Code(srcType, true));
   const Int8Args ia(plain, aq.scale);
   // int8_dyn: the batch's input scale changes from batch to batch; oneDNN
   // 2.6 fixes output scales when a primitive is created, so they hold the
@@ -1250,7 +1276,8 @@ void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
   const ActQuant aq = inputQuant(knob, x);
   const dt srcType = aq.u8 ? dt::u8 : dt::s8;
   const dims wDims{N, xd[1], xd[2], xd[3]};
-  const auto& plain = int8Plain(w, post, wDims, tag::ihwo, N, K, 1, N);
+  const auto& plain = int8Plain(w, post, wDims, tag::ihwo, N, K, 1, N,
+                                int8Code(srcType, false));
   const Int8Args ia(plain, aq.scale);
   const dnnl::memory::desc dstDesc({M, N}, dt::f32, tag::nc);
   std::string key =
