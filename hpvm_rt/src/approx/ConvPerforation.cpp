@@ -31,11 +31,9 @@
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
 
+#include <immintrin.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -189,7 +187,6 @@ void fillSkipped(float* y, const ConvGeometry& g, bool rows,
     fillPlane(y + p * g.ho * g.wo, p / g.k, p % g.k, g, rows, skipped, epi);
 }
 
-#if defined(__AVX512F__)
 // GCC 12's unpack intrinsics trip -Wuninitialized on their internal
 // undefined-value operand (a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -198,8 +195,8 @@ void fillSkipped(float* y, const ConvGeometry& g, bool rows,
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 /// dst[j * ldd + i] = src[i * lds + j] for a 16 x 16 block.
-inline void transpose16(const float* src, int64_t lds, float* dst,
-                        int64_t ldd) {
+HPVM_TARGET_AVX512 inline void transpose16(const float* src, int64_t lds,
+                                           float* dst, int64_t ldd) {
   __m512 r[16], t[16];
   for (int i = 0; i < 16; ++i)
     r[i] = _mm512_loadu_ps(src + i * lds);
@@ -233,14 +230,12 @@ inline void transpose16(const float* src, int64_t lds, float* dst,
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-#endif
 
-/// dst[k * ldd + w] = src[w * K + k] for w < wo, k < K: one NHWC output row
-/// into the K planes of an NCHW output.
-void transposeRow(const float* src, int64_t wo, int64_t K, float* dst,
-                  int64_t ldd) {
+/// The full 16 x 16 blocks of transposeRow with AVX-512; returns the
+/// first column it left.
+HPVM_TARGET_AVX512 int64_t transposeBlocks(const float* src, int64_t wo,
+                                           int64_t K, float* dst, int64_t ldd) {
   int64_t w0 = 0;
-#if defined(__AVX512F__)
   for (w0 = 0; w0 + 16 <= wo; w0 += 16)
     for (int64_t k0 = 0; k0 + 16 <= K; k0 += 16)
       transpose16(src + w0 * K + k0, K, dst + k0 * ldd + w0, ldd);
@@ -248,7 +243,14 @@ void transposeRow(const float* src, int64_t wo, int64_t K, float* dst,
   for (int64_t w = 0; w < w0; ++w)
     for (int64_t k = K / 16 * 16; k < K; ++k)
       dst[k * ldd + w] = src[w * K + k];
-#endif
+  return w0;
+}
+
+/// dst[k * ldd + w] = src[w * K + k] for w < wo, k < K: one NHWC output row
+/// into the K planes of an NCHW output.
+void transposeRow(const float* src, int64_t wo, int64_t K, float* dst,
+                  int64_t ldd) {
+  const int64_t w0 = haveAvx512() ? transposeBlocks(src, wo, K, dst, ldd) : 0;
   // Columns not covered by full blocks.
   for (int64_t k = 0; k < K; ++k) {
     float* o = dst + k * ldd;

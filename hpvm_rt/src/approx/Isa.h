@@ -21,6 +21,14 @@
 
 namespace hpvm::rt::approx {
 
+/// Marks a function holding AVX-512 code: compiled for AVX-512 whatever the
+/// build's baseline (-march=native or the portable x86-64-v3), called only
+/// where haveAvx512() (haveAvx512Vbmi2() for the _VBMI2 one) says so.
+#define HPVM_TARGET_AVX512                                                     \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define HPVM_TARGET_AVX512_VBMI2                                               \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi2")))
+
 enum class IsaLevel : uint8_t { Avx2, Avx512, Avx512Vnni, Avx512Bf16, Amx };
 
 /// The level this process runs at (read once, from oneDNN).

@@ -24,10 +24,8 @@
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
 
-#include <omp.h>
-#if defined(__AVX512F__)
 #include <immintrin.h>
-#endif
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -254,15 +252,16 @@ void transposeInput(const char* x, const ConvGeometry& g, char* xt,
 /// Copies n floats (a multiple of 16) to 64-byte aligned `to` with
 /// non-temporal stores: the output is not read back before the next layer,
 /// and streaming it spares reading each line before writing it.
+HPVM_TARGET_AVX512 void streamRowAvx512(const float* from, float* to,
+                                        int64_t n) {
+  for (int64_t i = 0; i < n; i += 16)
+    _mm512_stream_ps(to + i, _mm512_load_ps(from + i));
+}
 inline void streamRow(const float* from, float* to, int64_t n) {
-#if defined(__AVX512F__)
-  if (reinterpret_cast<uintptr_t>(to) % 64 == 0) {
-    for (int64_t i = 0; i < n; i += 16)
-      _mm512_stream_ps(to + i, _mm512_load_ps(from + i));
-    return;
-  }
-#endif
-  std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
+  if (haveAvx512() && reinterpret_cast<uintptr_t>(to) % 64 == 0)
+    streamRowAvx512(from, to, n);
+  else
+    std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
 }
 
 /// out[0..n) = (a + b) * 0.5, the interpolation of a skipped position.
@@ -336,9 +335,7 @@ void writeChunk(const std::vector<const float*>& dsts,
         streamRow(tile, y + nbh * wo * 16, wo * 16);
     }
     std::free(tile);
-#if defined(__AVX512F__)
     _mm_sfence(); // The streamed rows are visible before the pass returns.
-#endif
   }
 }
 

@@ -3,9 +3,9 @@
 // back, so that accuracy effects of half precision are real on the CPU.
 #include "approx/Approx.h"
 
-#if defined(__AVX512F__) || defined(__F16C__)
+#include "approx/Isa.h"
+
 #include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -63,11 +63,10 @@ float roundHalfScalar(float f) {
 #endif
 namespace {
 
-/// Rounds data[b..end) to binary16 and back.
-void roundHalfRange(float* data, int64_t b, int64_t end) {
-  int64_t i = b;
-#if defined(__AVX512F__)
-  // Hardware conversion (round to nearest even), 16 at a time.
+/// Rounds data[i..end) to binary16 and back with AVX-512's conversions
+/// (round to nearest even), 16 at a time, the tail (whole short rows, in
+/// the epilogues) under a mask.
+HPVM_TARGET_AVX512 void roundHalfAvx512(float* data, int64_t i, int64_t end) {
   for (; i + 16 <= end; i += 16) {
     const __m256i h =
         _mm512_cvtps_ph(_mm512_loadu_ps(data + i),
@@ -75,15 +74,24 @@ void roundHalfRange(float* data, int64_t b, int64_t end) {
     _mm512_storeu_ps(data + i, _mm512_cvtph_ps(h));
   }
   if (i < end) {
-    // The tail (whole short rows, in the epilogues) under a mask.
     const __mmask16 m = static_cast<__mmask16>((1u << (end - i)) - 1u);
     const __m256i h =
         _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, data + i),
                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm512_mask_storeu_ps(data + i, m, _mm512_cvtph_ps(h));
-    i = end;
   }
-#elif defined(__F16C__)
+}
+
+/// Rounds data[b..end) to binary16 and back: AVX-512, or F16C's 8 at a time
+/// (the x86-64-v3 baseline has it) and the scalar rounding for the tail;
+/// the same results.
+void roundHalfRange(float* data, int64_t b, int64_t end) {
+  if (haveAvx512()) {
+    roundHalfAvx512(data, b, end);
+    return;
+  }
+  int64_t i = b;
+#if defined(__F16C__)
   for (; i + 8 <= end; i += 8) {
     const __m128i h =
         _mm256_cvtps_ph(_mm256_loadu_ps(data + i),

@@ -27,13 +27,12 @@
 // the rounded or quantized exact one).
 #include "Errors.h"
 #include "approx/Epilogue.h"
+#include "approx/Isa.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
 
-#include <oneapi/dnnl/dnnl.h>
-#if defined(__AVX512F__)
 #include <immintrin.h>
-#endif
+#include <oneapi/dnnl/dnnl.h>
 
 #include <omp.h>
 
@@ -128,74 +127,118 @@ TapLayout tapLayout(const ConvGeometry& g, int64_t lanes,
 /// Writes the kept lanes (mask m, cnt of them) of the vector at `from`
 /// contiguously at `to`; zeros when from is null (padding; zero is 0 in
 /// every type here, the int8 quantization being symmetric). Only the kept
-/// lanes are read.
+/// lanes are read. Three forms, the same results: portable, AVX-512 (fp32
+/// compress) and AVX-512 with VBMI2 (bf16 and int8 compress too).
 template <typename T>
 inline void gatherLanes(const T* from, uint64_t m, int cnt, T* to) {
   if (!from) {
     std::memset(to, 0, static_cast<size_t>(cnt) * sizeof(T));
     return;
   }
-  const uint64_t keep = cnt == 64 ? ~uint64_t(0) : (uint64_t(1) << cnt) - 1;
-#if defined(__AVX512F__)
+  for (int l = 0; m; ++l, m >>= 1)
+    if (m & 1)
+      *to++ = from[l];
+}
+
+template <typename T>
+HPVM_TARGET_AVX512 inline void gatherLanesAvx512(const T* from, uint64_t m,
+                                                 int cnt, T* to) {
   if constexpr (sizeof(T) == 4) {
-    const __m512 v = _mm512_maskz_compress_ps(
-        static_cast<__mmask16>(m),
-        _mm512_loadu_ps(reinterpret_cast<const float*>(from)));
-    _mm512_mask_storeu_ps(reinterpret_cast<float*>(to),
-                          static_cast<__mmask16>(keep), v);
-    return;
+    if (from) {
+      const __m512 v = _mm512_maskz_compress_ps(
+          static_cast<__mmask16>(m),
+          _mm512_loadu_ps(reinterpret_cast<const float*>(from)));
+      _mm512_mask_storeu_ps(reinterpret_cast<float*>(to),
+                            static_cast<__mmask16>((1u << cnt) - 1u), v);
+      return;
+    }
   }
-#endif
-#if defined(__AVX512VBMI2__) && defined(__AVX512BW__)
-  if constexpr (sizeof(T) == 2) {
+  gatherLanes(from, m, cnt, to);
+}
+
+template <typename T>
+HPVM_TARGET_AVX512_VBMI2 inline void gatherLanesVbmi2(const T* from, uint64_t m,
+                                                      int cnt, T* to) {
+  const uint64_t keep = cnt == 64 ? ~uint64_t(0) : (uint64_t(1) << cnt) - 1;
+  if (from && sizeof(T) == 2) {
     const __m512i v = _mm512_maskz_compress_epi16(
         static_cast<__mmask32>(m),
         _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), from));
     _mm512_mask_storeu_epi16(to, static_cast<__mmask32>(keep), v);
     return;
   }
-  if constexpr (sizeof(T) == 1) {
+  if (from && sizeof(T) == 1) {
     const __m512i v = _mm512_maskz_compress_epi8(
         static_cast<__mmask64>(m),
         _mm512_maskz_loadu_epi8(static_cast<__mmask64>(m), from));
     _mm512_mask_storeu_epi8(to, static_cast<__mmask64>(keep), v);
     return;
   }
-#endif
-  (void)keep;
-  for (int l = 0; m; ++l, m >>= 1)
-    if (m & 1)
-      *to++ = from[l];
+  gatherLanesAvx512(from, m, cnt, to);
+}
+
+/// Row (n, oh, ow) of the im2col matrix: the kept elements of its window in
+/// TapLayout order, each vector's lanes gathered by `gather`.
+template <typename T, typename Gather>
+inline void im2colRow(const T* x, const InputLayout& il, const ConvGeometry& g,
+                      const TapLayout& t, int64_t n, int64_t oh, int64_t ow,
+                      T* row, Gather gather) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t ih = oh * g.strideH - g.padH + i;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t iw = ow * g.strideW - g.padW + j;
+      const bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+      const int64_t tap = i * g.kw + j;
+      const T* pixel = x + n * il.nStride + ih * il.hStride + iw * il.wStride;
+      for (int64_t b = 0; b < t.blocks; ++b) {
+        const uint64_t m = t.mask[tap * t.blocks + b];
+        if (!m)
+          continue;
+        gather(inside ? pixel + b * il.bStride : nullptr, m,
+               __builtin_popcountll(m), row + t.start[tap * t.blocks + b]);
+      }
+    }
+  }
+}
+
+template <typename T>
+void im2colRowPortable(const T* x, const InputLayout& il, const ConvGeometry& g,
+                       const TapLayout& t, int64_t n, int64_t oh, int64_t ow,
+                       T* row) {
+  im2colRow(x, il, g, t, n, oh, ow, row, gatherLanes<T>);
+}
+template <typename T>
+HPVM_TARGET_AVX512 void
+im2colRowAvx512(const T* x, const InputLayout& il, const ConvGeometry& g,
+                const TapLayout& t, int64_t n, int64_t oh, int64_t ow, T* row) {
+  im2colRow(x, il, g, t, n, oh, ow, row,
+            [](const T* f, uint64_t m, int c, T* to)
+                HPVM_TARGET_AVX512 { gatherLanesAvx512(f, m, c, to); });
+}
+template <typename T>
+HPVM_TARGET_AVX512_VBMI2 void
+im2colRowVbmi2(const T* x, const InputLayout& il, const ConvGeometry& g,
+               const TapLayout& t, int64_t n, int64_t oh, int64_t ow, T* row) {
+  im2colRow(x, il, g, t, n, oh, ow, row,
+            [](const T* f, uint64_t m, int c, T* to)
+                HPVM_TARGET_AVX512_VBMI2 { gatherLanesVbmi2(f, m, c, to); });
 }
 
 /// The im2col rows of images n0 .. n0 + count - 1 of the input x (layout
-/// il): row (n, oh, ow) holds the kept elements in TapLayout order.
+/// il): row (n, oh, ow) holds the kept elements in TapLayout order, by the
+/// widest form of gatherLanes the runtime's ISA level allows.
 template <typename T>
 void im2colBlocked(const T* x, const InputLayout& il, const ConvGeometry& g,
                    const TapLayout& t, int64_t n0, int64_t count, T* a) {
+  const auto rowOf = haveAvx512Vbmi2() ? im2colRowVbmi2<T>
+                     : haveAvx512()    ? im2colRowAvx512<T>
+                                       : im2colRowPortable<T>;
   const int64_t positions = count * g.ho * g.wo;
 #pragma omp parallel for schedule(static)
   for (int64_t pos = 0; pos < positions; ++pos) {
     const int64_t n = n0 + pos / (g.ho * g.wo);
     const int64_t oh = pos / g.wo % g.ho, ow = pos % g.wo;
-    T* row = a + pos * t.r;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.strideH - g.padH + i;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.strideW - g.padW + j;
-        const bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
-        const int64_t tap = i * g.kw + j;
-        const T* pixel = x + n * il.nStride + ih * il.hStride + iw * il.wStride;
-        for (int64_t b = 0; b < t.blocks; ++b) {
-          const uint64_t m = t.mask[tap * t.blocks + b];
-          if (!m)
-            continue;
-          gatherLanes(inside ? pixel + b * il.bStride : nullptr, m,
-                      __builtin_popcountll(m),
-                      row + t.start[tap * t.blocks + b]);
-        }
-      }
-    }
+    rowOf(x, il, g, t, n, oh, ow, a + pos * t.r);
   }
 }
 
