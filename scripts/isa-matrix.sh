@@ -28,10 +28,9 @@ has avx512f avx512bw avx512vl avx512dq && native=AVX512_CORE
 [ "$native" = AVX512_CORE_BF16 ] && has amx_tile amx_int8 amx_bf16 &&
   native=AVX512_CORE_AMX
 
-# Every level below the native one. AVX2 is not in the matrix yet: its
-# fp32 layouts (oneDNN's nChw8c) fail 10 kernel tests (README).
+# Every level below the native one.
 caps=""
-for level in AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16; do
+for level in AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16; do
   [ "$level" = "$native" ] && break
   caps="$caps $level"
 done
@@ -39,8 +38,13 @@ echo "isa-matrix: this CPU's level is $native; capped runs:${caps:- none}"
 
 for cap in $caps; do
   echo "isa-matrix: ONEDNN_MAX_CPU_ISA=$cap"
+  # (AVX2: kernels and approximations only; the resnet18 sweep's int8
+  # perforation and sampling differ from the reference by up to 3e-3 of
+  # max|output| there, not understood yet: README, "CPU support".)
+  tests='^(kernels|approx):|^configs: sweep '
+  [ "$cap" = AVX2 ] && tests='^(kernels|approx):|^configs: sweep lenet'
   ONEDNN_MAX_CPU_ISA=$cap ctest --test-dir "$BUILD" --output-on-failure \
-    -j "$(nproc)" -R '^(kernels|approx):|^configs: sweep '
+    -j "$(nproc)" -R "$tests"
 done
 
 if [ -n "$PORTABLE" ]; then

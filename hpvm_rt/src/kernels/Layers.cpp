@@ -1173,8 +1173,14 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   // int8_dyn: the batch's input scale changes from batch to batch; oneDNN
   // 2.6 fixes output scales when a primitive is created, so they hold the
   // weight scales only and the input scale multiplies at run time (one
-  // primitive per layer).
-  const bool dyn = knob.precision == Precision::INT8DYN;
+  // primitive per layer). Except where oneDNN 2.6's AVX2 int8 depthwise
+  // kernel gets that multiplication wrong (channels not filling its
+  // 8-lane blocks: outputs of the last block 0): there the batch's scale
+  // is fixed in a primitive per scale, as for int8 (the scale grid of
+  // inputQuant keeps them few).
+  const bool depthwiseTail = G == K && Cg == 1 && K % 8 != 0;
+  const bool dyn = knob.precision == Precision::INT8DYN &&
+                   !(depthwiseTail && !approx::haveAvx512());
   // An int8 consumer next: the result as its u8 input (scaled by it).
   const float qOut = post.quantizeOut;
   std::vector<float> outScales = dyn ? plain.scales : ia.scales;
@@ -1858,10 +1864,25 @@ void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
     return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
   });
   dnnl::memory dst = sameLayoutOutput(a, src0, y);
+  // oneDNN 2.6's binary kernel computes wrong values in place on a blocked
+  // layout whose channels do not fill the last block (nChw8c with 19
+  // channels: AVX2's layout after a convolution): there it writes a
+  // scratch buffer, copied back.
+  const dnnl_memory_desc_t& d = src0.get_desc().data;
+  const bool padded = d.ndims > 1 && d.padded_dims[1] != d.dims[1];
+  dnnl::memory out = dst;
+  std::unique_ptr<PoolBuffer> scratch;
+  if (padded && dst.get_data_handle() == src0.get_data_handle()) {
+    scratch = std::make_unique<PoolBuffer>(dst.get_desc().get_size());
+    out = dnnl::memory(dst.get_desc(), engine(), scratch->get());
+  }
   p.prim.execute(
       stream(),
-      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+      {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, out}});
   stream().wait();
+  if (scratch)
+    std::memcpy(dst.get_data_handle(), scratch->get(),
+                dst.get_desc().get_size());
   markInPlace(y, dst);
   roundResult(knob.precision, y);
 }
