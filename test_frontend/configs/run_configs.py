@@ -72,6 +72,11 @@ PRECISION_MAX = 5e-2
 # 8-bit weights (twice that with 7-bit weights, below VNNI).
 INT8_MAX = 1e-1
 ORACLE_TOL = H.TOLERANCE
+# The relative difference between the runtime's activations and PyTorch's
+# that may flip an int8 knob's input rounding (Oracle.slack): both compute
+# exact fp32 layers, in another summation order (measured: up to 6e-6 of
+# max|output| at the network's end on AVX2).
+INT8_TIE = 5e-5
 
 
 def seed_of(name):
@@ -482,7 +487,7 @@ class Oracle:
         import torch
         from torch import nn
         self.model, self.x = prep.model, torch.from_numpy(prep.x)
-        self.order, self.cache = [], {}
+        self.order, self.cache, self.slacks = [], {}, {}
         # Convolution index -> (lo, hi) input range of the int8 knobs.
         self.int8_ranges = int8_ranges or {}
         # The largest int8 weight code: 127, or 63 where the program runs
@@ -509,15 +514,28 @@ class Oracle:
             self._compute(conv_index, all_knobs)
         return self.cache[(conv_index, knob["id"])]
 
+    def slack(self, conv_index, knob):
+        """How far an int8 knob's output may move (relative to max|output|)
+        when input elements within INT8_TIE of a rounding boundary round
+        the other way: the runtime quantizes its own exact activations,
+        which differ from PyTorch's in the last bits (more so where its
+        oneDNN kernels differ from PyTorch's: AVX2). 0 for other knobs."""
+        return self.slacks.get((conv_index, knob["id"]), 0.0)
+
     def _compute(self, conv_index, knobs):
         import numpy as np
         import torch
         import torch.nn.functional as F
         n = self.x.shape[0]
+        # One batch slice per (knob, tie rounding): int8 knobs also with
+        # near-ties rounded up (+1) and down (-1).
+        slots = [(knob, tie) for knob in knobs
+                 for tie in ((0, 1, -1) if knob["precision"] == "INT8"
+                             else (0,))]
 
         def approx(m, inputs, out):
             parts = []
-            for i, knob in enumerate(knobs):
+            for i, (knob, tie) in enumerate(slots):
                 xi, yi = inputs[0][i * n:(i + 1) * n], out[i * n:(i + 1) * n]
                 w = m.weight
                 if knob["precision"] == "INT8":
@@ -529,7 +547,9 @@ class Oracle:
                     s = np.float32((hi if u8 else max(-lo, hi)) /
                                    (255.0 if u8 else 127.0))
                     inv = torch.tensor(np.float32(1) / s)
-                    xi = torch.clamp(torch.round(xi * inv), 0 if u8 else -128,
+                    t = xi * inv
+                    t = t + tie * INT8_TIE * t.abs()
+                    xi = torch.clamp(torch.round(t), 0 if u8 else -128,
                                      255 if u8 else 127) * float(s)
                     ws = w.abs().amax(dim=(1, 2, 3),
                                       keepdim=True) / self.weight_max
@@ -549,11 +569,19 @@ class Oracle:
         handle = self.order[conv_index].register_forward_hook(approx)
         try:
             with torch.no_grad():
-                out = self.model(self.x.repeat(len(knobs), 1, 1, 1)).numpy()
+                out = self.model(self.x.repeat(len(slots), 1, 1, 1)).numpy()
         finally:
             handle.remove()
-        for i, knob in enumerate(knobs):
-            self.cache[(conv_index, knob["id"])] = out[i * n:(i + 1) * n]
+        got = {}
+        for i, (knob, tie) in enumerate(slots):
+            got[(knob["id"], tie)] = out[i * n:(i + 1) * n]
+        for knob in knobs:
+            central = got[(knob["id"], 0)]
+            self.cache[(conv_index, knob["id"])] = central
+            if knob["precision"] == "INT8":
+                self.slacks[(conv_index, knob["id"])] = max(
+                    rel_change(got[(knob["id"], tie)], central)
+                    for tie in (1, -1))
 
 
 def check_case(table, oracle, conv_index, knob_id, out, exact):
@@ -580,6 +608,8 @@ def check_case(table, oracle, conv_index, knob_id, out, exact):
     err = rel_change(out, oracle.output(conv_index, row, approximate))
     tol = ORACLE_TOL if row["precision"] in ("FP32", "INT8") else \
         PRECISION_MAX
+    # (flips in both directions at once: up to both slacks)
+    tol += 2 * oracle.slack(conv_index, row)
     if err > tol:
         return change, err, (f"{row['name']} rate {row['rate']} offset "
                              f"{row['offset']} differs from the reference "
