@@ -1868,8 +1868,9 @@ void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
   // layout whose channels do not fill the last block (nChw8c with 19
   // channels: AVX2's layout after a convolution): there it writes a
   // scratch buffer, copied back.
-  const dnnl_memory_desc_t& d = src0.get_desc().data;
-  const bool padded = d.ndims > 1 && d.padded_dims[1] != d.dims[1];
+  const dnnl::memory::desc desc0 = src0.get_desc();
+  const bool padded =
+      desc0.data.ndims > 1 && desc0.data.padded_dims[1] != desc0.data.dims[1];
   dnnl::memory out = dst;
   std::unique_ptr<PoolBuffer> scratch;
   if (padded && dst.get_data_handle() == src0.get_data_handle()) {
