@@ -1,39 +1,96 @@
-# Layering.cmake - checks that each part of hpvm_rt includes only the parts
-# it may depend on (a part may always include itself, the shared headers at
-# src/ level and the public include/). Run as a test:
-#   cmake -DRT_SRC=<hpvm_rt/src> -P Layering.cmake
-# Layers, bottom up: approx (the approximate engines) < kernels (the layers,
-# which choose among the engines) < core (the executor) < driver and tuner
-# (one layer: the programs' commands, tune-search among them) < library
-# (the C entry points of a program's shared library).
+# Layering.cmake - checks that a program's folders are layers: every source
+# file belongs to a layer, and includes only files of its own layer or of the
+# layers below it. Run as a test, once per program:
+#   cmake -DPROGRAM=hpvm_rt -DROOT=<hpvm_rt/src> -P Layering.cmake
+#   cmake -DPROGRAM=frontend -DROOT=<frontend> -DRT_SRC=<hpvm_rt/src>
+#         -P Layering.cmake
+# An include "a/b.h" (or "b.h") names the file ROOT/a/b.h if it exists, else
+# the file beside the includer; anything else (the public hpvm_rt/ headers,
+# libraries) is outside the program and not checked, except that the
+# frontend may reach the runtime's internal headers (RT_SRC) only in the
+# parts listed in rt_parts_frontend.
 cmake_minimum_required(VERSION 3.18)
-set(allowed_approx "")
-set(allowed_kernels "approx")
-set(allowed_core "kernels;approx")
-set(allowed_driver "tuner;core;kernels;approx")
-set(allowed_tuner "driver;core;kernels;approx")
-set(allowed_library "driver;tuner;core;kernels;approx")
-set(parts approx kernels core driver tuner library)
 
+# Layers, bottom up. "a+b" is one layer of two folders (they may include each
+# other); "." is the files directly in ROOT.
+#
+# hpvm_rt: approx (the approximate engines) < kernels (the layers, which
+# choose among the engines) < core (the executor) < driver and tuner (the
+# programs' commands, tune-search among them) < library (the C entry points
+# of a program's shared library). The headers directly in src/ are shared by
+# every part.
+set(layers_hpvm_rt ".;approx;kernels;core;driver+tuner;library")
+# frontend: the folders bottom up, then the pipeline and the command line.
+set(layers_frontend "ir;onnx;lower;codegen;build;.")
+# The runtime's internal parts the frontend may include.
+set(rt_parts_frontend "driver")
+
+if(NOT DEFINED layers_${PROGRAM})
+  message(FATAL_ERROR "Layering.cmake: unknown PROGRAM '${PROGRAM}'")
+endif()
+
+# layer_of(<path relative to ROOT> <out>): the layer index, or -1.
+function(layer_of rel out)
+  string(FIND "${rel}" "/" slash)
+  if(slash EQUAL -1)
+    set(folder ".")
+  else()
+    string(SUBSTRING "${rel}" 0 ${slash} folder)
+  endif()
+  set(index 0)
+  foreach(layer IN LISTS layers_${PROGRAM})
+    string(REPLACE "+" ";" folders "${layer}")
+    if(folder IN_LIST folders)
+      set(${out} ${index} PARENT_SCOPE)
+      return()
+    endif()
+    math(EXPR index "${index} + 1")
+  endforeach()
+  set(${out} -1 PARENT_SCOPE)
+endfunction()
+
+get_filename_component(ROOT "${ROOT}" ABSOLUTE)
+if(RT_SRC)
+  get_filename_component(RT_SRC "${RT_SRC}" ABSOLUTE)
+endif()
 set(violations "")
-foreach(part IN LISTS parts)
-  file(GLOB_RECURSE files ${RT_SRC}/${part}/*.h ${RT_SRC}/${part}/*.cpp)
-  foreach(file IN LISTS files)
-    file(STRINGS ${file} includes REGEX "^#include \"[a-z]+/")
-    foreach(line IN LISTS includes)
-      string(REGEX REPLACE "^#include \"([a-z]+)/.*" "\\1" dep "${line}")
-      if(dep STREQUAL part OR NOT dep IN_LIST parts)
-        continue()
+file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/*.h ${ROOT}/*.cpp
+     ${ROOT}/*.def ${ROOT}/*.in)
+foreach(rel IN LISTS files)
+  layer_of("${rel}" mine)
+  if(mine EQUAL -1)
+    string(APPEND violations "  ${rel}: in no layer of ${PROGRAM}\n")
+    continue()
+  endif()
+  list(GET layers_${PROGRAM} ${mine} my_layer)
+  get_filename_component(dir "${rel}" DIRECTORY)
+  file(STRINGS ${ROOT}/${rel} includes REGEX "^#include \"[^\"]+\"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" inc "${line}")
+    if(EXISTS ${ROOT}/${inc} AND NOT IS_DIRECTORY ${ROOT}/${inc})
+      set(target "${inc}")
+    elseif(dir AND EXISTS ${ROOT}/${dir}/${inc})
+      set(target "${dir}/${inc}")
+    elseif(RT_SRC AND EXISTS ${RT_SRC}/${inc})
+      string(REGEX REPLACE "/.*" "" part "${inc}")
+      if(NOT part IN_LIST rt_parts_${PROGRAM})
+        string(APPEND violations "  ${rel}: ${line} (the runtime's internal "
+               "header; ${PROGRAM} may include only: ${rt_parts_${PROGRAM}})\n")
       endif()
-      if(NOT dep IN_LIST allowed_${part})
-        file(RELATIVE_PATH rel ${RT_SRC} ${file})
-        string(APPEND violations "  ${rel}: ${line} (${part} must not "
-                                 "depend on ${dep})\n")
-      endif()
-    endforeach()
+      continue()
+    else()
+      continue()
+    endif()
+    layer_of("${target}" theirs)
+    if(theirs GREATER mine)
+      list(GET layers_${PROGRAM} ${theirs} their_layer)
+      string(APPEND violations "  ${rel}: ${line} (${my_layer} must not "
+             "depend on ${their_layer}, a layer above it)\n")
+    endif()
   endforeach()
 endforeach()
 if(violations)
-  message(FATAL_ERROR "hpvm_rt layering broken:\n${violations}")
+  message(FATAL_ERROR "${PROGRAM} layering broken (layers, bottom up: "
+                      "${layers_${PROGRAM}}):\n${violations}")
 endif()
-message(STATUS "hpvm_rt layering ok")
+message(STATUS "${PROGRAM} layering ok (${layers_${PROGRAM}})")
