@@ -4,7 +4,8 @@
 
 #include "InputFile.h"
 #include "Interrupt.h"
-#include "driver/config/Config.h" // hpvm_rt's parser
+#include "config/Config.h" // hpvm_rt's parser
+#include "config/Match.h"
 
 #include "Diagnostics.h"
 #include "Regeneration.h"

@@ -14,16 +14,19 @@ cmake_minimum_required(VERSION 3.18)
 # Layers, bottom up. "a+b" is one layer of two folders (they may include each
 # other); "." is the files directly in ROOT.
 #
-# hpvm_rt: approx (the approximate engines) < kernels (the layers, which
-# choose among the engines) < core (the executor) < driver and tuner (the
-# programs' commands, tune-search among them) < library (the C entry points
-# of a program's shared library). The headers directly in src/ are shared by
-# every part.
-set(layers_hpvm_rt ".;approx;kernels;core;driver+tuner;library")
+# hpvm_rt: base (errors, the knob vocabulary, files) < config (configuration
+# files and their match to a program's fused nodes; all the exporter links)
+# < approx (the approximate engines) < kernels (the layers, which choose
+# among the engines) < core (the executor) < command (what the commands
+# share: option tables, progress, .npy, the program runner interface) <
+# tuner (tune-search, bench-knobs) < driver (the program's command line and
+# run modes, which run the tuner's commands) < library (the C entry points
+# of a program's shared library).
+set(layers_hpvm_rt "base;config;approx;kernels;core;command;tuner;driver;library")
 # frontend: the folders bottom up, then the pipeline and the command line.
 set(layers_frontend "ir;onnx;lower;codegen;build;.")
 # The runtime's internal parts the frontend may include.
-set(rt_parts_frontend "driver")
+set(rt_parts_frontend "config")
 
 if(NOT DEFINED layers_${PROGRAM})
   message(FATAL_ERROR "Layering.cmake: unknown PROGRAM '${PROGRAM}'")

@@ -1,8 +1,8 @@
 // PerforationTest.cpp - row/column perforated convolution against the NumPy
 // oracle, the exact reference kernel and its own interpolation rule.
-#include "Errors.h"
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
+#include "base/Errors.h"
 #include "kernels/Kernels.h"
 #include "kernels/Reference.h"
 

@@ -1,8 +1,8 @@
 // SamplingTest.cpp - filter-sampled convolution against the NumPy oracle
 // and the exact reference kernel; the skip sets of both variants.
-#include "Errors.h"
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
+#include "base/Errors.h"
 #include "kernels/Kernels.h"
 #include "kernels/Reference.h"
 

@@ -1,7 +1,7 @@
 // FuzzConfig.cpp - libFuzzer target: HPVM's configuration file grammar
 // (hpvm_rt's parser) on any bytes. UserError is the expected answer.
-#include "Errors.h"
-#include "driver/config/Config.h"
+#include "base/Errors.h"
+#include "config/Config.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // trip, every error with its exact message) and the min/max and percentile
 // measurements.
 #include "driver/Calibration.h"
-#include "Errors.h"
+#include "base/Errors.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // ConfigParserTest.cpp - HPVM configuration files: every shipped file
 // parses, keys and knobs resolve, and every error has its exact message.
-#include "Errors.h"
-#include "driver/config/Config.h"
+#include "base/Errors.h"
+#include "config/Config.h"
 
 #include <doctest/doctest.h>
 

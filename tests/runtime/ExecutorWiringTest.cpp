@@ -1,7 +1,7 @@
 // ExecutorWiringTest.cpp - every wiring error a launch reports, with its
 // exact message: unbound input, positions out of range, type mismatches,
 // cycles, outputs or inputs bound twice, and misuse of the API.
-#include "Errors.h"
+#include "base/Errors.h"
 #include "core/Core.h"
 #include "hpvm.h"
 #include "tensor_runtime.h"

@@ -1,8 +1,9 @@
 // FusionTest.cpp - HPVM fused nodes of traced programs (reference 7.1),
 // node ids, configurations applied per fused node and their mismatch
 // errors, fused execution against the reference kernels, op records.
-#include "Errors.h"
+#include "base/Errors.h"
 #include "core/Core.h"
+#include "core/Launch.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
 #include "kernels/Reference.h"

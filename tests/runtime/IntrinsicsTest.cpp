@@ -1,7 +1,7 @@
 // IntrinsicsTest.cpp - every Ops.def operation through its __hpvm__tensor_*
 // intrinsic (eagerly and inside a launch) and through HPVM's direct call,
 // against the reference kernels; shape rules and their errors.
-#include "Errors.h"
+#include "base/Errors.h"
 #include "core/Core.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"

@@ -1,6 +1,6 @@
 // NpyTest.cpp - the .npy writer: exact header bytes and NumPy reading it.
-#include "driver/Npy.h"
-#include "Errors.h"
+#include "command/Npy.h"
+#include "base/Errors.h"
 
 #include <doctest/doctest.h>
 

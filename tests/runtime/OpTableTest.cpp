@@ -1,6 +1,6 @@
 // OpTableTest.cpp - Runtime.h's operator and knob tables expanded from
 // Ops.def: lookups by name and id, knob parameters, applicability.
-#include "Runtime.h"
+#include "hpvm_rt/OpTable.h"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // ProfileTest.cpp - profiles, Chrome traces and call logs from op records;
 // profile_info.txt; the llvm_hpvm_* runtime-controller entry points.
-#include "Errors.h"
+#include "base/Errors.h"
 #include "driver/Controller.h"
 #include "driver/Profiler.h"
 #include "tensor_runtime.h"

@@ -1,7 +1,7 @@
 // TensorApiTest.cpp - HPVM's tensor C API: creation, weight and dataset
 // readers with their size errors, label readers, accuracy functions and
 // batch memory tracking.
-#include "Errors.h"
+#include "base/Errors.h"
 #include "core/Core.h"
 #include "kernels/Kernels.h"
 #include "tensorUtils.h"

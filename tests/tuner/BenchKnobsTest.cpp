@@ -2,9 +2,9 @@
 // tune-search against a scripted probe, the bench-knobs options and their
 // errors, and the checks of a bench-knobs record read as tune-search costs.
 #include "tuner/BenchKnobs.h"
-#include "Errors.h"
+#include "base/Errors.h"
 
-#include "driver/FileUtil.h"
+#include "base/FileUtil.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

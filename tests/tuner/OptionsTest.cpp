@@ -1,7 +1,7 @@
 // OptionsTest.cpp - the tune-search command line and the run modes'
 // --qos-loss: values, defaults derived from -o, and every error message.
 #include "driver/Options.h"
-#include "Errors.h"
+#include "base/Errors.h"
 #include "tuner/Tuner.h"
 
 #include <doctest/doctest.h>

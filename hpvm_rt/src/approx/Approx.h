@@ -3,7 +3,7 @@
 #ifndef HPVM_RT_APPROX_APPROX_H
 #define HPVM_RT_APPROX_APPROX_H
 
-#include "KnobSpec.h"
+#include "base/KnobSpec.h"
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // perforated and sampled convolutions.
 #include "approx/ConvGeometry.h"
 
-#include "Errors.h"
+#include "base/Errors.h"
 
 #include <string>
 

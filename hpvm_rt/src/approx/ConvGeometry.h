@@ -3,7 +3,7 @@
 #ifndef HPVM_RT_APPROX_CONVGEOMETRY_H
 #define HPVM_RT_APPROX_CONVGEOMETRY_H
 
-#include "KnobSpec.h"
+#include "base/KnobSpec.h"
 
 #include <cstdint>
 #include <string>

@@ -4,7 +4,7 @@
 #ifndef HPVM_RT_APPROX_EPILOGUE_H
 #define HPVM_RT_APPROX_EPILOGUE_H
 
-#include "KnobSpec.h"
+#include "base/KnobSpec.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 

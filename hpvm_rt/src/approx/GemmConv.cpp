@@ -4,8 +4,8 @@
 // several images so that the GEMM stays wide.
 #include "approx/GemmConv.h"
 
-#include "Errors.h"
 #include "approx/Scratch.h"
+#include "base/Errors.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>

@@ -18,11 +18,11 @@
 // transposed, and the output pass reads the classes' results transposed.
 // oneDNN's kernels are much faster with full-width rows than with the few
 // strided columns a column class has on CIFAR-sized layers.
-#include "Errors.h"
 #include "approx/Epilogue.h"
 #include "approx/Isa.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
+#include "base/Errors.h"
 
 #include <immintrin.h>
 #include <omp.h>

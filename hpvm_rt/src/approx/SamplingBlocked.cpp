@@ -25,11 +25,11 @@
 // channel). The sampling scale r / (r - 1) multiplies the fp32 filter, and
 // is an output scale of the bf16 and int8 GEMMs (so that their filter is
 // the rounded or quantized exact one).
-#include "Errors.h"
 #include "approx/Epilogue.h"
 #include "approx/Isa.h"
 #include "approx/PerforationPlan.h"
 #include "approx/Scratch.h"
+#include "base/Errors.h"
 
 #include <immintrin.h>
 #include <oneapi/dnnl/dnnl.h>

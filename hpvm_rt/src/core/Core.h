@@ -1,9 +1,10 @@
 // Core.h - internals shared by hpvm_rt's core (dataflow executor, tracing,
-// tensor C API) and its tests: warnings, tensor helpers, op dispatch.
+// tensor C API) and its tests: tensor helpers, op dispatch.
 #ifndef HPVM_RT_CORE_CORE_H
 #define HPVM_RT_CORE_CORE_H
 
-#include "Runtime.h"
+#include "hpvm_rt/OpTable.h"
+#include "kernels/Kernels.h"
 #include "tensor.h"
 
 #include <array>
@@ -11,11 +12,6 @@
 #include <string>
 
 namespace hpvm::rt {
-
-// --- Warnings (errors: Errors.h) --------------------------------------------
-
-/// Prints "hpvm_rt: warning: <message>" to stderr.
-void warning(const std::string& message);
 
 // --- Tensors ----------------------------------------------------------------
 
@@ -67,7 +63,7 @@ ConvArgs convArgs(HpvmOp op, const double* scalars);
 /// Pooling geometry of a pooling op's scalar operands.
 PoolArgs poolArgs(HpvmOp op, const double* scalars);
 
-/// The knob with id 11 (exact FP32).
+/// The exact FP32 knob (kKnobFp32).
 const KnobSpec& exactKnob();
 
 } // namespace hpvm::rt

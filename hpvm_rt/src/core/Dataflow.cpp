@@ -2,8 +2,8 @@
 // creation, bindIn/bindOut/edge wiring, wiring checks, topological
 // execution with nesting, __hpvm__return, and launch (packed root struct in,
 // root outputs written after it).
-#include "Errors.h"
 #include "Executor.h"
+#include "base/Errors.h"
 #include "hpvm.h"
 #include "tensor_runtime.h"
 

@@ -2,8 +2,8 @@
 // rules (reference section 2), FLOP counts, and eager execution of single
 // ops on the kernels.
 #include "Core.h"
-#include "Errors.h"
 #include "Executor.h"
+#include "base/Errors.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
 #include "tensor_runtime.h"

@@ -1,8 +1,9 @@
 // TensorApi.cpp - HPVM's tensor C API: tensor creation and freeing, batch
 // memory tracking, weight/dataset/label readers, accuracy functions, runtime
-// initialisation; plus the core's warnings.
+// initialisation.
 #include "Core.h"
-#include "Errors.h"
+#include "base/Errors.h"
+#include "core/Top1.h"
 #include "kernels/Kernels.h"
 #include "tensorUtils.h"
 
@@ -85,13 +86,13 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
     if (!out) {
-      warning("cannot write '" + tmp + "'");
+      reportWarning("hpvm_rt", "cannot write '" + tmp + "'");
       return;
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    warning("cannot rename '" + tmp + "' to '" + path +
-            "': " + std::strerror(errno));
+    reportWarning("hpvm_rt", "cannot rename '" + tmp + "' to '" + path +
+                                 "': " + std::strerror(errno));
 }
 
 /// Accuracies given to dumpFinalAccuracy, for dumpExecutionAccuracies.
@@ -117,11 +118,6 @@ const float* resultRows(void* result, const char* api, int64_t& n, int64_t& c) {
 }
 
 } // namespace
-
-void warning(const std::string& message) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "hpvm_rt: warning: %s\n", message.c_str());
-}
 
 Shape shapeOf(const Tensor* t) {
   Shape s{1, 1, 1, 1};

@@ -1,10 +1,11 @@
 // Calibration.cpp - int8 calibration files and measurements (Calibration.h).
 #include "driver/Calibration.h"
 
-#include "Errors.h"
-#include "driver/FileUtil.h"
+#include "base/Errors.h"
+#include "base/FileUtil.h"
+#include "command/Progress.h"
 #include "driver/Options.h"
-#include "driver/Progress.h"
+#include "kernels/Kernels.h"
 
 #include <fmt/format.h>
 
@@ -259,13 +260,13 @@ Int8Calibration CalibrationRecorder::result(const std::string& model,
   return cal;
 }
 
-Int8Calibration measureCalibration(tuner::ProgramRunner& runner,
+Int8Calibration measureCalibration(ProgramRunner& runner,
                                    const CalibrationMethod& method,
                                    int64_t images, bool progress) {
   CalibrationRecorder rec(method);
   const int passes = rec.needsSecondPass() ? 2 : 1;
   ProgressBar bar("calibrate", passes, progress);
-  tuner::PassRequest req;
+  PassRequest req;
   req.images = images;
   req.keepOutputs = false;
   runner.pass(req);
@@ -339,7 +340,7 @@ std::string calibrateHelp(const std::string& program) {
          optionTableHelp(kCalibrateOptions);
 }
 
-int calibrateMode(const CalibrateOptions& opts, tuner::ProgramRunner& runner) {
+int calibrateMode(const CalibrateOptions& opts, ProgramRunner& runner) {
   const int64_t available = runner.setSize("tune");
   if (available <= 0)
     throw UserError("calibrate needs the tune set, and the program has none");

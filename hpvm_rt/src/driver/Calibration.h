@@ -15,8 +15,8 @@
 #ifndef HPVM_RT_DRIVER_CALIBRATION_H
 #define HPVM_RT_DRIVER_CALIBRATION_H
 
-#include "Runtime.h"
-#include "tuner/Tuner.h"
+#include "command/ProgramRunner.h"
+#include "core/Int8Calibration.h"
 
 #include <cmath>
 #include <cstdint>
@@ -81,7 +81,7 @@ private:
 
 /// Measures a calibration of \p runner's program over the first \p images
 /// tune images (exact fp32 passes, one more for the percentile method).
-Int8Calibration measureCalibration(tuner::ProgramRunner& runner,
+Int8Calibration measureCalibration(ProgramRunner& runner,
                                    const CalibrationMethod& method,
                                    int64_t images, bool progress);
 
@@ -98,7 +98,7 @@ struct CalibrateOptions {
 CalibrateOptions parseCalibrateOptions(int argc, const char* const* argv);
 std::string calibrateHelp(const std::string& program);
 /// Runs `calibrate`: measures and writes the file; returns the exit code.
-int calibrateMode(const CalibrateOptions& opts, tuner::ProgramRunner& runner);
+int calibrateMode(const CalibrateOptions& opts, ProgramRunner& runner);
 
 /// The calibration every mode runs with (--calibration FILE, else the
 /// companion of the configuration file, see companionCalibration()).

@@ -2,18 +2,17 @@
 // controller entry points (initialize, invoke per batch, clear).
 #include "driver/Controller.h"
 
-#include "Errors.h"
-#include "driver/FileUtil.h"
-#include "driver/config/Config.h"
+#include "base/Errors.h"
+#include "base/FileUtil.h"
+#include "config/Config.h"
+#include "core/Top1.h"
 #include "tensor_runtime.h"
 
 #include <fmt/format.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <new>
 
 namespace hpvm::rt {
 
@@ -51,7 +50,7 @@ std::string formatProfileInfo(const std::vector<ProfileIteration>& iterations) {
 std::string profileKernelName(const OpRecord& record) {
   std::string_view call = opInfo(record.op).rtCall;
   std::string name(call.substr(0, call.find('(')));
-  if (record.knob.id != 11)
+  if (record.knob.id != kKnobFp32)
     name += fmt::format("({})", knobConfName(record.knob.id));
   return name;
 }
@@ -172,41 +171,6 @@ void RuntimeController::invoke(void* result, const char* labelsPath, int start,
   writeFileAtomic("final_accuracy",
                   fmt::format("{:.6f}", accuracySum_ / batches_));
   mark_ = std::chrono::steady_clock::now();
-}
-
-int reportError(const std::string& tool, std::exception_ptr error) noexcept {
-  std::fflush(stdout);
-  const char* name = tool.c_str();
-  try {
-    std::rethrow_exception(error);
-  } catch (const UserError& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name,
-                 printableMessage(e.what()).c_str());
-    return kExitUserError;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of memory\n", name);
-    return kExitUserError;
-  } catch (const InternalError& e) {
-    std::fprintf(stderr, "%s: internal error at %s:%d: %s\n", name, e.file(),
-                 e.line(), e.message().c_str());
-  } catch (const dnnl::error& e) {
-    std::fprintf(stderr,
-                 "%s: internal error: oneDNN failed with status %d: %s\n", name,
-                 static_cast<int>(e.status), e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: uncaught exception: %s\n", name,
-                 e.what());
-  } catch (...) {
-    std::fprintf(stderr,
-                 "%s: internal error: uncaught exception of unknown type\n",
-                 name);
-  }
-  std::fprintf(stderr,
-               "%s: note: this is a bug in hpvm_rt, not a problem with the "
-               "model, its files or the command line; please report it\n",
-               name);
-  std::fflush(stderr);
-  std::abort();
 }
 
 } // namespace hpvm::rt

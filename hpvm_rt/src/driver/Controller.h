@@ -6,7 +6,8 @@
 #ifndef HPVM_RT_DRIVER_CONTROLLER_H
 #define HPVM_RT_DRIVER_CONTROLLER_H
 
-#include "Runtime.h"
+#include "config/Configuration.h"
+#include "core/Launch.h"
 
 #include <chrono>
 #include <cstdint>

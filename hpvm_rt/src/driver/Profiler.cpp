@@ -2,7 +2,7 @@
 // call logs.
 #include "driver/Profiler.h"
 
-#include "driver/config/Config.h"
+#include "config/Config.h"
 
 #include <fmt/format.h>
 

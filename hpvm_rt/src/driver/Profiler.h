@@ -1,10 +1,10 @@
-// Profiler.h - collects the executor's per-op records (Runtime.h OpRecord)
+// Profiler.h - collects the executor's per-op records (core/Launch.h OpRecord)
 // over a run and turns them into the --profile summary (per fused node and
 // per op), the --trace Chrome trace-event file and the --log-calls list.
 #ifndef HPVM_RT_DRIVER_PROFILER_H
 #define HPVM_RT_DRIVER_PROFILER_H
 
-#include "Runtime.h"
+#include "core/Launch.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,17 +3,18 @@
 // outputs, profiles, and HPVM's tuner (inspect) protocol.
 #include "hpvm_rt/RunModel.h"
 
-#include "Errors.h"
-#include "Runtime.h"
 #include "approx/Isa.h"
+#include "base/Errors.h"
+#include "base/FileUtil.h"
+#include "command/Npy.h"
+#include "command/Progress.h"
+#include "config/Config.h"
+#include "core/Launch.h"
+#include "core/Top1.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
-#include "driver/FileUtil.h"
-#include "driver/Npy.h"
 #include "driver/Options.h"
 #include "driver/Profiler.h"
-#include "driver/Progress.h"
-#include "driver/config/Config.h"
 #include "kernels/Kernels.h"
 #include "tensor_runtime.h"
 #include "tuner/BenchKnobs.h"
@@ -501,13 +502,13 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
 
 /// The tuner's view of the program: passes over the first images of a set
 /// under a configuration, with per-fused-node times on request.
-class TunerRunner : public tuner::ProgramRunner {
+class TunerRunner : public ProgramRunner {
 public:
   TunerRunner(Runner& runner, const hpvm_rt::ModelInfo& info,
               const RunOptions& opts)
       : runner_(runner), info_(info), opts_(opts) {}
 
-  tuner::PassResult pass(const tuner::PassRequest& req) override {
+  PassResult pass(const PassRequest& req) override {
     Dataset ds = dataset(req.set);
     ds.count = std::min(req.images, ds.count);
     ds.labels.resize(static_cast<size_t>(ds.count));
@@ -517,7 +518,7 @@ public:
       warm.count = std::min(runner_.batchSize(ds), ds.count);
       runner_.run(warm, 1, false, nullptr, nullptr);
     }
-    tuner::PassResult result;
+    PassResult result;
     setRecording(req.nodeTimes);
     BatchSink sink;
     if (req.nodeTimes)
@@ -579,7 +580,7 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
                  const std::string& program, const char* mode,
                  ModeOptions (*parse)(int, const char* const*),
                  std::string (*help)(const std::string&),
-                 int (*body)(const ModeOptions&, tuner::ProgramRunner&)) {
+                 int (*body)(const ModeOptions&, ProgramRunner&)) {
   ModeOptions topts;
   try {
     topts = parse(argc - 2, argv + 2);
@@ -617,7 +618,7 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
 /// next to the output as its companion (<stem>.calib.txt), so that the
 /// configuration file and its calibration reproduce every run.
 int tuneSearchCalibrated(const tuner::TuneOptions& opts,
-                         tuner::ProgramRunner& runner) {
+                         ProgramRunner& runner) {
   const std::string companion = companionCalibration(opts.output);
   if (!activeInt8Calibration() && !opts.hpvmCompatible) {
     const int64_t images =

@@ -12,7 +12,7 @@
 #ifndef HPVM_RT_KERNELS_KERNELS_H
 #define HPVM_RT_KERNELS_KERNELS_H
 
-#include "KnobSpec.h"
+#include "base/KnobSpec.h"
 #include "tensor.h"
 
 #include "hpvm_rt/OpFacts.h"

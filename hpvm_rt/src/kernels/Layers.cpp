@@ -17,11 +17,11 @@
 //               kernel's output pass (approx/Epilogue.h); FP16 variants
 //               round operands and result as above.
 // Non-convolution ops given a reduced-precision knob round their result.
-#include "Errors.h"
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
 #include "approx/Epilogue.h"
 #include "approx/Isa.h"
+#include "base/Errors.h"
 #include "kernels/Reference.h"
 #include "kernels/TensorImpl.h"
 

@@ -2,7 +2,7 @@
 // layouts, reorders back to NCHW on demand, and the thread count.
 #include "kernels/TensorImpl.h"
 
-#include "Errors.h"
+#include "base/Errors.h"
 
 #include <fmt/format.h>
 #include <omp.h>

@@ -5,12 +5,13 @@
 // message for hpvm_rt_last_error().
 #include "hpvm_rt/Library.h"
 
-#include "Errors.h"
-#include "Runtime.h"
+#include "base/Errors.h"
+#include "config/Config.h"
 #include "core/Core.h"
+#include "core/Launch.h"
+#include "core/Top1.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
-#include "driver/config/Config.h"
 #include "hpvm_rt/Printable.h"
 #include "hpvm_rt/RunModel.h"
 #include "kernels/Kernels.h"

@@ -3,10 +3,10 @@
 // reading of its record as tune-search's costs.
 #include "tuner/BenchKnobs.h"
 
-#include "Errors.h"
-#include "driver/FileUtil.h"
-#include "driver/Options.h"
-#include "driver/Progress.h"
+#include "base/Errors.h"
+#include "base/FileUtil.h"
+#include "command/OptionTable.h"
+#include "command/Progress.h"
 #include "tuner/Search.h"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // Model.cpp - QoS metrics, the additive predictors and calibration.
 #include "tuner/Model.h"
 
-#include "Runtime.h"
+#include "core/Top1.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,11 +2,11 @@
 // profiling, search, calibration, validation and the output files.
 #include "tuner/Tuner.h"
 
-#include "Errors.h"
-#include "driver/FileUtil.h"
-#include "driver/Options.h"
-#include "driver/Progress.h"
-#include "driver/config/Config.h"
+#include "base/Errors.h"
+#include "base/FileUtil.h"
+#include "command/OptionTable.h"
+#include "command/Progress.h"
+#include "config/Config.h"
 #include "tuner/BenchKnobs.h"
 #include "tuner/Model.h"
 #include "tuner/Search.h"
@@ -229,7 +229,7 @@ std::vector<int> nodeKnobs(const FusedNodeInfo& node, bool hpvmCpu) {
         (!hpvmCpu || hpvmParsesCpuLine(nodeLine(node, k.id))))
       ids.push_back(k.id);
   // The exact knob first: choice 0 of every gene.
-  auto exact = std::find(ids.begin(), ids.end(), 11);
+  auto exact = std::find(ids.begin(), ids.end(), kKnobFp32);
   if (exact != ids.end())
     std::rotate(ids.begin(), exact, exact + 1);
   return ids;
@@ -241,7 +241,8 @@ NodeConfig nodeLine(const FusedNodeInfo& node, int knobId) {
   line.key = node.firstOpId ? node.firstOpId : node.ordinal;
   line.gpu = false;
   const KnobInfo* knob = knobById(knobId);
-  int companion = knob && knob->spec.precision == Precision::FP16 ? 12 : 11;
+  int companion =
+      knob && knob->spec.precision == Precision::FP16 ? kKnobFp16 : kKnobFp32;
   for (size_t k = 0; k < node.ops.size(); ++k) {
     OpChoice c;
     c.op = node.ops[k];

@@ -1,7 +1,7 @@
-// FileUtil.cpp - atomic file writes and file checks for the driver.
-#include "driver/FileUtil.h"
+// FileUtil.cpp - atomic file writes and file checks for every part.
+#include "base/FileUtil.h"
 
-#include "Errors.h"
+#include "base/Errors.h"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,10 @@
 // ConfigParser.cpp - parses HPVM configuration files (grammar in Config.h)
-// into Runtime.h's ConfigFile, resolving ops and knobs through Ops.def.
-#include "driver/config/Config.h"
+// into ConfigFile (config/Configuration.h), resolving ops and knobs
+// through Ops.def.
+#include "config/Config.h"
 
-#include "Errors.h"
-#include "driver/FileUtil.h"
+#include "base/Errors.h"
+#include "base/FileUtil.h"
 
 #include <fmt/format.h>
 

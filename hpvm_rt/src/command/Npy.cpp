@@ -1,7 +1,7 @@
 // Npy.cpp - NumPy .npy (version 1.0) writer for output tensors.
-#include "driver/Npy.h"
+#include "command/Npy.h"
 
-#include "driver/FileUtil.h"
+#include "base/FileUtil.h"
 
 #include <fmt/format.h>
 

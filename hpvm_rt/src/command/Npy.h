@@ -1,6 +1,6 @@
 // Npy.h - writes float32 arrays in NumPy's .npy format (version 1.0).
-#ifndef HPVM_RT_DRIVER_NPY_H
-#define HPVM_RT_DRIVER_NPY_H
+#ifndef HPVM_RT_COMMAND_NPY_H
+#define HPVM_RT_COMMAND_NPY_H
 
 #include <cstdint>
 #include <string>
@@ -19,4 +19,4 @@ void writeNpy(const std::string& path, const std::vector<int64_t>& shape,
 
 } // namespace hpvm::rt
 
-#endif // HPVM_RT_DRIVER_NPY_H
+#endif // HPVM_RT_COMMAND_NPY_H

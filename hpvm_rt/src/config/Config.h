@@ -1,5 +1,5 @@
 // Config.h - HPVM approximation-configuration files: parser, selection and
-// writer over Runtime.h's ConfigFile / Configuration / NodeConfig.
+// writer over ConfigFile / Configuration / NodeConfig (config/Configuration.h).
 //
 // Grammar (HPVM's tuner_confs.txt, reference section 4.1), as EBNF. Tokens
 // are separated by spaces or tabs; a line ends at "\n" (a "\r" before it is
@@ -28,10 +28,10 @@
 // plus the number of ops on the earlier lines of its block. Node ids are
 // unique within a block; no line is empty; nothing follows the last token a
 // rule expects.
-#ifndef HPVM_RT_DRIVER_CONFIG_CONFIG_H
-#define HPVM_RT_DRIVER_CONFIG_CONFIG_H
+#ifndef HPVM_RT_CONFIG_CONFIG_H
+#define HPVM_RT_CONFIG_CONFIG_H
 
-#include "Runtime.h"
+#include "config/Configuration.h"
 
 #include <string>
 #include <string_view>
@@ -72,4 +72,4 @@ std::string formatConfigFile(const ConfigFile& file);
 
 } // namespace hpvm::rt
 
-#endif // HPVM_RT_DRIVER_CONFIG_CONFIG_H
+#endif // HPVM_RT_CONFIG_CONFIG_H

@@ -1,7 +1,7 @@
-// FileUtil.h - the driver's file helpers: atomic file writing (temp file +
+// FileUtil.h - hpvm_rt's file helpers: atomic file writing (temp file +
 // rename, so that no reader ever sees a half-written file), stems, sizes.
-#ifndef HPVM_RT_DRIVER_FILEUTIL_H
-#define HPVM_RT_DRIVER_FILEUTIL_H
+#ifndef HPVM_RT_BASE_FILEUTIL_H
+#define HPVM_RT_BASE_FILEUTIL_H
 
 #include "hpvm_rt/Printable.h"
 
@@ -35,4 +35,4 @@ using hpvm::printableMessage; // (hpvm_rt/Printable.h)
 
 } // namespace hpvm::rt
 
-#endif // HPVM_RT_DRIVER_FILEUTIL_H
+#endif // HPVM_RT_BASE_FILEUTIL_H

@@ -1,8 +1,8 @@
 // Progress.h - the one-line progress bar of the generated programs' long
 // work (a run over a dataset, the tuner's phases), drawn on stderr only
 // when it is a terminal, and the seconds-since helper both time with.
-#ifndef HPVM_RT_DRIVER_PROGRESS_H
-#define HPVM_RT_DRIVER_PROGRESS_H
+#ifndef HPVM_RT_COMMAND_PROGRESS_H
+#define HPVM_RT_COMMAND_PROGRESS_H
 
 #include <algorithm>
 #include <chrono>
@@ -64,4 +64,4 @@ private:
 
 } // namespace hpvm::rt
 
-#endif // HPVM_RT_DRIVER_PROGRESS_H
+#endif // HPVM_RT_COMMAND_PROGRESS_H
