@@ -1,0 +1,229 @@
+// Groups.cpp - forms a plan's execution groups (a convolution or dense op
+// with its bias, batch norm, activation, residual add and second
+// activation; any other op with the activation its kernel applies, in
+// place where it may), chains low-precision layers, and records each op.
+#include "core/Groups.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace hpvm::rt {
+
+namespace {
+
+/// Sets \p act, \p lo and \p hi to what activation op \p q is as a post-op:
+/// its Act and its parameters (actParam).
+void setAct(const TraceOp& q, Act& act, float& lo, float& hi) {
+  const OpFacts& f = *opInfo(q.op).facts;
+  act = f.act;
+  lo = actParam(f, q.scalars, 0);
+  hi = actParam(f, q.scalars, 1);
+}
+
+/// True if an op with knob \p b may join the group of a primary op with
+/// knob \p a: an exact op of the same precision, or an fp32 op after a
+/// bf16 or int8 convolution or dense layer (whose results are fp32
+/// already, so fusing the post-op changes nothing but the memory traffic).
+bool samePrecision(const KnobSpec& a, const KnobSpec& b) {
+  return b.variant == Variant::Exact &&
+         (a.precision == b.precision ||
+          ((a.precision == Precision::BF16 || isInt8(a.precision)) &&
+           b.precision == Precision::FP32));
+}
+
+/// True if op \p i's output may be overwritten by its single reader.
+bool reusable(const Plan& p, int32_t code) {
+  return code >= 0 && p.consumers[code] == 1 && !p.isRootOut[code];
+}
+
+/// Low-precision chains. int8: an int8 convolution whose result feeds
+/// (directly, or through an exact max pool) only an int8 convolution with
+/// an unsigned calibrated input hands that layer its u8 input instead of
+/// fp32 values quantized again, where this is exact: no residual,
+/// activation None or ReLU (the u8 quantization clamps negatives to 0
+/// either way). bf16: a bf16 convolution feeding only bf16 convolutions or
+/// mul stores its result as bf16 (round to nearest even, as the next layer
+/// would round it; a max pool between commutes with the rounding): the
+/// same values at half the memory traffic.
+void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
+  std::unordered_map<int, size_t> byFirst;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    byFirst[groups[gi].members[0]] = gi;
+  // The group reading op o's output, if it is the only reader.
+  auto readerOf = [&](int o) -> const Group* {
+    if (p.consumers[o] != 1 || p.isRootOut[o])
+      return nullptr;
+    auto it = byFirst.find(p.consumer[o]);
+    return it == byFirst.end() ? nullptr : &groups[it->second];
+  };
+  for (Group& g : groups) {
+    const bool bf16 = g.knob.precision == Precision::BF16;
+    if ((g.kind != HpvmOp::Conv && g.kind != HpvmOp::GroupConv) ||
+        g.knob.variant != Variant::Exact ||
+        (!isInt8(g.knob.precision) && !bf16) || g.residual != kNoOperand ||
+        (!bf16 && g.act != Act::None && g.act != Act::Relu))
+      continue;
+    int out = g.last;
+    const Group* next = readerOf(out);
+    if (next &&
+        (next->kind == HpvmOp::MaxPool || next->kind == HpvmOp::MaxPoolPads) &&
+        next->knob.precision == Precision::FP32 && next->x == out) {
+      out = next->last;
+      next = readerOf(out);
+    }
+    if (!next || next->x != out)
+      continue;
+    const bool conv =
+        next->kind == HpvmOp::Conv || next->kind == HpvmOp::GroupConv;
+    if (bf16)
+      g.bf16Out = (conv || next->kind == HpvmOp::Mul) &&
+                  next->knob.precision == Precision::BF16 &&
+                  next->knob.variant == Variant::Exact;
+    else if (conv && next->knob.variant == Variant::Exact)
+      g.quantizeOut = int8UnsignedScale(next->knob);
+  }
+}
+
+} // namespace
+
+/// Forms the execution groups of \p p's ops under the knobs \p s.knobs
+/// (a primary op with the post-ops that may join it), in execution order.
+void formGroups(const Plan& p, const Trace& t, Schedule& s) {
+  s.groups.clear();
+  size_t n = p.ops.size();
+  std::vector<char> taken(n, 0);
+  // The single reader j of op i's output if it may join i's group.
+  auto next = [&](int i, const KnobSpec& knob) -> int {
+    if (p.consumers[i] != 1 || p.isRootOut[i])
+      return -1;
+    int j = p.consumer[i];
+    if (taken[j] || !samePrecision(knob, s.knobs[j]))
+      return -1;
+    return j;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (taken[i])
+      continue;
+    const TraceOp& op = p.ops[i];
+    Group g;
+    g.kind = op.op;
+    g.members.push_back(static_cast<int>(i));
+    g.knob = s.knobs[i];
+    g.x = op.in[0];
+    taken[i] = 1;
+    int cur = static_cast<int>(i);
+    auto absorb = [&](int j) {
+      g.members.push_back(j);
+      taken[j] = 1;
+      cur = j;
+    };
+    if (isDense(op.op)) {
+      // bias, batch norm, activation, residual add and a second activation
+      // join as oneDNN post-ops, in that order.
+      g.w = op.in[1];
+      int stage = 0; // 1 bias, 2 bn, 3 act, 4 residual, 5 act2
+      int64_t channels = op.out[1], elems = numElements(op.out);
+      for (int j; stage < 5 && (j = next(cur, g.knob)) >= 0;) {
+        const TraceOp& q = p.ops[j];
+        if (q.op == HpvmOp::Add) {
+          if (q.in[0] == q.in[1])
+            break;
+          int32_t other = q.in[0] == cur ? q.in[1] : q.in[0];
+          int64_t oe = other >= 0
+                           ? numElements(p.ops[other].out)
+                           : numElements(t.extShapes[-other - 1]);
+          if (oe == elems && stage < 4) {
+            g.residual = other;
+            stage = 4;
+          } else if (oe == channels && oe != elems && stage < 1 &&
+                     q.in[0] == cur) {
+            g.bias = other;
+            stage = 1;
+          } else {
+            break;
+          }
+        } else if (q.op == HpvmOp::BatchNorm && q.in[0] == cur && stage < 2) {
+          bool own = false;
+          for (int k = 1; k < 5; ++k)
+            own |= q.in[k] == cur;
+          if (own)
+            break;
+          std::copy(q.in + 1, q.in + 5, g.bn);
+          g.bnEps = q.scalars[0];
+          stage = 2;
+        } else if (isAct(q.op) && (stage < 3 || stage == 4)) {
+          if (stage < 3) {
+            setAct(q, g.act, g.actLo, g.actHi);
+            stage = 3;
+          } else {
+            setAct(q, g.act2, g.act2Lo, g.act2Hi);
+            stage = 5;
+          }
+        } else {
+          break;
+        }
+        absorb(j);
+      }
+    } else {
+      // Every other op runs alone through runSingleOp, with the activation
+      // that follows it when its kernel applies one, in place (Ops.def
+      // InPlace) when its first operand dies here (never an external
+      // tensor); an add may reuse its second operand instead.
+      int j = fusesActivation(op.op) ? next(cur, g.knob) : -1;
+      if (j >= 0 && isAct(p.ops[j].op)) {
+        setAct(p.ops[j], g.act, g.actLo, g.actHi);
+        absorb(j);
+      }
+      if (opInfo(op.op).facts->inPlace && reusable(p, op.in[0])) {
+        g.inPlace = op.in[0];
+      } else if (op.op == HpvmOp::Add && op.in[0] != op.in[1] &&
+                 reusable(p, op.in[1]) &&
+                 numElements(p.ops[op.in[1]].out) == numElements(op.out)) {
+        g.inPlace = op.in[1];
+        g.swapped = true;
+      }
+    }
+    g.last = g.members.back();
+    // A program output gets a tensor of its own (the program may free it;
+    // a swapped elementwise add stays correct, addition commutes).
+    if (p.isRootOut[g.last])
+      g.inPlace = kNoOperand;
+    s.groups.push_back(std::move(g));
+  }
+  chainLowPrecision(p, s.groups);
+  // A group runs where its last op was traced: every value it reads from
+  // outside is a group output traced earlier.
+  std::stable_sort(
+      s.groups.begin(), s.groups.end(),
+      [](const Group& a, const Group& b) { return a.last < b.last; });
+}
+
+/// Each op's record (shapes, knob, FLOPs) and each group's FLOPs.
+void recordOps(const Plan& p, const Trace& t, Schedule& s) {
+  const size_t n = p.ops.size();
+  auto shapeOfCode = [&](int32_t c) {
+    return c >= 0 ? p.ops[c].out : t.extShapes[-c - 1];
+  };
+  s.records.assign(n, OpRecord{});
+  for (size_t i = 0; i < n; ++i) {
+    const TraceOp& op = p.ops[i];
+    OpRecord& r = s.records[i];
+    const LeafRec& leaf = p.leaves[op.leaf];
+    r.opId = leaf.hasNodeId ? leaf.nodeId : 0;
+    r.fusedOrdinal = p.fused[p.fusedOf[i]].ordinal;
+    r.op = op.op;
+    r.knob = s.knobs[i];
+    Shape in[kMaxTensorArgs];
+    for (int k = 0; k < op.numIn; ++k) {
+      in[k] = shapeOfCode(op.in[k]);
+      r.inputShapes.emplace_back(in[k].begin(), in[k].end());
+    }
+    r.outputShape.assign(op.out.begin(), op.out.end());
+    r.flops = opFlops(op.op, in, op.out, op.scalars);
+  }
+  for (Group& g : s.groups)
+    for (int m : g.members)
+      g.flops += s.records[m].flops;
+}
+
+} // namespace hpvm::rt
