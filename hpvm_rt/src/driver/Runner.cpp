@@ -1,0 +1,217 @@
+// Runner.cpp - runs the generated program over a data set in batches
+// (Runner.h), and where its files are.
+#include "driver/Runner.h"
+
+#include "base/Errors.h"
+#include "base/FileUtil.h"
+#include "command/Progress.h"
+#include "core/Launch.h"
+#include "core/Top1.h"
+#include "driver/Controller.h"
+#include "kernels/Kernels.h"
+#include "tensor_runtime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace hpvm::rt {
+
+std::string resolveModelDir(const std::string& given, const char* baked) {
+  std::string dir = given;
+  if (dir.empty() && baked && *baked) {
+    dir = baked;
+    std::error_code ec;
+    std::filesystem::path exe =
+        std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (dir[0] != '/' && !ec)
+      dir = (exe.parent_path() / dir).lexically_normal().string();
+  }
+  if (dir.empty())
+    dir = "./";
+  if (dir.back() != '/')
+    dir += '/';
+  return dir;
+}
+
+void applyThreads(const RunOptions& opts) {
+  std::optional<int> threads = opts.threads;
+  if (!threads) {
+    if (const char* env = std::getenv("HPVM_NUM_THREADS"); env && *env) {
+      int n = 0;
+      const char* end = env + std::strlen(env);
+      auto [ptr, ec] = std::from_chars(env, end, n);
+      if (ec != std::errc() || ptr != end || n < 0 || n > kMaxThreads)
+        throw UserError(fmt::format("HPVM_NUM_THREADS='{}': expected an "
+                                    "integer from 0 to {}",
+                                    env, kMaxThreads));
+      threads = n;
+    }
+  }
+  if (threads)
+    setNumThreads(*threads);
+}
+
+Dataset Runner::openDataset(const std::string& set,
+                    std::optional<int64_t> limit) const {
+  Dataset ds;
+  ds.name = set;
+  ds.inputPath = modelDir_ + set + "_input.bin";
+  ds.labelsPath = modelDir_ + set + "_labels.bin";
+  int64_t count = set == "tune" ? info_.tuneCount : info_.testCount;
+  if (count <= 0)
+    throw UserError(fmt::format("the model has no {} set (it was exported "
+                                "without one)",
+                                set));
+  uint64_t imageBytes = imageElems() * sizeof(float);
+  uint64_t want = static_cast<uint64_t>(count) * imageBytes;
+  uint64_t have = fileSize(ds.inputPath, "dataset file");
+  if (have != want)
+    throw UserError(fmt::format(
+        "{}: {} bytes, expected {} images x {}x{}x{} float32 = {} bytes",
+        ds.inputPath, have, count, info_.channels, info_.height, info_.width,
+        want));
+  want = static_cast<uint64_t>(count) * 4;
+  have = fileSize(ds.labelsPath, "labels file");
+  if (have != want)
+    throw UserError(fmt::format("{}: {} bytes, expected {} labels x int32 "
+                                "= {} bytes",
+                                ds.labelsPath, have, count, want));
+  ds.count = count;
+  if (limit) {
+    if (*limit > count)
+      throw UserError(fmt::format("--limit {} exceeds the {} images of the "
+                                  "{} set",
+                                  *limit, count, set));
+    ds.count = *limit;
+  }
+  ds.labels.resize(static_cast<size_t>(ds.count));
+  std::ifstream in(ds.labelsPath, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(ds.labels.data()),
+               static_cast<std::streamsize>(ds.count * 4)))
+    throw UserError(fmt::format("{}: cannot read labels", ds.labelsPath));
+  for (size_t i = 0; i < ds.labels.size(); ++i)
+    if (ds.labels[i] < 0 || ds.labels[i] >= info_.numClasses)
+      throw UserError(fmt::format("{}: label {} at index {} is out of "
+                                  "range; the model has {} classes",
+                                  ds.labelsPath, ds.labels[i], i,
+                                  info_.numClasses));
+  return ds;
+}
+
+int64_t Runner::batchSize(const Dataset& ds) const {
+  int64_t batch = opts_.batchSize ? *opts_.batchSize : info_.defaultBatch;
+  if (batch <= 0 || batch > ds.count)
+    batch = ds.count;
+  return batch;
+}
+
+RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
+              Profiler* profiler, const BatchSink& sink) {
+  RunResult result;
+  const int64_t batch = batchSize(ds);
+  const uint64_t imageBytes = imageElems() * sizeof(float);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(
+      std::fopen(ds.inputPath.c_str(), "rb"), &std::fclose);
+  if (!in)
+    throw UserError(fmt::format("{}: cannot open dataset file: {}",
+                                ds.inputPath, std::strerror(errno)));
+  std::vector<float> staging(static_cast<size_t>(batch) * imageElems());
+  if (keepOutputs)
+    result.outputs.reserve(static_cast<size_t>(ds.count * info_.numClasses));
+  ProgressBar progress("", ds.count * repeat, !opts_.quiet, "images");
+  RuntimeController& controller = RuntimeController::get();
+  const auto runStart = Clock::now();
+  startMemTracking();
+  int64_t done = 0;
+  for (int64_t pass = 0; pass < repeat; ++pass) {
+    std::rewind(in.get());
+    for (int64_t start = 0; start < ds.count; start += batch) {
+      const int64_t n = std::min(batch, ds.count - start);
+      const size_t bytes = static_cast<size_t>(n) * imageBytes;
+      if (std::fread(staging.data(), 1, bytes, in.get()) != bytes)
+        throw UserError(fmt::format("{}: cannot read images {} to {}",
+                                    ds.inputPath, start, start + n));
+      void* input = create4DTensor(0, 0, static_cast<size_t>(n),
+                                   static_cast<size_t>(info_.channels),
+                                   static_cast<size_t>(info_.height),
+                                   static_cast<size_t>(info_.width));
+      initTensorData(input, staging.data(), bytes);
+
+      const auto t0 = Clock::now();
+      auto* out = static_cast<Tensor*>(runBatch_(input));
+      if (!out)
+        throw UserError(fmt::format("images {} to {}: the program returned "
+                                    "no output tensor",
+                                    start, start + n));
+      hpvm_request_tensor(out, 0);
+      const double seconds = secondsSince(t0);
+      result.batchSeconds.push_back(seconds);
+
+      checkOutput(out, n, start);
+      if (pass == 0) {
+        result.correct += countCorrect(out, ds, start, n);
+        result.images += n;
+        const float* data = static_cast<const float*>(out->host_data);
+        if (keepOutputs)
+          result.outputs.insert(result.outputs.end(), data,
+                                data + n * info_.numClasses);
+        if (sink)
+          sink(out, n);
+      }
+      const std::vector<OpRecord>& records = lastLaunchRecords();
+      if (profiler)
+        profiler->addLaunch(
+            std::chrono::duration<double>(t0 - runStart).count(), records);
+      ProfileIteration iteration;
+      iteration.computeSeconds = seconds;
+      for (const OpRecord& r : records)
+        iteration.kernels.emplace_back(profileKernelName(r), r.seconds);
+      controller.recordIteration(std::move(iteration));
+      freeBatchMemory();
+      done += n;
+      progress.update(done);
+    }
+  }
+  return result;
+}
+
+uint64_t Runner::imageElems() const {
+  return static_cast<uint64_t>(info_.channels * info_.height * info_.width);
+}
+
+void Runner::checkOutput(const Tensor* out, int64_t n, int64_t start) const {
+  uint64_t want = static_cast<uint64_t>(n * info_.numClasses);
+  if (out->dims.num_dims < 1 ||
+      out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
+      out->num_elems != want)
+    throw UserError(fmt::format(
+        "images {} to {}: the program's output has {} values with batch "
+        "dimension {}, expected {} images x {} classes",
+        start, start + n, out->num_elems,
+        out->dims.num_dims ? out->dims.dim_sizes[0] : 0, n,
+        info_.numClasses));
+}
+
+int64_t Runner::countCorrect(const Tensor* out, const Dataset& ds, int64_t start,
+                     int64_t n) const {
+  const float* data = static_cast<const float*>(out->host_data);
+  const int64_t classes = info_.numClasses;
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    correct += top1(data + i * classes, classes) ==
+               ds.labels[static_cast<size_t>(start + i)];
+  }
+  return correct;
+}
+
+} // namespace hpvm::rt

@@ -1,0 +1,101 @@
+// Runner.h - runs the generated program over a data set in batches: the
+// set's files and labels, the batches' timing, accuracy and outputs, and
+// where the program's weights and data sets are.
+#ifndef HPVM_RT_DRIVER_RUNNER_H
+#define HPVM_RT_DRIVER_RUNNER_H
+
+#include "driver/Options.h"
+#include "driver/Profiler.h"
+#include "hpvm_rt/RunModel.h"
+#include "tensor.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt {
+
+/// The directory holding weights/ and the datasets, ending in '/': --model-dir
+/// \p given (relative to the working directory) when set, else the baked-in
+/// \p baked: absolute, or relative to the directory holding this program
+/// (torch2hpvm's programs say "../": they are built as OUT/build/<model>);
+/// "" is the working directory.
+std::string resolveModelDir(const std::string& given, const char* baked);
+
+/// Sets the kernels' thread count from --threads, else HPVM_NUM_THREADS.
+/// Throws UserError for a bad HPVM_NUM_THREADS.
+void applyThreads(const RunOptions& opts);
+
+/// The images and labels of one set (first `count` images).
+struct Dataset {
+  std::string name; ///< "test" or "tune".
+  std::string inputPath, labelsPath;
+  int64_t count = 0;
+  std::vector<int32_t> labels;
+};
+
+/// What one pass (or --repeat passes) over a dataset measured.
+struct RunResult {
+  int64_t images = 0, correct = 0;
+  std::vector<double> batchSeconds;
+  std::vector<float> outputs; ///< images x classes, if kept.
+  double accuracy() const {
+    return images ? 100.0 * static_cast<double>(correct) / images : 0.0;
+  }
+  double totalSeconds() const {
+    double s = 0;
+    for (double b : batchSeconds)
+      s += b;
+    return s;
+  }
+};
+
+/// Called with each batch's output tensor (host data valid) and its size.
+using BatchSink = std::function<void(Tensor* out, int64_t images)>;
+
+/// Runs the program's batches over data sets (RunModel's modes and the
+/// tuner's passes).
+class Runner {
+public:
+  Runner(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
+         const hpvm_rt::RunBatchFn& runBatch, std::string modelDir)
+      : opts_(opts), info_(info), runBatch_(runBatch),
+        modelDir_(std::move(modelDir)) {}
+
+  const std::string& modelDir() const { return modelDir_; }
+
+  /// Checks the files of \p set and reads its labels (first \p limit).
+  Dataset openDataset(const std::string& set,
+                      std::optional<int64_t> limit) const;
+
+  /// The batch size to use for \p ds.
+  int64_t batchSize(const Dataset& ds) const;
+
+  /// Runs \p ds \p repeat times in batches. Accuracy and kept outputs come
+  /// from the first pass; every pass is timed.
+  RunResult run(const Dataset& ds, int64_t repeat, bool keepOutputs,
+                Profiler* profiler, const BatchSink& sink);
+
+private:
+  uint64_t imageElems() const;
+  void checkOutput(const Tensor* out, int64_t n, int64_t start) const;
+  int64_t countCorrect(const Tensor* out, const Dataset& ds, int64_t start,
+                       int64_t n) const;
+
+  const RunOptions& opts_;
+  const hpvm_rt::ModelInfo& info_;
+  const hpvm_rt::RunBatchFn& runBatch_;
+  std::string modelDir_;
+};
+
+/// Keeps the executor from holding a pointer to a configuration that is
+/// about to be destroyed.
+struct DeactivateOnExit {
+  ~DeactivateOnExit() { setActiveConfiguration(nullptr, ""); }
+};
+
+} // namespace hpvm::rt
+
+#endif // HPVM_RT_DRIVER_RUNNER_H

@@ -1,0 +1,48 @@
+// TunerRunner.cpp - the program's passes for the tuner's commands
+// (TunerRunner.h).
+#include "driver/TunerRunner.h"
+
+#include "core/Launch.h"
+#include "driver/Controller.h"
+#include "kernels/Kernels.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace hpvm::rt {
+
+PassResult TunerRunner::pass(const PassRequest& req) {
+  Dataset ds = dataset(req.set);
+  ds.count = std::min(req.images, ds.count);
+  ds.labels.resize(static_cast<size_t>(ds.count));
+  setActiveConfiguration(req.config, "(tuning)");
+  if (req.warmup) {
+    Dataset warm = ds;
+    warm.count = std::min(runner_.batchSize(ds), ds.count);
+    runner_.run(warm, 1, false, nullptr, nullptr);
+  }
+  PassResult result;
+  setRecording(req.nodeTimes);
+  BatchSink sink;
+  if (req.nodeTimes)
+    sink = [&](Tensor*, int64_t) {
+      std::vector<double> node(programNodes().size(), 0.0);
+      for (const OpRecord& r : lastLaunchRecords())
+        if (r.fusedOrdinal >= 1 &&
+            static_cast<size_t>(r.fusedOrdinal) <= node.size())
+          node[static_cast<size_t>(r.fusedOrdinal - 1)] += r.seconds;
+      result.nodeSeconds.push_back(std::move(node));
+      result.lastOps = lastLaunchRecords();
+    };
+  RunResult r = runner_.run(ds, 1, req.keepOutputs, nullptr, sink);
+  setRecording(false);
+  setActiveConfiguration(nullptr, "");
+  RuntimeController::get().discardIterations();
+  result.outputs = std::move(r.outputs);
+  result.batchSeconds = std::move(r.batchSeconds);
+  return result;
+}
+
+int TunerRunner::threads() const { return numThreads(); }
+
+} // namespace hpvm::rt
