@@ -144,10 +144,10 @@ inline constexpr std::array<KnobInfo, kNumKnobs> kKnobInfos = [] {
   std::array<KnobInfo, kNumKnobs> knobs{};
   for (int i = 0; i < kNumKnobs; ++i) {
     const KnobRow& r = kKnobRows[i];
-    knobs[i] = KnobInfo{
-        r.id, r.confName,
-        KnobSpec{r.id, r.variant, r.precision, r.rate, r.offset},
-        r.speedup, r.applies};
+    knobs[i] =
+        KnobInfo{r.id, r.confName,
+                 KnobSpec{r.id, r.variant, r.precision, r.rate, r.offset},
+                 r.speedup, r.applies};
   }
   return knobs;
 }();
