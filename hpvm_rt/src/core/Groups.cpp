@@ -129,9 +129,8 @@ void formGroups(const Plan& p, const Trace& t, Schedule& s) {
           if (q.in[0] == q.in[1])
             break;
           int32_t other = q.in[0] == cur ? q.in[1] : q.in[0];
-          int64_t oe = other >= 0
-                           ? numElements(p.ops[other].out)
-                           : numElements(t.extShapes[-other - 1]);
+          int64_t oe = other >= 0 ? numElements(p.ops[other].out)
+                                  : numElements(t.extShapes[-other - 1]);
           if (oe == elems && stage < 4) {
             g.residual = other;
             stage = 4;

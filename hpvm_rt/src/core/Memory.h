@@ -19,8 +19,7 @@ int64_t keepStorageBytes();
 /// Places the outputs of \p p's groups (external operands: trace \p t) as
 /// channels of the concatenations they feed, when \p enabled (see
 /// Memory.cpp for the rules).
-void planChannelViews(const Plan& p, const Trace& t, Schedule& s,
-                      bool enabled);
+void planChannelViews(const Plan& p, const Trace& t, Schedule& s, bool enabled);
 /// Which buffers each group's output uses, and which it frees after running
 /// when keeping every intermediate buffer would take more than \p keepBytes.
 void planStorage(const Plan& p, Schedule& s, int64_t keepBytes);

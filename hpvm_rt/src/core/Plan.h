@@ -10,8 +10,8 @@
 #include "hpvm_rt/Dataflow.h"
 
 #include <climits>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>

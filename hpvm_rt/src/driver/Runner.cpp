@@ -62,7 +62,7 @@ void applyThreads(const RunOptions& opts) {
 }
 
 Dataset Runner::openDataset(const std::string& set,
-                    std::optional<int64_t> limit) const {
+                            std::optional<int64_t> limit) const {
   Dataset ds;
   ds.name = set;
   ds.inputPath = modelDir_ + set + "_input.bin";
@@ -116,7 +116,7 @@ int64_t Runner::batchSize(const Dataset& ds) const {
 }
 
 RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
-              Profiler* profiler, const BatchSink& sink) {
+                      Profiler* profiler, const BatchSink& sink) {
   RunResult result;
   const int64_t batch = batchSize(ds);
   const uint64_t imageBytes = imageElems() * sizeof(float);
@@ -141,10 +141,9 @@ RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
       if (std::fread(staging.data(), 1, bytes, in.get()) != bytes)
         throw UserError(fmt::format("{}: cannot read images {} to {}",
                                     ds.inputPath, start, start + n));
-      void* input = create4DTensor(0, 0, static_cast<size_t>(n),
-                                   static_cast<size_t>(info_.channels),
-                                   static_cast<size_t>(info_.height),
-                                   static_cast<size_t>(info_.width));
+      void* input = create4DTensor(
+          0, 0, static_cast<size_t>(n), static_cast<size_t>(info_.channels),
+          static_cast<size_t>(info_.height), static_cast<size_t>(info_.width));
       initTensorData(input, staging.data(), bytes);
 
       const auto t0 = Clock::now();
@@ -198,12 +197,11 @@ void Runner::checkOutput(const Tensor* out, int64_t n, int64_t start) const {
         "images {} to {}: the program's output has {} values with batch "
         "dimension {}, expected {} images x {} classes",
         start, start + n, out->num_elems,
-        out->dims.num_dims ? out->dims.dim_sizes[0] : 0, n,
-        info_.numClasses));
+        out->dims.num_dims ? out->dims.dim_sizes[0] : 0, n, info_.numClasses));
 }
 
-int64_t Runner::countCorrect(const Tensor* out, const Dataset& ds, int64_t start,
-                     int64_t n) const {
+int64_t Runner::countCorrect(const Tensor* out, const Dataset& ds,
+                             int64_t start, int64_t n) const {
   const float* data = static_cast<const float*>(out->host_data);
   const int64_t classes = info_.numClasses;
   int64_t correct = 0;
