@@ -1,4 +1,4 @@
-// ErrorsTest.cpp - hpvm_rt's two kinds of error (Errors.h): a user error
+// ErrorsTest.cpp - hpvm_rt's two kinds of error (base/Errors.h): a user error
 // ends a program with its exact message and status 1; a failed internal
 // assertion or a oneDNN failure is reported as an internal error with file
 // and line and aborts; no other error channel is left in hpvm_rt/src.

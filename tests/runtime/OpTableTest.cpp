@@ -1,4 +1,4 @@
-// OpTableTest.cpp - Runtime.h's operator and knob tables expanded from
+// OpTableTest.cpp - hpvm_rt/OpTable.h's operator and knob tables expanded from
 // Ops.def: lookups by name and id, knob parameters, applicability.
 #include "hpvm_rt/OpTable.h"
 
@@ -109,4 +109,21 @@ TEST_CASE("OpTable: each op's shared facts are its own row's, and drive "
                   static_cast<const double*>(nullptr)) == 2.0 * 8 * 5 * 4 * 5);
   CHECK(knobFits(KnobApplies::KnobDense, KnobApplies::KnobConv));
   CHECK_FALSE(knobFits(KnobApplies::KnobConv, KnobApplies::KnobDense));
+}
+
+TEST_CASE("Runtime: table lookups by kind name and knob name") {
+  REQUIRE(opByKindName("Conv") != nullptr);
+  CHECK(opByKindName("Conv")->op == HpvmOp::Conv);
+  CHECK(opByKindName("conv") == nullptr);
+  CHECK(allOps().size() == size_t(kNumHpvmOps));
+  for (const OpInfo& info : allOps())
+    CHECK(&opInfo(info.op) == &info);
+  // The first row of a knob name; the exact knobs' ids by name.
+  REQUIRE(knobByName("perf") != nullptr);
+  CHECK(knobByName("perf")->id == 121);
+  CHECK(knobByName("fp64") == nullptr);
+  CHECK(knobIdByName("fp64") == 0);
+  CHECK(kKnobFp32 == 11);
+  CHECK(kKnobFp16 == 12);
+  CHECK(KnobSpec{}.id == kKnobFp32);
 }

@@ -348,7 +348,7 @@ void* tensorOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
   return eagerOp(op, api, numTensors, tensors, scalars);
 }
 
-// --- Runtime.h hooks --------------------------------------------------------
+// --- Launch.h settings and results ------------------------------------------
 
 void setActiveConfiguration(const Configuration* config,
                             const std::string& path) {
