@@ -2,7 +2,7 @@
 // --qos-loss: values, defaults derived from -o, and every error message.
 #include "driver/Options.h"
 #include "Errors.h"
-#include "tuner/Tuner.h"
+#include "tuner/TuneOptions.h"
 
 #include <doctest/doctest.h>
 

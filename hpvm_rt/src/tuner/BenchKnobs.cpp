@@ -7,7 +7,9 @@
 #include "driver/FileUtil.h"
 #include "driver/Options.h"
 #include "driver/Progress.h"
+#include "tuner/NodeKnobs.h"
 #include "tuner/Search.h"
+#include "tuner/TuneOptions.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

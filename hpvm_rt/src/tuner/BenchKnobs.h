@@ -5,7 +5,7 @@
 #ifndef HPVM_RT_TUNER_BENCHKNOBS_H
 #define HPVM_RT_TUNER_BENCHKNOBS_H
 
-#include "tuner/Tuner.h"
+#include "tuner/ProgramRunner.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,51 @@
+// ProgramRunner.h - how the tuner runs the generated program: one pass over
+// the first images of a set, what it measured, and the interface the driver
+// implements.
+#ifndef HPVM_RT_TUNER_PROGRAMRUNNER_H
+#define HPVM_RT_TUNER_PROGRAMRUNNER_H
+
+#include "Runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt::tuner {
+
+/// One pass of the program over the first images of a set.
+struct PassRequest {
+  const Configuration* config = nullptr; ///< nullptr: exact FP32.
+  std::string set = "tune";
+  int64_t images = 0;
+  bool keepOutputs = true;
+  bool nodeTimes = false; ///< Per-fused-node times of every batch.
+  bool warmup = false;    ///< Run one untimed batch first.
+};
+
+/// What a pass measured.
+struct PassResult {
+  std::vector<float> outputs;       ///< images x classes, if kept.
+  std::vector<double> batchSeconds; ///< Wall time of each batch.
+  /// [batch][fused node] seconds, if requested.
+  std::vector<std::vector<double>> nodeSeconds;
+  /// The op records (shapes, FLOPs) of the last batch, with nodeTimes.
+  std::vector<OpRecord> lastOps;
+};
+
+/// How the tuner runs the program (implemented by the driver).
+class ProgramRunner {
+public:
+  virtual ~ProgramRunner() = default;
+  virtual PassResult pass(const PassRequest& request) = 0;
+  /// Labels of the whole set.
+  virtual const std::vector<int32_t>& labels(const std::string& set) = 0;
+  virtual int64_t setSize(const std::string& set) const = 0;
+  virtual int64_t classes() const = 0;
+  virtual int64_t batchSize() const = 0;
+  virtual int threads() const = 0;
+  virtual std::string modelName() const = 0;
+};
+
+} // namespace hpvm::rt::tuner
+
+#endif // HPVM_RT_TUNER_PROGRAMRUNNER_H
