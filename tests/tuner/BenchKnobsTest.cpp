@@ -3,6 +3,7 @@
 // errors, and the checks of a bench-knobs record read as tune-search costs.
 #include "tuner/BenchKnobs.h"
 #include "Errors.h"
+#include "tuner/KnobTimer.h"
 #include "tuner/NodeKnobs.h"
 
 #include "driver/FileUtil.h"

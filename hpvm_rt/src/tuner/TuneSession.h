@@ -4,6 +4,7 @@
 #define HPVM_RT_TUNER_TUNESESSION_H
 
 #include "tuner/BenchKnobs.h"
+#include "tuner/KnobTimer.h"
 #include "tuner/MeasureCache.h"
 #include "tuner/Model.h"
 #include "tuner/ProgramRunner.h"
