@@ -117,6 +117,10 @@ const Opt kTuneOptions[] = {
     {nullptr, "--plot-script", "PATH",
      "plotting script (default: $TORCH2HPVM_PLOT_SCRIPT)",
      [](TuneOptions& o, SV, SV v) { o.plotScript = std::string(v); }},
+    {nullptr, "--plot-python", "PATH",
+     "Python interpreter that runs the plotting script (default "
+     "/usr/bin/python3)",
+     [](TuneOptions& o, SV, SV v) { o.plotPython = std::string(v); }},
     {nullptr, "--no-plot", nullptr, "do not draw the plot",
      [](TuneOptions& o, SV, SV) { o.noPlot = true; }},
     {nullptr, "--state", "DIR",

@@ -11,6 +11,11 @@
 
 namespace hpvm::rt::tuner {
 
+/// The Python interpreter that runs the plotting script unless
+/// --plot-python names another: the system's, which has matplotlib
+/// (python3-matplotlib, scripts/install-deps.sh).
+inline constexpr const char* kDefaultPlotPython = "/usr/bin/python3";
+
 /// The tune-search command line.
 struct TuneOptions {
   std::vector<double> qosLoss{1.0};
@@ -38,6 +43,8 @@ struct TuneOptions {
   std::string jsonFile;   ///< Default: output with .json.
   std::string plotStem;   ///< Default: output stem + "_front".
   std::string plotScript; ///< Default: $TORCH2HPVM_PLOT_SCRIPT.
+  /// The interpreter that runs plotScript (--plot-python).
+  std::string plotPython = kDefaultPlotPython;
   bool noPlot = false;
   std::string stateDir; ///< Default: output stem + ".state".
   bool fresh = false, resume = false;

@@ -271,9 +271,12 @@ void drawPlot(const TuneOptions& opts) {
   }
   if (pid == 0) {
     std::string png = opts.plotStem + ".png", svg = opts.plotStem + ".svg";
-    execl("/usr/bin/python3", "python3", opts.plotScript.c_str(),
+    // argv[0] is the interpreter's file name ("python3" by default).
+    const std::string& python = opts.plotPython;
+    std::string name = python.substr(python.rfind('/') + 1);
+    execl(python.c_str(), name.c_str(), opts.plotScript.c_str(),
           opts.jsonFile.c_str(), png.c_str(), svg.c_str(), (char*)nullptr);
-    std::fprintf(stderr, "cannot run /usr/bin/python3: %s\n",
+    std::fprintf(stderr, "cannot run %s: %s\n", python.c_str(),
                  std::strerror(errno));
     _exit(127);
   }

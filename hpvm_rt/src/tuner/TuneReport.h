@@ -8,8 +8,9 @@
 
 namespace hpvm::rt::tuner {
 
-/// Runs the plotting script on the JSON record; a failure is reported, not
-/// fatal (the configuration file is what matters).
+/// Runs the plotting script (opts.plotScript, with opts.plotPython) on the
+/// JSON record; a failure is reported, not fatal (the configuration file is
+/// what matters).
 void drawPlot(const TuneOptions& opts);
 
 } // namespace hpvm::rt::tuner
