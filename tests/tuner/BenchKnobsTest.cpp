@@ -3,6 +3,8 @@
 // errors, and the checks of a bench-knobs record read as tune-search costs.
 #include "tuner/BenchKnobs.h"
 #include "base/Errors.h"
+#include "tuner/KnobTimer.h"
+#include "tuner/NodeKnobs.h"
 
 #include "base/FileUtil.h"
 

@@ -1,7 +1,7 @@
 // ModelTest.cpp - QoS metrics against hand-computed values, the P1/P2
 // predictors and calibration.
 #include "tuner/Model.h"
-#include "tuner/Tuner.h"
+#include "tuner/NodeKnobs.h"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // --qos-loss: values, defaults derived from -o, and every error message.
 #include "driver/Options.h"
 #include "base/Errors.h"
-#include "tuner/Tuner.h"
+#include "tuner/TuneOptions.h"
 
 #include <doctest/doctest.h>
 
@@ -40,9 +40,10 @@ std::string runError(std::vector<const char*> words) {
 } // namespace
 
 TEST_CASE("tune-search options and the defaults derived from -o") {
-  TuneOptions o = parse({"--qos-loss", "3,1,2,1", "--budget=500", "--seed", "9",
-                         "--qos", "top5", "--relative", "-o", "out/confs.txt",
-                         "--threads", "2", "--empirical"});
+  TuneOptions o =
+      parse({"--qos-loss", "3,1,2,1", "--budget=500", "--seed", "9", "--qos",
+             "top5", "--relative", "-o", "out/confs.txt", "--threads", "2",
+             "--empirical", "--plot-python", "/opt/py/bin/python3"});
   CHECK(o.qosLoss == std::vector<double>{1, 2, 3});
   CHECK(o.budget == 500);
   CHECK(o.seed == 9);
@@ -53,11 +54,13 @@ TEST_CASE("tune-search options and the defaults derived from -o") {
   CHECK(o.jsonFile == "out/confs.json");
   CHECK(o.plotStem == "out/confs_front");
   CHECK(o.stateDir == "out/confs.state");
+  CHECK(o.plotPython == "/opt/py/bin/python3");
   TuneOptions d = parse({});
   CHECK(d.qosLoss == std::vector<double>{1.0});
   CHECK(d.output == "tuner_confs.txt");
   CHECK(d.stateDir == "tuner_confs.state");
   CHECK(d.qosModel == "p1");
+  CHECK(d.plotPython == "/usr/bin/python3");
 }
 
 TEST_CASE("tune-search option errors") {

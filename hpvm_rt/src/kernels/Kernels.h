@@ -123,7 +123,7 @@ void bindChannelView(Tensor* part, Tensor* whole, int64_t offset);
 /// fp16/bf16 numerics). x: NxCxHxW, w: Kx(C/g)xKHxKW, y: NxKxHoxWo.
 void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
              const PostOps& post, const KnobSpec& knob, Tensor* y);
-/// Test hook: the name of the convolution variant (Layers.cpp's ordered
+/// Test hook: the name of the convolution variant (Convolution.cpp's ordered
 /// list) that computed this thread's last runConv.
 const char* lastConvVariant();
 /// y = post(x * w): x viewed as MxK (flatten C,H,W), w is 1x1xKxN, y MxNx1x1.

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -236,6 +237,39 @@ void markHostWritten(Tensor* y) {
   impl.hostValid = true;
   impl.memValid = false;
   newValues(impl);
+}
+
+void markInPlace(Tensor* y, const dnnl::memory& dst) {
+  TensorImpl& impl = implOf(y);
+  newValues(impl);
+  if (dst.get_data_handle() == impl.host) {
+    impl.hostValid = true;
+    impl.memValid = false;
+  } else {
+    HPVM_ASSERT(dst.get_data_handle() == impl.mem.get_data_handle(),
+                "in-place result is in neither of the tensor's buffers");
+    impl.memValid = true;
+    impl.hostValid = false;
+  }
+}
+
+dnnl::memory sameLayoutOutput(const Tensor* x, const dnnl::memory& src,
+                              Tensor* y) {
+  if (x == y)
+    return src;
+  return outputMemory(y, src.get_desc());
+}
+
+void parallelCopy(void* to, const void* from, size_t bytes) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < chunks; ++i) {
+    size_t off = static_cast<size_t>(i) * kChunk;
+    std::memcpy(static_cast<char*>(to) + off,
+                static_cast<const char*>(from) + off,
+                std::min(kChunk, bytes - off));
+  }
 }
 
 std::string descKey(const dnnl::memory::desc& d) {

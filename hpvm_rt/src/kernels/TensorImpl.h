@@ -90,6 +90,13 @@ dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want);
 dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d);
 /// Marks y's host buffer as the only valid copy (a host kernel wrote it).
 void markHostWritten(Tensor* y);
+/// Marks the result of an in-place kernel (dst == src memory) as y's
+/// current values.
+void markInPlace(Tensor* y, const dnnl::memory& dst);
+/// The memory y's result goes to when it has src's layout: src itself when
+/// y is the input tensor (in place), else y's own buffer.
+dnnl::memory sameLayoutOutput(const Tensor* x, const dnnl::memory& src,
+                              Tensor* y);
 /// nChw16c f32 descriptor of t's dims.
 dnnl::memory::desc blocked16Desc(const Tensor* t);
 /// True when \p whole's storage is planned for zero-copy concatenation
@@ -114,6 +121,20 @@ void* poolAlloc(size_t bytes);
 /// full).
 void poolFree(void* p, size_t bytes);
 
+/// A buffer from the tensor buffer pool, returned on destruction.
+class PoolBuffer {
+public:
+  explicit PoolBuffer(size_t bytes) : bytes_(bytes), p_(poolAlloc(bytes)) {}
+  ~PoolBuffer() { poolFree(p_, bytes_); }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+  void* get() const { return p_; }
+
+private:
+  size_t bytes_ = 0;
+  void* p_ = nullptr;
+};
+
 /// Makes the calling thread's OpenMP team size the one setNumThreads()
 /// chose (a program may run the graph on a thread of its own, whose
 /// OpenMP settings start from the defaults). Called on entry to every
@@ -122,6 +143,8 @@ void applyThreads();
 
 /// Reorders \p from into \p to and waits.
 void reorder(const dnnl::memory& from, const dnnl::memory& to);
+/// memcpy split over the kernel threads.
+void parallelCopy(void* to, const void* from, size_t bytes);
 
 } // namespace hpvm::rt::kern
 

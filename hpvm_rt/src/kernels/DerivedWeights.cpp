@@ -1,0 +1,121 @@
+// DerivedWeights.cpp - weights derived from a layer's filter, cached on it
+// (DerivedWeights.h).
+#include "kernels/DerivedWeights.h"
+
+#include "kernels/Numerics.h"
+#include "kernels/PostOps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace hpvm::rt::kern {
+
+std::string tensorKey(const Tensor* t) {
+  if (!t)
+    return "-";
+  return fmt::format("{}@{}", static_cast<const void*>(t), implOf(t).version);
+}
+
+std::string foldKey(const PostOps& post) {
+  return fmt::format("{}|{}{}{}{}e{}", tensorKey(post.bias),
+                     tensorKey(post.bnGamma), tensorKey(post.bnBeta),
+                     tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
+}
+
+const TensorImpl::Derived* findDerived(TensorImpl& impl,
+                                       const std::string& key) {
+  for (const auto& d : impl.derived)
+    if (d.key == key)
+      return &d;
+  return nullptr;
+}
+
+const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
+                                        const TensorImpl::Derived* keep) {
+  auto oldest =
+      std::find_if(impl.derived.begin(), impl.derived.end(),
+                   [&](const TensorImpl::Derived& e) { return &e != keep; });
+  if (impl.derived.size() >= 4 && oldest != impl.derived.end())
+    impl.derived.erase(oldest);
+  impl.derived.push_back(std::move(d));
+  return impl.derived.back();
+}
+
+void foldPostOps(const PostOps& post, int64_t K, int64_t perK, int64_t kStride,
+                 int64_t kStep, std::vector<float>& w, std::vector<float>& b) {
+  b.assign(K, 0.f);
+  if (post.bias) {
+    checkPerChannel(post.bias, K, "bias");
+    const float* bp = hostData(post.bias);
+    std::copy(bp, bp + K, b.begin());
+  }
+  if (!hasBn(post))
+    return;
+  checkPerChannel(post.bnGamma, K, "batch norm gamma");
+  checkPerChannel(post.bnBeta, K, "batch norm beta");
+  checkPerChannel(post.bnMean, K, "batch norm mean");
+  checkPerChannel(post.bnVar, K, "batch norm variance");
+  const float* g = hostData(post.bnGamma);
+  const float* be = hostData(post.bnBeta);
+  const float* m = hostData(post.bnMean);
+  const float* v = hostData(post.bnVar);
+  for (int64_t k = 0; k < K; ++k) {
+    double s = g[k] / std::sqrt(post.bnEps + v[k]);
+    for (int64_t e = 0; e < perK; ++e) {
+      float& wv = w[k * kStride + e * kStep];
+      wv = static_cast<float>(wv * s);
+    }
+    b[k] = static_cast<float>(be[k] + (b[k] - m[k]) * s);
+  }
+}
+
+const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
+                                          const dnnl::memory::desc& plain,
+                                          const dnnl::memory::desc& want,
+                                          int64_t K, int64_t perK,
+                                          int64_t kStride, int64_t kStep,
+                                          Precision roundOperands) {
+  TensorImpl& impl = implOf(w);
+  std::string key = fmt::format("{}|{}|p{}|{}", descKey(want), descKey(plain),
+                                static_cast<int>(roundOperands), foldKey(post));
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return *found;
+  // Fold bias and batch norm into a host copy of the weights.
+  const float* wp = hostData(w);
+  std::vector<float> wf(wp, wp + numElems(w)), bf;
+  foldPostOps(post, K, perK, kStride, kStep, wf, bf);
+  roundTo(roundOperands, wf.data(), static_cast<int64_t>(wf.size()));
+  if (roundOperands == Precision::FP16)
+    roundTo(roundOperands, bf.data(), K);
+  // Reorder the folded weights into the layout the primitive wants.
+  TensorImpl::Derived d;
+  d.key = std::move(key);
+  d.weights = dnnl::memory(want, engine());
+  reorder(dnnl::memory(plain, engine(), wf.data()), d.weights);
+  d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
+  std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
+  return storeDerived(impl, std::move(d));
+}
+
+const float* roundedWeights(const Tensor* w, Precision p) {
+  TensorImpl& impl = implOf(w);
+  const std::string key =
+      fmt::format("approx-rounded|p{}", static_cast<int>(p));
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return static_cast<const float*>(found->weights.get_data_handle());
+  const float* wp = hostData(w);
+  const int64_t n = numElems(w);
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{n}, dt::f32, tag::x}, engine());
+  float* out = static_cast<float*>(d.weights.get_data_handle());
+  std::copy(wp, wp + n, out);
+  roundTo(p, out, n);
+  storeDerived(impl, std::move(d));
+  return out;
+}
+
+} // namespace hpvm::rt::kern

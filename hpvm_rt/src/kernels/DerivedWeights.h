@@ -1,0 +1,58 @@
+// DerivedWeights.h - weights derived from a layer's filter and cached on
+// it until it changes: bias and batch norm folded in, reordered into a
+// primitive's layout, rounded to a knob's precision.
+#ifndef HPVM_RT_KERNELS_DERIVEDWEIGHTS_H
+#define HPVM_RT_KERNELS_DERIVEDWEIGHTS_H
+
+#include "kernels/TensorImpl.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt::kern {
+
+/// "ptr@version" of an optional tensor, for keys of derived weights.
+std::string tensorKey(const Tensor* t);
+
+/// The part of a derived-weights key naming what is folded into them.
+std::string foldKey(const PostOps& post);
+
+/// w's derived entry named \p key, or null.
+const TensorImpl::Derived* findDerived(TensorImpl& impl,
+                                       const std::string& key);
+
+/// Keeps \p d with w's derived entries, a handful at most: the oldest one
+/// (other than \p keep) makes room. Entries move: references taken before
+/// are invalid afterwards.
+const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
+                                        const TensorImpl::Derived* keep = {});
+
+/// The filter (OIHW, or K x N for dense) and the bias after folding the
+/// batch norm of \p post: w'[k,...] = w[k,...] * s[k], b'[k] = beta[k] +
+/// (b[k] - mean[k]) * s[k], s[k] = gamma[k] / sqrt(eps + var[k]).
+/// \p kStride and \p kStep locate element e of output channel k at
+/// w[k * kStride + e * kStep] (conv: kStride = C*KH*KW, kStep = 1; dense:
+/// kStride = 1, kStep = N).
+void foldPostOps(const PostOps& post, int64_t K, int64_t perK, int64_t kStride,
+                 int64_t kStep, std::vector<float>& w, std::vector<float>& b);
+
+/// Returns the weights (in layout \p want) and bias (f32, K elements) for
+/// a conv or dense layer, derived from w and the post-ops once and cached
+/// on w until any of the tensors involved changes.
+const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
+                                          const dnnl::memory::desc& plain,
+                                          const dnnl::memory::desc& want,
+                                          int64_t K, int64_t perK,
+                                          int64_t kStride, int64_t kStep,
+                                          Precision roundOperands);
+
+/// w's values (NCHW) rounded to precision p, computed once per version of
+/// w and cached with its other derived weights.
+const float* roundedWeights(const Tensor* w, Precision p);
+
+} // namespace hpvm::rt::kern
+
+#endif // HPVM_RT_KERNELS_DERIVEDWEIGHTS_H

@@ -1,0 +1,414 @@
+// Int8.cpp - the int8 engine (Int8.h): quantized activations and weights,
+// oneDNN's int8 convolution and inner product, and the value ranges int8
+// calibration records.
+#include "kernels/Int8.h"
+
+#include "approx/Isa.h"
+#include "base/Errors.h"
+#include "kernels/DerivedWeights.h"
+#include "kernels/PostOps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace hpvm::rt {
+namespace kern {
+
+namespace {
+
+ActQuant actQuantOf(float lo, float hi) {
+  ActQuant q;
+  q.u8 = lo >= 0.f;
+  const float m = q.u8 ? hi : std::max(-lo, hi);
+  if (m > 0.f && m <= 3.0e38f) // as int8UnsignedScale()
+    q.scale = m / (q.u8 ? 255.f : 127.f);
+  return q;
+}
+
+/// The smallest and largest value of x (over its current memory: the zero
+/// padding of a blocked layout changes neither the sign test nor the
+/// largest magnitude).
+std::pair<float, float> valueRange(const Tensor* x) {
+  const dnnl::memory cur = currentMemory(x);
+  float lo = INFINITY, hi = -INFINITY;
+  extendRange(static_cast<const float*>(cur.get_data_handle()),
+              static_cast<int64_t>(cur.get_desc().get_size() / sizeof(float)),
+              lo, hi);
+  return {lo, hi};
+}
+
+} // namespace
+
+ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
+  if (knob.precision == Precision::INT8) {
+    HPVM_ASSERT(knob.hasRange,
+                fmt::format("int8 knob {} has no calibrated range", knob.id));
+    return actQuantOf(knob.inLo, knob.inHi);
+  }
+  const auto [lo, hi] = valueRange(x);
+  ActQuant q = actQuantOf(lo, hi);
+  // The batch's scale is rounded up to a grid of 16 steps per octave (at
+  // most 4.4% of the 8-bit range unused): batches of similar ranges
+  // quantize alike.
+  q.scale = std::exp2(std::ceil(std::log2(q.scale) * 16.f) / 16.f);
+  return q;
+}
+
+dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
+                             float scale, const PoolBuffer& buf) {
+  const dnnl::memory stored = storedMemory(x);
+  if (stored.get_desc().data_type() == dt::u8 && want.data_type() == dt::u8 &&
+      implOf(x).memScale == scale) {
+    if (stored.get_desc() == want)
+      return stored;
+    dnnl::memory out(want, engine(), buf.get());
+    reorder(stored, out);
+    return out;
+  }
+  const dnnl::memory cur = currentMemory(x);
+  const std::string key =
+      fmt::format("quant|{}|{}", descKey(cur.get_desc()), descKey(want));
+  const Prim& r = cachedPrim(key, [&] {
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+    dnnl::reorder::primitive_desc pd(engine(), cur.get_desc(), engine(), want,
+                                     attr);
+    return Prim{dnnl::reorder(pd), cur.get_desc(), {}, want};
+  });
+  dnnl::memory out(want, engine(), buf.get());
+  float inv = 1.f / scale;
+  dnnl::memory invMem({{1}, dt::f32, tag::x}, engine(), &inv);
+  r.prim.execute(stream(), {{DNNL_ARG_FROM, cur},
+                            {DNNL_ARG_TO, out},
+                            {DNNL_ARG_ATTR_OUTPUT_SCALES, invMem}});
+  stream().wait();
+  return out;
+}
+
+Int8Code int8Code(dt srcType, bool convolution) {
+  if (approx::int8Vnni())
+    return {};
+  return {63.f, convolution && srcType == dt::s8};
+}
+
+namespace {
+
+/// The int8 weights of a conv or dense layer in their plain layout
+/// \p plainTag: bias and batch norm folded in (foldPostOps), then each
+/// output channel quantized symmetrically to -qmax..qmax with its own scale
+/// (largest magnitude / qmax; `code`). Cached on w like derivedWeights():
+/// `weights` is the plain s8 filter, `bias` the folded fp32 bias, `scales`
+/// the per-channel weight scales.
+const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
+                                     const dims& wDims, tag plainTag, int64_t K,
+                                     int64_t perK, int64_t kStride,
+                                     int64_t kStep, Int8Code code) {
+  TensorImpl& impl = implOf(w);
+  std::string key = fmt::format("int8|{}|{}{}", foldKey(post), code.qmax,
+                                code.doubled ? "x2" : "");
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return *found;
+  const float* wp = hostData(w);
+  std::vector<float> wf(wp, wp + numElems(w)), bf;
+  foldPostOps(post, K, perK, kStride, kStep, wf, bf);
+  TensorImpl::Derived d;
+  d.key = std::move(key);
+  d.scales.assign(static_cast<size_t>(K), 1.f);
+  d.weights = dnnl::memory({wDims, dt::s8, plainTag}, engine());
+  int8_t* q = static_cast<int8_t*>(d.weights.get_data_handle());
+  for (int64_t k = 0; k < K; ++k) {
+    float m = 0.f;
+    for (int64_t e = 0; e < perK; ++e)
+      m = std::max(m, std::fabs(wf[k * kStride + e * kStep]));
+    const float s = m > 0.f && std::isfinite(m) ? m / code.qmax : 1.f;
+    const float times = code.doubled ? 2.f : 1.f;
+    d.scales[k] = s / times;
+    for (int64_t e = 0; e < perK; ++e) {
+      const int64_t i = k * kStride + e * kStep;
+      q[i] = static_cast<int8_t>(
+          times * std::clamp(std::nearbyint(wf[i] / s), -code.qmax, code.qmax));
+    }
+  }
+  d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
+  std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
+  return storeDerived(impl, std::move(d));
+}
+
+} // namespace
+
+const TensorImpl::Derived& int8Unfolded(const Tensor* w, int64_t groups,
+                                        Int8Code code) {
+  const Dims4 wd = dims4(w);
+  const int64_t K = wd[0], perK = wd[1] * wd[2] * wd[3];
+  const dims wDims = groups == 1
+                         ? dims{K, wd[1], wd[2], wd[3]}
+                         : dims{groups, K / groups, wd[1], wd[2], wd[3]};
+  return int8Plain(w, PostOps{}, wDims, groups == 1 ? tag::oihw : tag::goihw, K,
+                   perK, perK, 1, code);
+}
+
+const float* dequantizedWeights(const Tensor* w, int64_t groups) {
+  TensorImpl& impl = implOf(w);
+  const std::string key = "int8-dequantized";
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return static_cast<const float*>(found->weights.get_data_handle());
+  const TensorImpl::Derived& plain =
+      int8Unfolded(w, groups, int8Code(dt::u8, false));
+  const int8_t* q = static_cast<const int8_t*>(plain.weights.get_data_handle());
+  const int64_t n = numElems(w), perK = n / dims4(w)[0];
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{n}, dt::f32, tag::x}, engine());
+  float* out = static_cast<float*>(d.weights.get_data_handle());
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = float(q[i]) * plain.scales[size_t(i / perK)];
+  storeDerived(impl, std::move(d), &plain);
+  return out;
+}
+
+namespace {
+
+/// The plain int8 weights \p plain reordered into the primitive's layout
+/// \p want (which may carry oneDNN's signed-source compensation), cached on
+/// w next to them.
+dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
+                         const dnnl::memory::desc& want) {
+  TensorImpl& impl = implOf(w);
+  const std::string key = plain.key + "|" + descKey(want);
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return found->weights;
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory(want, engine());
+  reorder(plain.weights, d.weights);
+  // The plain entry stays (it is what the reordered one comes from).
+  return storeDerived(impl, std::move(d), &plain).weights;
+}
+
+/// The runtime arguments of an int8 layer for input scale sx: the output
+/// scales sx * ws[k] that turn the 32-bit accumulator into real values,
+/// and the fp32 bias in accumulator units (oneDNN adds the bias before
+/// scaling).
+struct Int8Args {
+  std::vector<float> scales, bias;
+  Int8Args(const TensorImpl::Derived& d, float sx) {
+    const size_t K = d.scales.size();
+    const float* b = static_cast<const float*>(d.bias.get_data_handle());
+    scales.resize(K);
+    bias.resize(K);
+    for (size_t k = 0; k < K; ++k) {
+      scales[k] = sx * d.scales[k];
+      bias[k] = b[k] / scales[k];
+    }
+  }
+};
+
+/// "sx<bits>" of an input scale, for primitive keys.
+std::string scaleKey(float sx) {
+  uint32_t bits;
+  std::memcpy(&bits, &sx, sizeof bits);
+  return fmt::format("sx{:08x}", bits);
+}
+
+} // namespace
+
+void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
+              const PostOps& post, const KnobSpec& knob, Tensor* y,
+              const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  const int64_t G = args.groups, K = wd[0], Cg = wd[1];
+  const ActQuant aq = inputQuant(knob, x);
+  const dt srcType = aq.u8 ? dt::u8 : dt::s8;
+  dims wDims =
+      G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
+  const auto& plain = int8Plain(w, post, wDims, G == 1 ? tag::oihw : tag::goihw,
+                                K, Cg * wd[2] * wd[3], Cg * wd[2] * wd[3], 1,
+                                int8Code(srcType, true));
+  const Int8Args ia(plain, aq.scale);
+  // int8_dyn: the batch's input scale changes from batch to batch; oneDNN
+  // 2.6 fixes output scales when a primitive is created, so they hold the
+  // weight scales only and the input scale multiplies at run time (one
+  // primitive per layer). Except where oneDNN 2.6's AVX2 int8 depthwise
+  // kernel gets that multiplication wrong (channels not filling its
+  // 8-lane blocks: outputs of the last block 0): there the batch's scale
+  // is fixed in a primitive per scale, as for int8 (the scale grid of
+  // inputQuant keeps them few).
+  const bool depthwiseTail = G == K && Cg == 1 && K % 8 != 0;
+  const bool dyn = knob.precision == Precision::INT8DYN &&
+                   !(depthwiseTail && !approx::haveAvx512());
+  // An int8 consumer next: the result as its u8 input (scaled by it).
+  const float qOut = post.quantizeOut;
+  std::vector<float> outScales = dyn ? plain.scales : ia.scales;
+  if (qOut > 0.f)
+    for (float& f : outScales)
+      f /= qOut;
+  const bool residualDims = post.residual && dims4(post.residual) == yd;
+  // The output scales are fixed in the primitive: its key names the
+  // version of w (whose weight scales they hold) and the input scale.
+  std::string key = fmt::format(
+      "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}",
+      xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
+      args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
+      residualDims, tensorKey(w), plain.key,
+      dyn ? std::string("dyn") : scaleKey(aq.scale), scaleKey(qOut));
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
+    dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
+    dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
+    auto makePd = [&](const dnnl::memory::desc& dst, ResidualAs how) {
+      dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference,
+          dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
+          {args.strideH, args.strideW}, {args.padH, args.padW},
+          {args.padH, args.padW});
+      dnnl::primitive_attr attr = postOpsAttr(post, how, dst, dyn);
+      attr.set_output_scales(1 << 1, outScales);
+      const auto pd = approx::convolutionPd(desc, attr, engine());
+      Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
+                pd.dst_desc(), how};
+      made.binaryIndex = (dyn ? 1 : 0) + (post.act == Act::None ? 0 : 1);
+      made.reference = isRefImpl(pd);
+      return made;
+    };
+    // The fp32 result in the exact layers' nChw16c where a fast kernel
+    // writes it, else where oneDNN likes; the residual as for fp32.
+    std::vector<dnnl::memory::desc> dsts{
+        dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::f32, tag::any)};
+    if (K % 16 == 0)
+      dsts.insert(dsts.begin(), dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
+                                                   dt::f32, tag::nChw16c));
+    if (qOut > 0.f)
+      dsts = {
+          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::u8, tag::nhwc),
+          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::u8, tag::any)};
+    std::vector<ResidualAs> hows{ResidualAs::Split};
+    if (post.residual)
+      hows = {ResidualAs::Sum, ResidualAs::Split};
+    std::optional<Prim> fallback;
+    for (const auto& dst : dsts) {
+      std::vector<ResidualAs> dstHows = hows;
+      if (post.residual && residualDims && dst.data.format_kind == dnnl_blocked)
+        dstHows.insert(dstHows.begin(), ResidualAs::Binary);
+      for (ResidualAs how : dstHows) {
+        try {
+          Prim made = makePd(dst, how);
+          if (!made.reference)
+            return made;
+          if (!fallback)
+            fallback = made;
+        } catch (const dnnl::error&) {
+          // No implementation for this combination: try the next.
+        }
+      }
+    }
+    // Only oneDNN's reference kernel: correct, slow, and measured so.
+    HPVM_ASSERT(fallback.has_value(), "no int8 convolution primitive");
+    return *fallback;
+  });
+  dnnl::memory weights = int8Weights(w, plain, p.weights);
+  PoolBuffer srcBuf(p.src.get_size());
+  dnnl::memory src = quantizedSource(x, p.src, aq.scale, srcBuf);
+  dnnl::memory dst = outputMemory(y, p.dst);
+  dnnl::memory bias({{K}, dt::f32, tag::x}, engine(),
+                    const_cast<float*>(ia.bias.data()));
+  float inScale = aq.scale;
+  std::unordered_map<int, dnnl::memory> execArgs{{DNNL_ARG_SRC, src},
+                                                 {DNNL_ARG_WEIGHTS, weights},
+                                                 {DNNL_ARG_BIAS, bias},
+                                                 {DNNL_ARG_DST, dst}};
+  if (dyn)
+    execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+        dnnl::memory({{1, 1, 1, 1}, dt::f32, tag::nchw}, engine(), &inScale);
+  executeLayer(p, post, std::move(execArgs));
+  if (qOut > 0.f)
+    implOf(y).memScale = qOut;
+  if (post.residual && p.residual == ResidualAs::Split)
+    runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
+           y);
+}
+
+void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
+               const KnobSpec& knob, Tensor* y) {
+  const Dims4 xd = dims4(x), wd = dims4(w);
+  const int64_t M = xd[0], K = xd[1] * xd[2] * xd[3], N = wd[3];
+  const ActQuant aq = inputQuant(knob, x);
+  const dt srcType = aq.u8 ? dt::u8 : dt::s8;
+  const dims wDims{N, xd[1], xd[2], xd[3]};
+  const auto& plain = int8Plain(w, post, wDims, tag::ihwo, N, K, 1, N,
+                                int8Code(srcType, false));
+  const Int8Args ia(plain, aq.scale);
+  const dnnl::memory::desc dstDesc({M, N}, dt::f32, tag::nc);
+  std::string key =
+      fmt::format("ip8|{}x{}x{}x{}|{}|{}|{}", xd[0], xd[1], xd[2], xd[3], N,
+                  static_cast<int>(srcType), postKey(post));
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::inner_product_forward::desc desc(
+        dnnl::prop_kind::forward_inference,
+        dnnl::memory::desc({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any),
+        dnnl::memory::desc(wDims, dt::s8, tag::any),
+        dnnl::memory::desc({N}, dt::f32, tag::x), dstDesc);
+    auto make = [&](ResidualAs how) {
+      dnnl::primitive_attr attr = postOpsAttr(post, how);
+      attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
+      dnnl::inner_product_forward::primitive_desc pd(desc, attr, engine());
+      Prim made{dnnl::inner_product_forward(pd), pd.src_desc(),
+                pd.weights_desc(), pd.dst_desc(), how};
+      made.reference = isRefImpl(pd);
+      return made;
+    };
+    // The residual as a sum post-op, else (only oneDNN's reference kernel
+    // or no kernel at all fuses it, as for a 4-D source) added separately.
+    try {
+      Prim made = make(ResidualAs::Sum);
+      if (!post.residual || !made.reference)
+        return made;
+    } catch (const dnnl::error&) {
+      if (!post.residual)
+        throw;
+    }
+    return make(ResidualAs::Split);
+  });
+  dnnl::memory weights = int8Weights(w, plain, p.weights);
+  PoolBuffer srcBuf(p.src.get_size());
+  dnnl::memory src = quantizedSource(x, p.src, aq.scale, srcBuf);
+  allocHost(y);
+  dnnl::memory dst(dstDesc, engine(), y->impl->host);
+  dnnl::memory bias({{N}, dt::f32, tag::x}, engine(),
+                    const_cast<float*>(ia.bias.data()));
+  dnnl::memory scales({{N}, dt::f32, tag::x}, engine(),
+                      const_cast<float*>(ia.scales.data()));
+  executeLayer(p, post,
+               {{DNNL_ARG_SRC, src},
+                {DNNL_ARG_WEIGHTS, weights},
+                {DNNL_ARG_BIAS, bias},
+                {DNNL_ARG_DST, dst},
+                {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
+  markHostWritten(y);
+  if (post.residual && p.residual == ResidualAs::Split)
+    runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
+           y);
+}
+
+} // namespace kern
+
+// --- Ranges -----------------------------------------------------------------
+
+void extendRange(const float* data, int64_t n, float& lo, float& hi) {
+  float l = lo, h = hi;
+#pragma omp parallel for reduction(min : l) reduction(max : h) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    l = std::min(l, data[i]);
+    h = std::max(h, data[i]);
+  }
+  lo = l;
+  hi = h;
+}
+
+} // namespace hpvm::rt

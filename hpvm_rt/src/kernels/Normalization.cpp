@@ -1,0 +1,199 @@
+// Normalization.cpp - normalizing layers: batch norm (inference) on
+// oneDNN, layer normalization over each pixel's channels, and softmax.
+#include "base/Errors.h"
+#include "kernels/Elementwise.h"
+#include "kernels/Numerics.h"
+#include "kernels/PostOps.h"
+#include "kernels/Primitives.h"
+#include "kernels/Reference.h"
+#include "kernels/TensorImpl.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace hpvm::rt {
+using namespace kern;
+
+// --- Batch norm -------------------------------------------------------------
+
+namespace {
+dnnl::memory paramMemory(const Tensor* t, int64_t C) {
+  return dnnl::memory({{C}, dt::f32, tag::x}, engine(),
+                      const_cast<float*>(hostData(t)));
+}
+} // namespace
+
+void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
+                  const Tensor* mean, const Tensor* var, double eps, Act act,
+                  float lo, float hi, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  Dims4 xd = dims4(x);
+  HPVM_ASSERT(numElems(y) == numElems(x),
+              fmt::format("batch norm output {} differs from input {}",
+                          dimsStr(y), dimsStr(x)));
+  const int64_t C = xd[1];
+  checkPerChannel(gamma, C, "batch norm gamma");
+  checkPerChannel(beta, C, "batch norm beta");
+  checkPerChannel(mean, C, "batch norm mean");
+  checkPerChannel(var, C, "batch norm variance");
+  dnnl::memory src = currentMemory(x);
+  // ReLU fuses into the primitive; other activations run after it.
+  auto flags = dnnl::normalization_flags::use_global_stats |
+               dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (act == Act::Relu)
+    flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+  std::string key = fmt::format("bn|{}|{}|{}", descKey(src.get_desc()), eps,
+                                act == Act::Relu);
+  const Prim& p = cachedPrim(key, [&] {
+    dnnl::batch_normalization_forward::desc desc(
+        dnnl::prop_kind::forward_inference, src.get_desc(),
+        static_cast<float>(eps), flags);
+    dnnl::batch_normalization_forward::primitive_desc pd(desc, engine());
+    return Prim{dnnl::batch_normalization_forward(pd),
+                pd.src_desc(),
+                {},
+                pd.dst_desc()};
+  });
+  // Parameters are read in place from the host buffers; the output takes
+  // the input's layout.
+  dnnl::memory g = paramMemory(gamma, C), b = paramMemory(beta, C),
+               m = paramMemory(mean, C), v = paramMemory(var, C);
+  dnnl::memory dst = sameLayoutOutput(x, src, y);
+  p.prim.execute(stream(), {{DNNL_ARG_SRC, src},
+                            {DNNL_ARG_SCALE, g},
+                            {DNNL_ARG_SHIFT, b},
+                            {DNNL_ARG_MEAN, m},
+                            {DNNL_ARG_VARIANCE, v},
+                            {DNNL_ARG_DST, dst}});
+  stream().wait();
+  if (act != Act::Relu)
+    eltwise(dst, dst, act, lo, hi);
+  markInPlace(y, dst);
+  roundResult(knob.precision, y);
+}
+
+// --- Layer normalization ----------------------------------------------------
+
+void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
+                  double eps, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 xd = dims4(x);
+  const int64_t N = xd[0], C = xd[1], HW = xd[2] * xd[3];
+  HPVM_ASSERT(
+      numElems(y) == numElems(x) && numElems(gamma) == C && numElems(beta) == C,
+      fmt::format("layer norm shapes wrong: x {}, gamma {}, beta {}, "
+                  "y {}",
+                  dimsStr(x), dimsStr(gamma), dimsStr(beta), dimsStr(y)));
+  const float* g = hostData(gamma);
+  const float* b = hostData(beta);
+  // x held in nChw16c (a convolution's output): normalized in that layout,
+  // and y left in it for the convolution that follows (ConvNeXt, Swin,
+  // ViT), with no reorder either side. The 16 channels of a block are the
+  // vector: each pixel sums C/16 vectors, then across the lanes.
+  const TensorImpl& xi = implOf(x);
+  if (y != x && C % 16 == 0 && xi.memValid && xi.memScale == 1.f &&
+      xi.mem.get_desc() == blocked16Desc(x)) {
+    const float* xb = static_cast<const float*>(xi.mem.get_data_handle());
+    float* yb = static_cast<float*>(
+        outputMemory(y, blocked16Desc(y)).get_data_handle());
+    const int64_t CB = C / 16;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t p = 0; p < HW; ++p) {
+        const float* xp = xb + (n * CB * HW + p) * 16;
+        float* yp = yb + (n * CB * HW + p) * 16;
+        float acc[16] = {};
+        for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l)
+            acc[l] += xp[cb * HW * 16 + l];
+        float mean = 0;
+        for (int64_t l = 0; l < 16; ++l)
+          mean += acc[l];
+        mean /= float(C);
+        float sq[16] = {};
+        for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l) {
+            const float d = xp[cb * HW * 16 + l] - mean;
+            sq[l] += d * d;
+          }
+        float var = 0;
+        for (int64_t l = 0; l < 16; ++l)
+          var += sq[l];
+        const float inv = float(1 / std::sqrt(double(var) / double(C) + eps));
+        for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+          for (int64_t l = 0; l < 16; ++l)
+            yp[cb * HW * 16 + l] =
+                (xp[cb * HW * 16 + l] - mean) * inv * g[cb * 16 + l] +
+                b[cb * 16 + l];
+      }
+    roundResult(knob.precision, y);
+    return;
+  }
+  const float* xp = hostData(x);
+  if (y != x)
+    allocHost(y);
+  float* yp = y->impl->host;
+  // Pixels in blocks: each block sums over the channels with the pixels as
+  // the contiguous (vectorised) inner loop, in two passes (the mean, then
+  // the squared deviations from it, as PyTorch's layer_norm).
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (HW + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t p0 = blk * kBlock, len = std::min(kBlock, HW - p0);
+      float mean[kBlock], inv[kBlock];
+      const float* xb = xp + n * C * HW + p0;
+      float* yb = yp + n * C * HW + p0;
+      std::fill_n(mean, len, 0.f);
+      for (int64_t c = 0; c < C; ++c)
+#pragma omp simd
+        for (int64_t p = 0; p < len; ++p)
+          mean[p] += xb[c * HW + p];
+      std::fill_n(inv, len, 0.f);
+      for (int64_t p = 0; p < len; ++p)
+        mean[p] /= float(C);
+      for (int64_t c = 0; c < C; ++c)
+#pragma omp simd
+        for (int64_t p = 0; p < len; ++p) {
+          const float d = xb[c * HW + p] - mean[p];
+          inv[p] += d * d;
+        }
+      for (int64_t p = 0; p < len; ++p)
+        inv[p] = float(1 / std::sqrt(double(inv[p]) / double(C) + eps));
+      for (int64_t c = 0; c < C; ++c) {
+        const float gc = g[c], bc = b[c];
+#pragma omp simd
+        for (int64_t p = 0; p < len; ++p)
+          yb[c * HW + p] = (xb[c * HW + p] - mean[p]) * inv[p] * gc + bc;
+      }
+    }
+  markHostWritten(y);
+  roundResult(knob.precision, y);
+}
+
+// --- Softmax ----------------------------------------------------------------
+
+void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  Dims4 xd = dims4(x);
+  HPVM_ASSERT(numElems(y) == numElems(x),
+              fmt::format("softmax output {} differs from input {}", dimsStr(y),
+                          dimsStr(x)));
+  // A few classes per image: the reference loop on NCHW host data is as
+  // fast as a primitive and sums in double as HPVM does.
+  const float* xp = hostData(x);
+  allocHost(y);
+  ref::softmax(xp, xd[0], xd[1] * xd[2] * xd[3], y->impl->host);
+  markHostWritten(y);
+  roundResult(knob.precision, y);
+}
+
+} // namespace hpvm::rt

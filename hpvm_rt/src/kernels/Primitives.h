@@ -1,0 +1,61 @@
+// Primitives.h - the layers' oneDNN primitives, created once per problem
+// (shapes, layouts, post-ops, thread count) and cached by a key naming it.
+#ifndef HPVM_RT_KERNELS_PRIMITIVES_H
+#define HPVM_RT_KERNELS_PRIMITIVES_H
+
+#include "kernels/Kernels.h"
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace hpvm::rt::kern {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using dims = dnnl::memory::dims;
+
+/// How a primitive adds PostOps::residual.
+enum class ResidualAs : uint8_t {
+  Binary, ///< A binary-add post-op reading the residual in place.
+  Sum,    ///< A sum post-op: the residual is copied into dst first.
+  Split,  ///< A separate add after the primitive (no fast fused kernel).
+};
+
+/// A created primitive with the layouts it was created for.
+struct Prim {
+  dnnl::primitive prim;
+  dnnl::memory::desc src, weights, dst;
+  ResidualAs residual = ResidualAs::Split;
+  int binaryIndex = 0;    ///< Post-op index of the binary add.
+  bool reference = false; ///< oneDNN's (slow) reference implementation.
+};
+
+/// True if a primitive descriptor fell back to oneDNN's reference code.
+bool isRefImpl(const dnnl::primitive_desc_base& pd);
+
+/// The primitives created so far, by key, and the mutex guarding them
+/// (cachedPrim()).
+extern std::mutex primMutex;
+std::unordered_map<std::string, Prim>& primCache();
+
+/// Returns the cached primitive for \p key, creating it with \p make on
+/// first use. oneDNN picks its implementation for the thread count at
+/// creation, so every key includes numThreads().
+template <typename Make> const Prim& cachedPrim(std::string key, Make make) {
+  key += fmt::format("|t{}", numThreads());
+  std::lock_guard<std::mutex> lock(primMutex);
+  auto it = primCache().find(key);
+  if (it != primCache().end())
+    return it->second;
+  return primCache().emplace(std::move(key), make()).first->second;
+}
+
+} // namespace hpvm::rt::kern
+
+#endif // HPVM_RT_KERNELS_PRIMITIVES_H
