@@ -2,23 +2,23 @@
 // transactional creation.
 #include "Pipeline.h"
 
-#include "InputFile.h"
-#include "Interrupt.h"
 #include "driver/config/Config.h" // hpvm_rt's parser
+#include "support/InputFile.h"
+#include "support/Interrupt.h"
 
-#include "Diagnostics.h"
 #include "Regeneration.h"
 #include "Version.h"
-#include "build/Toolchain.h"
 #include "codegen/Datasets.h"
 #include "codegen/HpvmCodegen.h"
 #include "codegen/OpsJson.h"
 #include "codegen/OutputFiles.h"
 #include "codegen/ProgramLayout.h"
 #include "codegen/Sanitizer.h"
+#include "ir/OpTable.h"
 #include "ir/Passes.h"
-#include "lower/OpTable.h"
 #include "onnx/ModelLoader.h"
+#include "support/Diagnostics.h"
+#include "toolchain/Toolchain.h"
 
 #include <nlohmann/json.hpp>
 

@@ -20,8 +20,11 @@ cmake_minimum_required(VERSION 3.18)
 # of a program's shared library). The headers directly in src/ are shared by
 # every part.
 set(layers_hpvm_rt ".;approx;kernels;core;driver+tuner;library")
-# frontend: the folders bottom up, then the pipeline and the command line.
-set(layers_frontend "ir;onnx;lower;codegen;build;.")
+# frontend: support (diagnostics, input files, interrupts: used by every
+# layer) < ir (the graph and the op table) < onnx (loading) < lower <
+# codegen < toolchain (building the generated program), then the
+# pipeline and the command line.
+set(layers_frontend "support;ir;onnx;lower;codegen;toolchain;.")
 # The runtime's internal parts the frontend may include.
 set(rt_parts_frontend "driver")
 

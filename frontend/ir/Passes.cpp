@@ -2,10 +2,10 @@
 // pipeline lowerToHpvm().
 #include "ir/Passes.h"
 
-#include "Diagnostics.h"
 #include "ir/PassUtil.h"
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cmath>

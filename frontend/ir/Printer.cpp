@@ -1,6 +1,6 @@
 // Printer.cpp - the IR as text (--dump-ir), one line per node.
-#include "Diagnostics.h"
 #include "ir/Passes.h"
+#include "support/Diagnostics.h"
 
 #include "hpvm_rt/OpFacts.h"
 

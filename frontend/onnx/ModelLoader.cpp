@@ -2,12 +2,12 @@
 // pre-scan operators and attributes, check, convert, infer shapes, build.
 #include "onnx/ModelLoader.h"
 
-#include "Diagnostics.h"
+#include "ir/OpTable.h"
 #include "ir/Passes.h" // formatShape
-#include "lower/OpTable.h"
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
 #include "onnx/Sha256.h"
+#include "support/Diagnostics.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>

@@ -1,7 +1,7 @@
 // IrPrinterTest.cpp - dumpIr() and the scalar/shape formatting it uses, on
 // graphs built by hand.
-#include "Diagnostics.h"
 #include "ir/Passes.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

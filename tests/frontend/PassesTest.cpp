@@ -1,8 +1,8 @@
 // PassesTest.cpp - the simplification passes, checked on IR dumps before
 // and after each one, and on the constants they rewrite.
 #include "ir/Passes.h"
-#include "Diagnostics.h"
 #include "onnx/ModelLoader.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 
