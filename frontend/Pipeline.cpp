@@ -6,6 +6,7 @@
 #include "support/InputFile.h"
 #include "support/Interrupt.h"
 
+#include "LowerToHpvm.h"
 #include "Regeneration.h"
 #include "Version.h"
 #include "codegen/Datasets.h"
@@ -15,7 +16,7 @@
 #include "codegen/ProgramLayout.h"
 #include "codegen/Sanitizer.h"
 #include "ir/OpTable.h"
-#include "ir/Passes.h"
+#include "ir/Printer.h"
 #include "onnx/ModelLoader.h"
 #include "support/Diagnostics.h"
 #include "toolchain/Toolchain.h"

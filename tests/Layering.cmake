@@ -21,10 +21,10 @@ cmake_minimum_required(VERSION 3.18)
 # every part.
 set(layers_hpvm_rt ".;approx;kernels;core;driver+tuner;library")
 # frontend: support (diagnostics, input files, interrupts: used by every
-# layer) < ir (the graph and the op table) < onnx (loading) < lower <
-# codegen < toolchain (building the generated program), then the
+# layer) < ir (the graph and the op table) < onnx (loading) < passes <
+# lower < codegen < toolchain (building the generated program), then the
 # pipeline and the command line.
-set(layers_frontend "support;ir;onnx;lower;codegen;toolchain;.")
+set(layers_frontend "support;ir;onnx;passes;lower;codegen;toolchain;.")
 # The runtime's internal parts the frontend may include.
 set(rt_parts_frontend "driver")
 

@@ -3,7 +3,7 @@
 
 #include "codegen/Sanitizer.h"
 #include "ir/OpTable.h"
-#include "ir/Passes.h"
+#include "ir/Printer.h"
 #include "support/Diagnostics.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,8 @@
 // Verify.cpp - IR invariant checks, run after every pass.
+#include "ir/Verify.h"
+
 #include "ir/OpTable.h"
-#include "ir/Passes.h"
+#include "ir/Printer.h"
 #include "support/Diagnostics.h"
 
 #include <algorithm>

@@ -1,10 +1,12 @@
 // Lowering.cpp - turns each ONNX-level node into HPVM tensor ops, with the
 // operand conventions of HPVM's intrinsics (reference section 2).
+#include "lower/Lowering.h"
+
 #include "ir/OpTable.h"
-#include "ir/PassUtil.h"
-#include "ir/Passes.h"
+#include "ir/Printer.h"
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
+#include "passes/OpGeometry.h"
 #include "support/Diagnostics.h"
 #include "support/InputFile.h"
 

@@ -3,7 +3,7 @@
 #include "onnx/ModelLoader.h"
 
 #include "ir/OpTable.h"
-#include "ir/Passes.h" // formatShape
+#include "ir/Printer.h" // formatShape
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
 #include "onnx/Sha256.h"

@@ -1,5 +1,5 @@
 // ErrorTest.cpp - must-fail models: each asserts the exact diagnostic.
-#include "ir/Passes.h"
+#include "LowerToHpvm.h"
 #include "onnx/ModelLoader.h"
 #include "support/Diagnostics.h"
 

@@ -1,6 +1,7 @@
 // IrPrinterTest.cpp - dumpIr() and the scalar/shape formatting it uses, on
 // graphs built by hand.
-#include "ir/Passes.h"
+#include "ir/Printer.h"
+#include "ir/Verify.h"
 #include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,8 @@
 // LoweringTest.cpp - every accepted ONNX operator (Ops.def HPVM_ONNX rows)
 // has a fixture that loads and lowers to valid HPVM ops.
+#include "LowerToHpvm.h"
 #include "ir/OpTable.h"
-#include "ir/Passes.h"
+#include "ir/Printer.h"
 #include "onnx/ModelLoader.h"
 #include "support/Diagnostics.h"
 
