@@ -48,14 +48,6 @@ bool broadcastDims(std::vector<int64_t>& a, std::vector<int64_t>& b,
   return true;
 }
 
-void nextIndex(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
-  for (size_t d = index.size(); d-- > 0;)
-    if (++index[d] < dims[d])
-      return;
-    else
-      index[d] = 0;
-}
-
 std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t d = dims.size(); d-- > 1;)

@@ -31,7 +31,15 @@ bool broadcastDims(std::vector<int64_t>& a, std::vector<int64_t>& b,
 
 /// Advances \p index to the next multi-index of \p dims in row-major
 /// order (the last dimension fastest).
-void nextIndex(std::vector<int64_t>& index, const std::vector<int64_t>& dims);
+/// (Inline: the folding calls it once per element.)
+inline void nextIndex(std::vector<int64_t>& index,
+                      const std::vector<int64_t>& dims) {
+  for (size_t d = index.size(); d-- > 0;)
+    if (++index[d] < dims[d])
+      return;
+    else
+      index[d] = 0;
+}
 
 /// A tensor of \p data's type and dims \p outDims whose element at each
 /// multi-index comes from \p data at the flat index \p source(index).

@@ -131,6 +131,10 @@ bool sliceGeometry(const Node& node, int64_t opset,
   return true;
 }
 
+/// Computes pads (explicit or auto_pad) and output size of \p axis and
+/// whether HPVM's symmetric pad padBegin computes the same outputs: the
+/// output count is the same, windows start at o*stride - padBegin in both,
+/// and every extra position either side reads is padding in both.
 std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
                         const char* axisName) {
   if (autoPad == "VALID") {
@@ -166,6 +170,8 @@ std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
   return "";
 }
 
+/// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
+/// dims of \p x into \p h and \p w.
 std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
                            int64_t kh, int64_t kw, bool ceilMode, Axis& h,
                            Axis& w) {
