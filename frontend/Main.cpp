@@ -1,10 +1,10 @@
 // Main.cpp - torch2hpvm-export: parse the options, run the export, map the
 // outcome to exit codes (0 ok, 1 user error, 2 toolchain failure, 3
 // regeneration conflict, 4 --check: files would change).
-#include "Diagnostics.h"
-#include "Interrupt.h"
 #include "Options.h"
 #include "Pipeline.h"
+#include "support/Diagnostics.h"
+#include "support/Interrupt.h"
 
 #include <exception>
 #include <iostream>

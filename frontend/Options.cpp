@@ -1,8 +1,8 @@
 // Options.cpp - the CLI11 option table of torch2hpvm-export and checks.
 #include "Options.h"
 
-#include "Diagnostics.h"
 #include "Version.h"
+#include "support/Diagnostics.h"
 
 #include <CLI/CLI.hpp>
 

@@ -3,10 +3,10 @@
 #ifndef TORCH2HPVM_FRONTEND_OPTIONS_H
 #define TORCH2HPVM_FRONTEND_OPTIONS_H
 
-#include "build/Toolchain.h"
 #include "codegen/HpvmCodegen.h"
+#include "toolchain/Toolchain.h"
 
-#include "InputFile.h"
+#include "support/InputFile.h"
 
 #include <cstdint>
 #include <string>

@@ -3,9 +3,9 @@
 // and carrying the user's files over.
 #include "Regeneration.h"
 
-#include "Diagnostics.h"
-#include "build/Toolchain.h"
 #include "codegen/OutputFiles.h"
+#include "support/Diagnostics.h"
+#include "toolchain/Toolchain.h"
 
 #include <nlohmann/json.hpp>
 

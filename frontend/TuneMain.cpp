@@ -4,8 +4,8 @@
 // it OUT's paths (tuner_confs.txt, tuning.json, tuning_front.png/.svg, the
 // tuning.state cache) and the plotting script; every other option is
 // passed on, and a later option overrides these defaults.
-#include "Diagnostics.h"
-#include "build/Toolchain.h"
+#include "support/Diagnostics.h"
+#include "toolchain/Toolchain.h"
 
 #include <nlohmann/json.hpp>
 

@@ -23,8 +23,11 @@ cmake_minimum_required(VERSION 3.18)
 # run modes, which run the tuner's commands) < library (the C entry points
 # of a program's shared library).
 set(layers_hpvm_rt "base;config;approx;kernels;core;command;tuner;driver;library")
-# frontend: the folders bottom up, then the pipeline and the command line.
-set(layers_frontend "ir;onnx;lower;codegen;build;.")
+# frontend: support (diagnostics, input files, interrupts: used by every
+# layer) < ir (the graph and the op table) < onnx (loading) < passes <
+# lower < codegen < toolchain (building the generated program), then the
+# pipeline and the command line.
+set(layers_frontend "support;ir;onnx;passes;lower;codegen;toolchain;.")
 # The runtime's internal parts the frontend may include.
 set(rt_parts_frontend "config")
 

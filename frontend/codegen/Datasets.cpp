@@ -1,8 +1,8 @@
 // Datasets.cpp - locate and check the tune and test sets.
 #include "codegen/Datasets.h"
 
-#include "Diagnostics.h"
-#include "InputFile.h"
+#include "support/Diagnostics.h"
+#include "support/InputFile.h"
 
 #include <cerrno>
 #include <cstdio>

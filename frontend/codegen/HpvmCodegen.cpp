@@ -1,9 +1,9 @@
 // HpvmCodegen.cpp - render contexts of the program and CMake templates.
 #include "codegen/HpvmCodegen.h"
 
-#include "Diagnostics.h"
 #include "codegen/Sanitizer.h"
-#include "lower/OpTable.h"
+#include "ir/OpTable.h"
+#include "support/Diagnostics.h"
 
 #include <fmt/args.h>
 #include <fmt/format.h>

@@ -1,8 +1,8 @@
 // OpsJson.cpp - fusion groups, ops.json and the --list-ops operator table.
 #include "codegen/OpsJson.h"
 
-#include "Diagnostics.h"
-#include "lower/OpTable.h"
+#include "ir/OpTable.h"
+#include "support/Diagnostics.h"
 
 #include "hpvm_rt/Fusion.h"
 

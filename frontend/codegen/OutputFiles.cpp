@@ -1,8 +1,8 @@
 // OutputFiles.cpp - atomic file writes, weight binaries, file digests.
 #include "codegen/OutputFiles.h"
 
-#include "Diagnostics.h"
 #include "onnx/Sha256.h"
+#include "support/Diagnostics.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,10 +1,10 @@
 // ProgramLayout.cpp - identifiers, root parameters and wiring of a program.
 #include "codegen/ProgramLayout.h"
 
-#include "Diagnostics.h"
 #include "codegen/Sanitizer.h"
-#include "ir/Passes.h"
-#include "lower/OpTable.h"
+#include "ir/OpTable.h"
+#include "ir/Printer.h"
+#include "support/Diagnostics.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // and a strict check that every tag names a context variable.
 #include "codegen/TemplateRenderer.h"
 
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,7 +1,7 @@
 // Graph.cpp - constant tensor access and the Graph's ownership helpers.
 #include "ir/Graph.h"
 
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cstring>

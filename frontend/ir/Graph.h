@@ -9,6 +9,7 @@
 #define TORCH2HPVM_FRONTEND_IR_GRAPH_H
 
 #include "ir/OpKind.h"
+#include "support/Origin.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -87,13 +88,6 @@ struct Scalar {
   double d = 0.0;
   static Scalar integer(int64_t v) { return Scalar{true, v, 0.0}; }
   static Scalar real(double v) { return Scalar{false, 0, v}; }
-};
-
-/// Where a node came from in the ONNX model, for comments and messages.
-struct Origin {
-  std::string name;   ///< ONNX node name, or "#<index>" when it had none.
-  std::string opType; ///< ONNX op_type.
-  int index = -1;     ///< Position in the ONNX graph's node list.
 };
 
 /// One operation. ONNX-level kinds use `attrs`; HPVM kinds use `scalars`

@@ -1,6 +1,8 @@
-// Printer.cpp - the IR as text (--dump-ir), one line per node.
-#include "Diagnostics.h"
-#include "ir/Passes.h"
+// Printer.cpp - the IR as text (--dump-ir), one line per node, and the
+// formatting of shapes, scalars and producers.
+#include "ir/Printer.h"
+
+#include "support/Diagnostics.h"
 
 #include "hpvm_rt/OpFacts.h"
 
@@ -125,6 +127,23 @@ std::string dumpIr(const Graph& g) {
     out << "return " << name(g.output) << ": " << formatShape(g.output->shape)
         << "\n";
   return out.str();
+}
+
+std::string describeProducer(const Value* v) {
+  if (v->producer == nullptr)
+    return v->isConstant() ? "a constant" : "the graph input";
+  const Origin& o = v->producer->origins.front();
+  return "node '" + escapeName(o.name) + "' (" + escapeName(o.opType) + ")";
+}
+
+double shortestFloat(float f) {
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f)
+      return std::strtod(buf, nullptr);
+  }
+  return static_cast<double>(f);
 }
 
 } // namespace hpvm::fe

@@ -1,7 +1,9 @@
 // Verify.cpp - IR invariant checks, run after every pass.
-#include "Diagnostics.h"
-#include "ir/Passes.h"
-#include "lower/OpTable.h"
+#include "ir/Verify.h"
+
+#include "ir/OpTable.h"
+#include "ir/Printer.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -3,8 +3,8 @@
 #ifndef TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
 #define TORCH2HPVM_FRONTEND_ONNX_MODELLOADER_H
 
-#include "InputFile.h"
 #include "ir/Graph.h"
+#include "support/InputFile.h"
 
 #include <cstdint>
 #include <memory>

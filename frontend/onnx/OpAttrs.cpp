@@ -2,7 +2,7 @@
 // and the reader that applies them.
 #include "onnx/OpAttrs.h"
 
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cstring>
 #include <limits>

@@ -2,11 +2,11 @@
 // output layout, determinism, the output directory's transactions, and the
 // exact messages and exit codes of the tool.
 #include "CodegenTestGraphs.h"
-#include "Diagnostics.h"
 #include "Pipeline.h"
-#include "build/Toolchain.h"
 #include "codegen/OutputFiles.h"
 #include "onnx/Sha256.h"
+#include "support/Diagnostics.h"
+#include "toolchain/Toolchain.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

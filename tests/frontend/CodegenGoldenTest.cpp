@@ -2,9 +2,9 @@
 // test_frontend/golden/ (scripts/update_golden.sh rewrites them), their
 // determinism, and that each compiles with -Wall -Werror against hpvm_rt.
 #include "CodegenTestGraphs.h"
+#include "LowerToHpvm.h"
 #include "codegen/HpvmCodegen.h"
 #include "codegen/ProgramLayout.h"
-#include "ir/Passes.h"
 #include "onnx/ModelLoader.h"
 
 #include <doctest/doctest.h>

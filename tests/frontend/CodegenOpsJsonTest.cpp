@@ -2,7 +2,7 @@
 // fused_nodes) and HPVM's fusion groups.
 #include "CodegenTestGraphs.h"
 #include "codegen/OpsJson.h"
-#include "lower/OpTable.h"
+#include "ir/OpTable.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // CodegenTemplateTest.cpp - the Mustache renderer: standalone lines, strict
 // variables, template errors.
-#include "Diagnostics.h"
 #include "codegen/TemplateRenderer.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

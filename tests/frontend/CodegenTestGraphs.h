@@ -3,10 +3,10 @@
 #ifndef TORCH2HPVM_TESTS_FRONTEND_CODEGENTESTGRAPHS_H
 #define TORCH2HPVM_TESTS_FRONTEND_CODEGENTESTGRAPHS_H
 
-#include "Diagnostics.h"
-#include "build/Toolchain.h"
 #include "codegen/HpvmCodegen.h"
 #include "ir/Graph.h"
+#include "support/Diagnostics.h"
+#include "toolchain/Toolchain.h"
 
 #include <algorithm>
 #include <cstdlib>

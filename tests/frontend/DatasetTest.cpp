@@ -1,8 +1,8 @@
 // DatasetTest.cpp - locating labels by HPVM's naming and the exact dataset
 // size and label checks.
 #include "CodegenTestGraphs.h"
-#include "Diagnostics.h"
 #include "codegen/Datasets.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // ErrorTest.cpp - must-fail models: each asserts the exact diagnostic.
-#include "Diagnostics.h"
-#include "ir/Passes.h"
+#include "LowerToHpvm.h"
 #include "onnx/ModelLoader.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

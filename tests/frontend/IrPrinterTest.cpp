@@ -1,7 +1,8 @@
 // IrPrinterTest.cpp - dumpIr() and the scalar/shape formatting it uses, on
 // graphs built by hand.
-#include "Diagnostics.h"
-#include "ir/Passes.h"
+#include "ir/Printer.h"
+#include "ir/Verify.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,10 @@
 // LoweringTest.cpp - every accepted ONNX operator (Ops.def HPVM_ONNX rows)
 // has a fixture that loads and lowers to valid HPVM ops.
-#include "Diagnostics.h"
-#include "ir/Passes.h"
-#include "lower/OpTable.h"
+#include "LowerToHpvm.h"
+#include "ir/OpTable.h"
+#include "ir/Printer.h"
 #include "onnx/ModelLoader.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,10 @@
 // ModelLoaderTest.cpp - loading .onnx/.onnxtxt files into the ONNX-level
 // IR: initializer encodings, external data, inputs, opset conversion.
 #include "onnx/ModelLoader.h"
-#include "Diagnostics.h"
-#include "ir/Passes.h"
+#include "LowerToHpvm.h"
+#include "ir/Printer.h"
 #include "onnx/Sha256.h"
+#include "support/Diagnostics.h"
 
 #include <onnx/onnx_pb.h>
 

@@ -1,10 +1,12 @@
 // OpAttrsTest.cpp - the attribute declarations (one default per attribute and
 // opset) and their use by the pre-scan, the folding and the lowering alike.
 #include "onnx/OpAttrs.h"
-#include "Diagnostics.h"
-#include "ir/Passes.h"
-#include "lower/OpTable.h"
+#include "LowerToHpvm.h"
+#include "ir/OpTable.h"
+#include "ir/Printer.h"
 #include "onnx/ModelLoader.h"
+#include "passes/ConstantFolding.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

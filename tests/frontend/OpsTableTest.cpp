@@ -2,7 +2,7 @@
 // Ops.def, and README.rst's copy of it is current.
 #include "CodegenTestGraphs.h"
 #include "codegen/OpsJson.h"
-#include "lower/OpTable.h"
+#include "ir/OpTable.h"
 
 #include <doctest/doctest.h>
 

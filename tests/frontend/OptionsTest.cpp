@@ -1,8 +1,8 @@
 // OptionsTest.cpp - torch2hpvm-export's option parsing: defaults, every
 // documented option, and the exact message of every option error.
 #include "Options.h"
-#include "Diagnostics.h"
 #include "Version.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

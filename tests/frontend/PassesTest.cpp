@@ -1,8 +1,15 @@
 // PassesTest.cpp - the simplification passes, checked on IR dumps before
 // and after each one, and on the constants they rewrite.
-#include "ir/Passes.h"
-#include "Diagnostics.h"
+#include "LowerToHpvm.h"
+#include "ir/Printer.h"
+#include "ir/Verify.h"
+#include "lower/Lowering.h"
 #include "onnx/ModelLoader.h"
+#include "passes/ConstantFolding.h"
+#include "passes/Fusions.h"
+#include "passes/LayoutRegions.h"
+#include "passes/Simplify.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

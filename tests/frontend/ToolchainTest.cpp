@@ -1,9 +1,9 @@
 // ToolchainTest.cpp - running external commands: argv without a shell, logs,
 // echo, and the exact failure reports (exit code 2).
-#include "build/Toolchain.h"
+#include "toolchain/Toolchain.h"
 #include "CodegenTestGraphs.h"
-#include "Diagnostics.h"
 #include "codegen/Sanitizer.h"
+#include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
 

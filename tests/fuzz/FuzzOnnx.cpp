@@ -2,8 +2,8 @@
 // parse, our checks, the ONNX checker, shape inference, pre-scan, IR build)
 // on any bytes. A UserError is the expected answer to bad input; anything
 // else (a crash, a sanitizer report, another exception) is a bug.
-#include "Diagnostics.h"
 #include "onnx/ModelLoader.h"
+#include "support/Diagnostics.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // InputFile.cpp - see InputFile.h.
-#include "InputFile.h"
+#include "support/InputFile.h"
 
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <cerrno>
 #include <charconv>

@@ -1,9 +1,9 @@
 // Toolchain.cpp - locate clang++/cmake/hpvm-clang and run them, logged.
-#include "build/Toolchain.h"
+#include "toolchain/Toolchain.h"
 
-#include "Diagnostics.h"
-#include "Interrupt.h"
 #include "codegen/Sanitizer.h"
+#include "support/Diagnostics.h"
+#include "support/Interrupt.h"
 
 #include <cerrno>
 #include <csignal>

@@ -1,7 +1,7 @@
 // Interrupt.cpp - see Interrupt.h.
-#include "Interrupt.h"
+#include "support/Interrupt.h"
 
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <csignal>
 #include <string>

@@ -1,7 +1,8 @@
-// PassUtil.h - helpers shared by the frontend's passes and the lowering
-// (internal to the frontend library).
-#ifndef TORCH2HPVM_FRONTEND_IR_PASSUTIL_H
-#define TORCH2HPVM_FRONTEND_IR_PASSUTIL_H
+// OpGeometry.h - what ONNX operators' attributes and constant operands mean
+// for shapes (slices, windows, pads, reshapes), shared by the passes and the
+// lowering.
+#ifndef TORCH2HPVM_FRONTEND_PASSES_OPGEOMETRY_H
+#define TORCH2HPVM_FRONTEND_PASSES_OPGEOMETRY_H
 
 #include "ir/Graph.h"
 
@@ -15,6 +16,14 @@ class OpAttrs;
 /// HPVM's 4-D form of an ONNX activation shape: rank 4 as is, (N, K) as
 /// (N, K, 1, 1); empty for every other rank.
 std::vector<int64_t> form4d(const std::vector<int64_t>& shape);
+
+/// Axes from attribute "axes" or constant input 1; false if unknown.
+bool axesOf(Node* n, OpAttrs& a, std::vector<int64_t>& axes);
+
+/// Resolves ONNX Reshape target \p target (0 copies, -1 infers) against
+/// \p in; {} when it cannot be resolved.
+std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
+                                    std::vector<int64_t> target);
 
 // \p opset, the model's default-domain opset, selects attribute defaults
 // (OpAttrs).
@@ -73,14 +82,6 @@ std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
                            int64_t kh, int64_t kw, bool ceilMode, Axis& h,
                            Axis& w);
 
-/// Producer description for messages: "node 'x' (Relu)" or "the graph
-/// input".
-std::string describeProducer(const Value* v);
-
-/// \p f rounded to the shortest decimal that reads back as the same float,
-/// as a double (1e-5f becomes 1e-05, not 9.99999974737875e-06).
-double shortestFloat(float f);
-
 } // namespace hpvm::fe
 
-#endif // TORCH2HPVM_FRONTEND_IR_PASSUTIL_H
+#endif // TORCH2HPVM_FRONTEND_PASSES_OPGEOMETRY_H

@@ -2,8 +2,8 @@
 // running build command (its whole process group) is stopped at once, the
 // export unwinds at its next check (removing its temporary directory), and
 // the tool exits with 128 + the signal's number.
-#ifndef TORCH2HPVM_FRONTEND_INTERRUPT_H
-#define TORCH2HPVM_FRONTEND_INTERRUPT_H
+#ifndef TORCH2HPVM_FRONTEND_SUPPORT_INTERRUPT_H
+#define TORCH2HPVM_FRONTEND_SUPPORT_INTERRUPT_H
 
 #include <sys/types.h>
 
@@ -22,4 +22,4 @@ void setRunningGroup(pid_t pgid);
 
 } // namespace hpvm::fe
 
-#endif // TORCH2HPVM_FRONTEND_INTERRUPT_H
+#endif // TORCH2HPVM_FRONTEND_SUPPORT_INTERRUPT_H

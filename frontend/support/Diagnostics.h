@@ -1,10 +1,10 @@
 // Diagnostics.h - the frontend's two kinds of error: UserError (bad model,
 // options, datasets, templates or a failed toolchain; reported cleanly) and
 // HPVM_ASSERT / HPVM_UNREACHABLE (a bug: file, line, abort).
-#ifndef TORCH2HPVM_FRONTEND_DIAGNOSTICS_H
-#define TORCH2HPVM_FRONTEND_DIAGNOSTICS_H
+#ifndef TORCH2HPVM_FRONTEND_SUPPORT_DIAGNOSTICS_H
+#define TORCH2HPVM_FRONTEND_SUPPORT_DIAGNOSTICS_H
 
-#include "ir/Graph.h"
+#include "support/Origin.h"
 
 #include "hpvm_rt/Printable.h"
 
@@ -88,4 +88,4 @@ private:
   } while (0)
 #define HPVM_UNREACHABLE(msg) ::hpvm::fe::reportBug(__FILE__, __LINE__, (msg))
 
-#endif // TORCH2HPVM_FRONTEND_DIAGNOSTICS_H
+#endif // TORCH2HPVM_FRONTEND_SUPPORT_DIAGNOSTICS_H

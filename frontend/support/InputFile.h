@@ -2,8 +2,8 @@
 // configurations) safely: regular files only, opened without blocking (a
 // FIFO or device is refused before anything is read), sizes checked against
 // the file and against a limit before anything is allocated.
-#ifndef TORCH2HPVM_FRONTEND_INPUTFILE_H
-#define TORCH2HPVM_FRONTEND_INPUTFILE_H
+#ifndef TORCH2HPVM_FRONTEND_SUPPORT_INPUTFILE_H
+#define TORCH2HPVM_FRONTEND_SUPPORT_INPUTFILE_H
 
 #include <cstdint>
 #include <optional>
@@ -63,4 +63,4 @@ bool isInside(const std::string& inner, const std::string& dir);
 
 } // namespace hpvm::fe
 
-#endif // TORCH2HPVM_FRONTEND_INPUTFILE_H
+#endif // TORCH2HPVM_FRONTEND_SUPPORT_INPUTFILE_H

@@ -1,7 +1,7 @@
 // OpTable.h - the rows of Ops.def as descriptor tables: HPVM ops, accepted
 // ONNX operators and approximation knobs, plus exact FLOP counts.
-#ifndef TORCH2HPVM_FRONTEND_LOWER_OPTABLE_H
-#define TORCH2HPVM_FRONTEND_LOWER_OPTABLE_H
+#ifndef TORCH2HPVM_FRONTEND_IR_OPTABLE_H
+#define TORCH2HPVM_FRONTEND_IR_OPTABLE_H
 
 #include "ir/Graph.h"
 
@@ -75,4 +75,4 @@ int64_t opFlops(const Node& n);
 
 } // namespace hpvm::fe
 
-#endif // TORCH2HPVM_FRONTEND_LOWER_OPTABLE_H
+#endif // TORCH2HPVM_FRONTEND_IR_OPTABLE_H

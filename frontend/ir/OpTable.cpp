@@ -1,7 +1,7 @@
 // OpTable.cpp - Ops.def expanded once into descriptor tables, and FLOP counts.
-#include "lower/OpTable.h"
+#include "ir/OpTable.h"
 
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <string>
 

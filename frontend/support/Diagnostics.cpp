@@ -1,6 +1,6 @@
 // Diagnostics.cpp - node context formatting, error lists and the bug
 // reporter.
-#include "Diagnostics.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,8 +1,8 @@
 // Toolchain.h - building the generated program: locating tools, running
 // them with explicit argument vectors (no shell), logging, and reporting
 // failures with the command, its status and the log's last lines.
-#ifndef TORCH2HPVM_FRONTEND_BUILD_TOOLCHAIN_H
-#define TORCH2HPVM_FRONTEND_BUILD_TOOLCHAIN_H
+#ifndef TORCH2HPVM_FRONTEND_TOOLCHAIN_TOOLCHAIN_H
+#define TORCH2HPVM_FRONTEND_TOOLCHAIN_TOOLCHAIN_H
 
 #include <filesystem>
 #include <iosfwd>
@@ -84,4 +84,4 @@ void buildProgram(const BuildRequest& req);
 
 } // namespace hpvm::fe
 
-#endif // TORCH2HPVM_FRONTEND_BUILD_TOOLCHAIN_H
+#endif // TORCH2HPVM_FRONTEND_TOOLCHAIN_TOOLCHAIN_H

@@ -1,0 +1,43 @@
+// LowerToHpvm.cpp - the pass pipeline lowerToHpvm(): the passes in order,
+// verify() and the --dump-ir hook after each one.
+#include "LowerToHpvm.h"
+
+#include "ir/Verify.h"
+#include "lower/Lowering.h"
+#include "passes/ConstantFolding.h"
+#include "passes/Fusions.h"
+#include "passes/LayoutRegions.h"
+#include "passes/Simplify.h"
+#include "support/Diagnostics.h"
+
+namespace hpvm::fe {
+
+void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
+  auto run = [&](const char* name, void (*pass)(Graph&)) {
+    pass(g);
+    verify(g);
+    if (opts.afterPass)
+      opts.afterPass(name, g);
+  };
+  verify(g);
+  run("eliminate-dead-nodes", eliminateDeadNodes);
+  run("fold-constants", foldConstants);
+  run("remove-identities", removeIdentities);
+  run("eliminate-dead-nodes", eliminateDeadNodes);
+  run("fold-pads", foldPads);
+  run("alias-reshapes", aliasReshapes);
+  run("fuse-channel-shuffles", fuseChannelShuffles);
+  run("fuse-layer-norms", fuseLayerNorms);
+  run("make-tokens-channel-first", makeTokensChannelFirst);
+  run("fuse-gelus", fuseGelus);
+  run("make-channel-first", makeChannelFirst);
+  if (g.output == g.input || g.output->isConstant())
+    throw UserError(g.source.path + ": the output '" +
+                    escapeName(g.output->name) + "' is " +
+                    (g.output == g.input ? "the input itself" : "a constant") +
+                    "; the model computes nothing");
+  run("lower", lowerNodes);
+  run("eliminate-dead-nodes", eliminateDeadNodes);
+  checkOperandRanges(g, opts.maxBytes);
+}
+} // namespace hpvm::fe

@@ -1,0 +1,398 @@
+// LowerElementwise.cpp - lowering of the elementwise and normalizing ops:
+// Add, Mul, Sub, Div, the activations, BatchNormalization,
+// LayerNormalization and Softmax.
+#include "lower/LoweringState.h"
+
+#include "onnx/Attributes.h"
+#include "onnx/OpAttrs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// The constant operand \p b of elementwise op \p n on an activation of
+/// 4-D form \p x4, as HPVM's binary ops take it: broadcast by ONNX's rules
+/// (aligned to the right, or at `axis` for the legacy opset < 7 broadcast)
+/// against the activation's ONNX shape, then made 1 x C x 1 x 1 (a scalar
+/// or per-channel constant) or the full shape at batch 1. Sets \p c, or
+/// returns why it cannot; \p doing names the op in messages ("adding").
+std::string constantOperand(Lowering& L, Node* n, Value* b,
+                            const std::vector<int64_t>& x4, const char* doing,
+                            const char* result, Value*& c) {
+  const std::vector<int64_t>& onnx = n->output->shape;
+  std::vector<int64_t> cd = b->constant->dims;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return std::string("the ") + result + " has shape " + formatShape(onnx) +
+           "; only 4-D or 2-D activations are supported";
+  if (cd.size() > onnx.size())
+    return "the constant has shape " + formatShape(cd) +
+           ", of higher rank than the activation";
+  OpAttrs attrs(*n, L.g.source.opset);
+  size_t offset = onnx.size() - cd.size();
+  if (attrs.getInt("broadcast") != 0 && attrs.has("axis"))
+    offset = static_cast<size_t>(attrs.getInt("axis"));
+  std::vector<int64_t> aligned(onnx.size(), 1);
+  for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
+    aligned[offset + i] = cd[i];
+  int64_t C = x4[1];
+  int64_t count = b->constant->numElements();
+  c = nullptr;
+  std::vector<int64_t> perChannel(onnx.size(), 1);
+  perChannel[1] = C;
+  if (count == 1) {
+    std::vector<float> v(static_cast<size_t>(C),
+                         static_cast<float>(b->constant->asDouble(0)));
+    c = L.addFloats(b->name, v, {1, C, 1, 1}, b->initializerIndex);
+  } else if (aligned == perChannel) {
+    c = L.constantAs(b, {1, C, 1, 1});
+  } else if (aligned.size() == 4 && aligned[0] == 1 && x4[0] == 1 &&
+             std::equal(aligned.begin() + 1, aligned.end(), x4.begin() + 1)) {
+    c = L.constantAs(b, x4);
+  }
+  if (c == nullptr)
+    return std::string(doing) + " a constant of shape " + formatShape(cd) +
+           " to an activation of shape " + formatShape(onnx) +
+           " is not supported (only per-channel 1xCx1x1, a scalar, or the "
+           "full shape at batch 1)";
+  return "";
+}
+
+/// The operands of elementwise binary op \p n: \p a an activation, \p b
+/// an activation or a constant (swapped if the constant came first).
+std::string binaryOperands(Node* n, Value*& a, Value*& b) {
+  if (n->inputs.size() != 2)
+    return std::string(n->origins.front().opType) + " needs two inputs";
+  a = n->inputs[0];
+  b = n->inputs[1];
+  if (a->isConstant() && b->isConstant())
+    return "both operands are constants (folding constant arithmetic is not "
+           "supported)";
+  if (a->isConstant())
+    std::swap(a, b);
+  return needActivation(a, "input", true);
+}
+
+/// The hard_sigmoid node computing \p gate from \p x with hard swish's
+/// alpha 1/6 and beta 1/2 and read only by the product \p gate * \p x,
+/// or null: x * HardSigmoid(x), PyTorch's export of hardswish before
+/// opset 14. (With another alpha or beta the product stays a multiply.)
+Node* hardSwishGate(const Graph& g, Value* gate, Value* x) {
+  Node* hs = gate->producer;
+  if (hs == nullptr || hs->kind != OpKind::HardSigmoid || hs->inputs[0] != x ||
+      gate->users.size() != 1 || gate == g.output)
+    return nullptr;
+  const float alpha = static_cast<float>(hs->scalars[0].d);
+  const float beta = static_cast<float>(hs->scalars[1].d);
+  return alpha == 1.f / 6.f && beta == 0.5f ? hs : nullptr;
+}
+
+/// An activation minus or divided by a constant (\p op of \p n): an add of
+/// the negated, or a multiply by the reciprocal, constant; whatever else
+/// the folding left is refused.
+std::string lowerByConstant(Lowering& L, Node* n, float (*op)(float),
+                            OpKind kind, const char* doing, const char* what) {
+  if (n->inputs.size() != 2)
+    return std::string(n->origins.front().opType) + " needs two inputs";
+  Value* a = n->inputs[0];
+  Value* b = n->inputs[1];
+  if (!b->isConstant())
+    return std::string(what) + " an activation is not supported (only " +
+           "an activation " + doing + " a constant)";
+  if (auto r = needActivation(a, "input", true); !r.empty())
+    return r;
+  std::vector<float> v = b->constant->toFloats();
+  for (float& f : v)
+    f = op(f);
+  Value* negated = L.addFloats(b->name, v, b->constant->dims, -1);
+  std::vector<int64_t> x4 = form4d(a->shape);
+  Value* c = nullptr;
+  if (auto r = constantOperand(L, n, negated, x4, doing, "result", c);
+      !r.empty())
+    return r;
+  int pos = L.position(n);
+  L.finish(n, L.emit(kind, {a, c}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
+/// Appends inputs 1.. of \p n, constants of \p C elements named \p roles,
+/// to \p ops as 1 x C x 1 x 1; an absent optional one is the role's
+/// identity (a scale of ones, a bias of zeros).
+std::string perChannelOperands(Lowering& L, Node* n,
+                               const std::vector<const char*>& roles, int64_t C,
+                               std::vector<Value*>& ops) {
+  for (size_t i = 1; i <= roles.size(); ++i) {
+    const std::string role = roles[i - 1];
+    if (i >= n->inputs.size() || n->inputs[i]->name.empty()) {
+      ops.push_back(L.addFloats(
+          n->output->name + "." + role,
+          std::vector<float>(size_t(C), role == "scale" ? 1.f : 0.f),
+          {1, C, 1, 1}, -1));
+      continue;
+    }
+    Value* v = n->inputs[i];
+    if (auto r = needConstant(v, role.c_str()); !r.empty())
+      return r;
+    if (v->constant->numElements() != C)
+      return role + " has shape " + formatShape(v->constant->dims) +
+             ", expected " + std::to_string(C) + " channels";
+    ops.push_back(L.constantAs(v, {1, C, 1, 1}));
+  }
+  return "";
+}
+
+std::string lowerUnary(Lowering& L, Node* n, OpKind kind,
+                       std::vector<Scalar> scalars = {}) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(x->shape);
+  int pos = L.position(n);
+  L.finish(n,
+           L.emit(kind, {x}, std::move(scalars), x4, n->output->name, *n, pos));
+  return "";
+}
+
+} // namespace
+
+std::string lowerAdd(Lowering& L, Node* n) {
+  Value *a = nullptr, *b = nullptr;
+  if (auto r = binaryOperands(n, a, b); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(a->shape);
+  int pos = L.position(n);
+  if (!b->isConstant()) {
+    if (auto r = needActivation(b, "input", true); !r.empty())
+      return r;
+    if (form4d(b->shape) != x4)
+      return "adding activations of different shapes (" +
+             formatShape(a->shape) + " and " + formatShape(b->shape) +
+             ") is not supported";
+    L.finish(n, L.emit(OpKind::Add, {a, b}, {}, x4, n->output->name, *n, pos));
+    return "";
+  }
+  Value* c = nullptr;
+  if (auto r = constantOperand(L, n, b, x4, "adding", "sum", c); !r.empty())
+    return r;
+  L.finish(n, L.emit(OpKind::Add, {a, c}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
+/// Elementwise product (multiply): activations of the same shape, or one
+/// broadcast over the other's spatial extents (a squeeze-and-excitation
+/// gate N x C x 1 x 1); an activation and a constant (per channel, scalar,
+/// full shape at batch 1). x * HardSigmoid(x) (hardswish) becomes one
+/// hard_swish.
+std::string lowerMul(Lowering& L, Node* n) {
+  Value *a = nullptr, *b = nullptr;
+  if (auto r = binaryOperands(n, a, b); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(a->shape);
+  int pos = L.position(n);
+  Node* gate = hardSwishGate(L.g, b, a);
+  if (gate == nullptr && (gate = hardSwishGate(L.g, a, b)) != nullptr)
+    std::swap(a, b);
+  if (gate != nullptr) {
+    Value* out = L.emit(OpKind::HardSwish, {a}, {}, form4d(a->shape),
+                        n->output->name, *n, pos);
+    out->producer->origins.push_back(gate->origins.front());
+    L.finish(n, out);
+    L.g.eraseNode(gate);
+    return "";
+  }
+  if (b->isConstant()) {
+    Value* c = nullptr;
+    if (auto r = constantOperand(L, n, b, x4, "multiplying by", "product", c);
+        !r.empty())
+      return r;
+    L.finish(
+        n, L.emit(OpKind::Multiply, {a, c}, {}, x4, n->output->name, *n, pos));
+    return "";
+  }
+  if (auto r = needActivation(b, "input", true); !r.empty())
+    return r;
+  if (a->shape.size() != b->shape.size())
+    return "multiplying activations of different ranks (" +
+           formatShape(a->shape) + " and " + formatShape(b->shape) +
+           ") is not supported";
+  std::vector<int64_t> b4 = form4d(b->shape);
+  // The full-size operand first; the other broadcast over 1 x 1 spatially.
+  auto fits = [](const std::vector<int64_t>& big,
+                 const std::vector<int64_t>& small) {
+    if (small == big)
+      return true;
+    return small[2] == 1 && small[3] == 1 &&
+           (small[1] == big[1] || small[1] == 1) && small[0] == big[0];
+  };
+  if (!fits(x4, b4)) {
+    std::swap(a, b);
+    std::swap(x4, b4);
+  }
+  if (!fits(x4, b4))
+    return "multiplying activations of shapes " + formatShape(a->shape) +
+           " and " + formatShape(b->shape) +
+           " is not supported (only the same shape, or one N x C x 1 x 1 or "
+           "N x 1 x 1 x 1 against the other)";
+  L.finish(n,
+           L.emit(OpKind::Multiply, {a, b}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerSub(Lowering& L, Node* n) {
+  return lowerByConstant(
+      L, n, [](float f) { return -f; }, OpKind::Add, "minus", "subtracting");
+}
+
+std::string lowerDiv(Lowering& L, Node* n) {
+  return lowerByConstant(
+      L, n, [](float f) { return 1.0f / f; }, OpKind::Multiply, "divided by",
+      "dividing by");
+}
+
+std::string lowerBatchNormalization(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  if (n->inputs.size() != 5)
+    return "BatchNormalization needs 5 inputs";
+  std::vector<int64_t> x4 = form4d(x->shape);
+  std::vector<Value*> ops = {x};
+  if (auto r = perChannelOperands(L, n, {"scale", "bias", "mean", "variance"},
+                                  x4[1], ops);
+      !r.empty())
+    return r;
+  OpAttrs attrs(*n, L.g.source.opset);
+  double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon")));
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::BatchNorm, ops, {Scalar::real(eps)}, x4,
+                     n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerClip(Lowering& L, Node* n) {
+  OpAttrs attrs(*n, L.g.source.opset);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  double lo = attrs.getFloat("min"), hi = attrs.getFloat("max");
+  for (size_t i = 1; i < n->inputs.size() && i < 3; ++i) {
+    const Value* v = n->inputs[i];
+    if (!v->isConstant() || v->constant->numElements() != 1)
+      return std::string(i == 1 ? "min" : "max") + " is not a constant scalar";
+    (i == 1 ? lo : hi) = v->constant->asDouble(0);
+  }
+  // opset < 11 spells "no bound" as the float range's limits.
+  if (hi >= std::numeric_limits<float>::max())
+    hi = inf;
+  if (lo == 0.0 && hi == inf)
+    return lowerUnary(L, n, OpKind::Relu);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
+    return "Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
+           ") is not supported (only finite bounds, or min 0 without max)";
+  return lowerUnary(L, n, OpKind::ClippedRelu,
+                    {Scalar::real(shortestFloat(static_cast<float>(lo))),
+                     Scalar::real(shortestFloat(static_cast<float>(hi)))});
+}
+
+std::string lowerSoftmax(Lowering& L, Node* n) {
+  const Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  // The axis refers to the ONNX shape (the output's), not to the 4-D form
+  // the input may already have been lowered to.
+  const std::vector<int64_t>& onnx = n->output->shape;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return "softmax of shape " + formatShape(onnx) +
+           " is not supported (only N x classes)";
+  OpAttrs attrs(*n, L.g.source.opset);
+  int64_t rank = static_cast<int64_t>(onnx.size());
+  int64_t axis = attrs.getInt("axis");
+  axis = axis < 0 ? axis + rank : axis;
+  std::vector<int64_t> x4 = form4d(onnx);
+  if (axis != 1 || x4[2] != 1 || x4[3] != 1)
+    return "softmax over axis " + std::to_string(axis) + " of shape " +
+           formatShape(onnx) +
+           " is not supported (only over the classes of N x classes)";
+  return lowerUnary(L, n, OpKind::Softmax);
+}
+
+std::string lowerRelu(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Relu);
+}
+std::string lowerTanh(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Tanh);
+}
+std::string lowerSigmoid(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Sigmoid);
+}
+/// ONNX HardSigmoid: hard_sigmoid with alpha and beta as its scalars
+/// (lowerMul makes x * HardSigmoid(x) one hard_swish).
+std::string lowerHardSigmoid(Lowering& L, Node* n) {
+  OpAttrs attrs(*n, L.g.source.opset);
+  const auto alpha = static_cast<float>(attrs.getFloat("alpha"));
+  const auto beta = static_cast<float>(attrs.getFloat("beta"));
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    return "alpha " + std::to_string(alpha) + " and beta " +
+           std::to_string(beta) + " must be finite float32 values";
+  return lowerUnary(
+      L, n, OpKind::HardSigmoid,
+      {Scalar::real(shortestFloat(alpha)), Scalar::real(shortestFloat(beta))});
+}
+/// ONNX LeakyRelu: leaky_relu with alpha as its scalar.
+std::string lowerLeakyRelu(Lowering& L, Node* n) {
+  OpAttrs attrs(*n, L.g.source.opset);
+  const auto alpha = static_cast<float>(attrs.getFloat("alpha"));
+  if (!std::isfinite(alpha))
+    return "alpha " + std::to_string(alpha) + " must be a finite float32 value";
+  return lowerUnary(L, n, OpKind::LeakyRelu,
+                    {Scalar::real(shortestFloat(alpha))});
+}
+/// ONNX HardSwish (opset 14): x * max(0, min(1, x / 6 + 1/2)).
+std::string lowerHardSwish(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::HardSwish);
+}
+/// ONNX LayerNormalization whose normalized axes (axis to the last) are
+/// the channels: of an N x C activation, or of N x C x 1 x 1 (ConvNeXt's
+/// head); a channel-last LayerNorm between Transposes was made
+/// channel-first layer_norm by makeChannelFirst. Scale and bias: constants
+/// of C elements.
+std::string lowerLayerNormalization(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  const std::vector<int64_t>& onnx =
+      n->output->shape.empty() ? x->shape : n->output->shape;
+  OpAttrs attrs(*n, L.g.source.opset);
+  int64_t rank = static_cast<int64_t>(onnx.size());
+  int64_t axis = attrs.getInt("axis");
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis != 1 || (rank != 2 && (rank != 4 || onnx[2] != 1 || onnx[3] != 1)))
+    return "layer normalization over axes " + std::to_string(axis) +
+           ".. of shape " + formatShape(onnx) +
+           " is not supported (only over the channels: of N x C, or of N x "
+           "C x 1 x 1; a channel-last LayerNorm between Transposes to and "
+           "from N x H x W x C is made channel-first)";
+  std::vector<int64_t> x4 = form4d(x->shape);
+  std::vector<Value*> ops = {x};
+  if (auto r = perChannelOperands(L, n, {"scale", "bias"}, x4[1], ops);
+      !r.empty())
+    return r;
+  double eps = shortestFloat(static_cast<float>(attrs.getFloat("epsilon")));
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::LayerNorm, ops, {Scalar::real(eps)}, x4,
+                     n->output->name, *n, pos));
+  return "";
+}
+std::string lowerPow(Lowering&, Node*) {
+  return "Pow of activations is only supported inside the LayerNorm the "
+         "PyTorch exporter writes (ReduceMean, Sub, Pow 2, ReduceMean, Add, "
+         "Sqrt, Div over the last axis)";
+}
+std::string lowerSqrt(Lowering& L, Node* n) { return lowerPow(L, n); }
+std::string lowerErf(Lowering&, Node*) {
+  return "Erf of activations is only supported inside the GELU the PyTorch "
+         "exporter writes (x * (1 + erf(x / sqrt(2))) * 0.5)";
+}
+
+} // namespace hpvm::fe

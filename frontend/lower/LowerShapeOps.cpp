@@ -1,0 +1,221 @@
+// LowerShapeOps.cpp - lowering of the ops that move or select data (Slice,
+// Concat, Pad) and of the rows the passes remove where they can (the
+// reshapes, identities and shape computations left say why not).
+#include "lower/LoweringState.h"
+
+#include "ir/OpTable.h"
+#include "onnx/Attributes.h"
+#include "onnx/OpAttrs.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// Why Flatten/Reshape \p n, which aliasReshapes() would have removed, is
+/// still there.
+std::string reshapeLeftover(const Node* n, int64_t opset) {
+  if (n->inputs[0]->isConstant())
+    return "reshaping a constant to an unknown shape is not supported";
+  return reshapeAliasBlocker(*n, opset);
+}
+
+/// Why \p n, a shape computation foldConstants() would have evaluated, is
+/// still there.
+std::string notFolded(const Node* n) {
+  return std::string(n->origins.front().opType) +
+         " computes on run-time values; it is only supported on constants "
+         "(shape computations that fold away)";
+}
+
+} // namespace
+
+/// A slice of the channels of an N x C x H x W activation (ShuffleNet's
+/// channel split), step 1; a slice that keeps everything is the input.
+std::string lowerSlice(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  std::vector<int64_t> begin, step, extent;
+  if (!sliceGeometry(*n, L.g.source.opset, x->shape, begin, step, extent))
+    return "starts, ends, axes and steps must be valid constants";
+  auto whole = [&](size_t d) {
+    return begin[d] == 0 && step[d] == 1 && extent[d] == x->shape[d];
+  };
+  if (x->shape.size() != 4 || !whole(0) ||
+      (!whole(1) && !(whole(2) && whole(3))))
+    return "slicing shape " + formatShape(x->shape) + " by starts " +
+           formatInts(begin) + ", steps " + formatInts(step) +
+           " is not supported (only 4-D: the channels, or the rows and "
+           "columns with steps >= 1)";
+  if (whole(1) && !(whole(2) && whole(3))) {
+    // Rows and columns: spatial_slice.
+    if (step[2] < 1 || step[3] < 1 || extent[2] < 1 || extent[3] < 1)
+      return "slicing rows and columns with steps " + formatInts(step) +
+             " is not supported (only steps >= 1, not empty)";
+    // A slice of a spatial_slice read by nothing else (ONNX slices rows,
+    // then columns): one spatial_slice of the first one's input; the
+    // first is dead then.
+    Value* from = x;
+    if (const Node* p = x->producer;
+        p && p->kind == OpKind::SpatialSlice && x->users.size() == 1) {
+      for (size_t d = 2; d < 4; ++d) {
+        begin[d] = p->scalars[d - 2].i + begin[d] * p->scalars[d].i;
+        step[d] *= p->scalars[d].i;
+      }
+      from = p->inputs[0];
+    }
+    int pos = L.position(n);
+    L.finish(n, L.emit(OpKind::SpatialSlice, {from},
+                       {Scalar::integer(begin[2]), Scalar::integer(begin[3]),
+                        Scalar::integer(step[2]), Scalar::integer(step[3]),
+                        Scalar::integer(extent[2]), Scalar::integer(extent[3])},
+                       {x->shape[0], x->shape[1], extent[2], extent[3]},
+                       n->output->name, *n, pos));
+    return "";
+  }
+  if (step[1] != 1)
+    return "slicing the channels with step " + std::to_string(step[1]) +
+           " is not supported (only step 1)";
+  if (extent[1] == 0)
+    return "the slice is empty";
+  if (extent[1] == x->shape[1]) {
+    L.g.replaceAllUses(n->output, x);
+    L.g.eraseNode(n);
+    return "";
+  }
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::ChannelSlice, {x},
+                     {Scalar::integer(begin[1]),
+                      Scalar::integer(begin[1] + extent[1])},
+                     {x->shape[0], extent[1], x->shape[2], x->shape[3]},
+                     n->output->name, *n, pos));
+  return "";
+}
+
+std::string lowerTranspose(Lowering&, Node* n) {
+  return "transposing activations is not supported (only within "
+         "ShuffleNet's channel shuffle: Reshape to (N, g, C/g, H, W), "
+         "Transpose perm [0, 2, 1, 3, 4], Reshape back)";
+}
+
+// Rows the passes remove where they can: what is left says why not.
+std::string lowerFlatten(Lowering& L, Node* n) {
+  return reshapeLeftover(n, L.g.source.opset);
+}
+std::string lowerReshape(Lowering& L, Node* n) {
+  return reshapeLeftover(n, L.g.source.opset);
+}
+std::string lowerPad(Lowering& L, Node* n) {
+  // Not folded into a Conv or pool (fold-pads took those it could): pad.
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (std::string why = padGeometry(*n, L.g.source.opset, pads, value);
+      !why.empty())
+    return why;
+  if (!std::isfinite(value))
+    return "padding value " + std::to_string(value) +
+           " is not supported where the Pad is not folded into a pool "
+           "(only finite values; " +
+           padFoldBlocker(*n, L.g.source.opset) + ")";
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::Pad, {x},
+                     {Scalar::integer(pads[2]), Scalar::integer(pads[3]),
+                      Scalar::integer(pads[6]), Scalar::integer(pads[7]),
+                      Scalar::real(shortestFloat(float(value)))},
+                     {x->shape[0], x->shape[1], x->shape[2] + pads[2] + pads[6],
+                      x->shape[3] + pads[3] + pads[7]},
+                     n->output->name, *n, pos));
+  return "";
+}
+std::string lowerDropout(Lowering&, Node*) {
+  return "training_mode is not a constant false (only inference Dropout is "
+         "supported)";
+}
+std::string lowerIdentity(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerConstant(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerShape(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerGather(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerUnsqueeze(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerSqueeze(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerConstantOfShape(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerEqual(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerWhere(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerExpand(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerMod(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerNot(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerRange(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerScatterND(Lowering&, Node* n) { return notFolded(n); }
+
+/// Concatenation of activations along the channels (axis 1 of N x C x H x W
+/// or of N x K; constant inputs were folded, or are refused): one concat
+/// of up to kMaxTensorArgs parts, a tree of them beyond; a single input is
+/// the input itself.
+std::string lowerConcat(Lowering& L, Node* n) {
+  const std::vector<int64_t>& onnx = n->output->shape;
+  if (onnx.size() != 2 && onnx.size() != 4)
+    return "concatenating tensors of shape " + formatShape(onnx) +
+           " is not supported (only 4-D N x C x H x W or 2-D N x K)";
+  OpAttrs attrs(*n, L.g.source.opset);
+  int64_t rank = static_cast<int64_t>(onnx.size());
+  int64_t axis = attrs.getInt("axis");
+  if (axis < -rank || axis >= rank)
+    return "axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(rank);
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis != 1)
+    return "concatenation along axis " + std::to_string(axis) + " of shape " +
+           formatShape(onnx) +
+           " is not supported (only along the channels, "
+           "axis 1)";
+  std::vector<Value*> parts;
+  for (size_t i = 0; i < n->inputs.size(); ++i) {
+    Value* v = n->inputs[i];
+    std::string role = "input " + std::to_string(i + 1);
+    if (auto r = needActivation(v, role.c_str(), true); !r.empty())
+      return r;
+    parts.push_back(v);
+  }
+  if (parts.empty())
+    return "Concat needs at least one input";
+  if (parts.size() == 1) {
+    L.g.replaceAllUses(n->output, parts[0]);
+    L.g.eraseNode(n);
+    return "";
+  }
+  int pos = L.position(n);
+  // Groups of at most kMaxTensorArgs parts, concatenated level by level.
+  for (int level = 0; parts.size() > 1; ++level) {
+    std::vector<Value*> next;
+    for (size_t b = 0; b < parts.size(); b += kMaxTensorArgs) {
+      size_t e = std::min(parts.size(), b + size_t(kMaxTensorArgs));
+      if (e - b == 1) {
+        next.push_back(parts[b]);
+        continue;
+      }
+      std::vector<Value*> group(parts.begin() + b, parts.begin() + e);
+      std::vector<int64_t> shape = form4d(group[0]->shape);
+      shape[1] = 0;
+      for (Value* v : group)
+        shape[1] += form4d(v->shape)[1];
+      bool last = e - b == parts.size();
+      std::string name = last ? n->output->name
+                              : n->output->name + "_part" +
+                                    std::to_string(level) + "_" +
+                                    std::to_string(b / kMaxTensorArgs);
+      next.push_back(
+          L.emit(OpKind::Concat, std::move(group), {}, shape, name, *n, pos));
+    }
+    parts = std::move(next);
+  }
+  L.finish(n, parts[0]);
+  return "";
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,439 @@
+// LayoutRegions.cpp - the passes that make channel-last regions (ConvNeXt,
+// Swin) and a vision transformer's tokens channel-first, so that HPVM's
+// N x C x H x W ops compute them.
+#include "passes/LayoutRegions.h"
+
+#include "ir/Printer.h"
+#include "onnx/OpAttrs.h"
+#include "passes/AttentionMatchers.h"
+#include "passes/ConstantTensors.h"
+#include "passes/Matchers.h"
+#include "passes/OpGeometry.h"
+#include "support/Diagnostics.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_set>
+
+namespace hpvm::fe {
+
+namespace {
+
+/// True if node \p u, reading channel-last value \p v, works per pixel on
+/// the last axis: LayerNormalization over it, MatMul by a constant matrix
+/// (a Linear layer), elementwise ops whose constants are scalars or hold
+/// one value per channel of the last axis, activations (Erf included: the
+/// pieces of a GELU not fused yet). Whether every non-constant operand
+/// comes from the same region is for the caller to check.
+bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
+  const OpKind k = u->kind;
+  if (k == OpKind::OnnxLayerNormalization) {
+    OpAttrs a(*u, opset);
+    const int64_t axis = a.getInt("axis");
+    bool fits = u->inputs[0] == v &&
+                (axis == -1 || axis + 1 == int64_t(v->shape.size()));
+    for (size_t i = 1; i < u->inputs.size(); ++i)
+      fits =
+          fits && (u->inputs[i]->name.empty() ||
+                   (u->inputs[i]->isConstant() &&
+                    u->inputs[i]->constant->dtype == DataType::Float &&
+                    u->inputs[i]->constant->numElements() == v->shape.back()));
+    return fits;
+  }
+  if (k == OpKind::OnnxMatMul) {
+    const Value* w = u->inputs[1];
+    return u->inputs[0] == v && w->isConstant() &&
+           w->constant->dims.size() == 2;
+  }
+  if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
+      k == OpKind::OnnxDiv) {
+    bool fits = u->inputs.size() == 2;
+    for (const Value* in : u->inputs)
+      fits = fits && (!in->isConstant() || in->constant->numElements() == 1 ||
+                      in->constant->numElements() == in->constant->dims.back());
+    return fits;
+  }
+  if (k == OpKind::Gelu || k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
+      k == OpKind::OnnxTanh || k == OpKind::OnnxHardSwish ||
+      k == OpKind::OnnxClip || k == OpKind::OnnxErf) {
+    bool fits = u->inputs[0] == v;
+    for (size_t i = 1; i < u->inputs.size(); ++i)
+      fits = fits && u->inputs[i]->isConstant();
+    return fits;
+  }
+  return false;
+}
+
+/// Makes \p c input \p i of \p u (in place of what was there, if anything).
+void relinkInput(Node* u, size_t i, Value* c) {
+  if (Value* old = u->inputs[i]) {
+    auto& users = old->users;
+    users.erase(std::remove(users.begin(), users.end(), u), users.end());
+  }
+  u->inputs[i] = c;
+  c->users.push_back(u);
+}
+
+/// True if node \p u, reading channel-last value \p v, moves whole pixels
+/// of it: a Slice of rows or columns (Swin's patch merging takes every
+/// second one), a Concat along the channels, or a constant Pad of rows and
+/// columns (Swin pads to whole windows).
+bool movesPixels(const Node* u, const Value* v, int64_t opset) {
+  if (v->shape.size() != 4 || u->output->shape.size() != 4)
+    return false;
+  if (u->kind == OpKind::OnnxConcat) {
+    const int64_t axis = OpAttrs(*u, opset).getInt("axis");
+    return axis == 3 || axis == -1;
+  }
+  if (u->kind == OpKind::OnnxPad) {
+    std::vector<int64_t> pads;
+    double value = 0;
+    return u->inputs[0] == v &&
+           padGeometry(*u, opset, pads, value, true).empty() &&
+           OpAttrs(*u, opset).getString("mode") == "constant";
+  }
+  std::vector<int64_t> begin, step, extent;
+  return u->kind == OpKind::OnnxSlice && u->inputs[0] == v &&
+         sliceGeometry(*u, opset, v->shape, begin, step, extent) &&
+         begin[0] == 0 && step[0] == 1 && extent[0] == v->shape[0] &&
+         begin[3] == 0 && step[3] == 1 && extent[3] == v->shape[3] &&
+         step[1] > 0 && step[2] > 0 && extent[1] > 0 && extent[2] > 0;
+}
+
+/// Rewrites node \p u of a channel-last region for channel-first data
+/// (its output shape already is): a LayerNormalization over the last axis
+/// becomes layer_norm, a MatMul by a constant K x N matrix a 1 x 1 Conv,
+/// and constants over the last axis of elementwise ops C x 1 x 1. Adds the
+/// nodes it replaces to \p erased.
+void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
+  const int64_t opset = g.source.opset;
+  const OpKind k = u->kind;
+  if (k == OpKind::OnnxLayerNormalization) {
+    // Over the last axis channel-last is over the channels of each
+    // pixel channel-first: HPVM's layer_norm (ONNX's axis 1 would
+    // normalize C, H and W together).
+    const int64_t ch = u->output->shape[1];
+    std::vector<Value*> ins = {u->inputs[0]};
+    for (size_t i = 1; i < 3; ++i) {
+      std::shared_ptr<const TensorData> t =
+          i < u->inputs.size() && !u->inputs[i]->name.empty()
+              ? u->inputs[i]->constant
+              : floatTensor(std::vector<float>(size_t(ch), i == 1 ? 1 : 0),
+                            {ch});
+      if (!t || t->numElements() != ch || t->dtype != DataType::Float) {
+        ins.clear();
+        break;
+      }
+      Value* c = g.addConstant(
+          i < u->inputs.size()
+              ? u->inputs[i]->name
+              : u->output->name + (i == 1 ? ".scale" : ".bias"),
+          withDims(*t, {1, ch, 1, 1}),
+          i < u->inputs.size() ? u->inputs[i]->initializerIndex : -1);
+      c->shape = {1, ch, 1, 1};
+      ins.push_back(c);
+    }
+    HPVM_ASSERT(ins.size() == 3, "LayerNormalization scale/bias checked "
+                                 "when the region was formed");
+    const double eps = OpAttrs(*u, opset).getFloat("epsilon");
+    erased.insert(u);
+    Node* ln = replaceChain(g, OpKind::LayerNorm, std::move(ins), {u});
+    ln->scalars = {Scalar::real(shortestFloat(float(eps)))};
+  } else if (k == OpKind::OnnxMatMul) {
+    // x W (W: K x N) per pixel is a 1 x 1 convolution by W^T.
+    const TensorData& w = *u->inputs[1]->constant;
+    const int64_t K = w.dims[0], N = w.dims[1];
+    std::vector<float> src = w.toFloats(), t(src.size());
+    for (int64_t i = 0; i < K; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        t[size_t(j * K + i)] = src[size_t(i * N + j)];
+    Value* filter =
+        g.addConstant(u->inputs[1]->name, floatTensor(t, {N, K, 1, 1}),
+                      u->inputs[1]->initializerIndex);
+    filter->shape = {N, K, 1, 1};
+    erased.insert(u);
+    Node* conv = replaceChain(g, OpKind::OnnxConv, {u->inputs[0], filter}, {u});
+    conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  } else if (k == OpKind::OnnxSlice && opset < 10) {
+    // Axes H, W, C (1, 2, 3) channel-last are 2, 3, 1 channel-first.
+    OpAttrs a(*u, opset);
+    std::vector<int64_t> axes = a.getInts("axes");
+    if (axes.empty())
+      for (size_t i = 0; i < a.getInts("starts").size(); ++i)
+        axes.push_back(int64_t(i));
+    for (int64_t& axis : axes)
+      axis = channelFirstAxis(axis);
+    u->attrs["axes"] = axes;
+  } else if (k == OpKind::OnnxSlice) {
+    // Opset 10+: starts, ends, axes and steps are inputs.
+    std::vector<int64_t> axes;
+    if (u->inputs.size() > 3 && !u->inputs[3]->name.empty()) {
+      axes = u->inputs[3]->constant->toInts();
+    } else {
+      for (int64_t i = 0; i < u->inputs[1]->constant->numElements(); ++i)
+        axes.push_back(i);
+    }
+    for (int64_t& a : axes)
+      a = channelFirstAxis(a);
+    Value* c = g.addConstant(u->output->name + ".axes",
+                             intTensor(axes, {int64_t(axes.size())}), -1);
+    c->shape = {int64_t(axes.size())};
+    if (u->inputs.size() < 4)
+      u->inputs.resize(4, nullptr);
+    relinkInput(u, 3, c);
+  } else if (k == OpKind::OnnxPad) {
+    // N, H, W, C begins and ends become N, C, H, W ones.
+    std::vector<int64_t> pads;
+    double value = 0;
+    padGeometry(*u, opset, pads, value, true);
+    const std::vector<int64_t> first = {pads[0], pads[3], pads[1], pads[2],
+                                        pads[4], pads[7], pads[5], pads[6]};
+    if (u->inputs.size() > 1) {
+      Value* c =
+          g.addConstant(u->output->name + ".pads", intTensor(first, {8}), -1);
+      c->shape = {8};
+      relinkInput(u, 1, c);
+    } else {
+      u->attrs[OpAttrs(*u, opset).has("pads") ? "pads" : "paddings"] = first;
+    }
+  } else if (k == OpKind::OnnxConcat) {
+    u->attrs["axis"] = channelFirstAxis(OpAttrs(*u, opset).getInt("axis"));
+  } else {
+    // Constants over the last axis become C x 1 x 1 (or stay scalars).
+    for (size_t i = 0; i < u->inputs.size(); ++i) {
+      const Value* in = u->inputs[i];
+      if (!in->isConstant() || in->constant->numElements() == 1)
+        continue;
+      int64_t n = in->constant->numElements();
+      Value* c = g.addConstant(in->name, withDims(*in->constant, {n, 1, 1}),
+                               in->initializerIndex);
+      c->shape = {n, 1, 1};
+      relinkInput(u, i, c);
+    }
+  }
+}
+
+/// What a region walk makes of a user of a value inside the region.
+struct RegionStep {
+  enum Kind { Member, Exit, Block, Leave } kind;
+  /// Block: nodes taken as a whole; the walk goes on from the last one's
+  /// output (they are not members: the caller rewrites them itself).
+  std::vector<Node*> block = {};
+};
+
+/// A region of activations in another layout: the nodes reachable from a
+/// value before they leave it again.
+struct Region {
+  std::vector<Node*> members; ///< Rewritten node by node.
+  std::vector<Node*> exits;   ///< Where the walk stopped, in order.
+};
+
+/// Walks every node reachable from \p start: step(u, v) classifies each
+/// new user u of a value v of the region. Nothing when a step leaves, the
+/// walk reaches the graph's output, a member reads a value from outside the
+/// region that is not a constant (no mixing of layouts), or no exit is
+/// found.
+template <typename Step>
+std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
+  Region r;
+  std::unordered_set<const Node*> seen;
+  std::unordered_set<const Value*> inside = {start};
+  std::vector<Value*> work = {start};
+  while (!work.empty()) {
+    Value* v = work.back();
+    work.pop_back();
+    if (v == g.output)
+      return std::nullopt;
+    for (Node* u : v->users) {
+      if (!seen.insert(u).second)
+        continue;
+      RegionStep s = step(u, v);
+      switch (s.kind) {
+      case RegionStep::Leave:
+        return std::nullopt;
+      case RegionStep::Exit:
+        r.exits.push_back(u);
+        break;
+      case RegionStep::Member:
+        r.members.push_back(u);
+        inside.insert(u->output);
+        work.push_back(u->output);
+        break;
+      case RegionStep::Block:
+        seen.insert(s.block.begin(), s.block.end());
+        inside.insert(s.block.back()->output);
+        work.push_back(s.block.back()->output);
+        break;
+      }
+    }
+  }
+  for (const Node* u : r.members)
+    for (const Value* in : u->inputs)
+      if (!inside.count(in) && !in->isConstant())
+        return std::nullopt;
+  if (r.exits.empty())
+    return std::nullopt;
+  return r;
+}
+
+} // namespace
+
+void makeChannelFirst(Graph& g) {
+  const int64_t opset = g.source.opset;
+  auto permOf = [&](const Node* n) {
+    return OpAttrs(*n, opset).getInts("perm");
+  };
+  const std::vector<int64_t> toLast = {0, 2, 3, 1}, toFirst = {0, 3, 1, 2};
+  std::unordered_set<Node*> erased;
+  for (Node* enter : nodeList(g)) {
+    if (erased.count(enter) || enter->kind != OpKind::OnnxTranspose ||
+        enter->inputs[0]->shape.size() != 4 || enter->inputs[0]->isConstant() ||
+        permOf(enter) != toLast || enter->output == g.output)
+      continue;
+    // The region: every node reachable from the channel-last value before
+    // a Transpose back; each must work per pixel on the last axis.
+    // Swin's window attentions are taken whole.
+    std::vector<WindowAttentionMatch> windows;
+    std::optional<Region> region =
+        walkRegion(g, enter->output, [&](Node* u, Value* v) {
+          if (u->kind == OpKind::OnnxTranspose && permOf(u) == toFirst)
+            return RegionStep{RegionStep::Exit};
+          WindowAttentionMatch m;
+          if ((u->kind == OpKind::OnnxSlice ||
+               u->kind == OpKind::OnnxReshape) &&
+              matchWindowAttention(g, v, m)) {
+            windows.push_back(m);
+            return RegionStep{RegionStep::Block, m.nodes};
+          }
+          return RegionStep{
+              (worksPerPixel(u, v, opset) || movesPixels(u, v, opset)) &&
+                      u->output->shape.size() == 4
+                  ? RegionStep::Member
+                  : RegionStep::Leave};
+        });
+    if (!region)
+      continue;
+    // Rewrite: shapes N x H x W x C become N x C x H x W.
+    for (Node* u : region->members) {
+      const std::vector<int64_t> s = u->output->shape;
+      u->output->shape = {s[0], s[3], s[1], s[2]};
+      rewriteChannelFirst(g, u, erased);
+    }
+    for (const WindowAttentionMatch& m : windows) {
+      for (Node* n : m.nodes)
+        erased.insert(n);
+      replaceWindowAttention(g, m);
+    }
+    for (Node* x : region->exits) {
+      g.replaceAllUses(x->output, x->inputs[0]);
+      g.eraseNode(x);
+      erased.insert(x);
+    }
+    g.replaceAllUses(enter->output, enter->inputs[0]);
+    g.eraseNode(enter);
+    erased.insert(enter);
+  }
+  g.pruneValues();
+}
+
+void makeTokensChannelFirst(Graph& g) {
+  const int64_t opset = g.source.opset;
+  std::unordered_set<Node*> erased;
+  for (Node* enter : nodeList(g)) {
+    // The patch embedding: a B x D x H x W activation Reshaped to
+    // B x D x H*W and Transposed to B x H*W x D, the class token (a
+    // constant) concatenated before, the position embedding added.
+    if (erased.count(enter) || enter->kind != OpKind::OnnxReshape)
+      continue;
+    Value* x = enter->inputs[0];
+    const std::vector<int64_t>& xs = x->shape;
+    if (x->isConstant() || xs.size() != 4 ||
+        enter->output->shape !=
+            std::vector<int64_t>{xs[0], xs[1], xs[2] * xs[3]})
+      continue;
+    const int64_t B = xs[0], D = xs[1], T = 1 + xs[2] * xs[3];
+    Node* toLast = soleUser(enter->output);
+    if (!isTranspose(toLast, enter->output, {0, 2, 1}, opset))
+      continue;
+    Node* cat = soleUser(toLast->output);
+    if (!cat || cat->kind != OpKind::OnnxConcat || cat->inputs.size() != 2 ||
+        cat->inputs[1] != toLast->output || !isConstantOf(cat->inputs[0], D, D))
+      continue;
+    const int64_t catAxis = OpAttrs(*cat, opset).getInt("axis");
+    Node* pos = soleUser(cat->output);
+    Value* posValue = pos && pos->kind == OpKind::OnnxAdd
+                          ? otherInput(pos, cat->output)
+                          : nullptr;
+    if ((catAxis != 1 && catAxis != -2) || !isConstantOf(posValue, T * D, D) ||
+        pos->output == g.output ||
+        pos->output->shape != std::vector<int64_t>{B, T, D})
+      continue;
+    // The region: every node reachable from the tokens before they leave
+    // as a Gather of one token; each must work per token on the features
+    // (the last axis) or be a self-attention.
+    std::vector<SelfAttention> attentions;
+    std::optional<Region> region =
+        walkRegion(g, pos->output, [&](Node* u, const Value* v) {
+          if (u->kind == OpKind::OnnxTranspose) {
+            SelfAttention m;
+            if (!matchSelfAttention(g, u, m))
+              return RegionStep{RegionStep::Leave};
+            attentions.push_back(m);
+            return RegionStep{RegionStep::Block, m.nodes};
+          }
+          if (u->kind == OpKind::OnnxGather) {
+            // One token (the class token) to the head: B x D.
+            const Value* idx = u->inputs[1];
+            const bool one =
+                u->inputs[0] == v && OpAttrs(*u, opset).getInt("axis") == 1 &&
+                idx->isConstant() && idx->constant->dims.empty() &&
+                idx->constant->asInt(0) >= -T && idx->constant->asInt(0) < T;
+            return RegionStep{one ? RegionStep::Exit : RegionStep::Leave};
+          }
+          return RegionStep{worksPerPixel(u, v, opset) &&
+                                    u->output->shape.size() == 3
+                                ? RegionStep::Member
+                                : RegionStep::Leave};
+        });
+    if (!region)
+      continue;
+    // Rewrite: the embedding becomes class_token, tokens B x T x D become
+    // B x D x T x 1.
+    const TensorData& pe = *posValue->constant;
+    std::vector<float> src = pe.toFloats(), peT(src.size());
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d)
+        peT[size_t(d * T + t)] = src[size_t(t * D + d)];
+    Value* clsC = g.addConstant(
+        cat->inputs[0]->name, withDims(*cat->inputs[0]->constant, {1, D, 1, 1}),
+        cat->inputs[0]->initializerIndex);
+    clsC->shape = {1, D, 1, 1};
+    Value* posC = g.addConstant(posValue->name, floatTensor(peT, {1, D, T, 1}),
+                                posValue->initializerIndex);
+    posC->shape = {1, D, T, 1};
+    const std::vector<Node*> embed = {enter, toLast, cat, pos};
+    erased.insert(embed.begin(), embed.end());
+    Node* tokens = replaceChain(g, OpKind::ClassToken, {x, clsC, posC}, embed);
+    tokens->output->shape = {B, D, T, 1};
+    for (const SelfAttention& m : attentions) {
+      erased.insert(m.nodes.begin(), m.nodes.end());
+      replaceSelfAttention(g, m);
+    }
+    for (Node* u : region->members) {
+      const std::vector<int64_t> s = u->output->shape;
+      u->output->shape = {s[0], s[2], s[1], 1};
+      rewriteChannelFirst(g, u, erased);
+    }
+    for (Node* gather : region->exits) {
+      int64_t index = gather->inputs[1]->constant->asInt(0);
+      erased.insert(gather);
+      Node* pick =
+          replaceChain(g, OpKind::SelectToken, {gather->inputs[0]}, {gather});
+      pick->scalars = {Scalar::integer(index < 0 ? index + T : index)};
+      pick->output->shape = {B, D, 1, 1};
+    }
+  }
+  g.pruneValues();
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,386 @@
+// OpGeometry.cpp - what ONNX operators' attributes and constant operands
+// mean for shapes: slices, windows (conv, pool), pads and reshapes.
+#include "passes/OpGeometry.h"
+
+#include "ir/Printer.h"
+#include "onnx/Attributes.h"
+#include "onnx/OpAttrs.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hpvm::fe {
+
+bool axesOf(Node* n, OpAttrs& a, std::vector<int64_t>& axes) {
+  if (n->inputs.size() > 1) {
+    if (!n->inputs[1]->isConstant())
+      return false;
+    axes = n->inputs[1]->constant->toInts();
+    return true;
+  }
+  axes = a.getInts("axes");
+  return true;
+}
+
+std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
+                                    std::vector<int64_t> target) {
+  if (in.empty())
+    return {};
+  int inferAt = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0) {
+      if (i >= in.size())
+        return {};
+      target[i] = in[i];
+    } else if (target[i] == -1) {
+      if (inferAt >= 0)
+        return {};
+      inferAt = static_cast<int>(i);
+    } else if (target[i] < 0) {
+      return {};
+    }
+  }
+  // A symbolic input dimension (-1, the batch) is allowed where the target
+  // keeps it in place: copied (0) or inferred (-1) at the same position.
+  int64_t inKnown = 1;
+  bool symbolicInferred = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] >= 0) {
+      inKnown *= in[i];
+    } else if (static_cast<int>(i) == inferAt) {
+      symbolicInferred = true;
+    } else if (i >= target.size() || target[i] != in[i]) {
+      return {};
+    }
+  }
+  if (inferAt < 0)
+    return target;
+  int64_t outKnown = 1;
+  for (size_t i = 0; i < target.size(); ++i)
+    if (static_cast<int>(i) != inferAt && target[i] >= 0)
+      outKnown *= target[i];
+  if (symbolicInferred) {
+    // x.view(-1, K) on a batch of unknown size: the rest must match.
+    if (outKnown != inKnown)
+      return {};
+    return target;
+  }
+  if (outKnown == 0 || inKnown % outKnown != 0)
+    return {};
+  target[static_cast<size_t>(inferAt)] = inKnown / outKnown;
+  return target;
+}
+
+bool sliceGeometry(const Node& node, int64_t opset,
+                   const std::vector<int64_t>& dims,
+                   std::vector<int64_t>& begin, std::vector<int64_t>& step,
+                   std::vector<int64_t>& extent) {
+  const Node* n = &node;
+  OpAttrs a(node, opset);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset < 10) {
+    starts = a.getInts("starts");
+    ends = a.getInts("ends");
+    axes = a.getInts("axes");
+  } else {
+    for (size_t i = 1; i < n->inputs.size(); ++i)
+      if (!n->inputs[i]->isConstant() && !n->inputs[i]->name.empty())
+        return false;
+    auto input = [&](size_t i) {
+      return i < n->inputs.size() && n->inputs[i]->isConstant()
+                 ? n->inputs[i]->constant->toInts()
+                 : std::vector<int64_t>{};
+    };
+    starts = input(1);
+    ends = input(2);
+    axes = input(3);
+    steps = input(4);
+  }
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return false;
+  begin.assign(dims.size(), 0);
+  step.assign(dims.size(), 1);
+  extent = dims;
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (ax < 0 || ax >= rank || seen[size_t(ax)] || steps[i] == 0)
+      return false;
+    seen[size_t(ax)] = true;
+    const int64_t d = dims[size_t(ax)], s = steps[i];
+    if (d < 0)
+      return false;
+    auto clampIndex = [&](int64_t v) {
+      v = v < 0 ? v + d : v;
+      return s > 0 ? std::clamp<int64_t>(v, 0, d)
+                   : std::clamp<int64_t>(v, -1, d - 1);
+    };
+    int64_t b = clampIndex(starts[i]), e = clampIndex(ends[i]);
+    int64_t len = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
+    begin[size_t(ax)] = b;
+    step[size_t(ax)] = s;
+    extent[size_t(ax)] = std::max<int64_t>(len, 0);
+  }
+  return true;
+}
+
+/// Computes pads (explicit or auto_pad) and output size of \p axis and
+/// whether HPVM's symmetric pad padBegin computes the same outputs: the
+/// output count is the same, windows start at o*stride - padBegin in both,
+/// and every extra position either side reads is padding in both.
+std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
+                        const char* axisName) {
+  if (autoPad == "VALID") {
+    a.padBegin = a.padEnd = 0;
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    int64_t out = (a.in + a.stride - 1) / a.stride;
+    int64_t total =
+        std::max<int64_t>((out - 1) * a.stride + a.kernel - a.in, 0);
+    a.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    a.padEnd = total - a.padBegin;
+  }
+  int64_t span = a.in + a.padBegin + a.padEnd - a.kernel;
+  if (span < 0)
+    return std::string("the window (") + std::to_string(a.kernel) +
+           ") is larger than the padded input " + axisName + " (" +
+           std::to_string(a.in + a.padBegin + a.padEnd) + ")";
+  a.out = span / a.stride + 1;
+  if (ceilMode) {
+    a.out = (span + a.stride - 1) / a.stride + 1;
+    // A last window that would start in the end padding is dropped (ONNX,
+    // PyTorch).
+    if ((a.out - 1) * a.stride >= a.in + a.padBegin)
+      --a.out;
+  }
+  int64_t reach = (a.out - 1) * a.stride + a.kernel - a.in - a.padBegin;
+  a.padEndUsed = std::max<int64_t>(reach, 0);
+  a.overhang = reach > a.padEnd;
+  a.pad = a.padBegin;
+  int64_t symmetric = a.in + 2 * a.padBegin - a.kernel;
+  a.symmetric =
+      (a.padBegin == a.padEnd && !a.overhang) ||
+      (symmetric >= 0 && symmetric / a.stride + 1 == a.out && !a.overhang);
+  return "";
+}
+
+/// Reads kernel/stride/pad attributes of a Conv or pool over the spatial
+/// dims of \p x into \p h and \p w.
+std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
+                           int64_t kh, int64_t kw, bool ceilMode, Axis& h,
+                           Axis& w) {
+  std::vector<int64_t> strides = attrs.getInts("strides");
+  std::vector<int64_t> pads = attrs.getInts("pads");
+  std::string autoPad = attrs.getString("auto_pad");
+  if (strides.size() != 2 || pads.size() != 4)
+    return "strides " + formatInts(strides) + " / pads " + formatInts(pads) +
+           " do not describe a 2-D window";
+  h = Axis{x[2], kh, strides[0], pads[0], pads[2], 0, 0};
+  w = Axis{x[3], kw, strides[1], pads[1], pads[3], 0, 0};
+  std::string reason = resolveAxis(h, autoPad, ceilMode, "height");
+  if (reason.empty())
+    reason = resolveAxis(w, autoPad, ceilMode, "width");
+  return reason;
+}
+
+std::vector<int64_t> form4d(const std::vector<int64_t>& shape) {
+  if (shape.size() == 4)
+    return shape;
+  if (shape.size() == 2)
+    return {shape[0], shape[1], 1, 1};
+  return {};
+}
+
+std::vector<int64_t> reshapeTarget(const Node& r, int64_t opset) {
+  const std::vector<int64_t>& in = r.inputs[0]->shape;
+  OpAttrs attrs(r, opset);
+  if (r.kind == OpKind::OnnxFlatten) {
+    int64_t rank = static_cast<int64_t>(in.size());
+    int64_t axis = attrs.getInt("axis");
+    axis = axis < 0 ? axis + rank : axis;
+    if (in.empty() || axis < 0 || axis > rank)
+      return {};
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t d = in[static_cast<size_t>(i)];
+      if (d < 0 && !(i == 0 && axis == 1))
+        return {};
+      (i < axis ? outer : inner) *= d;
+    }
+    return {outer, inner};
+  }
+  std::vector<int64_t> target;
+  if (r.inputs.size() > 1) {
+    if (!r.inputs[1]->isConstant())
+      return {};
+    target = r.inputs[1]->constant->toInts();
+  } else {
+    target = attrs.getInts("shape");
+  }
+  if (target.empty())
+    return {};
+  return resolveReshape(in, target);
+}
+
+std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
+  const Value* in = r.inputs[0];
+  std::vector<int64_t> out = reshapeTarget(r, opset);
+  std::string what = r.kind == OpKind::OnnxFlatten ? "flattening" : "reshaping";
+  if (out.empty())
+    return "the target shape is not known when compiling (dynamic shapes "
+           "are not supported)";
+  if (in->shape.empty())
+    return "the input shape is not known when compiling (dynamic shapes "
+           "are not supported)";
+  std::vector<int64_t> in4 = form4d(in->shape), out4 = form4d(out);
+  if (!in4.empty() && in4 == out4)
+    return "";
+  const std::vector<int64_t>& s = in->shape;
+  if (s.size() == 4 && out.size() == 2 && out[0] == s[0] && s[1] >= 0 &&
+      out[1] == s[1] * s[2] * s[3]) {
+    for (const Node* user : r.output->users)
+      if ((user->kind != OpKind::OnnxGemm &&
+           user->kind != OpKind::OnnxMatMul) ||
+          user->inputs[0] != r.output)
+        return what + " " + formatShape(s) + " to " + formatShape(out) +
+               " is only supported right before Gemm or MatMul (it feeds " +
+               describeProducer(user->output) + ")";
+    return "";
+  }
+  return what + " " + formatShape(s) + " to " + formatShape(out) +
+         " is not supported (only flattening (N, C, H, W) to (N, C*H*W) "
+         "before a dense layer)";
+}
+
+bool constantPads(const Node& pad, int64_t opset, std::vector<int64_t>& pads) {
+  // Attribute (opset < 11, "paddings" in opset 1) or constant input 1.
+  if (pad.inputs.size() > 1) {
+    if (!pad.inputs[1]->isConstant())
+      return false;
+    pads = pad.inputs[1]->constant->toInts();
+  } else {
+    OpAttrs attrs(pad, opset);
+    pads =
+        attrs.has("pads") ? attrs.getInts("pads") : attrs.getInts("paddings");
+  }
+  return true;
+}
+
+std::string padGeometry(const Node& pad, int64_t opset,
+                        std::vector<int64_t>& pads, double& value,
+                        bool channelLast) {
+  if (!constantPads(pad, opset, pads))
+    return "the pads are computed at run time (only constant pads are "
+           "supported)";
+  OpAttrs attrs(pad, opset);
+  value = attrs.getFloat("value");
+  if (pad.inputs.size() > 2 && !pad.inputs[2]->name.empty()) {
+    const Value* v = pad.inputs[2];
+    if (!v->isConstant() || v->constant->numElements() != 1)
+      return "the padding value is not a constant scalar";
+    value = v->constant->asDouble(0);
+  }
+  const Value* in = pad.inputs[0];
+  if (in->shape.size() != 4 || pads.size() != 8)
+    return "only padding of 4-D (N, C, H, W) tensors is supported (input "
+           "has shape " +
+           formatShape(in->shape) + ")";
+  for (int64_t p : pads)
+    if (p < 0)
+      return "negative pads " + formatInts(pads) +
+             " (cropping) are not supported";
+  const size_t channel = channelLast ? 3 : 1;
+  if (pads[0] || pads[channel] || pads[4] || pads[4 + channel])
+    return "pads " + formatInts(pads) +
+           " pad the batch or channel dimension, which is not supported";
+  return "";
+}
+
+std::string padFoldBlocker(const Node& pad, int64_t opset) {
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (std::string why = padGeometry(pad, opset, pads, value); !why.empty())
+    return why;
+  const Value* in = pad.inputs[0];
+  bool minusInf = std::isinf(value) && value < 0;
+  if (value != 0.0 && !minusInf)
+    return "padding value " + std::to_string(value) +
+           " is not supported (only 0)";
+  if (pad.output->users.size() != 1)
+    return "the padded tensor feeds " +
+           std::to_string(pad.output->users.size()) +
+           " nodes; Pad is only folded into a single Conv or pool";
+  const Node& user = *pad.output->users.front();
+  bool isPool =
+      user.kind == OpKind::OnnxMaxPool || user.kind == OpKind::OnnxAveragePool;
+  if ((user.kind != OpKind::OnnxConv && !isPool) ||
+      user.inputs[0] != pad.output)
+    return "Pad is only folded into the Conv, MaxPool or AveragePool it "
+           "feeds (it feeds " +
+           describeProducer(user.output) + ")";
+  OpAttrs userAttrs(user, opset);
+  std::string autoPad = userAttrs.getString("auto_pad");
+  if (autoPad != "NOTSET" && autoPad != "VALID")
+    return "Pad feeds " + describeProducer(user.output) + " with auto_pad " +
+           autoPad + ", which cannot be combined";
+  std::vector<int64_t> own = userAttrs.getInts("pads");
+  bool ownPads =
+      std::any_of(own.begin(), own.end(), [](int64_t p) { return p != 0; }) &&
+      autoPad == "NOTSET";
+  // Zero padding is what Conv pads with, and what AveragePool averages in
+  // with count_include_pad=1. -inf padding is what MaxPool assumes.
+  if (user.kind == OpKind::OnnxConv)
+    return minusInf ? "padding with -inf before a Conv is not supported" : "";
+  if (user.kind == OpKind::OnnxAveragePool) {
+    if (minusInf)
+      return "padding with -inf before AveragePool is not supported";
+    if (ownPads && userAttrs.getInt("count_include_pad") == 0)
+      return "Pad feeds AveragePool with its own pads and "
+             "count_include_pad=0, which cannot be combined";
+    return "";
+  }
+  if (minusInf)
+    return "";
+  // MaxPool after zero padding: max(window with zeros) equals max over the
+  // real elements exactly when those are all >= 0 (the input comes from a
+  // Relu, or a Clip with min >= 0) and every window holds at least one real
+  // element (each side's total pad is smaller than the window).
+  const Node* producer = in->producer;
+  bool nonNegative =
+      producer != nullptr && (producer->kind == OpKind::OnnxRelu ||
+                              producer->kind == OpKind::OnnxClip);
+  if (producer != nullptr && producer->kind == OpKind::OnnxClip) {
+    OpAttrs clip(*producer, opset);
+    double lo = clip.getFloat("min");
+    if (producer->inputs.size() > 1) {
+      const Value* v = producer->inputs[1];
+      lo = v->isConstant() && v->constant->numElements() == 1
+               ? v->constant->asDouble(0)
+               : -1.0;
+    }
+    nonNegative = lo >= 0.0;
+  }
+  if (!nonNegative)
+    return "zero padding before MaxPool changes the result unless its input "
+           "is non-negative (produced by Relu)";
+  std::vector<int64_t> kernel = userAttrs.getInts("kernel_shape");
+  if (kernel.size() != 2)
+    return "MaxPool has no 2-D kernel_shape";
+  if (own.size() != 4)
+    own.assign(4, 0);
+  if (autoPad == "VALID")
+    own.assign(4, 0);
+  if (pads[2] + own[0] >= kernel[0] || pads[6] + own[2] >= kernel[0] ||
+      pads[3] + own[1] >= kernel[1] || pads[7] + own[3] >= kernel[1])
+    return "zero padding before MaxPool is only folded when every window "
+           "overlaps the image (pads smaller than the window)";
+  return "";
+}
+
+} // namespace hpvm::fe

@@ -1,0 +1,177 @@
+// ShapeInference.cpp - see ShapeInference.h.
+#include "passes/ShapeInference.h"
+
+#include "onnx/OpAttrs.h"
+#include "passes/ConstantTensors.h"
+#include "passes/OpGeometry.h"
+
+#include <vector>
+
+namespace hpvm::fe {
+
+std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
+  if (n->inputs.empty())
+    return {};
+  const std::vector<int64_t>& x = n->inputs[0]->shape;
+  for (const Value* v : n->inputs)
+    if (!v->isConstant() && v->shape.empty() && !v->name.empty())
+      return {};
+  OpAttrs a(*n, opset);
+  const OpKind k = n->kind;
+  if (k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
+      k == OpKind::OnnxTanh || k == OpKind::OnnxClip ||
+      k == OpKind::OnnxSoftmax || k == OpKind::OnnxBatchNormalization ||
+      k == OpKind::OnnxHardSigmoid || k == OpKind::OnnxHardSwish ||
+      k == OpKind::OnnxLeakyRelu || k == OpKind::OnnxSqrt ||
+      k == OpKind::OnnxErf || k == OpKind::OnnxDropout ||
+      k == OpKind::OnnxIdentity)
+    return x;
+  if (k == OpKind::OnnxTranspose) {
+    std::vector<int64_t> perm = a.getInts("perm"), out;
+    if (perm.empty())
+      for (size_t i = x.size(); i-- > 0;)
+        perm.push_back(int64_t(i));
+    if (perm.size() != x.size())
+      return {};
+    for (int64_t p : perm) {
+      if (p < 0 || p >= int64_t(x.size()))
+        return {};
+      out.push_back(x[size_t(p)]);
+    }
+    return out;
+  }
+  if (k == OpKind::OnnxMatMul && n->inputs.size() == 2) {
+    // NumPy's matmul: the last two axes multiply, the others broadcast.
+    std::vector<int64_t> l = x, r = n->inputs[1]->isConstant()
+                                        ? n->inputs[1]->constant->dims
+                                        : n->inputs[1]->shape;
+    if (l.size() < 2 || r.size() < 2 || l.back() != r[r.size() - 2])
+      return {};
+    const int64_t rows = l[l.size() - 2], cols = r.back();
+    l.resize(l.size() - 2);
+    r.resize(r.size() - 2);
+    std::vector<int64_t> out;
+    if (!broadcastDims(l, r, out))
+      return {};
+    out.push_back(rows);
+    out.push_back(cols);
+    return out;
+  }
+  if (k == OpKind::OnnxGemm && n->inputs.size() >= 2 && x.size() == 2) {
+    const std::vector<int64_t>& w = n->inputs[1]->isConstant()
+                                        ? n->inputs[1]->constant->dims
+                                        : n->inputs[1]->shape;
+    if (w.size() != 2)
+      return {};
+    return {x[a.getInt("transA") != 0 ? 1 : 0],
+            w[a.getInt("transB") != 0 ? 0 : 1]};
+  }
+  if (k == OpKind::OnnxReduceMean) {
+    std::vector<int64_t> axes;
+    if (!axesOf(n, a, axes))
+      return {};
+    const int64_t rank = int64_t(x.size());
+    std::vector<bool> reduced(x.size(), axes.empty());
+    for (int64_t axis : axes) {
+      axis = axis < 0 ? axis + rank : axis;
+      if (axis < 0 || axis >= rank)
+        return {};
+      reduced[size_t(axis)] = true;
+    }
+    const bool keep = a.getInt("keepdims") != 0;
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!reduced[i] || keep)
+        out.push_back(reduced[i] ? 1 : x[i]);
+    return out;
+  }
+  std::vector<int64_t> pads;
+  if (k == OpKind::OnnxPad && constantPads(*n, opset, pads)) {
+    // The begin of every axis, then the end of every one.
+    if (pads.size() != 2 * x.size())
+      return {};
+    std::vector<int64_t> out = x;
+    for (size_t i = 0; i < x.size(); ++i) {
+      out[i] += pads[i] + pads[i + x.size()];
+      if (out[i] < 0)
+        return {};
+    }
+    return out;
+  }
+  if (k == OpKind::OnnxGather && n->inputs[1]->isConstant()) {
+    // The indices' dims replace the gathered axis.
+    const int64_t rank = int64_t(x.size());
+    int64_t axis = a.getInt("axis");
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 0 || axis >= rank)
+      return {};
+    const std::vector<int64_t>& idx = n->inputs[1]->constant->dims;
+    std::vector<int64_t> out(x.begin(), x.begin() + axis);
+    out.insert(out.end(), idx.begin(), idx.end());
+    out.insert(out.end(), x.begin() + axis + 1, x.end());
+    return out;
+  }
+  if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
+      k == OpKind::OnnxDiv || k == OpKind::OnnxPow) {
+    if (n->inputs.size() != 2)
+      return {};
+    std::vector<int64_t> y = n->inputs[1]->isConstant()
+                                 ? n->inputs[1]->constant->dims
+                                 : n->inputs[1]->shape;
+    std::vector<int64_t> a0 =
+        n->inputs[0]->isConstant() ? n->inputs[0]->constant->dims : x;
+    std::vector<int64_t> out;
+    return broadcastDims(a0, y, out) ? out : std::vector<int64_t>{};
+  }
+  if (k == OpKind::OnnxSlice) {
+    std::vector<int64_t> begin, step, extent;
+    if (!sliceGeometry(*n, opset, x, begin, step, extent))
+      return {};
+    return extent;
+  }
+  if (k == OpKind::OnnxConcat) {
+    int64_t rank = static_cast<int64_t>(x.size());
+    int64_t axis = a.getInt("axis");
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 0 || axis >= rank)
+      return {};
+    std::vector<int64_t> out = x;
+    out[size_t(axis)] = 0;
+    for (const Value* v : n->inputs) {
+      const std::vector<int64_t>& d =
+          v->isConstant() ? v->constant->dims : v->shape;
+      if (d.size() != x.size())
+        return {};
+      out[size_t(axis)] += d[size_t(axis)];
+    }
+    return out;
+  }
+  if (k == OpKind::OnnxConv || k == OpKind::OnnxMaxPool ||
+      k == OpKind::OnnxAveragePool) {
+    if (x.size() != 4)
+      return {};
+    std::vector<int64_t> kernel = a.getInts("kernel_shape");
+    int64_t channels = x[1];
+    if (k == OpKind::OnnxConv) {
+      if (n->inputs.size() < 2 || !n->inputs[1]->isConstant())
+        return {};
+      const std::vector<int64_t>& w = n->inputs[1]->constant->dims;
+      if (w.size() != 4)
+        return {};
+      channels = w[0];
+      if (kernel.empty())
+        kernel = {w[2], w[3]};
+    }
+    Axis h, w;
+    const bool ceil = k != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
+    if (kernel.size() != 2 ||
+        !windowGeometry(a, x, kernel[0], kernel[1], ceil, h, w).empty())
+      return {};
+    return {x[0], channels, h.out, w.out};
+  }
+  if (k == OpKind::OnnxGlobalAveragePool && x.size() == 4)
+    return {x[0], x[1], 1, 1};
+  return {};
+}
+
+} // namespace hpvm::fe
