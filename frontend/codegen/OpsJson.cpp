@@ -65,11 +65,11 @@ std::vector<const HpvmOpDesc*> producedOps(const OnnxOpDesc& row) {
 /// exact fp32 is the preferred baseline (1), exact fp16 the next (0); other
 /// knobs are never baselines.
 int baselinePriority(const KnobDesc& k) {
-  if (std::string(k.variant) != "Exact")
+  if (k.spec.variant != hpvm::rt::Variant::Exact)
     return -1;
-  if (std::string(k.precision) == "FP32")
+  if (k.spec.precision == hpvm::rt::Precision::FP32)
     return 1;
-  if (std::string(k.precision) == "FP16")
+  if (k.spec.precision == hpvm::rt::Precision::FP16)
     return 0;
   return -1;
 }
@@ -186,7 +186,7 @@ std::string opsTableRst() {
                     (d->facts->hpvm ? "" : " (hpvm_rt only)");
       confNames += (confNames.empty() ? "" : ", ") + std::string("``") +
                    d->confName + "``";
-      for (int id : knobsFor(d->kind))
+      for (int id : knobsFor(opKindOf(d->op)))
         knobs.push_back(id);
     }
     out << "   * - ``" << row.onnxName << "``\n"
@@ -224,16 +224,16 @@ nlohmann::ordered_json opsTableJson() {
                     {"variadic", d.facts->variadic},
                     {"scalar_args", d.facts->scalarArgs},
                     {"scalar_names", d.facts->scalarNames},
-                    {"knobs", knobsFor(d.kind)}});
+                    {"knobs", knobsFor(opKindOf(d.op))}});
   nlohmann::ordered_json knobs = nlohmann::ordered_json::array();
   for (const KnobDesc& k : knobTable())
     knobs.push_back({{"id", k.id},
                      {"config_name", k.confName},
-                     {"variant", k.variant},
-                     {"precision", k.precision},
+                     {"variant", hpvm::rt::variantName(k.spec.variant)},
+                     {"precision", hpvm::rt::precisionName(k.spec.precision)},
                      {"speedup", k.speedup},
-                     {"rate", k.rate},
-                     {"offset", k.offset}});
+                     {"rate", k.spec.rate},
+                     {"offset", k.spec.offset}});
   j["onnx_ops"] = onnx;
   j["hpvm_ops"] = hpvm;
   j["knobs"] = knobs;

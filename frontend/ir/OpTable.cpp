@@ -1,4 +1,5 @@
-// OpTable.cpp - Ops.def expanded once into descriptor tables, and FLOP counts.
+// OpTable.cpp - the IR's view of the shared op table, the ONNX rows of
+// Ops.def, and FLOP counts.
 #include "ir/OpTable.h"
 
 #include "support/Diagnostics.h"
@@ -7,29 +8,18 @@
 
 namespace hpvm::fe {
 
-const std::vector<HpvmOpDesc>& hpvmOps() {
-  static const std::vector<HpvmOpDesc> table = {
-#define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
-                ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames)                \
-  {OpKind::Kind,                                                               \
-   #Kind,                                                                      \
-   ConfName,                                                                   \
-   JsonType,                                                                   \
-   #Intrinsic,                                                                 \
-   RtCall,                                                                     \
-   &hpvm::rt::kOpFacts[static_cast<int>(OpKind::Kind)]},
+// OpKind's first enumerators are the HPVM_OP rows, in the same order as
+// HpvmOp's: hpvmOpOf() is a cast.
+#define HPVM_OP(Kind, ...)                                                     \
+  static_assert(hpvmOpOf(OpKind::Kind) == hpvm::rt::HpvmOp::Kind,              \
+                "OpKind and HpvmOp disagree on " #Kind);
 #include "hpvm_rt/Ops.def"
-  };
-  return table;
-}
 
 const HpvmOpDesc& hpvmOpDesc(OpKind kind) {
-  for (const HpvmOpDesc& desc : hpvmOps())
-    if (desc.kind == kind)
-      return desc;
-  HPVM_UNREACHABLE("hpvmOpDesc of non-HPVM kind " +
-                   std::string(opKindName(kind)));
+  if (!isHpvmOp(kind))
+    HPVM_UNREACHABLE("hpvmOpDesc of non-HPVM kind " +
+                     std::string(opKindName(kind)));
+  return hpvm::rt::opInfo(hpvmOpOf(kind));
 }
 
 const std::vector<OnnxOpDesc>& onnxOps() {
@@ -53,17 +43,6 @@ const OnnxOpDesc* onnxOpByKind(OpKind kind) {
     if (desc.kind == kind)
       return &desc;
   return nullptr;
-}
-
-const std::vector<KnobDesc>& knobTable() {
-  static const std::vector<KnobDesc> table = {
-#define HPVM_KNOB(Id, ConfName, Variant, Precision, Speedup, Rate, Offset,     \
-                  Applies)                                                     \
-  {Id,      ConfName, #Variant, #Precision,                                    \
-   Speedup, Rate,     Offset,   KnobApplies::Applies},
-#include "hpvm_rt/Ops.def"
-  };
-  return table;
 }
 
 std::vector<int> knobsFor(OpKind kind) {

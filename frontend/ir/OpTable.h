@@ -1,11 +1,12 @@
-// OpTable.h - the rows of Ops.def as descriptor tables: HPVM ops, accepted
-// ONNX operators and approximation knobs, plus exact FLOP counts.
+// OpTable.h - the rows of Ops.def as the IR reads them: the HPVM ops and
+// knobs of the table both programs share (hpvm_rt/OpTable.h), the accepted
+// ONNX operators, and exact FLOP counts.
 #ifndef TORCH2HPVM_FRONTEND_IR_OPTABLE_H
 #define TORCH2HPVM_FRONTEND_IR_OPTABLE_H
 
 #include "ir/Graph.h"
 
-#include "hpvm_rt/OpFacts.h"
+#include "hpvm_rt/OpTable.h"
 
 #include <cstdint>
 #include <string_view>
@@ -17,23 +18,28 @@ namespace hpvm::fe {
 using hpvm::rt::kMaxTensorArgs;
 using hpvm::rt::KnobApplies;
 
-/// One HPVM_OP row.
-struct HpvmOpDesc {
-  OpKind kind;           ///< IR kind after lowering.
-  const char* kindName;  ///< "Conv".
-  const char* confName;  ///< Op token in configuration files ("conv").
-  const char* jsonType;  ///< Op type in ops.json ("convolution").
-  const char* intrinsic; ///< "__hpvm__tensor_convolution".
-  const char* rtCall; ///< Direct runtime call format ("tensorAdd({0}, {1})").
-  /// The row's facts shared with the runtime (operand counts, knobs, FLOP
-  /// formula, fusion role, activation, in place).
-  const hpvm::rt::OpFacts* facts;
-};
+/// One HPVM_OP row: the runtime's row (hpvm_rt/OpTable.h, the one
+/// expansion of Ops.def both programs read).
+using HpvmOpDesc = hpvm::rt::OpInfo;
+/// One HPVM_KNOB row, the same way.
+using KnobDesc = hpvm::rt::KnobInfo;
+
+/// The HPVM op of HPVM kind \p kind (OpKind lists the HPVM_OP rows first,
+/// in table order, so the two enumerations agree on them).
+constexpr hpvm::rt::HpvmOp hpvmOpOf(OpKind kind) {
+  return static_cast<hpvm::rt::HpvmOp>(kind);
+}
+/// The IR kind of HPVM op \p op.
+constexpr OpKind opKindOf(hpvm::rt::HpvmOp op) {
+  return static_cast<OpKind>(op);
+}
 
 /// The descriptor of HPVM kind \p kind (asserts isHpvmOp(kind)).
 const HpvmOpDesc& hpvmOpDesc(OpKind kind);
 /// Every HPVM op, in table order.
-const std::vector<HpvmOpDesc>& hpvmOps();
+constexpr hpvm::rt::TableRows<HpvmOpDesc> hpvmOps() {
+  return hpvm::rt::allOps();
+}
 
 /// One HPVM_ONNX row.
 struct OnnxOpDesc {
@@ -51,20 +57,10 @@ const OnnxOpDesc* onnxOpByKind(OpKind kind);
 /// Every accepted ONNX operator, in table order.
 const std::vector<OnnxOpDesc>& onnxOps();
 
-/// One HPVM_KNOB row.
-struct KnobDesc {
-  int id;                ///< HPVM's knob id.
-  const char* confName;  ///< Knob token in configuration files.
-  const char* variant;   ///< "Exact", "PerfRow", "PerfCol" or "Samp".
-  const char* precision; ///< "FP32", "FP16" or "BF16".
-  double speedup;        ///< Predicted speedup (ops.json).
-  int rate;              ///< Perforation/sampling rate (1 when exact).
-  int offset;            ///< Perforation/sampling offset.
-  KnobApplies applies;   ///< Ops the knob applies to.
-};
-
 /// Every knob, in table order.
-const std::vector<KnobDesc>& knobTable();
+constexpr hpvm::rt::TableRows<KnobDesc> knobTable() {
+  return hpvm::rt::allKnobs();
+}
 /// Ids of the knobs applicable to HPVM kind \p kind, in table order.
 std::vector<int> knobsFor(OpKind kind);
 

@@ -6,6 +6,7 @@
 
 #include "support/Origin.h"
 
+#include "hpvm_rt/Assert.h"
 #include "hpvm_rt/Printable.h"
 
 #include <stdexcept>
@@ -75,17 +76,11 @@ private:
 };
 
 /// Aborts with file and line: for broken invariants, never for user input.
+/// What HPVM_ASSERT and HPVM_UNREACHABLE (hpvm_rt/Assert.h, shared with the
+/// runtime) call in the exporter: its targets define HPVM_REPORT_BUG as this
+/// function (frontend/CMakeLists.txt).
 [[noreturn]] void reportBug(const char* file, int line, const std::string& msg);
 
 } // namespace hpvm::fe
-
-#define HPVM_ASSERT(cond, msg)                                                 \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      ::hpvm::fe::reportBug(__FILE__, __LINE__,                                \
-                            std::string("assertion '" #cond "' failed: ") +    \
-                                (msg));                                        \
-  } while (0)
-#define HPVM_UNREACHABLE(msg) ::hpvm::fe::reportBug(__FILE__, __LINE__, (msg))
 
 #endif // TORCH2HPVM_FRONTEND_SUPPORT_DIAGNOSTICS_H

@@ -30,6 +30,37 @@ constexpr bool isInt8(Precision p) {
 /// Algorithm of a knob (Ops.def Variant column).
 enum class Variant : uint8_t { Exact, PerfRow, PerfCol, Samp };
 
+/// The Ops.def spelling of \p v ("Exact", "PerfRow", ...): ops.json's.
+constexpr const char* variantName(Variant v) {
+  switch (v) {
+  case Variant::Exact:
+    return "Exact";
+  case Variant::PerfRow:
+    return "PerfRow";
+  case Variant::PerfCol:
+    return "PerfCol";
+  case Variant::Samp:
+    return "Samp";
+  }
+  return "?";
+}
+/// The Ops.def spelling of \p p ("FP32", "INT8DYN", ...): ops.json's.
+constexpr const char* precisionName(Precision p) {
+  switch (p) {
+  case Precision::FP32:
+    return "FP32";
+  case Precision::FP16:
+    return "FP16";
+  case Precision::BF16:
+    return "BF16";
+  case Precision::INT8:
+    return "INT8";
+  case Precision::INT8DYN:
+    return "INT8DYN";
+  }
+  return "?";
+}
+
 /// One HPVM_KNOB row as written.
 struct KnobRow {
   int id;

@@ -10,7 +10,7 @@ namespace hpvm::rt::approx {
 
 namespace {
 
-const char* variantName(Variant v) {
+const char* describeVariant(Variant v) {
   switch (v) {
   case Variant::Exact:
     return "exact";
@@ -30,12 +30,13 @@ ConvGeometry checkConv(const char* who, int64_t N, int64_t C, int64_t H,
                        int64_t W, int64_t K, int64_t KH, int64_t KW,
                        const ConvArgs& a, const KnobSpec& knob,
                        Variant expected1, Variant expected2) {
-  HPVM_ASSERT(
-      knob.variant == expected1 || knob.variant == expected2,
-      std::string(who) + ": knob " + std::to_string(knob.id) + " is " +
-          variantName(knob.variant) + ", expected " + variantName(expected1) +
-          (expected2 != expected1 ? std::string(" or ") + variantName(expected2)
-                                  : std::string()));
+  HPVM_ASSERT(knob.variant == expected1 || knob.variant == expected2,
+              std::string(who) + ": knob " + std::to_string(knob.id) + " is " +
+                  describeVariant(knob.variant) + ", expected " +
+                  describeVariant(expected1) +
+                  (expected2 != expected1
+                       ? std::string(" or ") + describeVariant(expected2)
+                       : std::string()));
   HPVM_ASSERT(knob.rate >= 1 && knob.rate <= 4,
               std::string(who) + ": knob " + std::to_string(knob.id) +
                   " has rate " + std::to_string(knob.rate) +
