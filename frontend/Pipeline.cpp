@@ -552,8 +552,7 @@ void checkConfigAgainstProgram(const Options& opts, const ExportPaths& where,
     n.firstOpId = f.firstId;
     for (int i : f.opIndices) {
       const NodeLayout& nl = layout.nodes[static_cast<size_t>(i)];
-      n.ops.push_back(
-          hpvm::rt::opByConfName(hpvmOpDesc(nl.node->kind).confName)->op);
+      n.ops.push_back(hpvmOpDesc(nl.node->kind).op);
       n.leafNames.push_back(nl.func);
     }
     nodes.push_back(std::move(n));

@@ -10,5 +10,6 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/scripts/bench/build_bench.sh"
 bin=${KERNEL_BENCH_BUILD:-${TMPDIR:-/tmp}/kernel_bench_build}/kernel_bench
 build_bench "$bin" "$root/scripts/bench/kernel_bench.cpp" \
-  "$root"/hpvm_rt/src/kernels/*.cpp "$root"/hpvm_rt/src/approx/*.cpp
+  "$root"/hpvm_rt/src/kernels/*.cpp "$root"/hpvm_rt/src/approx/*.cpp \
+  "$root"/hpvm_rt/src/base/*.cpp
 exec "$bin" "$@"

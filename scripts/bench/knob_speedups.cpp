@@ -23,7 +23,7 @@
 // every knob once untimed (primitive creation, weight reorders), then
 // --reps rounds of the exact knob followed by every knob, interleaved;
 // the medians are reported.
-#include "Runtime.h"
+#include "hpvm_rt/OpTable.h"
 #include "approx/ConvGeometry.h"
 #include "kernels/Kernels.h"
 #include "tensor.h"
@@ -396,7 +396,7 @@ LayerResult measure(const Layer& l, int64_t batch, int reps,
     }
     specs.push_back(s);
   }
-  const KnobSpec exactSpec = knobById(11)->spec;
+  const KnobSpec exactSpec = knobById(kKnobFp32)->spec;
 
   // One call, its time kept in kr when `keep`; a knob whose kernel throws
   // keeps the error and is not called again.
@@ -451,7 +451,7 @@ std::string jsonStr(const std::string& s) {
   return out + "\"";
 }
 
-const char* variantName(Variant v) {
+const char* variantLabel(Variant v) {
   switch (v) {
   case Variant::Exact:
     return "exact";
@@ -465,7 +465,7 @@ const char* variantName(Variant v) {
   return "?";
 }
 
-const char* precisionName(Precision p) {
+const char* precisionLabel(Precision p) {
   switch (p) {
   case Precision::FP32:
     return "fp32";
@@ -572,8 +572,8 @@ bool writeJson(const std::string& path, int64_t batch, int reps,
       const KnobResult& kr = r.knobs[j];
       f << (j ? ",\n    " : "\n    ") << "\"" << knobs[j].id
         << "\": {\"conf\": " << jsonStr(knobs[j].confName)
-        << ", \"variant\": \"" << variantName(knobs[j].spec.variant)
-        << "\", \"precision\": \"" << precisionName(knobs[j].spec.precision)
+        << ", \"variant\": \"" << variantLabel(knobs[j].spec.variant)
+        << "\", \"precision\": \"" << precisionLabel(knobs[j].spec.precision)
         << "\", \"rate\": " << knobs[j].spec.rate
         << ", \"offset\": " << knobs[j].spec.offset
         << ", \"ms\": " << jsonNum(kr.medianMs)
