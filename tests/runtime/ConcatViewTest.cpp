@@ -6,7 +6,7 @@
 // 1 (with views) and 2 (without), over repeated launches and when buffers
 // are freed after their last use.
 #include "core/Core.h"
-#include "core/Executor.h"
+#include "core/Launch.h"
 #include "hpvm.h"
 #include "tensor_runtime.h"
 
@@ -121,13 +121,15 @@ struct __attribute__((__packed__)) OneIn {
   } r;
 };
 
-/// One launch of the graph on x, with or without channel views; returns
-/// the output's values and sets \p views to the plan's channel views.
-std::vector<float> launch(void* x, bool channelViews, int64_t& views) {
-  hpvm::rt::setChannelViews(channelViews);
+/// One launch of the graph on x under \p settings (bound), with or without
+/// channel views; returns the output's values and sets \p views to the
+/// plan's channel views.
+std::vector<float> launch(hpvm::rt::LaunchSettings& settings, void* x,
+                          bool channelViews, int64_t& views) {
+  settings.setChannelViews(channelViews);
   OneIn args{x, 0, {nullptr, 0}};
   __hpvm__wait(__hpvm__launch(0, denseRoot, (void*)&args));
-  views = hpvm::rt::channelViews();
+  views = settings.results().channelViews;
   std::vector<float> out = valuesOf(args.r.tensor);
   freeTensor(args.r.tensor);
   return out;
@@ -143,27 +145,30 @@ constexpr int64_t kViewsAtBatch1 = 9;
 
 TEST_CASE("Concat views: outputs equal the copying plan's bit for bit at "
           "batch 1 and 2, over repeated launches") {
+  hpvm::rt::LaunchSettings settings;
+  hpvm::rt::LaunchScope scope(settings);
   for (int64_t N : {1, 2}) {
     INFO("batch " << N);
     for (unsigned seed : {100u, 200u}) {
       void* x = randomTensor({N, 16, 6, 6}, seed + unsigned(N), -1.f, 1.f);
       int64_t views = -1;
-      const std::vector<float> copied = launch(x, false, views);
+      const std::vector<float> copied = launch(settings, x, false, views);
       CHECK(views == 0);
       REQUIRE(copied.size() == size_t(N) * 232 * 36);
       // Twice: the first launch sets the views up, the second reuses them.
       for (int round = 0; round < 2; ++round) {
-        CHECK(launch(x, true, views) == copied);
+        CHECK(launch(settings, x, true, views) == copied);
         CHECK(views == (N == 1 ? kViewsAtBatch1 : 0));
       }
       freeTensor(x);
     }
   }
-  hpvm::rt::setChannelViews(true);
 }
 
 TEST_CASE("Concat views: buffers freed after their last use keep the views "
           "correct") {
+  hpvm::rt::LaunchSettings settings;
+  hpvm::rt::LaunchScope scope(settings);
   // HPVM_RT_KEEP_BYTES=0: every buffer (a view's whole after its last
   // reader) is freed during the launch and set up again on the next.
   const char* old = std::getenv("HPVM_RT_KEEP_BYTES");
@@ -171,9 +176,9 @@ TEST_CASE("Concat views: buffers freed after their last use keep the views "
   setenv("HPVM_RT_KEEP_BYTES", "0", 1);
   void* x = randomTensor({1, 16, 6, 6}, 7, -1.f, 1.f);
   int64_t views = -1;
-  const std::vector<float> copied = launch(x, false, views);
+  const std::vector<float> copied = launch(settings, x, false, views);
   for (int round = 0; round < 3; ++round) {
-    CHECK(launch(x, true, views) == copied);
+    CHECK(launch(settings, x, true, views) == copied);
     CHECK(views == kViewsAtBatch1);
   }
   freeTensor(x);
@@ -181,5 +186,4 @@ TEST_CASE("Concat views: buffers freed after their last use keep the views "
     setenv("HPVM_RT_KEEP_BYTES", saved.c_str(), 1);
   else
     unsetenv("HPVM_RT_KEEP_BYTES");
-  hpvm::rt::setChannelViews(true);
 }

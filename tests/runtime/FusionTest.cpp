@@ -244,10 +244,11 @@ void residualRoot(void*, size_t, void*, size_t, void*, size_t, void*, size_t,
 
 TEST_CASE("Fusion: a LeNet-shaped chain forms HPVM's fused nodes and "
           "matches the reference kernels") {
-  setActiveConfiguration(nullptr, "");
+  LaunchSettings settings;
+  LaunchScope scope(settings);
   Chain chain;
   void* out = chain.run();
-  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  const std::vector<FusedNodeInfo>& nodes = settings.results().nodes;
   REQUIRE(nodes.size() == 3);
   CHECK(nodes[0].ordinal == 1);
   CHECK(nodes[0].firstOpId == 0);
@@ -292,9 +293,10 @@ std::pair<void*, std::vector<float>> runResidual() {
 
 TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
           "HPVM's ResNet") {
-  setActiveConfiguration(nullptr, "");
+  LaunchSettings settings;
+  LaunchScope scope(settings);
   auto [out, want] = runResidual();
-  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  const std::vector<FusedNodeInfo>& nodes = settings.results().nodes;
   REQUIRE(nodes.size() == 4);
   std::vector<int> ids;
   for (const FusedNodeInfo& n : nodes)
@@ -308,8 +310,10 @@ TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
 
 TEST_CASE("Fusion: with a zero storage budget buffers are freed after "
           "their last use and results stay exact") {
+  LaunchSettings settings;
+  LaunchScope scope(settings);
   setenv("HPVM_RT_KEEP_BYTES", "0", 1);
-  setActiveConfiguration(nullptr, ""); // Rebuilds schedules.
+  settings.setConfiguration(nullptr, ""); // Rebuilds schedules.
   for (int round = 0; round < 2; ++round) {
     auto [out, want] = runResidual();
     checkClose(out, want, 1e-5);
@@ -317,20 +321,22 @@ TEST_CASE("Fusion: with a zero storage budget buffers are freed after "
     checkClose(chain.run(), chain.reference(), 1e-5);
   }
   unsetenv("HPVM_RT_KEEP_BYTES");
-  setActiveConfiguration(nullptr, "");
+  settings.setConfiguration(nullptr, "");
   auto [out, want] = runResidual();
   checkClose(out, want, 1e-5);
 }
 
 TEST_CASE("Fusion: a configuration sets each op's knob and records report "
           "ops, knobs and FLOPs") {
+  LaunchSettings settings;
+  LaunchScope scope(settings);
   Chain chain;
   Configuration conf = chainConfig();
   conf.nodes[0].ops[0].knobId = 123; // Row perforation, rate 2.
-  setActiveConfiguration(&conf, "test.conf");
-  setRecording(true);
+  settings.setConfiguration(&conf, "test.conf");
+  settings.setRecording(true);
   void* out = chain.run();
-  const std::vector<OpRecord>& records = lastLaunchRecords();
+  const std::vector<OpRecord>& records = settings.results().records;
   REQUIRE(records.size() == 8);
   CHECK(records[0].op == HpvmOp::Conv);
   CHECK(records[0].knob.id == 123);
@@ -356,17 +362,19 @@ TEST_CASE("Fusion: a configuration sets each op's knob and records report "
       sum += p[row * 10 + k];
     CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
   }
-  setRecording(false);
+  settings.setRecording(false);
   // Back to exact: the reference result again.
-  setActiveConfiguration(nullptr, "");
+  settings.setConfiguration(nullptr, "");
   checkClose(chain.run(), chain.reference(), 1e-5);
 }
 
 TEST_CASE("Fusion: configuration mismatches name the line and fused node") {
+  LaunchSettings settings;
+  LaunchScope scope(settings);
   Chain chain;
   Configuration conf = chainConfig();
   conf.nodes[1].ops.pop_back();
-  setActiveConfiguration(&conf, "test.conf");
+  settings.setConfiguration(&conf, "test.conf");
   CHECK(configError(chain) ==
         "test.conf:4:7: line '2' of configuration 'conf1' lists 'mul add' "
         "but the program's fused node 2 (name '2': mul add tanh; node "
@@ -374,7 +382,7 @@ TEST_CASE("Fusion: configuration mismatches name the line and fused node") {
 
   conf = chainConfig();
   conf.nodes.pop_back();
-  setActiveConfiguration(&conf, "test.conf");
+  settings.setConfiguration(&conf, "test.conf");
   CHECK(configError(chain) ==
         "test.conf:2:1: configuration 'conf1' has no line for fused node 3 "
         "(name '3': softmax; node functions softmaxNode)");
@@ -385,17 +393,17 @@ TEST_CASE("Fusion: configuration mismatches name the line and fused node") {
   extra.key = 9;
   extra.line = 6;
   conf.nodes.push_back(extra);
-  setActiveConfiguration(&conf, "test.conf");
+  settings.setConfiguration(&conf, "test.conf");
   CHECK(configError(chain) ==
         "test.conf:6:1: line '4' (key 9) of configuration 'conf1' matches "
         "no fused node of the program (3 fused nodes, names 1..3)");
 
   conf = chainConfig(121);
-  setActiveConfiguration(&conf, "test.conf");
+  settings.setConfiguration(&conf, "test.conf");
   CHECK(configError(chain) ==
         "test.conf:5:7: knob 121 cannot be applied to softmax of fused node "
         "3 (name '3': softmax; node functions softmaxNode)");
-  setActiveConfiguration(nullptr, "");
+  settings.setConfiguration(nullptr, "");
   checkClose(chain.run(), chain.reference(), 1e-5);
 }
 
@@ -438,14 +446,16 @@ struct __attribute__((__packed__)) TwoIn {
 
 TEST_CASE("Fusion: programs without TENSOR_TARGET nodes (HPVM's cudnn "
           "target) run exact and ignore the configuration") {
+  LaunchSettings settings;
+  LaunchScope scope(settings);
   void* x = randomTensor({1, 2, 5, 5}, 21);
   void* w = randomTensor({3, 2, 3, 3}, 22, 0.5f);
   Configuration conf = chainConfig();
-  setActiveConfiguration(&conf, "test.conf");
+  settings.setConfiguration(&conf, "test.conf");
   TwoIn args{x, 0, w, 0, {nullptr, 0}};
   __hpvm__wait(__hpvm__launch(0, cudnnRoot, (void*)&args));
-  setActiveConfiguration(nullptr, "");
-  const std::vector<FusedNodeInfo>& nodes = programNodes();
+  settings.setConfiguration(nullptr, "");
+  const std::vector<FusedNodeInfo>& nodes = settings.results().nodes;
   REQUIRE(nodes.size() == 2); // Only TENSOR_TARGET leaves fuse.
   CHECK(nodes[0].ops == std::vector<HpvmOp>{HpvmOp::Conv});
   std::vector<float> want(3 * 25);

@@ -62,6 +62,9 @@ std::vector<KnobPair> allPairs(const std::vector<FusedNodeInfo>& nodes) {
 class FakeRunner : public ProgramRunner {
 public:
   PassResult pass(const PassRequest&) override { return {}; }
+  const std::vector<FusedNodeInfo>& programNodes() const override {
+    return nodes_;
+  }
   const std::vector<int32_t>& labels(const std::string&) override {
     return labels_;
   }
@@ -72,6 +75,7 @@ public:
   std::string modelName() const override { return "net"; }
 
 private:
+  std::vector<FusedNodeInfo> nodes_;
   std::vector<int32_t> labels_;
 };
 

@@ -21,6 +21,10 @@ struct PassRequest {
   bool keepOutputs = true;
   bool nodeTimes = false; ///< Per-fused-node times of every batch.
   bool warmup = false;    ///< Run one untimed batch first.
+  /// Called with the inputs of the pass's conv, group_conv and mul nodes
+  /// (core/Launch.h InputObserver; calibration measurements), or none.
+  InputObserver observer = nullptr;
+  void* observerContext = nullptr;
 };
 
 /// What a pass measured.
@@ -38,6 +42,9 @@ class ProgramRunner {
 public:
   virtual ~ProgramRunner() = default;
   virtual PassResult pass(const PassRequest& request) = 0;
+  /// The fused nodes of the program's last launch (empty before the first
+  /// pass).
+  virtual const std::vector<FusedNodeInfo>& programNodes() const = 0;
   /// Labels of the whole set.
   virtual const std::vector<int32_t>& labels(const std::string& set) = 0;
   virtual int64_t setSize(const std::string& set) const = 0;

@@ -1,9 +1,10 @@
 // Executor.cpp - the tracing executor: records the tensor ops of a launch,
 // finds or builds its plan (Plan.cpp: HPVM's fused nodes, reference
-// section 7.1) and the plan's schedule under the active configuration
+// section 7.1) and the plan's schedule under the launch's settings
 // (KnobResolution.cpp, Groups.cpp, Memory.cpp), and runs the execution
 // groups on the kernels, caching plans and their intermediate buffers
-// across launches with the same trace.
+// across launches with the same trace. The settings a launch runs under
+// come from the one binding point, bindLaunchSettings() (Launch.h).
 #include "Executor.h"
 #include "base/Errors.h"
 #include "core/Groups.h"
@@ -25,7 +26,9 @@ namespace {
 
 /// Plans cached per executor (different batch sizes, graphs).
 constexpr size_t kMaxPlans = 8;
-/// The executor's state (one per process; launches do not nest).
+/// The executor's process-wide state (one executor per process; launches
+/// do not nest): the trace of the launch in progress, the plan cache and
+/// the settings bound for the launches.
 struct ExecState {
   Trace trace;
   api::AnyFn root = nullptr;
@@ -33,18 +36,12 @@ struct ExecState {
   std::vector<Tensor*> sym;
   std::unordered_map<const Tensor*, int> symIndex;
   std::vector<std::unique_ptr<Plan>> plans; ///< Most recent first.
-  Plan* last = nullptr;
-  const Configuration* config = nullptr;
-  std::string configPath;
-  const Int8Calibration* calibration = nullptr;
-  InputObserver observer = nullptr;
-  void* observerContext = nullptr;
-  uint64_t configGen = 1;
-  bool recording = false;
-  std::vector<OpRecord> records;
   int64_t keepBytes = 0; ///< keepStorageBytes() at the last schedule build.
   int64_t plansBuilt = 0;
-  bool channelViews = true; ///< setChannelViews().
+  /// bindLaunchSettings(); nullptr: `unbound`.
+  LaunchSettings* bound = nullptr;
+  /// The settings of launches with none bound: exact FP32, no recording.
+  LaunchSettings unbound;
 
   ~ExecState() {
     for (Tensor* t : sym)
@@ -52,6 +49,7 @@ struct ExecState {
   }
 };
 
+/// The process-wide executor state.
 ExecState& S() {
   static ExecState s;
   return s;
@@ -76,9 +74,9 @@ Tensor* symTensor(size_t index, const Shape& s) {
   return st.sym[index];
 }
 
-/// The part of \p p's plan (traced as \p t) that depends on the active
-/// configuration.
-void buildSchedule(Plan& p, const Trace& t) {
+/// The part of \p p's plan (traced as \p t) that depends on the launch's
+/// \p settings.
+void buildSchedule(Plan& p, const Trace& t, const LaunchSettings& settings) {
   ExecState& st = S();
   Schedule& s = p.sched;
   // Buffers start afresh: the last schedule's channel views may differ.
@@ -88,13 +86,14 @@ void buildSchedule(Plan& p, const Trace& t) {
   }
   p.storeBytes = 0;
   s.knobs =
-      resolveKnobs(p, st.config, st.configPath, st.calibration, st.rootName);
+      resolveKnobs(p, settings.configuration(), settings.configurationPath(),
+                   settings.calibration(), st.rootName);
   formGroups(p, t, s);
-  planChannelViews(p, t, s, st.channelViews);
+  planChannelViews(p, t, s, settings.channelViews());
   recordOps(p, t, s);
   st.keepBytes = keepStorageBytes();
   planStorage(p, s, st.keepBytes);
-  s.configGen = st.configGen;
+  s.settingsStamp = settings.scheduleStamp();
 }
 
 // --- Execution --------------------------------------------------------------
@@ -168,28 +167,31 @@ Tensor* outputOf(Plan& p, const Trace& t, const Group& g) {
   return out;
 }
 
-void execute(Plan& p, const Trace& t) {
-  ExecState& st = S();
+void execute(Plan& p, const Trace& t, LaunchSettings& settings) {
   const Schedule& s = p.sched;
+  const bool recording = settings.recording();
+  const InputObserver observer = settings.inputObserver();
+  void* const observerContext = settings.observerContext();
+  std::vector<OpRecord>& records = settings.results().records;
   using Clock = std::chrono::steady_clock;
   Clock::time_point start;
   size_t recorded = 0;
-  if (st.recording) {
+  if (recording) {
     // Assigning into kept records reuses their shape vectors' storage.
-    st.records.resize(p.ops.size());
+    records.resize(p.ops.size());
     start = Clock::now();
   }
   for (const Group& g : s.groups) {
     Tensor* out = outputOf(p, t, g);
-    if (st.observer && (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv ||
-                        g.kind == HpvmOp::Mul)) {
+    if (observer && (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv ||
+                     g.kind == HpvmOp::Mul)) {
       Tensor* x = operand(p, t, g.x);
       ensureHost(x);
-      st.observer(st.observerContext, p.fused[p.fusedOf[g.members[0]]].ordinal,
-                  g.kind, static_cast<const float*>(x->host_data),
-                  int64_t(x->num_elems));
+      observer(observerContext, p.fused[p.fusedOf[g.members[0]]].ordinal,
+               g.kind, static_cast<const float*>(x->host_data),
+               int64_t(x->num_elems));
     }
-    if (!st.recording) {
+    if (!recording) {
       runGroup(p, t, g, out);
     } else {
       Clock::time_point t0 = Clock::now();
@@ -197,7 +199,7 @@ void execute(Plan& p, const Trace& t) {
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       double begin = std::chrono::duration<double>(t0 - start).count();
       for (int m : g.members) {
-        OpRecord& r = st.records[recorded++];
+        OpRecord& r = records[recorded++];
         r = s.records[m];
         r.startSeconds = begin;
         r.seconds = g.flops > 0 ? secs * r.flops / g.flops
@@ -302,16 +304,24 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
     ++st.plansBuilt;
     st.plans.insert(st.plans.begin(),
                     buildPlan(t, st.root, std::move(sig), hash));
+    st.plans.front()->serial = static_cast<uint64_t>(st.plansBuilt);
     if (st.plans.size() > kMaxPlans)
       st.plans.pop_back();
   } else if (found != st.plans.begin()) {
     std::rotate(st.plans.begin(), found, found + 1);
   }
   Plan& p = *st.plans.front();
-  st.last = &p;
-  if (p.sched.configGen != st.configGen)
-    buildSchedule(p, t);
-  execute(p, t);
+  // The settings are read once per launch: here.
+  LaunchSettings& settings = st.bound ? *st.bound : st.unbound;
+  LaunchResults& results = settings.results();
+  if (results.nodesOfPlan != p.serial) {
+    results.nodes = p.fused;
+    results.nodesOfPlan = p.serial;
+  }
+  if (p.sched.settingsStamp != settings.scheduleStamp())
+    buildSchedule(p, t, settings);
+  results.channelViews = p.sched.numViews;
+  execute(p, t, settings);
   // Cached plans of other shapes keep their buffers only while all plans
   // together stay within the budget (they are recreated on reuse).
   int64_t held = 0;
@@ -348,48 +358,15 @@ void* tensorOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
   return eagerOp(op, api, numTensors, tensors, scalars);
 }
 
-// --- Launch.h settings and results ------------------------------------------
+// --- Launch.h binding point and plan cache statistics -----------------------
 
-void setActiveConfiguration(const Configuration* config,
-                            const std::string& path) {
+LaunchSettings* bindLaunchSettings(LaunchSettings* settings) {
   ExecState& st = S();
-  st.config = config;
-  st.configPath = path;
-  ++st.configGen;
+  LaunchSettings* previous = st.bound;
+  st.bound = settings;
+  return previous;
 }
-
-void setActiveInt8Calibration(const Int8Calibration* cal) {
-  S().calibration = cal;
-  ++S().configGen;
-}
-
-const Int8Calibration* activeInt8Calibration() { return S().calibration; }
-
-void setInputObserver(InputObserver observer, void* context) {
-  S().observer = observer;
-  S().observerContext = context;
-}
-
-const std::vector<FusedNodeInfo>& programNodes() {
-  static const std::vector<FusedNodeInfo> none;
-  return S().last ? S().last->fused : none;
-}
-
-void setRecording(bool on) {
-  S().recording = on;
-  if (!on)
-    S().records.clear();
-}
-
-const std::vector<OpRecord>& lastLaunchRecords() { return S().records; }
 
 int64_t plansBuilt() { return S().plansBuilt; }
-
-int64_t channelViews() { return S().last ? S().last->sched.numViews : 0; }
-
-void setChannelViews(bool on) {
-  S().channelViews = on;
-  ++S().configGen;
-}
 
 } // namespace hpvm::rt

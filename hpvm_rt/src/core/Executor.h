@@ -36,19 +36,10 @@ void traceEnd(std::vector<api::Value>& rootOutputs);
 /// Abandons a trace after an error.
 void traceAbort();
 
-/// Number of execution plans built so far (a launch whose trace matches a
-/// cached plan builds none); for tests and diagnostics.
-int64_t plansBuilt();
-
-/// Number of outputs the last launch's plan placed as channels of a
-/// concatenation's buffer (zero-copy concatenation); for tests and
+/// Number of execution plans the process-wide plan cache built so far (a
+/// launch whose trace matches a cached plan builds none); for tests and
 /// diagnostics.
-int64_t channelViews();
-
-/// Turns zero-copy concatenation on (the default) or off (every
-/// concatenation copies its parts) for the plans scheduled from now on; for
-/// tests comparing the two.
-void setChannelViews(bool on);
+int64_t plansBuilt();
 
 /// Evaluates an op eagerly (outside a launch), HPVM's in-place semantics.
 void* eagerOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,

@@ -1,7 +1,8 @@
-// Launch.h - what the driver tells the executor about the following
-// launches (the configuration, the int8 calibration, per-op recording, an
-// input observer) and what it reads back from the last one (the program's
-// fused nodes, the op records).
+// Launch.h - the settings a program's launches run under (the
+// configuration, the int8 calibration, per-op recording, an input
+// observer) and what they report back (the program's fused nodes, the op
+// records), as one object its owner hands to the executor, and the one
+// point where the executor is handed it.
 #ifndef HPVM_RT_CORE_LAUNCH_H
 #define HPVM_RT_CORE_LAUNCH_H
 
@@ -28,32 +29,115 @@ struct OpRecord {
                            ///< split in proportion to FLOPs.
 };
 
-/// Applies \p config (nullptr: exact FP32 everywhere) to the following
-/// launches. The executor checks it against the program at the next launch
-/// and throws UserError naming the line and the fused node on mismatch.
-void setActiveConfiguration(const Configuration* config,
-                            const std::string& path);
-/// The fused nodes of the most recently launched program (empty before the
-/// first launch).
-const std::vector<FusedNodeInfo>& programNodes();
-/// Turns per-op timing records on or off (off: no timing overhead).
-void setRecording(bool on);
-/// Records of the most recent launch (when recording is on).
-const std::vector<OpRecord>& lastLaunchRecords();
-
-/// Uses \p cal (nullptr: none) for the INT8 knobs of the following
-/// launches; a configuration using one on a node the calibration lacks is
-/// a UserError at the next launch.
-void setActiveInt8Calibration(const Int8Calibration* cal);
-/// The calibration in use (nullptr: none).
-const Int8Calibration* activeInt8Calibration();
-
 /// Called with the fp32 NCHW input of every conv, group_conv and mul that
 /// starts a fused node, before it runs (calibration measurements).
 using InputObserver = void (*)(void* context, int ordinal, HpvmOp op,
                                const float* data, int64_t n);
-/// Installs (or, with nullptr, removes) the input observer.
-void setInputObserver(InputObserver observer, void* context);
+
+/// What the launches run under one LaunchSettings reported; the executor
+/// writes it at every launch.
+struct LaunchResults {
+  /// The fused nodes of the most recently launched program (empty before
+  /// the first launch).
+  std::vector<FusedNodeInfo> nodes;
+  /// The op records of the most recent launch (when recording is on;
+  /// emptied when it is turned off).
+  std::vector<OpRecord> records;
+  /// Number of outputs the last launch's plan placed as channels of a
+  /// concatenation's buffer (zero-copy concatenation); for tests and
+  /// diagnostics.
+  int64_t channelViews = 0;
+  /// Plan whose nodes are in `nodes` (they are copied when it changes).
+  uint64_t nodesOfPlan = 0;
+};
+
+/// The executor's settings for a program's launches, owned by whoever runs
+/// the program (the driver's Runner and RuntimeController, the shared
+/// library's opened model, a test) and handed to the executor with
+/// LaunchScope or bindLaunchSettings(). The executor reads them once per
+/// launch (the schedule-relevant ones only when they changed) and writes
+/// the launch's results into results().
+class LaunchSettings {
+public:
+  LaunchSettings();
+
+  /// Applies \p config (nullptr: exact FP32 everywhere), read from \p path
+  /// (for messages), to the following launches. The executor checks it
+  /// against the program at the next launch and throws UserError naming
+  /// the line and the fused node on mismatch.
+  void setConfiguration(const Configuration* config, std::string path);
+  const Configuration* configuration() const { return config_; }
+  const std::string& configurationPath() const { return configPath_; }
+
+  /// Uses \p cal (nullptr: none) for the INT8 knobs of the following
+  /// launches; a configuration using one on a node the calibration lacks is
+  /// a UserError at the next launch.
+  void setCalibration(const Int8Calibration* cal);
+  /// The calibration in use (nullptr: none).
+  const Int8Calibration* calibration() const { return calibration_; }
+
+  /// Turns zero-copy concatenation on (the default) or off (every
+  /// concatenation copies its parts); for tests comparing the two.
+  void setChannelViews(bool on);
+  bool channelViews() const { return channelViews_; }
+
+  /// Turns per-op timing records on or off (off: no timing overhead, and
+  /// results().records is emptied).
+  void setRecording(bool on);
+  bool recording() const { return recording_; }
+
+  /// Installs (or, with nullptr, removes) the input observer.
+  void setInputObserver(InputObserver observer, void* context);
+  InputObserver inputObserver() const { return observer_; }
+  void* observerContext() const { return observerContext_; }
+
+  /// Identifies the settings a plan's schedule depends on (configuration,
+  /// calibration, channel views): a new value, unique in the process, at
+  /// construction and at every change of them.
+  uint64_t scheduleStamp() const { return scheduleStamp_; }
+
+  /// What the launches under these settings reported.
+  LaunchResults& results() { return results_; }
+  const LaunchResults& results() const { return results_; }
+
+private:
+  const Configuration* config_ = nullptr;
+  std::string configPath_;
+  const Int8Calibration* calibration_ = nullptr;
+  bool channelViews_ = true;
+  bool recording_ = false;
+  InputObserver observer_ = nullptr;
+  void* observerContext_ = nullptr;
+  uint64_t scheduleStamp_;
+  LaunchResults results_;
+};
+
+/// THE binding point between a program's owner and the executor. Generated
+/// HPVM-C code calls __hpvm__launch without any context, so the settings
+/// its launches run under are bound here: every launch from now on reads
+/// \p settings and writes its results into them (nullptr: a process-wide
+/// default, exact FP32 without recording). Returns the settings bound
+/// before. Launches do not nest; bind between launches only.
+///
+/// Who binds: the driver's Runner around the batches it runs
+/// (driver/Runner.h), the runtime controller of HPVM's protocol from
+/// llvm_hpvm_initializeRuntimeController on (driver/Controller.h), the
+/// shared library around each hpvm_rt_run (library/Library.cpp), tests.
+LaunchSettings* bindLaunchSettings(LaunchSettings* settings);
+
+/// Binds \p settings for the scope's lifetime (bindLaunchSettings()), then
+/// binds the settings bound before again.
+class LaunchScope {
+public:
+  explicit LaunchScope(LaunchSettings& settings)
+      : previous_(bindLaunchSettings(&settings)) {}
+  ~LaunchScope() { bindLaunchSettings(previous_); }
+  LaunchScope(const LaunchScope&) = delete;
+  LaunchScope& operator=(const LaunchScope&) = delete;
+
+private:
+  LaunchSettings* previous_;
+};
 
 } // namespace hpvm::rt
 

@@ -93,9 +93,11 @@ struct ChannelView {
   int64_t offset = 0;
 };
 
-/// The part of a plan that depends on the active configuration.
+/// The part of a plan that depends on the launch's settings.
 struct Schedule {
-  uint64_t configGen = 0;
+  /// LaunchSettings::scheduleStamp() of the settings it was built under
+  /// (0: not built).
+  uint64_t settingsStamp = 0;
   std::vector<KnobSpec> knobs; ///< Per op.
   std::vector<Group> groups;
   std::vector<OpRecord> records;  ///< Per op, timing fields zero.
@@ -105,6 +107,8 @@ struct Schedule {
 
 /// A cached execution plan for one trace signature.
 struct Plan {
+  /// The plan's number among those the process built (from 1).
+  uint64_t serial = 0;
   api::AnyFn root = nullptr;
   std::vector<uint64_t> sig;
   uint64_t hash = 0;

@@ -13,7 +13,6 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <memory>
 #include <sstream>
 
 namespace hpvm::rt {
@@ -189,13 +188,7 @@ CalibrationMethod parseCalibrationMethod(const std::string& text) {
 }
 
 CalibrationRecorder::CalibrationRecorder(CalibrationMethod method)
-    : method_(method) {
-  setInputObserver(&CalibrationRecorder::observe, this);
-}
-
-CalibrationRecorder::~CalibrationRecorder() {
-  setInputObserver(nullptr, nullptr);
-}
+    : method_(method) {}
 
 void CalibrationRecorder::nextPass() {
   pass_ = 2;
@@ -269,6 +262,8 @@ Int8Calibration measureCalibration(ProgramRunner& runner,
   PassRequest req;
   req.images = images;
   req.keepOutputs = false;
+  req.observer = &CalibrationRecorder::observe;
+  req.observerContext = &rec;
   runner.pass(req);
   bar.update(1);
   if (passes == 2) {
@@ -312,12 +307,6 @@ const OptionSpec<CalibrateOptions> kCalibrateOptions[] = {
      [](CalibrateOptions& o, SV, SV) { o.help = true; }},
 };
 
-/// The calibration installed by useCalibrationFile() (process lifetime).
-std::unique_ptr<Int8Calibration>& activeCalibration() {
-  static std::unique_ptr<Int8Calibration> cal;
-  return cal;
-}
-
 } // namespace
 
 CalibrateOptions parseCalibrateOptions(int argc, const char* const* argv) {
@@ -354,12 +343,6 @@ int calibrateMode(const CalibrateOptions& opts, ProgramRunner& runner) {
               runner.modelName().c_str(), cal.nodes.size(), cal.method.c_str(),
               static_cast<long long>(images), opts.output.c_str());
   return 0;
-}
-
-void useCalibrationFile(const std::string& path) {
-  auto& cal = activeCalibration();
-  cal = std::make_unique<Int8Calibration>(readCalibration(path));
-  setActiveInt8Calibration(cal.get());
 }
 
 std::string companionCalibration(const std::string& configPath) {

@@ -45,14 +45,13 @@ struct CalibrationMethod {
 /// UserError.
 CalibrationMethod parseCalibrationMethod(const std::string& text);
 
-/// Measures a calibration over exact runs: install it as the executor's
-/// input observer, run the images once (pass 1: ranges), call
-/// nextPass(), run the same images again (pass 2, percentile only:
-/// histograms of the magnitudes), then take result().
+/// Measures a calibration over exact runs: install it as the passes' input
+/// observer (observe() with the recorder as context), run the images once
+/// (pass 1: ranges), call nextPass(), run the same images again (pass 2,
+/// percentile only: histograms of the magnitudes), then take result().
 class CalibrationRecorder {
 public:
   explicit CalibrationRecorder(CalibrationMethod method);
-  ~CalibrationRecorder();
   CalibrationRecorder(const CalibrationRecorder&) = delete;
   CalibrationRecorder& operator=(const CalibrationRecorder&) = delete;
 
@@ -63,10 +62,11 @@ public:
   void add(int ordinal, HpvmOp op, const float* data, int64_t n);
   void nextPass();
   Int8Calibration result(const std::string& model, int64_t images) const;
-
-private:
+  /// The executor's InputObserver for the recorder \p self: add().
   static void observe(void* self, int ordinal, HpvmOp op, const float* data,
                       int64_t n);
+
+private:
   static constexpr int kBins = 4096;
   struct Node {
     HpvmOp op = HpvmOp::Conv;
@@ -100,9 +100,6 @@ std::string calibrateHelp(const std::string& program);
 /// Runs `calibrate`: measures and writes the file; returns the exit code.
 int calibrateMode(const CalibrateOptions& opts, ProgramRunner& runner);
 
-/// The calibration every mode runs with (--calibration FILE, else the
-/// companion of the configuration file, see companionCalibration()).
-void useCalibrationFile(const std::string& path);
 /// "<stem>.calib.txt" next to configuration file \p configPath.
 std::string companionCalibration(const std::string& configPath);
 

@@ -95,8 +95,9 @@ void RuntimeController::initialize(const std::string& path) {
   // HPVM's default policy: the first block, for every batch.
   const Configuration& first = file_->configs.front();
   noteGpuLines(first, false, notedGpu_);
-  setActiveConfiguration(&first, file_->path);
-  setRecording(true);
+  settings_.setConfiguration(&first, file_->path);
+  settings_.setRecording(true);
+  bindLaunchSettings(&settings_);
   mark_ = std::chrono::steady_clock::now();
 }
 
@@ -118,7 +119,7 @@ void RuntimeController::invoke(void* result, const char* labelsPath, int start,
   auto now = std::chrono::steady_clock::now();
   ProfileIteration iteration;
   iteration.computeSeconds = std::chrono::duration<double>(now - mark_).count();
-  for (const OpRecord& r : lastLaunchRecords())
+  for (const OpRecord& r : settings_.results().records)
     iteration.kernels.emplace_back(profileKernelName(r), r.seconds);
   recordIteration(std::move(iteration));
 

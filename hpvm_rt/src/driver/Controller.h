@@ -49,9 +49,13 @@ class RuntimeController {
 public:
   static RuntimeController& get();
 
-  /// Parses \p path and makes its first configuration the active one.
+  /// Parses \p path, makes its first configuration the one of settings()
+  /// with recording on, and binds settings() to the executor for every
+  /// later launch (HPVM's protocol: the program launches by itself).
   /// Throws UserError.
   void initialize(const std::string& path);
+  /// The settings of the launches of HPVM's protocol (initialize()).
+  const LaunchSettings& settings() const { return settings_; }
   /// The file loaded by initialize(), or nullptr.
   const ConfigFile* file() const { return file_.get(); }
 
@@ -69,11 +73,13 @@ public:
 
   /// llvm_hpvm_invokeRtControl: accuracy of the batch [start, end) of
   /// \p labelsPath against \p result, running mean written to
-  /// final_accuracy, iteration closed. Throws UserError on bad labels.
+  /// final_accuracy, iteration closed (with the op records of settings()).
+  /// Throws UserError on bad labels.
   void invoke(void* result, const char* labelsPath, int start, int end);
 
 private:
   std::unique_ptr<ConfigFile> file_;
+  LaunchSettings settings_;
   std::vector<ProfileIteration> iterations_;
   std::chrono::steady_clock::time_point mark_ =
       std::chrono::steady_clock::now();

@@ -39,14 +39,15 @@ namespace {
 /// tuner's ProgramRunner (tune-search, bench-knobs): \p parse reads the
 /// words after MODE, \p help is its --help text and \p body runs it once
 /// the datasets are checked and the weights loaded.
-template <class ModeOptions>
+/// \p calibration (if any) is the one the runs use.
+template <class ModeOptions, class Body>
 int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
                  const hpvm_rt::LoadWeightsFn& loadWeights,
                  const hpvm_rt::RunBatchFn& runBatch,
                  const std::string& program, const char* mode,
                  ModeOptions (*parse)(int, const char* const*),
-                 std::string (*help)(const std::string&),
-                 int (*body)(const ModeOptions&, ProgramRunner&)) {
+                 std::string (*help)(const std::string&), Body body,
+                 std::unique_ptr<Int8Calibration> calibration) {
   ModeOptions topts;
   try {
     topts = parse(argc - 2, argv + 2);
@@ -70,12 +71,14 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   applyThreads(opts);
   std::string modelDir = resolveModelDir(opts.modelDir, info.modelDir);
   Runner runner(opts, info, runBatch, modelDir);
+  if (calibration)
+    runner.useCalibration(std::move(calibration));
   TunerRunner tunerRunner(runner, info, opts);
   tunerRunner.labels("tune");
   if (info.testCount > 0)
     tunerRunner.labels("test");
   loadWeights(modelDir);
-  DeactivateOnExit deactivate;
+  DeactivateOnExit deactivate{runner.settings()};
   return body(topts, tunerRunner);
 }
 
@@ -83,10 +86,9 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
 /// --calibration, else one measured on the profiled tune images, is written
 /// next to the output as its companion (<stem>.calib.txt), so that the
 /// configuration file and its calibration reproduce every run.
-int tuneSearchCalibrated(const tuner::TuneOptions& opts,
-                         ProgramRunner& runner) {
+int tuneSearchCalibrated(const tuner::TuneOptions& opts, TunerRunner& runner) {
   const std::string companion = companionCalibration(opts.output);
-  if (!activeInt8Calibration() && !opts.hpvmCompatible) {
+  if (!runner.calibration() && !opts.hpvmCompatible) {
     const int64_t images =
         std::min(opts.profileImages ? *opts.profileImages : int64_t(1000),
                  runner.setSize("tune"));
@@ -94,20 +96,21 @@ int tuneSearchCalibrated(const tuner::TuneOptions& opts,
         measureCalibration(runner, CalibrationMethod{}, images, !opts.quiet);
     if (!cal.nodes.empty()) {
       writeFileAtomic(companion, calibrationText(cal));
-      useCalibrationFile(companion);
+      runner.useCalibration(
+          std::make_unique<Int8Calibration>(readCalibration(companion)));
     }
-  } else if (const Int8Calibration* cal = activeInt8Calibration()) {
+  } else if (const Int8Calibration* cal = runner.calibration()) {
     writeFileAtomic(companion, calibrationText(*cal));
   }
   return tuner::tuneSearch(opts, runner);
 }
 
 /// Removes "--calibration FILE" / "--calibration=FILE" from \p words and
-/// installs the calibration; returns true if one was given.
-bool takeCalibrationOption(std::vector<char*>& words,
-                           const std::string& program) {
+/// reads the calibration (the last one given); nullptr if none was given.
+std::unique_ptr<Int8Calibration>
+takeCalibrationOption(std::vector<char*>& words, const std::string& program) {
   const std::string_view name = "--calibration";
-  bool found = false;
+  std::unique_ptr<Int8Calibration> found;
   for (size_t i = 1; i < words.size();) {
     std::string_view w = words[i];
     std::string value;
@@ -127,8 +130,7 @@ bool takeCalibrationOption(std::vector<char*>& words,
       ++i;
       continue;
     }
-    useCalibrationFile(value);
-    found = true;
+    found = std::make_unique<Int8Calibration>(readCalibration(value));
     words.erase(words.begin() + long(i), words.begin() + long(i + take));
   }
   return found;
@@ -143,24 +145,26 @@ std::string programName(int argc, char** argv, const hpvm_rt::ModelInfo& info) {
 
 /// Runs the command argv[1] names if it is one of those that run the
 /// program through the tuner's ProgramRunner (calibrate, tune-search,
-/// bench-knobs); nullopt if it is none.
+/// bench-knobs) with \p calibration (if any); nullopt if it is none.
 std::optional<int> runCommand(int argc, char** argv,
                               const hpvm_rt::ModelInfo& info,
                               const hpvm_rt::LoadWeightsFn& loadWeights,
                               const hpvm_rt::RunBatchFn& runBatch,
-                              const std::string& program) {
+                              const std::string& program,
+                              std::unique_ptr<Int8Calibration>& calibration) {
   if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0)
     return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
                         "calibrate", parseCalibrateOptions, calibrateHelp,
-                        calibrateMode);
+                        calibrateMode, std::move(calibration));
   if (argc > 1 && std::strcmp(argv[1], "tune-search") == 0)
     return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
                         "tune-search", tuner::parseTuneOptions, tuner::tuneHelp,
-                        tuneSearchCalibrated);
+                        tuneSearchCalibrated, std::move(calibration));
   if (argc > 1 && std::strcmp(argv[1], "bench-knobs") == 0)
     return runTunerMode(argc, argv, info, loadWeights, runBatch, program,
                         "bench-knobs", tuner::parseBenchOptions,
-                        tuner::benchHelp, tuner::benchKnobs);
+                        tuner::benchHelp, tuner::benchKnobs,
+                        std::move(calibration));
   return std::nullopt;
 }
 
@@ -194,21 +198,21 @@ std::string configFilePath(const RunOptions& opts,
 }
 
 /// Reads the configuration file at \p configPath into \p file (nothing
-/// without one), installs its companion calibration unless one was given
-/// (\p explicitCalibration), and selects the configuration to run:
+/// without one), gives \p runner its companion calibration unless one was
+/// given (\p explicitCalibration), and selects the configuration to run:
 /// --qos-loss, --config or the first; nullptr runs exact FP32.
-const Configuration* chooseConfiguration(const RunOptions& opts,
-                                         const hpvm_rt::ModelInfo& info,
-                                         const std::string& configPath,
-                                         bool explicitCalibration,
-                                         std::unique_ptr<ConfigFile>& file) {
+const Configuration*
+chooseConfiguration(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
+                    const std::string& configPath, bool explicitCalibration,
+                    std::unique_ptr<ConfigFile>& file, Runner& runner) {
   if (configPath.empty())
     return nullptr;
   const Configuration* config = nullptr;
   file = std::make_unique<ConfigFile>(parseConfigFile(configPath));
   const std::string companion = companionCalibration(configPath);
   if (!explicitCalibration && ::access(companion.c_str(), R_OK) == 0) {
-    useCalibrationFile(companion);
+    runner.useCalibration(
+        std::make_unique<Int8Calibration>(readCalibration(companion)));
     if (!opts.quiet)
       std::printf("int8 calibration: %s\n", companion.c_str());
   }
@@ -278,10 +282,11 @@ int runOnce(Runner& runner, const RunOptions& opts,
   bool noted = false;
   if (config)
     noteGpuLines(*config, opts.quiet, noted);
-  setActiveConfiguration(config, file ? file->path : "");
+  LaunchSettings& settings = runner.settings();
+  settings.setConfiguration(config, file ? file->path : "");
   const bool profiling = !opts.profileFile.empty() || !opts.traceFile.empty() ||
                          !opts.callLogFile.empty();
-  setRecording(profiling);
+  settings.setRecording(profiling);
   const int64_t batch = runner.batchSize(ds);
   if (!opts.quiet)
     std::printf("%s: %s set, %lld images in batches of %lld, %s\n", info.name,
@@ -293,7 +298,7 @@ int runOnce(Runner& runner, const RunOptions& opts,
   Profiler profiler;
   RunResult result = runner.run(ds, opts.repeat, !opts.outputNpy.empty(),
                                 profiling ? &profiler : nullptr, nullptr);
-  setRecording(false);
+  settings.setRecording(false);
 
   std::printf("Accuracy: %.6f%% (%lld of %lld images)\n", result.accuracy(),
               static_cast<long long>(result.correct),
@@ -315,12 +320,14 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   // --calibration FILE (every mode): taken out of the words before the mode
   // parses its own options.
   std::vector<char*> words(argv, argv + argc);
-  const bool explicitCalibration = takeCalibrationOption(words, program);
+  std::unique_ptr<Int8Calibration> calibration =
+      takeCalibrationOption(words, program);
+  const bool explicitCalibration = calibration != nullptr;
   words.push_back(nullptr);
   argc = static_cast<int>(words.size()) - 1;
   argv = words.data();
-  if (std::optional<int> status =
-          runCommand(argc, argv, info, loadWeights, runBatch, program))
+  if (std::optional<int> status = runCommand(argc, argv, info, loadWeights,
+                                             runBatch, program, calibration))
     return *status;
   const RunOptions opts = parseRunCommandLine(argc, argv, program);
   if (opts.help) {
@@ -332,18 +339,20 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
   const std::string configPath = configFilePath(opts, info, modelDir);
 
   Runner runner(opts, info, runBatch, modelDir);
+  if (calibration)
+    runner.useCalibration(std::move(calibration));
   if (info.inspect == 1) {
     loadWeights(modelDir);
     return runInspect(runner, opts, info);
   }
 
   std::unique_ptr<ConfigFile> file;
-  const Configuration* config =
-      chooseConfiguration(opts, info, configPath, explicitCalibration, file);
+  const Configuration* config = chooseConfiguration(
+      opts, info, configPath, explicitCalibration, file, runner);
   // Check the dataset before the (possibly long) weight loading.
   Dataset ds = runner.openDataset(opts.set, opts.limit);
   loadWeights(modelDir);
-  DeactivateOnExit deactivate;
+  DeactivateOnExit deactivate{runner.settings()};
   if (opts.allConfigs)
     return runAllConfigs(runner, opts, info, *file, ds);
   return runOnce(runner, opts, info, ds, config, file.get(), configPath);

@@ -29,7 +29,7 @@ int runInspect(Runner& runner, const RunOptions& opts,
   const std::string writePath = runner.modelDir() + "hpvm_fifo_w";
   const std::string confPath = runner.modelDir() + "tuner_confs.txt";
   std::unique_ptr<ConfigFile> active;
-  DeactivateOnExit deactivate;
+  DeactivateOnExit deactivate{runner.settings()};
   while (true) {
     std::string request;
     {
@@ -55,7 +55,7 @@ int runInspect(Runner& runner, const RunOptions& opts,
     auto file = std::make_unique<ConfigFile>(parseConfigFile(confPath));
     const Configuration& config = file->configs.front();
     checkOpCount(config, file->path, info.numOps);
-    setActiveConfiguration(&config, file->path);
+    runner.settings().setConfiguration(&config, file->path);
     active = std::move(file);
 
     Dataset ds = runner.openDataset(request, std::nullopt);
@@ -111,7 +111,7 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
   Dataset warmup = ds;
   warmup.count = batch;
   warmup.labels.resize(static_cast<size_t>(batch));
-  setActiveConfiguration(nullptr, "");
+  runner.settings().setConfiguration(nullptr, "");
   runner.run(warmup, 1, false, nullptr, nullptr);
   RunResult exact = runner.run(ds, opts.repeat, false, nullptr, nullptr);
   const double exactTime = exact.totalSeconds();
@@ -125,7 +125,7 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
   bool noted = false;
   for (const Configuration& config : file.configs) {
     noteGpuLines(config, opts.quiet, noted);
-    setActiveConfiguration(&config, file.path);
+    runner.settings().setConfiguration(&config, file.path);
     runner.run(warmup, 1, false, nullptr, nullptr);
     RunResult r = runner.run(ds, opts.repeat, false, nullptr, nullptr);
     double time = r.totalSeconds();
@@ -142,7 +142,7 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
     row["time_ms"] = timeJson(timeStats(r.batchSeconds));
     rows.push_back(row);
   }
-  setActiveConfiguration(nullptr, "");
+  runner.settings().setConfiguration(nullptr, "");
   // profile_info.txt describes one configuration's run, not this sweep.
   RuntimeController::get().discardIterations();
   std::fputs(table.c_str(), stdout);

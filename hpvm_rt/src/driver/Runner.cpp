@@ -5,7 +5,6 @@
 #include "base/Errors.h"
 #include "base/FileUtil.h"
 #include "command/Progress.h"
-#include "core/Launch.h"
 #include "core/Top1.h"
 #include "driver/Controller.h"
 #include "kernels/Kernels.h"
@@ -59,6 +58,11 @@ void applyThreads(const RunOptions& opts) {
   }
   if (threads)
     setNumThreads(*threads);
+}
+
+void Runner::useCalibration(std::unique_ptr<Int8Calibration> cal) {
+  calibration_ = std::move(cal);
+  settings_.setCalibration(calibration_.get());
 }
 
 Dataset Runner::openDataset(const std::string& set,
@@ -130,6 +134,7 @@ RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
     result.outputs.reserve(static_cast<size_t>(ds.count * info_.numClasses));
   ProgressBar progress("", ds.count * repeat, !opts_.quiet, "images");
   RuntimeController& controller = RuntimeController::get();
+  LaunchScope launches(settings_);
   const auto runStart = Clock::now();
   startMemTracking();
   int64_t done = 0;
@@ -167,7 +172,7 @@ RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
         if (sink)
           sink(out, n);
       }
-      const std::vector<OpRecord>& records = lastLaunchRecords();
+      const std::vector<OpRecord>& records = settings_.results().records;
       if (profiler)
         profiler->addLaunch(
             std::chrono::duration<double>(t0 - runStart).count(), records);

@@ -1,9 +1,12 @@
 // Runner.h - runs the generated program over a data set in batches: the
-// set's files and labels, the batches' timing, accuracy and outputs, and
-// where the program's weights and data sets are.
+// set's files and labels, the settings its launches run under, the
+// batches' timing, accuracy and outputs, and where the program's weights
+// and data sets are.
 #ifndef HPVM_RT_DRIVER_RUNNER_H
 #define HPVM_RT_DRIVER_RUNNER_H
 
+#include "core/Int8Calibration.h"
+#include "core/Launch.h"
 #include "driver/Options.h"
 #include "driver/Profiler.h"
 #include "hpvm_rt/RunModel.h"
@@ -11,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +70,18 @@ public:
 
   const std::string& modelDir() const { return modelDir_; }
 
+  /// The settings the program's launches run under (configuration,
+  /// calibration, recording, input observer) and what they report back;
+  /// run() binds them to the executor for its batches (core/Launch.h).
+  LaunchSettings& settings() { return settings_; }
+  const LaunchSettings& settings() const { return settings_; }
+
+  /// Keeps \p cal and uses it (nullptr: none) for the INT8 knobs of the
+  /// following runs.
+  void useCalibration(std::unique_ptr<Int8Calibration> cal);
+  /// The calibration in use (nullptr: none).
+  const Int8Calibration* calibration() const { return calibration_.get(); }
+
   /// Checks the files of \p set and reads its labels (first \p limit).
   Dataset openDataset(const std::string& set,
                       std::optional<int64_t> limit) const;
@@ -73,8 +89,8 @@ public:
   /// The batch size to use for \p ds.
   int64_t batchSize(const Dataset& ds) const;
 
-  /// Runs \p ds \p repeat times in batches. Accuracy and kept outputs come
-  /// from the first pass; every pass is timed.
+  /// Runs \p ds \p repeat times in batches under settings(). Accuracy and
+  /// kept outputs come from the first pass; every pass is timed.
   RunResult run(const Dataset& ds, int64_t repeat, bool keepOutputs,
                 Profiler* profiler, const BatchSink& sink);
 
@@ -88,12 +104,15 @@ private:
   const hpvm_rt::ModelInfo& info_;
   const hpvm_rt::RunBatchFn& runBatch_;
   std::string modelDir_;
+  std::unique_ptr<Int8Calibration> calibration_;
+  LaunchSettings settings_;
 };
 
-/// Keeps the executor from holding a pointer to a configuration that is
+/// Keeps \p settings from holding a pointer to a configuration that is
 /// about to be destroyed.
 struct DeactivateOnExit {
-  ~DeactivateOnExit() { setActiveConfiguration(nullptr, ""); }
+  LaunchSettings& settings;
+  ~DeactivateOnExit() { settings.setConfiguration(nullptr, ""); }
 };
 
 } // namespace hpvm::rt

@@ -15,28 +15,32 @@ PassResult TunerRunner::pass(const PassRequest& req) {
   Dataset ds = dataset(req.set);
   ds.count = std::min(req.images, ds.count);
   ds.labels.resize(static_cast<size_t>(ds.count));
-  setActiveConfiguration(req.config, "(tuning)");
+  LaunchSettings& settings = runner_.settings();
+  settings.setConfiguration(req.config, "(tuning)");
+  settings.setInputObserver(req.observer, req.observerContext);
   if (req.warmup) {
     Dataset warm = ds;
     warm.count = std::min(runner_.batchSize(ds), ds.count);
     runner_.run(warm, 1, false, nullptr, nullptr);
   }
   PassResult result;
-  setRecording(req.nodeTimes);
+  settings.setRecording(req.nodeTimes);
+  const LaunchResults& launched = settings.results();
   BatchSink sink;
   if (req.nodeTimes)
     sink = [&](Tensor*, int64_t) {
-      std::vector<double> node(programNodes().size(), 0.0);
-      for (const OpRecord& r : lastLaunchRecords())
+      std::vector<double> node(launched.nodes.size(), 0.0);
+      for (const OpRecord& r : launched.records)
         if (r.fusedOrdinal >= 1 &&
             static_cast<size_t>(r.fusedOrdinal) <= node.size())
           node[static_cast<size_t>(r.fusedOrdinal - 1)] += r.seconds;
       result.nodeSeconds.push_back(std::move(node));
-      result.lastOps = lastLaunchRecords();
+      result.lastOps = launched.records;
     };
   RunResult r = runner_.run(ds, 1, req.keepOutputs, nullptr, sink);
-  setRecording(false);
-  setActiveConfiguration(nullptr, "");
+  settings.setRecording(false);
+  settings.setConfiguration(nullptr, "");
+  settings.setInputObserver(nullptr, nullptr);
   RuntimeController::get().discardIterations();
   result.outputs = std::move(r.outputs);
   result.batchSeconds = std::move(r.batchSeconds);

@@ -8,7 +8,9 @@
 #include "driver/Runner.h"
 
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 
 namespace hpvm::rt {
 
@@ -21,6 +23,9 @@ public:
       : runner_(runner), info_(info), opts_(opts) {}
 
   PassResult pass(const PassRequest& req) override;
+  const std::vector<FusedNodeInfo>& programNodes() const override {
+    return runner_.settings().results().nodes;
+  }
   const std::vector<int32_t>& labels(const std::string& set) override {
     return dataset(set).labels;
   }
@@ -35,6 +40,14 @@ public:
   }
   int threads() const override;
   std::string modelName() const override { return info_.name; }
+
+  /// The calibration of the passes (Runner::calibration()).
+  const Int8Calibration* calibration() const { return runner_.calibration(); }
+  /// Keeps \p cal and uses it for the following passes
+  /// (Runner::useCalibration()).
+  void useCalibration(std::unique_ptr<Int8Calibration> cal) {
+    runner_.useCalibration(std::move(cal));
+  }
 
 private:
   /// The whole set, opened and checked once.

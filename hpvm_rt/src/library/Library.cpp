@@ -37,8 +37,8 @@ using namespace hpvm::rt;
 constexpr int kMaxLibraryThreads = 1024;
 
 /// What the library keeps across opens: the directory the weights were
-/// loaded from, and the model whose configuration and threads the runtime
-/// currently holds.
+/// loaded from, and the model whose thread count the runtime currently
+/// holds.
 struct LibraryState {
   std::mutex mutex;
   std::string weightsDir; ///< Empty until the weights are loaded.
@@ -109,26 +109,27 @@ std::string withSlash(std::string dir) {
 
 } // namespace
 
-/// An opened model: its configuration and thread count, applied to the
-/// runtime whenever this model runs after another one did.
+/// An opened model: its configuration and calibration, and the settings
+/// its launches run under (bound to the executor for each of its runs),
+/// and its thread count, applied to the runtime whenever this model runs
+/// after another one did.
 struct hpvm_rt_model {
   std::string modelDir;
   std::unique_ptr<ConfigFile> file;
   const Configuration* config = nullptr;
   std::unique_ptr<Int8Calibration> calibration;
+  LaunchSettings settings; ///< Of config and calibration.
   std::string description = "exact FP32 (no configuration)";
   int threads = 0; ///< 0: all cores.
 };
 
 namespace {
 
-/// Makes \p m the model the runtime is set up for.
+/// Makes \p m the model whose thread count the runtime holds.
 void activate(const hpvm_rt_model* m) {
   LibraryState& s = state();
   if (s.active == m)
     return;
-  setActiveConfiguration(m->config, m->file ? m->file->path : "");
-  setActiveInt8Calibration(m->calibration.get());
   setNumThreads(m->threads);
   s.active = m;
 }
@@ -312,8 +313,9 @@ int hpvm_rt_set_config(hpvm_rt_model* model, const char* config_file,
     model->config = config;
     model->calibration = std::move(cal);
     model->description = std::move(description);
-    if (state().active == model)
-      state().active = nullptr; // applied at the next run
+    model->settings.setConfiguration(model->config,
+                                     model->file ? model->file->path : "");
+    model->settings.setCalibration(model->calibration.get());
   });
 }
 
@@ -346,6 +348,7 @@ int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
       throw UserError("hpvm_rt_run: " + std::to_string(n) +
                       " images; expected at least 1");
     activate(model);
+    LaunchScope launches(model->settings);
     GlobalOpenMPThreads threads;
     startMemTracking();
     struct FreeBatch {
@@ -378,11 +381,8 @@ void hpvm_rt_close(hpvm_rt_model* model) {
     return;
   std::lock_guard<std::mutex> lock(state().mutex);
   LibraryState& s = state();
-  if (s.active == model) {
-    setActiveConfiguration(nullptr, "");
-    setActiveInt8Calibration(nullptr);
+  if (s.active == model)
     s.active = nullptr;
-  }
   delete model;
 }
 

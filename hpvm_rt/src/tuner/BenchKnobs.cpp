@@ -323,7 +323,7 @@ int benchKnobs(const BenchOptions& opts, ProgramRunner& runner) {
   first.keepOutputs = false;
   first.nodeTimes = true;
   PassResult firstRun = runner.pass(first);
-  const std::vector<FusedNodeInfo> nodes = programNodes();
+  const std::vector<FusedNodeInfo> nodes = runner.programNodes();
   if (nodes.empty())
     throw UserError("the program ran no tensor operations; nothing to time");
   std::vector<NodeBench> benches;

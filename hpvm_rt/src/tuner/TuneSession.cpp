@@ -49,7 +49,7 @@ TuneSession::TuneSession(const TuneOptions& opts, ProgramRunner& runner)
 void TuneSession::discover() {
   // One exact batch makes the program record its fused nodes.
   runPass(nullptr, "tune", std::min(batch_, tuneCount_), false, false);
-  nodes_ = programNodes();
+  nodes_ = runner_.programNodes();
   if (nodes_.empty())
     throw UserError("the program ran no tensor operations; nothing to tune");
   for (const FusedNodeInfo& node : nodes_)
