@@ -49,8 +49,8 @@ struct ExecState {
   }
 };
 
-/// The process-wide executor state.
-ExecState& S() {
+/// The executor of this process (its state is process-wide).
+ExecState& processExecutor() {
   static ExecState s;
   return s;
 }
@@ -64,7 +64,7 @@ void setShape(Tensor* t, const Shape& s) {
 }
 
 Tensor* symTensor(size_t index, const Shape& s) {
-  ExecState& st = S();
+  ExecState& st = processExecutor();
   while (st.sym.size() <= index) {
     Tensor* t = newTensor(s, 4, /*tracked=*/false);
     st.symIndex[t] = static_cast<int>(st.sym.size());
@@ -77,7 +77,7 @@ Tensor* symTensor(size_t index, const Shape& s) {
 /// The part of \p p's plan (traced as \p t) that depends on the launch's
 /// \p settings.
 void buildSchedule(Plan& p, const Trace& t, const LaunchSettings& settings) {
-  ExecState& st = S();
+  ExecState& st = processExecutor();
   Schedule& s = p.sched;
   // Buffers start afresh: the last schedule's channel views may differ.
   for (Tensor*& t : p.store) {
@@ -217,17 +217,17 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings) {
 // --- Tracing entry points ---------------------------------------------------
 
 void traceBegin(api::AnyFn root, const std::string& rootName) {
-  ExecState& st = S();
+  ExecState& st = processExecutor();
   st.trace.clear();
   st.root = root;
   st.rootName = rootName;
 }
 
-void traceAbort() { S().trace.clear(); }
+void traceAbort() { processExecutor().trace.clear(); }
 
 void* traceOp(LeafContext& leaf, HpvmOp op, const char* api, int numTensors,
               void* const* tensors, const double* scalars) {
-  ExecState& st = S();
+  ExecState& st = processExecutor();
   Trace& t = st.trace;
   if (leaf.leafIndex < 0) {
     leaf.leafIndex = static_cast<int>(t.leaves.size());
@@ -279,7 +279,7 @@ void* traceOp(LeafContext& leaf, HpvmOp op, const char* api, int numTensors,
 }
 
 void traceEnd(std::vector<api::Value>& rootOutputs) {
-  ExecState& st = S();
+  ExecState& st = processExecutor();
   Trace& t = st.trace;
   // Root outputs that are symbolic tensors of this launch.
   std::vector<std::pair<size_t, int>> symOut;
@@ -361,12 +361,12 @@ void* tensorOp(HpvmOp op, const char* api, int numTensors, void* const* tensors,
 // --- Launch.h binding point and plan cache statistics -----------------------
 
 LaunchSettings* bindLaunchSettings(LaunchSettings* settings) {
-  ExecState& st = S();
+  ExecState& st = processExecutor();
   LaunchSettings* previous = st.bound;
   st.bound = settings;
   return previous;
 }
 
-int64_t plansBuilt() { return S().plansBuilt; }
+int64_t plansBuilt() { return processExecutor().plansBuilt; }
 
 } // namespace hpvm::rt
