@@ -182,8 +182,9 @@ def export(name, exporter, work, images):
     x = torch.randn((images,) + tuple(spec.shape), generator=gen).numpy()
     test_in, _ = H.write_dataset(folder, "test", x,
                                  np.zeros(images, np.int32))
-    tune_in, _ = H.write_dataset(folder, "tune", x[:2],
-                                 np.zeros(2, np.int32))
+    tune = min(2, images)  # (--batch 1 exports one image)
+    tune_in, _ = H.write_dataset(folder, "tune", x[:tune],
+                                 np.zeros(tune, np.int32))
     cmd = H.export_cmd(exporter, onnx_path, tune_in, test_in, out)
     t0 = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
