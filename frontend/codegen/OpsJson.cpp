@@ -45,10 +45,9 @@ std::vector<const HpvmOpDesc*> producedOps(const OnnxOpDesc& row) {
     return ops;
   std::string word;
   auto flush = [&] {
-    for (const HpvmOpDesc& d : hpvmOps())
-      if (word == d.confName &&
-          std::find(ops.begin(), ops.end(), &d) == ops.end())
-        ops.push_back(&d);
+    const HpvmOpDesc* d = hpvm::rt::opByConfName(word);
+    if (d && std::find(ops.begin(), ops.end(), d) == ops.end())
+      ops.push_back(d);
     word.clear();
   };
   for (char c : produces) {

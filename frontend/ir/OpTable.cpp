@@ -46,10 +46,10 @@ const OnnxOpDesc* onnxOpByKind(OpKind kind) {
 }
 
 std::vector<int> knobsFor(OpKind kind) {
-  KnobApplies op = hpvmOpDesc(kind).facts->knobs;
+  const hpvm::rt::HpvmOp op = hpvmOpDesc(kind).op;
   std::vector<int> ids;
   for (const KnobDesc& knob : knobTable())
-    if (hpvm::rt::knobFits(knob.applies, op))
+    if (hpvm::rt::knobAppliesTo(knob, op))
       ids.push_back(knob.id);
   return ids;
 }
