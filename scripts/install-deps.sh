@@ -11,6 +11,9 @@ set -eu
 # runtimes, for the sanitized build (scripts/sanitize.sh) and the fuzzers.
 # git: torch2hpvm-export merges hand edits into a regeneration with
 # 'git merge-file' (no repository needed).
+# nodejs (and npm): ONNX Runtime's CPU build, onnxruntime-node from the npm
+# registry, the benchmarks' peer and a test oracle (scripts/bench/ort_run.js);
+# installed below into .deps/ort of this repository.
 PACKAGES="
   build-essential cmake ninja-build clang clang-format git
   libonnx-dev libprotobuf-dev protobuf-compiler
@@ -22,6 +25,7 @@ PACKAGES="
   libopenblas0-pthread
   libomp-dev libclang-rt-dev
   nettle-dev libzip-dev pkg-config
+  nodejs
 "
 
 SUDO=""
@@ -38,11 +42,37 @@ done
 
 if [ -z "$missing" ]; then
   echo "install-deps: all packages already installed"
-  exit 0
+else
+  echo "install-deps: installing:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+# Debian's nodejs comes without npm (NodeSource's includes it).
+if ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -q --no-install-recommends npm
 fi
 
-echo "install-deps: installing:$missing"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -q --no-install-recommends $missing
+# ONNX Runtime 1.30 (CPU) into .deps/ort. --ignore-scripts: the package's
+# install script only fetches GPU parts; the CPU library is in the package.
+# Installed beside and renamed into place, so an interrupted install never
+# looks complete.
+ORT_VERSION=1.30.0
+root=$(cd "$(dirname "$0")/.." && pwd)
+ort="$root/.deps/ort"
+if grep -qs "\"version\": \"$ORT_VERSION\"" \
+    "$ort/node_modules/onnxruntime-node/package.json"; then
+  echo "install-deps: onnxruntime-node $ORT_VERSION already installed"
+else
+  echo "install-deps: installing onnxruntime-node $ORT_VERSION into $ort"
+  mkdir -p "$root/.deps"
+  tmp=$(mktemp -d "$root/.deps/ort.tmp-XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  npm install --prefix "$tmp" --ignore-scripts --no-audit --no-fund \
+    --loglevel=error "onnxruntime-node@$ORT_VERSION"
+  rm -rf "$ort"
+  mv "$tmp" "$ort"
+  trap - EXIT
+fi

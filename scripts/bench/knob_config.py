@@ -15,13 +15,14 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
-# ops.json op types -> configuration op names (Ops.def JsonType -> ConfName).
-CONF_NAME = {
-    "convolution": "conv", "depthwise_convolution": "group_conv",
-    "linear": "mul", "add": "add", "batchnorm": "batchnorm", "relu": "relu",
-    "clipped_relu": "clipped_relu", "tanh": "tanh", "softmax": "softmax",
-    "maxpool": "pool_max", "avgpool": "pool_mean",
-}
+OPS_DEF = os.path.join(ROOT, "hpvm_rt", "include", "hpvm_rt", "Ops.def")
+
+
+def op_conf_names(ops_def):
+    """ops.json op type -> configuration op name, from Ops.def's HPVM_OP
+    rows (JsonType -> ConfName)."""
+    rows = re.findall(r'^HPVM_OP\(\w+,\s*"(\w+)",\s*"(\w+)"', ops_def, re.M)
+    return {json_type: conf for conf, json_type in rows}
 
 
 def main():
@@ -31,8 +32,8 @@ def main():
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     ops = json.load(open(args.ops_json))
-    ops_def = open(os.path.join(ROOT, "hpvm_rt", "include", "hpvm_rt",
-                                "Ops.def")).read()
+    ops_def = open(OPS_DEF).read()
+    conf_name = op_conf_names(ops_def)
     rows = re.findall(r'^HPVM_KNOB\((\d+),\s*"(\w+)",\s*\w+,\s*(\w+)',
                       ops_def, re.M)
     names = {i: name for i, name, _ in rows}
@@ -46,7 +47,7 @@ def main():
         for node in ops["fused_nodes"]:
             words = [str(node["id"]), "cpu"]
             for i, op in enumerate(node["ops"]):
-                kind = CONF_NAME[op.rsplit("_", 1)[0]]
+                kind = conf_name[op.rsplit("_", 1)[0]]
                 use = i == 0 and str(knob) in ops["op_knobs"][op]
                 other = companion[str(knob)]
                 words += [kind, names[str(knob) if use else other],
