@@ -13,6 +13,10 @@
 //       min and max of every model output over the first LIMIT images (the
 //       calibration pass of ort_quantize.py, which lists the tensors to
 //       observe as graph outputs).
+//   node ort_run.js outputs MODEL INPUT.bin OUT.bin BATCH THREADS
+//       the first output of every image of INPUT.bin, float32, in order.
+//   node ort_run.js optimize MODEL OUT.onnx
+//       writes the graph as ONNX Runtime optimizes it (which ops it fused).
 //
 // ONNX Runtime is found in $T2H_ORT_DIR, else in the repository's
 // .deps/ort (scripts/install-deps.sh installs it there from the npm
@@ -168,10 +172,50 @@ async function rangeMode([model, input, batchT, threadsT, limitT]) {
   return {images: n, ranges};
 }
 
-const modes = {time: [timeMode, 5], eval: [evalMode, 5], range: [rangeMode, 5]};
+async function outputsMode([model, input, outFile, batchT, threadsT]) {
+  const batch = count(batchT, 'batch');
+  const s = await session(model, count(threadsT, 'threads'));
+  const dims = inputShape(s, batch);
+  const perImage = dims.slice(1).reduce((a, b) => a * b, 1);
+  const n = imagesIn(input, perImage);
+  const tmp = `${outFile}.tmp-${process.pid}`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    for (let first = 0; first < n; first += batch) {
+      const b = Math.min(batch, n - first);
+      const x = readImages(input, perImage, first, b);
+      const out = await s.run(
+          {[s.inputNames[0]]: new ort.Tensor('float32', x, [b, ...dims.slice(1)])});
+      const y = out[s.outputNames[0]].data;
+      fs.writeSync(fd, Buffer.from(y.buffer, y.byteOffset, y.byteLength));
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, outFile);
+  return {images: n};
+}
+
+async function optimizeMode([model, outFile]) {
+  await ort.InferenceSession.create(model, {
+    graphOptimizationLevel: 'all',
+    optimizedModelFilePath: outFile,
+    logSeverityLevel: 3,
+  });
+  return {written: outFile};
+}
+
+const modes = {
+  time: [timeMode, 5],
+  eval: [evalMode, 5],
+  range: [rangeMode, 5],
+  outputs: [outputsMode, 5],
+  optimize: [optimizeMode, 2],
+};
 const [mode, ...rest] = process.argv.slice(2);
 if (!modes[mode] || rest.length < modes[mode][1]) {
-  fail('usage: ort_run.js time|eval|range ... (see the comment at its top)');
+  fail('usage: ort_run.js time|eval|range|outputs|optimize ... (see the ' +
+       'comment at its top)');
 }
 modes[mode][0](rest).then(
     (r) => process.stdout.write(JSON.stringify(r) + '\n'),
