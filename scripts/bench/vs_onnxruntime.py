@@ -116,13 +116,16 @@ class Model:
         work = os.path.join(args.work, key)
         os.makedirs(work, exist_ok=True)
         exporter = args.exporter
+        # Programs link the runtime statically: a newer runtime means a
+        # new export.
+        runtime = os.path.join(args.build, "hpvm_rt", "libhpvm_rt.a")
         if self.shipped:
             data = fashion_mnist(args.build, args.work)
             self.onnx = os.path.join(ROOT, "datasets", "example",
                                      f"{key}_fashion.onnx")
             self.out = os.path.join(work, "out")
             if not fresh(os.path.join(self.out, "manifest.json"), exporter,
-                         self.onnx):
+                         self.onnx, runtime):
                 log(f"{key}: exporting")
                 run([exporter, self.onnx, "--tune", f"{data}/tune_input.bin",
                      "--test", f"{data}/test_input.bin", "--batch-size", "64",
@@ -130,6 +133,9 @@ class Model:
             self.tune_input = f"{data}/tune_input.bin"
             self.test = (f"{data}/test_input.bin", f"{data}/test_labels.bin")
         else:
+            stamp = os.path.join(args.work, self.net, "exported.json")
+            if not fresh(stamp, runtime) and os.path.exists(stamp):
+                os.remove(stamp)
             self.out = tv.export(self.net, exporter, args.work,
                                  max(self.batches))
             folder = os.path.dirname(self.out)

@@ -129,7 +129,9 @@ void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     dnnl::binary::primitive_desc pd(desc, attr, engine());
-    return Prim{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
+    Prim made{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
+    made.reference = isRefImpl(pd);
+    return made;
   });
   dnnl::memory dst = sameLayoutOutput(a, src0, y);
   // oneDNN 2.6's binary kernel computes wrong values in place on a blocked
@@ -157,15 +159,29 @@ void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
 }
 
 /// b's host values as the second operand \p dims (N x C x 1 x 1, N 1 or
-/// a's) of a binary op on a (whose source is \p src0): such values are the
-/// same bytes in nChw16c as in NCHW when C fills whole blocks, and matching
-/// a's blocked layout selects oneDNN's vectorised kernel instead of its
-/// reference one.
+/// a's) of a binary op on a (whose source is \p src0), described in
+/// src0's layout: such values are the same bytes in NCHW, NHWC and, when C
+/// fills whole blocks, nChw16c or nChw8c. Operands in one layout select
+/// oneDNN's vectorised kernel; mixed ones its reference kernel (about 100
+/// times slower: the SE gates of EfficientNet after int8 convolutions, whose
+/// output is NHWC, took 87% of its time).
 dnnl::memory spatialBroadcast(const Tensor* b, const dims& d, const Tensor* a,
                               const dnnl::memory& src0) {
-  const bool blocked16 = d[1] % 16 == 0 && src0.get_desc() != nchwDesc(a);
-  return dnnl::memory({d, dt::f32, blocked16 ? tag::nChw16c : tag::nchw},
-                      engine(), const_cast<float*>(hostData(b)));
+  const dnnl::memory::desc s = src0.get_desc();
+  const auto is = [&](tag t) {
+    return s == dnnl::memory::desc(s.dims(), s.data_type(), t);
+  };
+  tag t = tag::nchw;
+  if (s != nchwDesc(a)) {
+    if (is(tag::nhwc))
+      t = tag::nhwc;
+    else if (d[1] % 16 == 0 && is(tag::nChw16c))
+      t = tag::nChw16c;
+    else if (d[1] % 8 == 0 && is(tag::nChw8c))
+      t = tag::nChw8c;
+  }
+  return dnnl::memory({d, dt::f32, t}, engine(),
+                      const_cast<float*>(hostData(b)));
 }
 
 } // namespace
