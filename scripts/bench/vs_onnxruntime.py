@@ -25,6 +25,7 @@ Models (--models, comma separated):
                                torchvision at 224x224 (exported as
                                scripts/bench/tv_classifiers.py does:
                                seeded random weights); batches 1 and 16
+  convnext_tiny, vit_b_16      the same, only when named (slow)
   vgg16_cifar10, resnet18_cifar10, mobilenet_cifar10
                                HPVM's CIFAR-10 nets (test_frontend/nets,
                                random weights); batches 1 and 64
@@ -66,10 +67,16 @@ SHIPPED = {"vgg16": "VGG16 (F-MNIST)", "resnet18": "ResNet-18 (F-MNIST)",
 TORCHVISION = {m: tv.MODELS[m] for m in ("efficientnet_b0",
                                          "mobilenet_v3_large",
                                          "densenet121", "resnet50")}
+# Not in the default set (minutes a visit at batch 16): --models adds them.
+LARGE = {"convnext_tiny": ("pt_convnext_tiny_224", "ConvNeXt-T"),
+         "vit_b_16": ("pt_vit_b_16_224", "ViT-B/16")}
+TORCHVISION.update(LARGE)
 CIFAR = {"vgg16_cifar10": "VGG16 (CIFAR)",
          "resnet18_cifar10": "ResNet-18 (CIFAR)",
          "mobilenet_cifar10": "MobileNet (CIFAR)"}
-DEFAULT_MODELS = list(SHIPPED) + list(TORCHVISION) + list(CIFAR)
+DEFAULT_MODELS = (list(SHIPPED) + [m for m in TORCHVISION if m not in LARGE]
+                  + list(CIFAR))
+KNOWN_MODELS = DEFAULT_MODELS + list(LARGE)
 ENGINES = ["exact", "int8", "tuned", "ort_fp32", "ort_int8", "frozen"]
 
 
@@ -390,8 +397,8 @@ def main():
     args.tuner = os.path.join(args.build, "frontend", "torch2hpvm-tune")
     keys = args.models.split(",")
     for k in keys:
-        if k not in DEFAULT_MODELS:
-            ap.error(f"unknown model {k} (known: {', '.join(DEFAULT_MODELS)})")
+        if k not in KNOWN_MODELS:
+            ap.error(f"unknown model {k} (known: {', '.join(KNOWN_MODELS)})")
     if not os.access(args.exporter, os.X_OK):
         ap.error(f"no exporter at {args.exporter}; build torch2hpvm first")
     blas = tv.check_openblas()
