@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -20,15 +21,18 @@ inline double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// "label [=====     ] done/total unit note", redrawn at most ten times a
-/// second on a terminal's stderr; nothing elsewhere or when disabled. The
-/// line is erased when the bar goes away.
+/// "label [=====     ] done/total unit ~Ns left  note", redrawn at most ten
+/// times a second on a terminal's stderr; nothing elsewhere or when
+/// disabled. The time left is the time so far per item times the items
+/// left (shown once an item is done). The line is erased when the bar goes
+/// away.
 class ProgressBar {
 public:
   ProgressBar(std::string label, int64_t total, bool enabled,
               std::string unit = "")
       : label_(std::move(label)), unit_(std::move(unit)), total_(total),
-        enabled_(enabled && total > 0 && isatty(STDERR_FILENO)) {}
+        enabled_(enabled && total > 0 && isatty(STDERR_FILENO)),
+        start_(Clock::now()) {}
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
@@ -41,12 +45,17 @@ public:
     last_ = now;
     constexpr int kWidth = 30;
     int filled = static_cast<int>(kWidth * std::min(done, total_) / total_);
-    std::fprintf(stderr, "\r%s%s[%s%s] %lld/%lld%s%s%s\033[K", label_.c_str(),
+    std::string left;
+    if (done > 0 && done < total_)
+      left = "  " + timeLeft(secondsSince(start_) *
+                             static_cast<double>(total_ - done) /
+                             static_cast<double>(done));
+    std::fprintf(stderr, "\r%s%s[%s%s] %lld/%lld%s%s%s%s\033[K", label_.c_str(),
                  label_.empty() ? "" : " ",
                  std::string(static_cast<size_t>(filled), '=').c_str(),
                  std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(),
                  static_cast<long long>(done), static_cast<long long>(total_),
-                 unit_.empty() ? "" : " ", unit_.c_str(),
+                 unit_.empty() ? "" : " ", unit_.c_str(), left.c_str(),
                  note.empty() ? "" : ("  " + note).c_str());
     drawn_ = true;
   }
@@ -55,11 +64,22 @@ public:
       std::fprintf(stderr, "\r\033[K");
   }
 
+  /// "~42s left", "~3m05s left" for \p seconds.
+  static std::string timeLeft(double seconds) {
+    const long s = std::lround(seconds);
+    char text[48];
+    if (s < 60)
+      std::snprintf(text, sizeof text, "~%lds left", s);
+    else
+      std::snprintf(text, sizeof text, "~%ldm%02lds left", s / 60, s % 60);
+    return text;
+  }
+
 private:
   std::string label_, unit_;
   int64_t total_;
   bool enabled_, drawn_ = false;
-  Clock::time_point last_{};
+  Clock::time_point start_, last_{};
 };
 
 } // namespace hpvm::rt
