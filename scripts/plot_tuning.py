@@ -9,7 +9,9 @@
 # mode), the validated candidates measured on the tune set (front as a step
 # line), their test-set losses (red when the test loss is markedly worse),
 # the names of the written configurations, the QoS-loss thresholds and the
-# exact configuration.
+# exact configuration. When the record has a sensitivity report, a panel
+# below shows per fused node the time its best knob saves (share of a batch)
+# and that knob's QoS loss.
 #
 # Needs python3-matplotlib (Agg backend, no display). The output is
 # deterministic: the same record gives the same PNG and SVG bytes. Both files
@@ -181,6 +183,24 @@ def read_record(path):
                 required=False)
     d["cal_samples"] = r.get(cal, "samples", "int", "calibration.samples", 0,
                              required=False)
+    sens = r.get(root, "sensitivity", "list", "'sensitivity' list", [],
+                 required=False)
+    d["sensitivity"] = []
+    for i, row in enumerate(sens):
+        where = "sensitivity[%d]" % i
+        if not isinstance(row, dict):
+            r.fail("%s is not an object" % where)
+        node = r.get(row, "node", "int", where + ".node")
+        kept = r.get(row, "keep_exact", "bool", where + ".keep_exact", False,
+                     required=False)
+        if row.get("knob") is None:
+            d["sensitivity"].append((node, None, 0.0, 0.0, kept))
+            continue
+        d["sensitivity"].append((
+            node,
+            r.get(row, "knob_name", "string", where + ".knob_name"),
+            r.get(row, "saving_share", "number", where + ".saving_share"),
+            r.get(row, "loss", "number", where + ".loss"), kept))
     d["loss_corr"] = r.get(cal, "loss_spearman", "number",
                            "calibration.loss_spearman", float("nan"),
                            required=False)
@@ -220,8 +240,20 @@ def draw(d):
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    fig = Figure(figsize=(8, 5.5), dpi=120)
-    ax = fig.add_axes([0.085, 0.105, 0.595, 0.765])
+    # The sensitivity panel adds 2.8 inches below the front; positions are
+    # those of the 5.5-inch figure without it, moved up.
+    sens = d["sensitivity"]
+    extra = 2.8 if sens else 0.0
+    height = 5.5 + extra
+
+    def fy(v):
+        return (v * 5.5 + extra) / height
+
+    fig = Figure(figsize=(8, height), dpi=120)
+    ax = fig.add_axes([0.085, fy(0.105), 0.595, 0.765 * 5.5 / height])
+    if sens:
+        draw_sensitivity(fig.add_axes([0.085, 0.55 / height, 0.595,
+                                       1.7 / height]), sens)
 
     search = [p for p in d["search"] if finite(p)]
     cands = d["validated"]
@@ -397,15 +429,47 @@ def draw(d):
         title += ", batch %d" % d["batch"]
     if d["threads"] is not None:
         title += ", %s" % plural(d["threads"], "thread")
-    fig.text(0.5, 0.965, title, ha="center", va="top", fontsize=12)
+    fig.text(0.5, fy(0.965), title, ha="center", va="top", fontsize=12)
     if d["cal_samples"] > 0:
-        fig.text(0.5, 0.918,
+        fig.text(0.5, fy(0.918),
                  "prediction: loss rank corr %s, speedup rank corr %s "
                  "(%d measured)" % (fmt_corr(d["loss_corr"]),
                                     fmt_corr(d["speedup_corr"]),
                                     d["cal_samples"]),
                  ha="center", va="top", fontsize=9, color="0.3")
     return fig
+
+
+def draw_sensitivity(ax, rows):
+    """Per node: its best knob's time saving (bar, % of a batch) and loss
+    (written above the bar); nodes kept exact or with no knob saving time
+    are marked."""
+    nodes = [r[0] for r in rows]
+    shares = [100 * r[2] if math.isfinite(r[2]) else 0.0 for r in rows]
+    ax.bar(nodes, shares, width=0.7, color=TUNE, alpha=0.85, zorder=3)
+    top = max(shares + [1.0])
+    ax.set_ylim(0, top * 1.3)
+    for node, knob, share, loss, kept in rows:
+        if knob is None:
+            text = "exact" if kept else "-"
+            y = 0
+        else:
+            text = "%s\n%.2f" % (knob, loss)
+            y = 100 * share if math.isfinite(share) else 0
+        ax.annotate(text, xy=(node, max(y, 0)), xytext=(0, 2),
+                    textcoords="offset points", ha="center", va="bottom",
+                    fontsize=6, color="0.25")
+    ax.set_xlabel("fused node (best knob, its QoS loss above the bar)")
+    ax.set_ylabel("time saved\n(% of a batch)")
+    ax.set_xlim(min(nodes) - 0.6, max(nodes) + 0.6)
+    if len(nodes) <= 40:
+        ax.set_xticks(nodes)
+        ax.tick_params(axis="x", labelsize=7)
+    ax.grid(True, axis="y", color="0.92", linewidth=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    ax.set_title("sensitivity: per node, the knob that saves most alone",
+                 fontsize=9, loc="left")
+    ax.set_gid("sensitivity")
 
 
 def save_atomic(fig, path, fmt, **kw):

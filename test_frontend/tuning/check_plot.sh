@@ -2,7 +2,7 @@
 # check_plot.sh [WORK_DIR] - scripts/plot_tuning.py draws the tuner's Pareto
 # plot from the hand-made record plot_fixture.json (next to this script):
 # exit status 0, a PNG and an SVG (well-formed XML naming the written
-# configurations conf1 and conf2), no temporary files left behind, and the
+# configurations conf1 and conf2, with the sensitivity panel), no temporary files left behind, and the
 # same bytes when run twice; a missing or malformed record fails with one
 # line "plot_tuning.py: FILE: ..." and no traceback.
 #
@@ -100,6 +100,9 @@ for name in ("conf1", "conf2"):
     # label's group carries id="config-NAME".
     if "config-" + name not in ids or name not in text:
         sys.exit("check_plot: %s does not name configuration %s" % (svg, name))
+# The record's sensitivity report is drawn as its own panel.
+if "sensitivity" not in ids:
+    sys.exit("check_plot: %s has no sensitivity panel" % svg)
 EOF
   fail "output check failed"
 fi
