@@ -125,6 +125,18 @@ TEST_CASE("a fused node's knobs and configuration line") {
   CHECK(hpvmParsesCpuLine(nodeLine(conv, 231)));
   CHECK_FALSE(hpvmParsesCpuLine(nodeLine(conv, 152)));
   CHECK_FALSE(hpvmParsesCpuLine(nodeLine(conv, 301)));
+  // The summary names the knobs HPVM cannot parse as they are (the int8
+  // blocks it once called "fp16, bf16").
+  CHECK(hpvmUnparsedKnobs({nodeLine(conv, 125), nodeLine(conv, 231)}).empty());
+  const int int8 = knobIdByName("int8"), bf16 = knobIdByName("bf16");
+  REQUIRE(int8 != 0);
+  REQUIRE(bf16 != 0);
+  CHECK(hpvmUnparsedKnobs({nodeLine(conv, int8), nodeLine(conv, 125),
+                           nodeLine(conv, int8)}) ==
+        std::vector<std::string>{"int8"});
+  CHECK(hpvmUnparsedKnobs({nodeLine(conv, int8), nodeLine(conv, bf16),
+                           nodeLine(conv, 152)}) == // fp16 on fused ops
+        std::vector<std::string>{"bf16", "fp16", "int8", "perf_fp16"});
   std::vector<int> compatible = nodeKnobs(conv, true);
   CHECK(compatible.size() == 1 + 18 + 9);
   for (int id : compatible)

@@ -82,6 +82,39 @@ TEST_CASE("tune-search option errors") {
   CHECK(tuneError({"test"}) == "unexpected argument 'test'");
 }
 
+TEST_CASE("tune-search --time-limit, --keep-exact and --timing-batch") {
+  TuneOptions d = parse({});
+  CHECK(d.timeLimit == 240);
+  CHECK(d.keepExact.empty());
+  CHECK_FALSE(d.timingBatch);
+  CHECK(parse({"--time-limit", "90"}).timeLimit == 90);
+  CHECK(parse({"--time-limit", "90s"}).timeLimit == 90);
+  CHECK(parse({"--time-limit", "5m"}).timeLimit == 300);
+  CHECK(parse({"--time-limit", "1m30s"}).timeLimit == 90);
+  CHECK(parse({"--time-limit", "1h"}).timeLimit == 3600);
+  CHECK(parse({"--time-limit", "2.5m"}).timeLimit == 150);
+  CHECK(parse({"--time-limit", "0"}).timeLimit == 0);
+  CHECK(parse({"--time-limit", "none"}).timeLimit == 0);
+  for (const char* bad : {"", "5x", "m", "1m30", "-5", "1..2s", "5 m"})
+    CHECK(tuneError({"--time-limit", bad}) ==
+          "bad value '" + std::string(bad) +
+              "' for --time-limit: expected seconds (90, 90s), minutes (5m), "
+              "hours (1h), a sum of them (1m30s), or 0 for no limit");
+  TuneOptions k = parse(
+      {"--keep-exact", "3,1", "--keep-exact=2,3", "--timing-batch", "16"});
+  CHECK(k.keepExact == std::vector<int>{1, 2, 3});
+  CHECK(k.timingBatch == 16);
+  CHECK(tuneError({"--keep-exact", "1,,2"}) ==
+        "bad value '1,,2' for --keep-exact: expected fused-node numbers as "
+        "the summary prints them (1,3,4)");
+  CHECK(tuneError({"--keep-exact", "0"}) ==
+        "bad value '0' for --keep-exact: expected an integer >= 1");
+  CHECK(tuneError({"--keep-exact", "conv1"}) ==
+        "bad value 'conv1' for --keep-exact: expected an integer >= 1");
+  CHECK(tuneError({"--timing-batch", "0"}) ==
+        "bad value '0' for --timing-batch: expected an integer >= 1");
+}
+
 TEST_CASE("run modes: --qos-loss") {
   std::vector<const char*> words = {"prog", "test", "--qos-loss", "1.5"};
   RunOptions o = parseRunOptions(int(words.size()), words.data());

@@ -21,6 +21,8 @@ struct PassRequest {
   bool keepOutputs = true;
   bool nodeTimes = false; ///< Per-fused-node times of every batch.
   bool warmup = false;    ///< Run one untimed batch first.
+  /// Images per batch; 0: the program's batch size (batchSize()).
+  int64_t batch = 0;
   /// Called with the inputs of the pass's conv, group_conv and mul nodes
   /// (core/Launch.h InputObserver; calibration measurements), or none.
   InputObserver observer = nullptr;

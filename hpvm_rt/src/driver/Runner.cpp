@@ -113,7 +113,9 @@ Dataset Runner::openDataset(const std::string& set,
 }
 
 int64_t Runner::batchSize(const Dataset& ds) const {
-  int64_t batch = opts_.batchSize ? *opts_.batchSize : info_.defaultBatch;
+  int64_t batch = ds.batch > 0      ? ds.batch
+                  : opts_.batchSize ? *opts_.batchSize
+                                    : info_.defaultBatch;
   if (batch <= 0 || batch > ds.count)
     batch = ds.count;
   return batch;

@@ -38,6 +38,9 @@ struct Dataset {
   std::string inputPath, labelsPath;
   int64_t count = 0;
   std::vector<int32_t> labels;
+  /// Images per batch when over 0 (the tuner's timing passes); else
+  /// --batch-size or the model's default.
+  int64_t batch = 0;
 };
 
 /// What one pass (or --repeat passes) over a dataset measured.

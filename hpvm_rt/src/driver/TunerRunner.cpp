@@ -15,6 +15,7 @@ PassResult TunerRunner::pass(const PassRequest& req) {
   Dataset ds = dataset(req.set);
   ds.count = std::min(req.images, ds.count);
   ds.labels.resize(static_cast<size_t>(ds.count));
+  ds.batch = req.batch;
   LaunchSettings& settings = runner_.settings();
   settings.setConfiguration(req.config, "(tuning)");
   settings.setInputObserver(req.observer, req.observerContext);

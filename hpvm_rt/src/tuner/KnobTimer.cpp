@@ -102,7 +102,8 @@ void KnobTimer::measureExact() {
 }
 
 std::vector<KnobCost> KnobTimer::time(const std::vector<KnobPair>& pairs,
-                                      bool everyOffset, bool progress) {
+                                      bool everyOffset, bool progress,
+                                      const std::function<bool()>& stop) {
   std::vector<KnobCost> costs(pairs.size());
   // The exact reference next to the probes, refreshed every 16 of them.
   std::vector<double> ref = exactNodeMs_;
@@ -127,6 +128,10 @@ std::vector<KnobCost> KnobTimer::time(const std::vector<KnobPair>& pairs,
     if (same != timed.end()) {
       costs[i] = costs[same->second];
       costs[i].timedAs = pairs[same->second].knobId;
+      continue;
+    }
+    if (stop && stop()) {
+      costs[i].skipped = true;
       continue;
     }
     if (done % 16 == 15) {

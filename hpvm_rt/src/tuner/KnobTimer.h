@@ -48,17 +48,18 @@ using ProbeFn = std::function<NodeTimes(ProbeKind kind, const KnobPair& pair)>;
 
 /// The measured cost of one (node, knob).
 struct KnobCost {
-  double nodeMs = 0;  ///< The node's median ms per batch with the knob.
-  double nextMs = 0;  ///< Change of the next node's time (layout or
-                      ///< precision changes it pays for), ms.
-  double deltaMs = 0; ///< Change of the node's and the next node's time
-                      ///< against the exact timings taken between the
-                      ///< probes (negative: faster); tune-search's cost.
-  double spread = 0;  ///< The node's spread in the kept measurement.
-  bool noisy = false; ///< Spread over 20% even after a second try.
-  int timedAs = 0;    ///< The knob whose timing this one takes (same
-                      ///< node, variant, precision and rate), or 0.
-  std::string error;  ///< What running the knob threw (a UserError).
+  double nodeMs = 0;    ///< The node's median ms per batch with the knob.
+  double nextMs = 0;    ///< Change of the next node's time (layout or
+                        ///< precision changes it pays for), ms.
+  double deltaMs = 0;   ///< Change of the node's and the next node's time
+                        ///< against the exact timings taken between the
+                        ///< probes (negative: faster); tune-search's cost.
+  double spread = 0;    ///< The node's spread in the kept measurement.
+  bool noisy = false;   ///< Spread over 20% even after a second try.
+  int timedAs = 0;      ///< The knob whose timing this one takes (same
+                        ///< node, variant, precision and rate), or 0.
+  std::string error;    ///< What running the knob threw (a UserError).
+  bool skipped = false; ///< Not timed: \c stop said so first.
 };
 
 /// Times (fused node, knob) pairs as tune-search does: each measurement
@@ -85,9 +86,11 @@ public:
   /// \p everyOffset, knobs that differ from an earlier timed one only in
   /// their offset take its time. A pair whose probe throws UserError
   /// gets the message as its error; the others go on. With \p progress, a
-  /// progress bar is drawn on a terminal.
+  /// progress bar is drawn on a terminal. Once \p stop (if given) returns
+  /// true, the pairs not yet timed are left \c skipped.
   std::vector<KnobCost> time(const std::vector<KnobPair>& pairs,
-                             bool everyOffset, bool progress);
+                             bool everyOffset, bool progress,
+                             const std::function<bool()>& stop = {});
 
 private:
   NodeTimes measure(ProbeKind kind, const KnobPair& pair);

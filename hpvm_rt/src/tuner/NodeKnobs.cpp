@@ -6,17 +6,33 @@
 #include "config/Config.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 namespace hpvm::rt::tuner {
 
+namespace {
+
+bool hpvmCpuKnob(const std::string& name) {
+  return name == "fp32" || name == "perf" || name == "samp";
+}
+
+} // namespace
+
 bool hpvmParsesCpuLine(const NodeConfig& line) {
-  for (const OpChoice& c : line.ops) {
-    std::string name = knobConfName(c.knobId);
-    if (name != "fp32" && name != "perf" && name != "samp")
-      return false;
-  }
-  return true;
+  return std::all_of(line.ops.begin(), line.ops.end(), [](const OpChoice& c) {
+    return hpvmCpuKnob(knobConfName(c.knobId));
+  });
+}
+
+std::vector<std::string>
+hpvmUnparsedKnobs(const std::vector<NodeConfig>& lines) {
+  std::set<std::string> names;
+  for (const NodeConfig& line : lines)
+    for (const OpChoice& c : line.ops)
+      if (std::string name = knobConfName(c.knobId); !hpvmCpuKnob(name))
+        names.insert(name);
+  return {names.begin(), names.end()};
 }
 
 std::vector<int> nodeKnobs(const FusedNodeInfo& node, bool hpvmCpu) {

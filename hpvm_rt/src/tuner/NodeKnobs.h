@@ -7,6 +7,7 @@
 #include "config/Configuration.h"
 #include "config/Match.h"
 
+#include <string>
 #include <vector>
 
 namespace hpvm::rt::tuner {
@@ -24,6 +25,11 @@ std::vector<int> nodeKnobs(const FusedNodeInfo& node, bool hpvmCpu = false);
 /// True if HPVM's own runtime parses \p line as a `cpu` line: its CPU
 /// parser knows only the knob names fp32, perf and samp (reference 4.1).
 bool hpvmParsesCpuLine(const NodeConfig& line);
+
+/// The knob names of \p lines that HPVM's own CPU runtime does not parse
+/// ("bf16", "int8", "perf_int8" ...), each once, in name order.
+std::vector<std::string>
+hpvmUnparsedKnobs(const std::vector<NodeConfig>& lines);
 
 } // namespace hpvm::rt::tuner
 

@@ -180,8 +180,10 @@ nsga2(const std::vector<GeneSpace>& genes, const std::vector<Genome>& seeds,
   std::unordered_set<std::string> seen;
   SearchProgress status;
   status.budget = opts.budget;
+  bool stopped = false;
   auto add = [&](const Genome& g) -> bool {
-    if (int64_t(archive.size()) >= opts.budget ||
+    if (int64_t(archive.size()) >= opts.budget || stopped ||
+        (opts.stop && !archive.empty() && (stopped = opts.stop())) ||
         !seen.insert(genomeKey(g)).second)
       return false;
     archive.push_back({g, evaluate(g)});

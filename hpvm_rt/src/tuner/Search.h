@@ -71,6 +71,9 @@ struct SearchOptions {
   /// Points with a larger loss are infeasible: dominated by every feasible
   /// point, ranked among themselves by loss.
   double maxLoss = 1e300;
+  /// Checked before each evaluation: true ends the search early (a time
+  /// limit); the genomes evaluated so far are returned.
+  std::function<bool()> stop;
 };
 
 /// One evaluated genome.

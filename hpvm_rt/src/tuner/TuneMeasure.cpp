@@ -52,7 +52,7 @@ std::string TuneSession::describe(const Genome& g) const {
 
 PassResult TuneSession::runPass(const Genome* g, const std::string& set,
                                 int64_t images, bool keepOutputs,
-                                bool nodeTimes) {
+                                bool nodeTimes, int64_t batch) {
   checkInterrupt();
   Configuration config;
   PassRequest req;
@@ -60,7 +60,10 @@ PassResult TuneSession::runPass(const Genome* g, const std::string& set,
     config = configOf(*g, "tuning");
     req.config = &config;
   }
-  std::string key = g ? genomeKey(*g) : "exact";
+  // A new configuration or batch size runs a warm batch first (the
+  // primitives of a batch size are made at its first batch).
+  std::string key = fmt::format("{}|{}", g ? genomeKey(*g) : "exact", batch);
+  req.batch = batch;
   req.set = set;
   req.images = images;
   req.keepOutputs = keepOutputs;
@@ -73,9 +76,9 @@ PassResult TuneSession::runPass(const Genome* g, const std::string& set,
 
 json TuneSession::profilePass(const Genome& g, int64_t images,
                               const std::string& kind, bool keepOutputs,
-                              std::vector<float>* outputs) {
-  std::string key =
-      cache_->key(fmt::format("{}|tune|{}|{}", kind, images, genomeKey(g)));
+                              std::vector<float>* outputs, int64_t batch) {
+  std::string key = cache_->key(
+      fmt::format("{}|tune|{}|{}|b{}", kind, images, genomeKey(g), batch));
   if (const json* rec = cache_->find(key)) {
     cache_->noteReuse();
     if (outputs)
@@ -84,8 +87,8 @@ json TuneSession::profilePass(const Genome& g, int64_t images,
   }
   bool exact = std::all_of(g.begin(), g.end(), [](auto v) { return !v; });
   PassResult r =
-      runPass(exact ? nullptr : &g, "tune", images, keepOutputs, true);
-  NodeTimes t = nodeTimesOf(r, images, batch_);
+      runPass(exact ? nullptr : &g, "tune", images, keepOutputs, true, batch);
+  NodeTimes t = nodeTimesOf(r, images, batch);
   json rec;
   rec["node_ms"] = t.nodeMs;
   rec["batch_ms"] = t.batchMs;
@@ -111,7 +114,8 @@ NodeTimes TuneSession::timingProbe(ProbeKind kind, const KnobPair& p) {
     g[p.node] =
         uint16_t(std::find(ids.begin(), ids.end(), p.knobId) - ids.begin());
   }
-  json r = profilePass(g, probeImages_, kKinds[int(kind)], false, nullptr);
+  json r = profilePass(g, probeImages_, kKinds[int(kind)], false, nullptr,
+                       timingBatch_);
   NodeTimes t;
   t.nodeMs = r["node_ms"].get<std::vector<double>>();
   t.nodeSpread = r["node_spread"].get<std::vector<double>>();
@@ -121,8 +125,10 @@ NodeTimes TuneSession::timingProbe(ProbeKind kind, const KnobPair& p) {
 
 Measured TuneSession::measure(const Genome& g, const std::string& set,
                               int64_t images, int rounds) {
-  std::string key = cache_->key(
-      fmt::format("measure|{}|{}|{}|{}", set, images, rounds, genomeKey(g)));
+  int64_t timing = std::min(timingImages_, runner_.setSize(set));
+  std::string key =
+      cache_->key(fmt::format("measure|{}|{}|{}|{}|t{}x{}", set, images, rounds,
+                              genomeKey(g), timing, timingBatch_));
   const json* rec = cache_->find(key);
   json fresh;
   if (rec) {
@@ -130,21 +136,22 @@ Measured TuneSession::measure(const Genome& g, const std::string& set,
   } else {
     const std::vector<float>& exactOut =
         set == "tune" ? exactTune_ : exactTest_;
-    PassResult acc = runPass(&g, set, images, true, false);
+    PassResult acc = runPass(&g, set, images, true, false, batch_);
     fresh["qos"] = qosValue(spec_, acc.outputs.data(), exactOut.data(),
                             runner_.labels(set).data(), images, classes_);
     std::vector<double> ratios;
-    int64_t timing = std::min(timingImages_, runner_.setSize(set));
-    double before = medianBatchMs(runPass(nullptr, set, timing, false, false),
-                                  timing, batch_);
+    // Timing rounds on the first timingImages_ images in timing batches.
+    auto timed = [&](const Genome* c) {
+      return medianBatchMs(runPass(c, set, timing, false, false, timingBatch_),
+                           timing, timingBatch_);
+    };
+    double before = timed(nullptr);
     // Rounds of the configuration between two exact runs; rounds that
     // disagree by more than 10% get as many again.
     int total = rounds;
     for (int r = 0; r < total; ++r) {
-      double ms =
-          medianBatchMs(runPass(&g, set, timing, false, false), timing, batch_);
-      double after = medianBatchMs(runPass(nullptr, set, timing, false, false),
-                                   timing, batch_);
+      double ms = timed(&g);
+      double after = timed(nullptr);
       ratios.push_back((before + after) / 2 / ms);
       before = after;
       if (r + 1 == rounds && rounds >= 2 && disagree(ratios))

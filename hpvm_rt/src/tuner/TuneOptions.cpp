@@ -29,7 +29,69 @@ std::vector<std::string_view> splitCommas(std::string_view value) {
   return out;
 }
 
+double parseDuration(std::string_view option, std::string_view value) {
+  auto bad = [&]() {
+    return UserError(fmt::format("bad value '{}' for {}: expected seconds "
+                                 "(90, 90s), minutes (5m), hours (1h), a "
+                                 "sum of them (1m30s), or 0 for no limit",
+                                 value, option));
+  };
+  if (value == "none")
+    return 0;
+  double total = 0;
+  std::string_view rest = value;
+  if (rest.empty())
+    throw bad();
+  while (!rest.empty()) {
+    size_t digits = 0;
+    while (
+        digits < rest.size() &&
+        ((rest[digits] >= '0' && rest[digits] <= '9') || rest[digits] == '.'))
+      ++digits;
+    if (digits == 0)
+      throw bad();
+    double number = 0;
+    try {
+      number = parseNumber(option, rest.substr(0, digits), 0);
+    } catch (const UserError&) {
+      throw bad();
+    }
+    rest.remove_prefix(digits);
+    double unit = 1;
+    if (!rest.empty()) {
+      if (rest.front() == 'h')
+        unit = 3600;
+      else if (rest.front() == 'm')
+        unit = 60;
+      else if (rest.front() != 's')
+        throw bad();
+      rest.remove_prefix(1);
+    } else if (rest.size() != value.size() - digits) {
+      throw bad(); // "1m30": a bare number only alone
+    }
+    total += number * unit;
+  }
+  return total;
+}
+
 namespace {
+
+/// Fused-node ordinals of --keep-exact (checked against the program's
+/// nodes when it runs).
+std::vector<int> parseNodes(std::string_view option, std::string_view value) {
+  std::vector<int> out;
+  for (std::string_view item : splitCommas(value)) {
+    if (item.empty())
+      throw UserError(fmt::format("bad value '{}' for {}: expected fused-node "
+                                  "numbers as the summary prints them "
+                                  "(1,3,4)",
+                                  value, option));
+    out.push_back(int(parseCount(option, item, 1)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 std::vector<double> parseLosses(std::string_view option,
                                 std::string_view value) {
@@ -77,9 +139,25 @@ const Opt kTuneOptions[] = {
      "tune-set images each (node, knob) is profiled on (default: 1000 or "
      "the set)",
      [](TuneOptions& o, SV n, SV v) { o.profileImages = parseCount(n, v, 1); }},
+    {nullptr, "--time-limit", "TIME",
+     "stop searching after TIME (90s, 5m, 1h; 0 = none; default 4m) and "
+     "write the best front found so far",
+     [](TuneOptions& o, SV n, SV v) { o.timeLimit = parseDuration(n, v); }},
+    {nullptr, "--keep-exact", "NODE[,NODE...]",
+     "fused nodes (numbered as the summary prints them) that keep the "
+     "exact knob",
+     [](TuneOptions& o, SV n, SV v) {
+       std::vector<int> add = parseNodes(n, v);
+       o.keepExact.insert(o.keepExact.end(), add.begin(), add.end());
+     }},
     {nullptr, "--timing-images", "N",
-     "images of each interleaved timing run (default: 8 batches)",
+     "images of each interleaved timing run (default: 8 timing batches, "
+     "fewer when they would take over a second)",
      [](TuneOptions& o, SV n, SV v) { o.timingImages = parseCount(n, v, 1); }},
+    {nullptr, "--timing-batch", "N",
+     "images per batch of the timing runs (default: the batch size, at most "
+     "64); accuracy is always measured at the batch size",
+     [](TuneOptions& o, SV n, SV v) { o.timingBatch = parseCount(n, v, 1); }},
     {nullptr, "--calibrate", "N",
      "predicted configurations measured to calibrate the model (default 12)",
      [](TuneOptions& o, SV n, SV v) {
@@ -167,6 +245,9 @@ TuneOptions parseTuneOptions(int argc, const char* const* argv) {
                                 o.qosModel));
   if (o.fresh && o.resume)
     throw UserError("--fresh and --resume exclude each other");
+  std::sort(o.keepExact.begin(), o.keepExact.end());
+  o.keepExact.erase(std::unique(o.keepExact.begin(), o.keepExact.end()),
+                    o.keepExact.end());
   if (o.jsonFile.empty())
     o.jsonFile = stemOf(o.output) + ".json";
   if (o.plotStem.empty())

@@ -16,6 +16,14 @@ namespace hpvm::rt::tuner {
 /// (python3-matplotlib, scripts/install-deps.sh).
 inline constexpr const char* kDefaultPlotPython = "/usr/bin/python3";
 
+/// The default --time-limit, seconds: a whole run with the default options
+/// takes under five minutes on two cores.
+inline constexpr double kDefaultTimeLimit = 240;
+
+/// The largest timing batch by default (--timing-batch): a model exported
+/// with one batch for the whole set is timed on sub-batches of this size.
+inline constexpr int64_t kDefaultTimingBatch = 64;
+
 /// The tune-search command line.
 struct TuneOptions {
   std::vector<double> qosLoss{1.0};
@@ -28,6 +36,15 @@ struct TuneOptions {
   std::string qosModel = "p1";
   std::optional<int64_t> profileImages;
   std::optional<int64_t> timingImages;
+  /// Images per batch of the timing passes (default: the batch size, at
+  /// most kDefaultTimingBatch).
+  std::optional<int64_t> timingBatch;
+  /// Seconds after which the search stops and the front found so far is
+  /// validated and written (0: no limit).
+  double timeLimit = kDefaultTimeLimit;
+  /// Fused nodes (ordinals, as the summary prints them) kept at the exact
+  /// knob.
+  std::vector<int> keepExact;
   int calibrate = 12;
   int validate = 24;
   int repeats = 3;
@@ -57,6 +74,10 @@ struct TuneOptions {
 
 /// Parses the words after "tune-search". Throws UserError.
 TuneOptions parseTuneOptions(int argc, const char* const* argv);
+
+/// Seconds of a --time-limit value: "90", "90s", "5m", "1h", "1m30s"; 0 or
+/// "none" for no limit. Throws UserError naming \p option.
+double parseDuration(std::string_view option, std::string_view value);
 
 /// The comma-separated items of \p value ("" gives one empty item).
 std::vector<std::string_view> splitCommas(std::string_view value);

@@ -96,6 +96,11 @@ void TuneSession::writeOutputs(double seconds) {
                    {"threads", runner_.threads()},
                    {"profile_images", profileImages_},
                    {"timing_images", timingImages_},
+                   {"timing_batch", timingBatch_},
+                   {"probe_images", probeImages_},
+                   {"exact_image_ms", exactImageMs_},
+                   {"time_limit", opts_.timeLimit},
+                   {"keep_exact", opts_.keepExact},
                    {"costs", opts_.costsFile.empty() ? json(nullptr)
                                                      : json(opts_.costsFile)},
                    {"tune_images", tuneCount_},
@@ -117,9 +122,10 @@ void TuneSession::writeOutputs(double seconds) {
   }
   j["nodes"] = nodes;
   json pairs = json::array();
-  size_t pruned = 0, noisy = 0, failed = 0;
+  size_t pruned = 0, noisy = 0, failed = 0, skipped = 0;
   for (const PairInfo& p : pairs_) {
-    pruned += p.pruned;
+    pruned += p.pruned && !p.skipped;
+    skipped += p.skipped;
     noisy += p.noisy;
     failed += !p.error.empty();
     json pj = {{"node", nodes_[p.node].ordinal},
@@ -127,18 +133,17 @@ void TuneSession::writeOutputs(double seconds) {
                {"delta_ms", p.deltaMs},
                {"pruned", p.pruned},
                {"noisy", p.noisy},
-               {"chained", p.chained}};
+               {"chained", p.chained},
+               {"skipped", p.skipped}};
     if (p.profiled)
       pj["loss"] = p.loss;
     if (!p.error.empty())
       pj["error"] = p.error;
     pairs.push_back(pj);
   }
-  j["profile"] = {{"pairs", pairs},
-                  {"pruned", pruned},
-                  {"noisy", noisy},
-                  {"failed", failed},
-                  {"seconds", profileSeconds_}};
+  j["profile"] = {{"pairs", pairs},     {"pruned", pruned},
+                  {"noisy", noisy},     {"failed", failed},
+                  {"skipped", skipped}, {"seconds", profileSeconds_}};
   json points = json::array();
   for (const Evaluated& e : archive_)
     points.push_back({{"knobs", describe(e.genome)},
@@ -186,6 +191,20 @@ void TuneSession::writeOutputs(double seconds) {
                        {"hpvm_parses", parses}});
   }
   j["written"] = written;
+  // Did a written configuration meet the smallest QoS-loss goal, and did
+  // the time limit cut the run short?
+  const bool goalMet = std::any_of(
+      file.configs.begin(), file.configs.end(), [&](const Configuration& c) {
+        return !order.empty() && c.accuracyLoss <= opts_.qosLoss.front();
+      });
+  j["qos_goal"] = {{"loss", opts_.qosLoss.front()}, {"met", goalMet}};
+  j["time_limit"] = {
+      {"seconds", opts_.timeLimit},
+      {"reached", !stoppedIn_.empty()},
+      {"stopped_in", stoppedIn_.empty() ? json(nullptr) : json(stoppedIn_)},
+      {"skipped_pairs", skipped}};
+  const json sensitivity = sensitivityJson();
+  j["sensitivity"] = sensitivity;
   j["measurements"] = {{"passes", passes_},
                        {"new", cache_->added()},
                        {"reused", cache_->reused()}};
@@ -204,6 +223,7 @@ void TuneSession::writeOutputs(double seconds) {
               noisy, profileSeconds_, (long long)archive_.size(),
               opts_.empirical ? "measured" : "predicted", searchSeconds_,
               validateSeconds_);
+  printSensitivity(sensitivity);
   if (failed > 0)
     std::printf("%zu knobs failed to run and were left out (%s lists "
                 "why)\n",
@@ -245,11 +265,32 @@ void TuneSession::writeOutputs(double seconds) {
   }
   std::printf("\n(~ noisy timing, ! test loss over 0.5 points above tune "
               "loss)\n");
-  if (hpvmParses < order.size())
+  if (hpvmParses < order.size()) {
+    std::vector<NodeConfig> lines;
+    for (const Configuration& c : file.configs)
+      lines.insert(lines.end(), c.nodes.begin(), c.nodes.end());
+    std::string names;
+    for (const std::string& name : hpvmUnparsedKnobs(lines))
+      names += (names.empty() ? "" : ", ") + name;
     std::printf("%zu of %zu configurations use knobs HPVM's own CPU runtime "
-                "cannot parse (fp16, bf16 on cpu lines: hpvm_rt only; "
+                "cannot parse (%s on cpu lines: hpvm_rt only; "
                 "--hpvm-compatible avoids them)\n",
-                order.size() - hpvmParses, order.size());
+                order.size() - hpvmParses, order.size(), names.c_str());
+  }
+  if (!stoppedIn_.empty())
+    std::printf("time limit %.0f s reached during %s: %zu (node, knob) pairs "
+                "left out; wrote the best front found so far (%zu "
+                "configurations)\n",
+                opts_.timeLimit, stoppedIn_.c_str(), skipped, order.size());
+  if (!goalMet)
+    std::printf("no configuration within %g points of QoS loss beats exact "
+                "here%s\n",
+                opts_.qosLoss.front(),
+                order.empty() ? fmt::format(": {} holds the exact "
+                                            "configuration only",
+                                            opts_.output)
+                                    .c_str()
+                              : "");
   std::printf("wrote %s, %s\n", opts_.output.c_str(), opts_.jsonFile.c_str());
   std::fflush(stdout);
 }

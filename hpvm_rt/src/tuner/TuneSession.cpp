@@ -40,20 +40,58 @@ TuneSession::TuneSession(const TuneOptions& opts, ProgramRunner& runner)
     throw UserError("the model has no tune set (it was exported without "
                     "one); tune-search needs it");
   profileImages_ = std::min(opts.profileImages.value_or(1000), tuneCount_);
-  timingImages_ = std::min(opts.timingImages.value_or(8 * batch_), tuneCount_);
+  // Timing runs in batches of at most 64 images whatever the export's batch
+  // (one batch may be the whole 5,000-image set); their image counts are
+  // set in discover(), once the exact program's speed is known.
+  timingBatch_ =
+      std::min(opts.timingBatch.value_or(std::min(batch_, kDefaultTimingBatch)),
+               tuneCount_);
   classes_ = runner.classes();
-  // Timing probes: four batches after a warm one.
-  probeImages_ = std::min({4 * batch_, timingImages_, profileImages_});
+}
+
+bool TuneSession::pastLimit(double share, const char* phase) {
+  if (opts_.timeLimit <= 0 || secondsSince(start_) < share * opts_.timeLimit)
+    return false;
+  if (stoppedIn_.empty())
+    stoppedIn_ = phase;
+  return true;
 }
 
 void TuneSession::discover() {
-  // One exact batch makes the program record its fused nodes.
-  runPass(nullptr, "tune", std::min(batch_, tuneCount_), false, false);
+  // One exact timing batch (after a warm one) makes the program record its
+  // fused nodes and gives its speed.
+  PassResult first =
+      runPass(nullptr, "tune", timingBatch_, false, false, timingBatch_);
+  exactImageMs_ = first.batchSeconds.empty()
+                      ? 0
+                      : first.batchSeconds.front() * 1e3 / double(timingBatch_);
+  // Timing passes: up to 8 timing batches (probes 4), in powers of two
+  // down to 2 while the exact program would take over a second (probes
+  // half a second).
+  auto batchesWithin = [&](int64_t most, double ms) {
+    int64_t n = most;
+    while (n > 2 && double(n * timingBatch_) * exactImageMs_ > ms)
+      n /= 2;
+    return n * timingBatch_;
+  };
+  timingImages_ =
+      std::min(opts_.timingImages.value_or(batchesWithin(8, 1000)), tuneCount_);
+  probeImages_ = std::min(
+      {batchesWithin(4, 500), timingImages_, profileImages_, tuneCount_});
   nodes_ = runner_.programNodes();
   if (nodes_.empty())
     throw UserError("the program ran no tensor operations; nothing to tune");
   for (const FusedNodeInfo& node : nodes_)
     knobs_.push_back(nodeKnobs(node, opts_.hpvmCompatible));
+  keepExact_.assign(nodes_.size(), 0);
+  for (int n : opts_.keepExact) {
+    if (n < 1 || size_t(n) > nodes_.size())
+      throw UserError(fmt::format(
+          "--keep-exact: the program has no fused node {}; its nodes are "
+          "numbered 1 to {}",
+          n, nodes_.size()));
+    keepExact_[size_t(n - 1)] = 1;
+  }
   if (!opts_.costsFile.empty())
     costs_ = readKnobCosts(opts_.costsFile, nodes_, runner_);
   timer_ = std::make_unique<KnobTimer>(
@@ -73,7 +111,7 @@ void TuneSession::referenceRuns() {
       out = cache_->outputs(*rec, size_t(images * classes_));
       return std::make_pair(out, (*rec)["total_ms"].get<double>());
     }
-    PassResult r = runPass(nullptr, set, images, true, false);
+    PassResult r = runPass(nullptr, set, images, true, false, batch_);
     json rec;
     rec["ms"] = medianBatchMs(r, images, batch_);
     double total = 0;
@@ -135,7 +173,7 @@ void TuneSession::chainCosts() {
     for (size_t i : members)
       g[pairs_[i].node] = uint16_t(pairs_[i].choice);
     json r = profilePass(g, probeImages_, fmt::format("chain-timing-{}", id),
-                         false, nullptr);
+                         false, nullptr, timingBatch_);
     const std::vector<double> node = r["node_ms"].get<std::vector<double>>();
     for (size_t m = 0; m < members.size(); ++m) {
       PairInfo& p = pairs_[members[m]];
@@ -154,8 +192,9 @@ void TuneSession::chainCosts() {
 
 void TuneSession::profile() {
   auto start = Clock::now();
+  // Nodes --keep-exact names take no knob at all.
   for (size_t f = 0; f < nodes_.size(); ++f)
-    for (size_t c = 1; c < knobs_[f].size(); ++c)
+    for (size_t c = 1; c < knobs_[f].size() && !keepExact_[f]; ++c)
       pairs_.push_back({f, int(c)});
   // Time of every single-node change (KnobTimer), or the bench-knobs
   // record's.
@@ -167,11 +206,13 @@ void TuneSession::profile() {
     for (const KnobPair& k : timing)
       costs.push_back(costs_->at(k.node, k.knobId));
   else
-    costs = timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet);
+    costs = timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet,
+                         [this] { return pastLimit(0.3, "timing"); });
   for (size_t i = 0; i < pairs_.size(); ++i) {
     pairs_[i].deltaMs = costs[i].deltaMs;
     pairs_[i].noisy = costs[i].noisy;
     pairs_[i].error = costs[i].error;
+    pairs_[i].skipped = costs[i].skipped;
   }
   chainCosts();
   for (PairInfo& p : pairs_) {
@@ -183,7 +224,7 @@ void TuneSession::profile() {
         (p.noisy ? 2 : 1);
     // A chained knob stays wherever it saves anything: leaving it out
     // would break the chain its neighbours save through.
-    p.pruned = !p.error.empty() ||
+    p.pruned = !p.error.empty() || p.skipped ||
                (opts_.prune && p.deltaMs > (p.chained ? 0.0 : -needed));
   }
   Genome exact(nodes_.size(), 0);
@@ -212,14 +253,26 @@ void TuneSession::profile() {
     qosModel_ = "p2";
   }
   const bool keepOutputs = qosModel_ == "p1";
-  for (PairInfo& p : pairs_) {
-    if (p.pruned)
+  // The knobs that save most first, so that a time limit leaves out the
+  // least useful ones.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < pairs_.size(); ++i)
+    if (!pairs_[i].pruned)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return pairs_[a].deltaMs < pairs_[b].deltaMs;
+  });
+  for (size_t i : order) {
+    PairInfo& p = pairs_[i];
+    if (pastLimit(0.5, "profile")) {
+      p.pruned = p.skipped = true;
       continue;
+    }
     Genome g = exact;
     g[p.node] = uint16_t(p.choice);
     std::vector<float> out;
     json r = profilePass(g, profileImages_, "profile", true,
-                         keepOutputs ? &out : nullptr);
+                         keepOutputs ? &out : nullptr, batch_);
     p.loss = qosLoss(spec_, predictor_->exactQos(), r["qos"].get<double>());
     p.profiled = true;
     predictor_->setChoice(p.node, p.choice,
@@ -330,6 +383,7 @@ std::vector<Evaluated> TuneSession::search() {
   // Leave room for prediction error: candidates a little past the largest
   // loss of interest are kept for calibration and validation.
   so.maxLoss = maxLoss_ * 1.5 + 0.5;
+  so.stop = [this] { return pastLimit(0.6, "search"); };
   Genome exact(nodes_.size(), 0);
   double exactEmpiricalMs = 0;
   int64_t sinceExact = 0;
@@ -341,9 +395,10 @@ std::vector<Evaluated> TuneSession::search() {
     // the exact program re-timed every 16 candidates.
     if (sinceExact++ % 16 == 0)
       exactEmpiricalMs = profilePass(exact, profileImages_, "empirical-exact",
-                                     false, nullptr)["batch_ms"]
+                                     false, nullptr, timingBatch_)["batch_ms"]
                              .get<double>();
-    json r = profilePass(c, profileImages_, "empirical", true, nullptr);
+    json r = profilePass(c, profileImages_, "empirical", true, nullptr,
+                         timingBatch_);
     Point p;
     p.loss = qosLoss(spec_, predictor_->exactQos(), r["qos"].get<double>());
     p.speedup = exactEmpiricalMs / r["batch_ms"].get<double>();
@@ -412,13 +467,16 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
     std::vector<Point> pred, meas;
     ProgressBar bar("calibrate", int64_t(picks.size()), !opts_.quiet);
     for (size_t i : picks) {
+      if (pastLimit(0.7, "calibrate"))
+        break;
       Measured m = measure(archive[i].genome, "tune", profileImages_, 1);
       m.loss = qosLoss(spec_, predictor_->exactQos(), m.qos);
       pred.push_back(archive[i].point);
       meas.push_back({m.loss, m.speedup});
       bar.update(int64_t(pred.size()));
     }
-    calibration_ = calibrate(pred, meas);
+    if (!pred.empty())
+      calibration_ = calibrate(pred, meas);
   }
   std::vector<Point> calibrated;
   for (const Point& p : predicted)
@@ -428,20 +486,30 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
   // margin), spread, re-measured on the whole tune set.
   const double reach = maxLoss_ + std::max(0.5, 0.25 * maxLoss_);
   std::vector<size_t> front = paretoFront(calibrated, reach);
-  std::vector<size_t> picks = spreadPick(front, size_t(opts_.validate));
-  // One knob on every node that kept it is validated too when its loss is
-  // within reach: the additive prediction undervalues whole chains of
-  // bf16 or int8 layers.
+  // One knob on every node that kept it is validated first when its loss
+  // is within reach: the additive prediction undervalues whole chains of
+  // bf16 or int8 layers. Then the spread front, fastest first, so that a
+  // time limit keeps the most useful points.
+  std::vector<size_t> picks;
   for (const Genome& u : uniform_)
     for (size_t i = 0; i < archive.size(); ++i)
       if (archive[i].genome == u && calibrated[i].loss <= reach &&
           std::find(picks.begin(), picks.end(), i) == picks.end())
         picks.push_back(i);
+  std::vector<size_t> spread = spreadPick(front, size_t(opts_.validate));
+  std::stable_sort(spread.begin(), spread.end(), [&](size_t a, size_t b) {
+    return calibrated[a].speedup > calibrated[b].speedup;
+  });
+  for (size_t i : spread)
+    if (std::find(picks.begin(), picks.end(), i) == picks.end())
+      picks.push_back(i);
   std::vector<Point> measured;
   auto validate = [&](const std::vector<size_t>& which) {
     ProgressBar bar("validate", int64_t(which.size()), !opts_.quiet);
     size_t done = 0;
     for (size_t i : which) {
+      if (pastLimit(0.85, "validate"))
+        break;
       Candidate c;
       c.genome = archive[i].genome;
       c.predicted = predicted[i];
@@ -456,7 +524,8 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
   // Refill: when fewer than half the validated points survive on the
   // measured front, validate as many again from the rest of the calibrated
   // front (predictions that failed are replaced, not just dropped).
-  if (paretoFront(measured, maxLoss_).size() * 2 < picks.size()) {
+  if (stoppedIn_.empty() &&
+      paretoFront(measured, maxLoss_).size() * 2 < picks.size()) {
     std::vector<size_t> rest;
     for (size_t i : front)
       if (std::find(picks.begin(), picks.end(), i) == picks.end())
@@ -475,6 +544,8 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
     ProgressBar bar("test", int64_t(kept.size()), !opts_.quiet);
     size_t done = 0;
     for (size_t i : kept) {
+      if (pastLimit(1.0, "test"))
+        break;
       candidates_[i].test =
           measure(candidates_[i].genome, "test", testCount_, 1);
       bar.update(int64_t(++done));
@@ -485,7 +556,7 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
 }
 
 int TuneSession::run() {
-  auto start = Clock::now();
+  start_ = Clock::now();
   discover();
   json context = {{"tool", "torch2hpvm tune-search 2"},
                   {"model", runner_.modelName()},
@@ -498,7 +569,8 @@ int TuneSession::run() {
                   {"relative", opts_.relative},
                   {"psnr_threshold", opts_.psnrThreshold},
                   {"profile_images", profileImages_},
-                  {"timing_images", timingImages_},
+                  {"timing_batch", timingBatch_},
+                  {"keep_exact", opts_.keepExact},
                   {"time_every_offset", opts_.timeEveryOffset},
                   {"hpvm_compatible", opts_.hpvmCompatible}};
   json nodes = json::array();
@@ -516,13 +588,21 @@ int TuneSession::run() {
                 (long long)batch_, runner_.threads(), opts_.metric.c_str(),
                 maxLoss_, opts_.empirical ? "empirical" : "predictive",
                 (unsigned long long)opts_.seed, (long long)opts_.budget);
+    std::printf("timing on %lld-image batches: probes of %lld images, "
+                "validation rounds of %lld (exact: %.3f ms per image); ",
+                (long long)timingBatch_, (long long)probeImages_,
+                (long long)timingImages_, exactImageMs_);
+    if (opts_.timeLimit > 0)
+      std::printf("time limit %.0f s\n", opts_.timeLimit);
+    else
+      std::printf("no time limit\n");
     std::fflush(stdout);
   }
   referenceRuns();
   profile();
   std::vector<Evaluated> archive = search();
   calibrateAndValidate(archive);
-  writeOutputs(secondsSince(start));
+  writeOutputs(secondsSince(start_));
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #define HPVM_RT_TUNER_TUNESESSION_H
 
 #include "command/ProgramRunner.h"
+#include "command/Progress.h"
 #include "tuner/BenchKnobs.h"
 #include "tuner/KnobTimer.h"
 #include "tuner/MeasureCache.h"
@@ -51,12 +52,15 @@ private:
   std::string describe(const Genome& g) const;
 
   // --- Measurement ---
+  /// A pass of \p g (nullptr: exact) over \p images of \p set in
+  /// batches of \p batch images.
   PassResult runPass(const Genome* g, const std::string& set, int64_t images,
-                     bool keepOutputs, bool nodeTimes);
-  /// A node-timed pass of \p g over \p images tune images (cached).
+                     bool keepOutputs, bool nodeTimes, int64_t batch);
+  /// A node-timed pass of \p g over \p images tune images in batches of
+  /// \p batch (cached).
   nlohmann::json profilePass(const Genome& g, int64_t images,
                              const std::string& kind, bool keepOutputs,
-                             std::vector<float>* outputs);
+                             std::vector<float>* outputs, int64_t batch);
   /// A timing probe of the KnobTimer: a node-timed pass (cached) of the
   /// exact program or of \p p's knob alone.
   NodeTimes timingProbe(ProbeKind kind, const KnobPair& p);
@@ -64,6 +68,11 @@ private:
   /// interleaved with the exact program (cached).
   Measured measure(const Genome& g, const std::string& set, int64_t images,
                    int rounds);
+
+  // --- Time limit ---
+  /// True once the run has used \p share of --time-limit; the first time,
+  /// records \p phase as where the limit stopped the run.
+  bool pastLimit(double share, const char* phase);
 
   // --- Phases ---
   void discover();
@@ -75,6 +84,11 @@ private:
   /// Writes the configuration file, the JSON record and the summary
   /// (TuneReport.cpp); \p seconds is the whole run's.
   void writeOutputs(double seconds);
+  /// Per node, its best profiled knob: time saved and loss (the
+  /// sensitivity report, TuneSensitivity.cpp), as JSON and as summary
+  /// lines.
+  nlohmann::json sensitivityJson() const;
+  void printSensitivity(const nlohmann::json& rows) const;
 
   const TuneOptions& opts_;
   ProgramRunner& runner_;
@@ -83,6 +97,14 @@ private:
   std::string qosModel_; ///< --qos-model, or p2 when p1 would not fit.
   int64_t batch_ = 1, tuneCount_ = 0, testCount_ = 0, profileImages_ = 0,
           timingImages_ = 0, probeImages_ = 0, classes_ = 0;
+  /// Images per batch of the timing passes (--timing-batch).
+  int64_t timingBatch_ = 1;
+  /// The exact program's warm ms per image at timingBatch_ (discover()).
+  double exactImageMs_ = 0;
+  Clock::time_point start_ = Clock::now();
+  /// The phase in which --time-limit stopped the run ("" if it did not).
+  std::string stoppedIn_;
+  std::vector<char> keepExact_; ///< Per node: --keep-exact named it.
   std::unique_ptr<MeasureCache> cache_;
   std::unique_ptr<KnobTimer> timer_;
   std::optional<KnobCosts> costs_; ///< --costs.
@@ -101,6 +123,7 @@ private:
     int choice;
     double deltaMs = 0, loss = 0;
     bool pruned = false, noisy = false, profiled = false;
+    bool skipped = false; ///< Not timed or profiled: the time limit.
     bool chained = false; ///< deltaMs is its cost in a chain (chainCosts).
     std::string error{};  ///< Why the knob failed to run, if it did.
   };
