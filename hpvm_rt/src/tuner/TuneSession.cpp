@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace hpvm::rt::tuner {
@@ -49,12 +50,20 @@ TuneSession::TuneSession(const TuneOptions& opts, ProgramRunner& runner)
   classes_ = runner.classes();
 }
 
-bool TuneSession::pastLimit(double share, const char* phase) {
-  if (opts_.timeLimit <= 0 || secondsSince(start_) < share * opts_.timeLimit)
+bool TuneSession::pastLimit(double share, const char* phase, double upcoming) {
+  if (opts_.timeLimit <= 0 ||
+      secondsSince(start_) + upcoming < share * opts_.timeLimit)
     return false;
   if (stoppedIn_.empty())
     stoppedIn_ = phase;
   return true;
+}
+
+double TuneSession::measureSeconds(int64_t images, int rounds) const {
+  // The accuracy pass, then 2 rounds + 1 exact timing passes (each with a
+  // warm batch).
+  const int64_t timing = timingImages_ + timingBatch_;
+  return double(images + (2 * rounds + 1) * timing) * exactImageMs_ * 1e-3;
 }
 
 void TuneSession::discover() {
@@ -67,7 +76,7 @@ void TuneSession::discover() {
                       : first.batchSeconds.front() * 1e3 / double(timingBatch_);
   // Timing passes: up to 8 timing batches (probes 4), in powers of two
   // down to 2 while the exact program would take over a second (probes
-  // half a second).
+  // a quarter of a second).
   auto batchesWithin = [&](int64_t most, double ms) {
     int64_t n = most;
     while (n > 2 && double(n * timingBatch_) * exactImageMs_ > ms)
@@ -77,7 +86,7 @@ void TuneSession::discover() {
   timingImages_ =
       std::min(opts_.timingImages.value_or(batchesWithin(8, 1000)), tuneCount_);
   probeImages_ = std::min(
-      {batchesWithin(4, 500), timingImages_, profileImages_, tuneCount_});
+      {batchesWithin(4, 250), timingImages_, profileImages_, tuneCount_});
   nodes_ = runner_.programNodes();
   if (nodes_.empty())
     throw UserError("the program ran no tensor operations; nothing to tune");
@@ -162,7 +171,7 @@ void TuneSession::chainCosts() {
     const PairInfo& p = pairs_[i];
     const int id = knobs_[p.node][size_t(p.choice)];
     const KnobSpec k = knobById(id)->spec;
-    if (p.error.empty() && k.variant == Variant::Exact &&
+    if (p.error.empty() && !p.skipped && k.variant == Variant::Exact &&
         (k.precision == Precision::BF16 || k.precision == Precision::INT8))
       byKnob[id].push_back(i);
   }
@@ -198,16 +207,46 @@ void TuneSession::profile() {
       pairs_.push_back({f, int(c)});
   // Time of every single-node change (KnobTimer), or the bench-knobs
   // record's.
+  // Timed family by family, so that a time limit leaves out the least
+  // promising: exact int8 and bf16 on every node first (whole chains of
+  // them are what saves most), then their approximations, then fp32
+  // approximations, fp16 last; within a family knob by knob, node by node.
+  auto rank = [&](const PairInfo& p) {
+    const KnobSpec k = knobById(knobs_[p.node][size_t(p.choice)])->spec;
+    const bool exact = k.variant == Variant::Exact;
+    const int family = k.precision == Precision::INT8   ? 0
+                       : k.precision == Precision::BF16 ? 1
+                       : k.precision == Precision::FP32 ? 4
+                                                        : 5;
+    return std::make_tuple(family < 4 ? (exact ? family : family + 2) : family,
+                           k.id, p.node);
+  };
+  std::vector<size_t> timingOrder(pairs_.size());
+  for (size_t i = 0; i < timingOrder.size(); ++i)
+    timingOrder[i] = i;
+  std::stable_sort(
+      timingOrder.begin(), timingOrder.end(),
+      [&](size_t a, size_t b) { return rank(pairs_[a]) < rank(pairs_[b]); });
+  auto unpermute = [&](const std::vector<KnobCost>& ordered) {
+    std::vector<KnobCost> out(ordered.size());
+    for (size_t k = 0; k < ordered.size(); ++k)
+      out[timingOrder[k]] = ordered[k];
+    return out;
+  };
   std::vector<KnobPair> timing;
-  for (const PairInfo& p : pairs_)
-    timing.push_back({p.node, knobs_[p.node][size_t(p.choice)]});
+  for (size_t i : timingOrder)
+    timing.push_back(
+        {pairs_[i].node, knobs_[pairs_[i].node][size_t(pairs_[i].choice)]});
   std::vector<KnobCost> costs;
-  if (costs_)
+  if (costs_) {
     for (const KnobPair& k : timing)
       costs.push_back(costs_->at(k.node, k.knobId));
-  else
+    costs = unpermute(costs);
+  } else {
     costs = timer_->time(timing, opts_.timeEveryOffset, !opts_.quiet,
                          [this] { return pastLimit(0.3, "timing"); });
+    costs = unpermute(costs);
+  }
   for (size_t i = 0; i < pairs_.size(); ++i) {
     pairs_[i].deltaMs = costs[i].deltaMs;
     pairs_[i].noisy = costs[i].noisy;
@@ -253,18 +292,21 @@ void TuneSession::profile() {
     qosModel_ = "p2";
   }
   const bool keepOutputs = qosModel_ == "p1";
-  // The knobs that save most first, so that a time limit leaves out the
-  // least useful ones.
+  // Family by family as they were timed (int8 and bf16 chains first), the
+  // knobs that save most first within a family, so that a time limit
+  // leaves out the least useful ones.
   std::vector<size_t> order;
   for (size_t i = 0; i < pairs_.size(); ++i)
     if (!pairs_[i].pruned)
       order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return pairs_[a].deltaMs < pairs_[b].deltaMs;
+    const int fa = std::get<0>(rank(pairs_[a])),
+              fb = std::get<0>(rank(pairs_[b]));
+    return fa != fb ? fa < fb : pairs_[a].deltaMs < pairs_[b].deltaMs;
   });
   for (size_t i : order) {
     PairInfo& p = pairs_[i];
-    if (pastLimit(0.5, "profile")) {
+    if (pastLimit(0.5, "profile", measureSeconds(profileImages_, 0) / 3)) {
       p.pruned = p.skipped = true;
       continue;
     }
@@ -383,7 +425,7 @@ std::vector<Evaluated> TuneSession::search() {
   // Leave room for prediction error: candidates a little past the largest
   // loss of interest are kept for calibration and validation.
   so.maxLoss = maxLoss_ * 1.5 + 0.5;
-  so.stop = [this] { return pastLimit(0.6, "search"); };
+  so.stop = [this] { return pastLimit(0.55, "search"); };
   Genome exact(nodes_.size(), 0);
   double exactEmpiricalMs = 0;
   int64_t sinceExact = 0;
@@ -467,7 +509,7 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
     std::vector<Point> pred, meas;
     ProgressBar bar("calibrate", int64_t(picks.size()), !opts_.quiet);
     for (size_t i : picks) {
-      if (pastLimit(0.7, "calibrate"))
+      if (pastLimit(0.62, "calibrate", measureSeconds(profileImages_, 1)))
         break;
       Measured m = measure(archive[i].genome, "tune", profileImages_, 1);
       m.loss = qosLoss(spec_, predictor_->exactQos(), m.qos);
@@ -508,7 +550,8 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
     ProgressBar bar("validate", int64_t(which.size()), !opts_.quiet);
     size_t done = 0;
     for (size_t i : which) {
-      if (pastLimit(0.85, "validate"))
+      if (pastLimit(0.85, "validate",
+                    measureSeconds(tuneCount_, opts_.repeats)))
         break;
       Candidate c;
       c.genome = archive[i].genome;
@@ -544,7 +587,7 @@ void TuneSession::calibrateAndValidate(const std::vector<Evaluated>& archive) {
     ProgressBar bar("test", int64_t(kept.size()), !opts_.quiet);
     size_t done = 0;
     for (size_t i : kept) {
-      if (pastLimit(1.0, "test"))
+      if (pastLimit(0.97, "test", measureSeconds(testCount_, 1)))
         break;
       candidates_[i].test =
           measure(candidates_[i].genome, "test", testCount_, 1);

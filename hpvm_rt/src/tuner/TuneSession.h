@@ -70,9 +70,12 @@ private:
                    int rounds);
 
   // --- Time limit ---
-  /// True once the run has used \p share of --time-limit; the first time,
-  /// records \p phase as where the limit stopped the run.
-  bool pastLimit(double share, const char* phase);
+  /// True once the run has used \p share of --time-limit, or would with
+  /// \p upcoming seconds more; the first time, records \p phase as where
+  /// the limit stopped the run.
+  bool pastLimit(double share, const char* phase, double upcoming = 0);
+  /// Estimated seconds of measure() over \p images with \p rounds.
+  double measureSeconds(int64_t images, int rounds) const;
 
   // --- Phases ---
   void discover();
