@@ -121,24 +121,75 @@ step "run the test set exactly and with every configuration" \
     --json "$RESULTS" $THREADS
 
 need_file "$RESULTS" "the program wrote no results (see $LOGS/run.log)"
-"$PY" - "$RESULTS" <<'EOF'
-import json, sys
+
+# Speed, measured apart from accuracy: ROUNDS rounds, each running the exact
+# program and every configuration once as its own process (the order
+# rotated each round so that no row always runs first); a row's speedup is
+# the median over the rounds of exact time / its time in the same round,
+# and a row whose rounds fall on both sides of 1.0 is within noise.
+ROUNDS=5
+TIMING="$QS/timing"
+rm -rf "$TIMING"
+mkdir -p "$TIMING"
+NAMES=$("$PY" -c 'import json, sys
+print(" ".join(c["name"] for c in json.load(open(sys.argv[1]))["configs"]))' \
+  "$RESULTS")
+ABS_BIN="$(cd "$(dirname "$BIN")" && pwd)/lenet_fashion"
+ABS_CONF="$ROOT/datasets/example/tuner_confs.txt"
+# time_rounds - runs the rounds; each run writes $TIMING/<round>_<row>.json.
+time_rounds() {
+  rows="exact $NAMES"
+  n=$(echo "$rows" | wc -w)
+  round=1
+  while [ "$round" -le "$ROUNDS" ]; do
+    k=0
+    while [ "$k" -lt "$n" ]; do
+      # Row (round + k) mod n: a different row starts each round.
+      row=$(echo "$rows" | cut -d' ' -f"$(((round + k) % n + 1))")
+      out="$TIMING/${round}_$row.json"
+      if [ "$row" = exact ]; then
+        # shellcheck disable=SC2086
+        (cd "$QS/run" && "$ABS_BIN" test -q --json "$out" $THREADS)
+      else
+        # shellcheck disable=SC2086
+        (cd "$QS/run" && "$ABS_BIN" test -q -c "$ABS_CONF" --config "$row" \
+          --json "$out" $THREADS)
+      fi
+      k=$((k + 1))
+    done
+    round=$((round + 1))
+  done
+}
+step "time exact and every configuration, $ROUNDS interleaved rounds" \
+  "$LOGS/timing.log" time_rounds
+
+"$PY" - "$RESULTS" "$TIMING" "$ROUNDS" <<'EOF'
+import json, os, statistics, sys
 r = json.load(open(sys.argv[1]))
-images = r["images"] * r.get("repeat", 1)
-def rate(t):
-    total = t["total"] / 1000.0
-    return images / total if total > 0 else float("nan")
-exact_rate = rate(r["exact"]["time_ms"])
+timing, rounds = sys.argv[2], int(sys.argv[3])
+def total(name, k):
+    with open(os.path.join(timing, f"{k}_{name}.json")) as f:
+        return json.load(f)["time_ms"]["total"]
+exact = [total("exact", k) for k in range(1, rounds + 1)]
+images = r["images"]
 print()
-print(f"{r['model']}: {r['set']} set, {r['images']} images, batch "
-      f"{r['batch_size']}, {r['threads']} threads")
-print(f"{'configuration':<16} {'accuracy':>9} {'images/s':>10} {'speedup':>8}")
+print(f"{r['model']}: {r['set']} set, {images} images, batch "
+      f"{r['batch_size']}, {r['threads']} threads; speed: median of "
+      f"{rounds} interleaved rounds (their range)")
+print(f"{'configuration':<16} {'accuracy':>9} {'images/s':>10} "
+      f"{'speedup':>8}  range")
 print(f"{'exact fp32':<16} {r['exact']['accuracy']:>8.2f}% "
-      f"{exact_rate:>10.0f} {1.0:>7.2f}x")
+      f"{images / (statistics.median(exact) / 1000):>10.0f} {1.0:>7.2f}x")
 for c in r["configs"]:
-    print(f"{c['name']:<16} {c['accuracy']:>8.2f}% {rate(c['time_ms']):>10.0f} "
-          f"{c['measured_speedup']:>7.2f}x")
-print(f"\nresults: {sys.argv[1]}")
+    times = [total(c["name"], k) for k in range(1, rounds + 1)]
+    ratios = [e / t for e, t in zip(exact, times)]
+    med, lo, hi = statistics.median(ratios), min(ratios), max(ratios)
+    # Within noise: the rounds disagree on whether it is faster or slower.
+    speed = (f"~{med:.2f}x  {lo:.2f}-{hi:.2f}, within noise"
+             if lo <= 1.0 <= hi else f"{med:>7.2f}x  {lo:.2f}-{hi:.2f}")
+    print(f"{c['name']:<16} {c['accuracy']:>8.2f}% "
+          f"{images / (statistics.median(times) / 1000):>10.0f} {speed:>8}")
+print(f"\nresults: {sys.argv[1]}, timing rounds: {timing}")
 EOF
 
 # Tuning: every (fused node, knob) timed and profiled on this machine, the
