@@ -41,9 +41,9 @@ public:
       FusedNodeInfo n;
       n.ordinal = k + 1;
       n.firstOpId = 1 + 3 * k;
-      n.ops = k < 3 ? std::vector<HpvmOp>{HpvmOp::Conv, HpvmOp::Add,
-                                          HpvmOp::Relu}
-                    : std::vector<HpvmOp>{HpvmOp::Mul, HpvmOp::Add};
+      n.ops = k < 3
+                  ? std::vector<HpvmOp>{HpvmOp::Conv, HpvmOp::Add, HpvmOp::Relu}
+                  : std::vector<HpvmOp>{HpvmOp::Mul, HpvmOp::Add};
       nodes_.push_back(n);
     }
     for (int64_t i = 0; i < kImages; ++i)
@@ -115,7 +115,8 @@ public:
 private:
   /// A fixed pseudo-random number in [0, 1) for image \p i at node \p f.
   static double hash(int64_t i, size_t f) {
-    uint64_t x = uint64_t(i) * 0x9E3779B97F4A7C15ull + f * 0xBF58476D1CE4E5B9ull;
+    uint64_t x =
+        uint64_t(i) * 0x9E3779B97F4A7C15ull + f * 0xBF58476D1CE4E5B9ull;
     x ^= x >> 31;
     x *= 0x94D049BB133111EBull;
     x ^= x >> 29;
