@@ -179,14 +179,14 @@ class Model:
                     "tuning")
                 log(f"{key}: tuned in {time.monotonic() - t0:.0f} s")
 
-    def engines(self):
+    def engines(self, wanted=tuple(ENGINES)):
         out = ["exact", "int8"]
         if self.tuned:
             out.append("tuned")
         out += ["ort_fp32", "ort_int8"]
         if not self.shipped:
             out.append("frozen")
-        return out
+        return [e for e in out if e in wanted]
 
     def our_config(self, engine):
         if engine == "int8":
@@ -301,20 +301,24 @@ def markdown(result):
                  f"{fmt_ratio(b, rr, 'exact', 'frozen')} |")
     below = sum(1 for x in fp32 if x is not None and x < 1.0)
     L += ["", f"Geometric mean ours/ORT FP32: {gmean(fp32):.2f}x over "
-          f"{len(fp32)} cases; {below} below 1.0x.", "", "## int8",
-          "", "| model | batch | threads | ours int8 img/s | x our exact "
-          "| ORT int8 img/s | ours/ORT int8 |",
-          "|---|---:|---:|---:|---:|---:|---:|"]
+          f"{len(fp32)} cases; {below} below 1.0x."]
+    int8 = [r for r in result["results"]
+            if {"int8", "ort_int8"} <= set(r["images_per_s"])]
+    if int8:
+        L += ["", "## int8", "", "| model | batch | threads | ours int8 "
+              "img/s | x our exact | ORT int8 img/s | ours/ORT int8 |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     i8 = []
-    for r in result["results"]:
+    for r in int8:
         b, rr = r["images_per_s"], r["round_ratios"]
         i8.append(ratio(b, "int8", "ort_int8"))
         L.append(f"| {r['model']} | {r['batch']} | {r['threads']} | "
                  f"{b['int8']:.1f} | {ratio(b, 'int8', 'exact'):.2f}x | "
                  f"{b['ort_int8']:.1f} | "
                  f"{fmt_ratio(b, rr, 'int8', 'ort_int8')} |")
-    L += ["", f"Geometric mean ours/ORT int8: {gmean(i8):.2f}x over "
-          f"{len(i8)} cases."]
+    if i8:
+        L += ["", f"Geometric mean ours/ORT int8: {gmean(i8):.2f}x over "
+              f"{len(i8)} cases."]
     acc = result.get("accuracy", {})
     if acc:
         L += ["", "## Test-set top-1 (shipped Fashion-MNIST nets, %)", "",
@@ -386,6 +390,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--quiet-seconds", type=float, default=10)
+    ap.add_argument("--engines", default=",".join(ENGINES),
+                    help="engines to time (default: all of %s; exact and "
+                    "ort_fp32 are always timed)" % ",".join(ENGINES))
     ap.add_argument("--no-tune", dest="tune", action="store_false",
                     help="skip the tuned engine")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -396,6 +403,11 @@ def main():
     args.exporter = os.path.join(args.build, "frontend", "torch2hpvm-export")
     args.tuner = os.path.join(args.build, "frontend", "torch2hpvm-tune")
     keys = args.models.split(",")
+    wanted = set(args.engines.split(",")) | {"exact", "ort_fp32"}
+    if wanted - set(ENGINES):
+        ap.error(f"unknown engine(s) {', '.join(sorted(wanted - set(ENGINES)))}"
+                 f" (known: {', '.join(ENGINES)})")
+    args.tune = args.tune and "tuned" in wanted
     for k in keys:
         if k not in KNOWN_MODELS:
             ap.error(f"unknown model {k} (known: {', '.join(KNOWN_MODELS)})")
@@ -428,7 +440,7 @@ def main():
             m = models[key]
             tv.wait_quiet(args.quiet_seconds)
             v = {e: time_engine(m, e, batch, threads, args.repeat)
-                 for e in m.engines()}
+                 for e in m.engines(wanted)}
             visits[(key, batch, threads)].append(v)
             write_results(args, models, visits, acc, True, ort_version)
             log(f"round {rnd}/{args.rounds} {key} b{batch} t{threads}: " +
