@@ -99,6 +99,49 @@ TEST_CASE("Kernels: dense reads a blocked conv output without changing "
   checkClose(y.values(), want, kRtol, kAtol, "conv -> dense");
 }
 
+TEST_CASE("Kernels: dense on a pooled N x C x 1 x 1 activation, blocked or "
+          "not, at batch 1 and 16, matches the reference") {
+  // A classifier after global pooling: x comes from a 1x1 convolution
+  // (oneDNN's layout: channel blocks that 32 channels fill and 20 do not)
+  // or from the host; the dense layer reads it as it is.
+  unsigned seed = 900;
+  for (size_t M : {1, 16})
+    for (size_t C : {32, 20})
+      for (bool blocked : {false, true})
+        for (int v : {0, 1, 5}) {
+          TestTensor x({M, C, 1, 1});
+          std::vector<float> xv = randomVec(x.size(), ++seed);
+          std::vector<float> xRef = xv;
+          if (blocked) {
+            TestTensor src({M, C, 1, 1}), w({C, C, 1, 1});
+            src.set(xv);
+            w.set(randomVec(w.size(), ++seed, -0.3f, 0.3f));
+            runConv(src.get(), w.get(), ConvArgs{}, PostOps{}, KnobSpec{},
+                    x.get());
+            ref::conv2d(xv.data(), int64_t(M), int64_t(C), 1, 1,
+                        w.values().data(), int64_t(C), 1, 1, ConvArgs{},
+                        xRef.data());
+          } else {
+            x.set(xv);
+          }
+          const int64_t N = 24;
+          TestTensor fw({1, 1, C, size_t(N)});
+          fw.set(randomVec(fw.size(), ++seed, -0.2f, 0.2f));
+          std::vector<size_t> yDims{M, size_t(N), 1, 1};
+          TestPost post(v, N, yDims, ++seed);
+          TestTensor y(yDims);
+          runDense(x.get(), fw.get(), post.ops, KnobSpec{}, y.get());
+          std::vector<float> want(M * N);
+          ref::dense(xRef.data(), int64_t(M), int64_t(C), fw.values().data(), N,
+                     want.data());
+          post.reference(want, int64_t(M), N, 1);
+          checkClose(y.values(), want, kRtol, kAtol,
+                     "M " + std::to_string(M) + " C " + std::to_string(C) +
+                         (blocked ? " blocked" : " host") + " chain " +
+                         std::to_string(v));
+        }
+}
+
 TEST_CASE("Kernels: conv adds a residual left blocked by another conv, or "
           "given with other dims") {
   // shortcut = conv1x1(x) stays blocked; y = relu(conv3x3(x) + shortcut).
