@@ -30,6 +30,7 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("fuse-layer-norms", fuseLayerNorms);
   run("make-tokens-channel-first", makeTokensChannelFirst);
   run("fuse-gelus", fuseGelus);
+  run("fuse-silus", fuseSilus);
   run("make-channel-first", makeChannelFirst);
   if (g.output == g.input || g.output->isConstant())
     throw UserError(g.source.path + ": the output '" +

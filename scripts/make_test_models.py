@@ -413,6 +413,24 @@ def networks():
           helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0]),
           weights("pw", [6, 4, 1, 1], 34)],
          opset=11)
+    # EfficientNet: SiLU after a convolution as torch.onnx writes it
+    # (Sigmoid, then Mul with the same input; one silu, either operand
+    # order), a squeeze-and-excitation gate (sigmoid of another value,
+    # multiply: stays) and a sigmoid read beside the product (stays).
+    X = io("input", [1, 2, 6, 6])
+    save("silu_block.onnxtxt",
+         [node("Conv", ["input", "w", "b"], ["c"], "conv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1]),
+          node("Sigmoid", ["c"], ["s1"], "silu_sigmoid"),
+          node("Mul", ["s1", "c"], ["a"], "silu_mul"),
+          node("GlobalAveragePool", ["a"], ["p"], "squeeze"),
+          node("Sigmoid", ["p"], ["g"], "gate"),
+          node("Mul", ["a", "g"], ["e"], "excite"),
+          node("Sigmoid", ["e"], ["s3"], "shared_sigmoid"),
+          node("Mul", ["e", "s3"], ["m"], "not_silu"),
+          node("Add", ["m", "s3"], ["y"], "sum")],
+         [X], io("y", [1, 4, 6, 6]),
+         [weights("w", [4, 2, 3, 3], 70), weights("b", [4], 71)])
 
 
 def errors():

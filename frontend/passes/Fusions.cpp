@@ -1,5 +1,5 @@
 // Fusions.cpp - the passes that turn the node chains exporters write for
-// one operator (channel shuffle, LayerNorm, GELU) into that one node.
+// one operator (channel shuffle, LayerNorm, GELU, SiLU) into that one node.
 #include "passes/Fusions.h"
 
 #include "onnx/OpAttrs.h"
@@ -180,6 +180,28 @@ void fuseGelus(Graph& g) {
     for (Node* n : chain)
       erased.insert(n);
     replaceChain(g, OpKind::Gelu, {x}, chain);
+  }
+  g.pruneValues();
+}
+
+void fuseSilus(Graph& g) {
+  std::unordered_set<Node*> erased;
+  for (Node* sigmoid : nodeList(g)) {
+    if (erased.count(sigmoid) || sigmoid->kind != OpKind::OnnxSigmoid ||
+        sigmoid->output == g.output)
+      continue;
+    // x * Sigmoid(x), either operand first; the sigmoid read by the
+    // product only (a squeeze-and-excitation gate multiplies another
+    // value, and stays a sigmoid and a multiply).
+    Value* x = sigmoid->inputs[0];
+    Node* times = soleUser(sigmoid->output);
+    if (x->isConstant() || x->shape.size() != 4 || !times ||
+        times->kind != OpKind::OnnxMul ||
+        otherInput(times, sigmoid->output) != x)
+      continue;
+    const std::vector<Node*> chain = {sigmoid, times};
+    erased.insert(chain.begin(), chain.end());
+    replaceChain(g, OpKind::Silu, {x}, chain);
   }
   g.pruneValues();
 }

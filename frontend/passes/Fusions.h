@@ -22,6 +22,11 @@ void fuseLayerNorms(Graph& g);
 /// opset 20 only, beyond what torch2hpvm loads).
 void fuseGelus(Graph& g);
 
+/// Turns the SiLU the PyTorch exporter writes (Sigmoid(x), times x) on a
+/// 4-D activation into one silu (an HPVM op: x * sigmoid(x), which the
+/// runtime fuses into the convolution before it as oneDNN's swish).
+void fuseSilus(Graph& g);
+
 } // namespace hpvm::fe
 
 #endif // TORCH2HPVM_FRONTEND_PASSES_FUSIONS_H

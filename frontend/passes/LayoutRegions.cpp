@@ -53,9 +53,10 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
                       in->constant->numElements() == in->constant->dims.back());
     return fits;
   }
-  if (k == OpKind::Gelu || k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
-      k == OpKind::OnnxTanh || k == OpKind::OnnxHardSwish ||
-      k == OpKind::OnnxClip || k == OpKind::OnnxErf) {
+  if (k == OpKind::Gelu || k == OpKind::Silu || k == OpKind::OnnxRelu ||
+      k == OpKind::OnnxSigmoid || k == OpKind::OnnxTanh ||
+      k == OpKind::OnnxHardSwish || k == OpKind::OnnxClip ||
+      k == OpKind::OnnxErf) {
     bool fits = u->inputs[0] == v;
     for (size_t i = 1; i < u->inputs.size(); ++i)
       fits = fits && u->inputs[i]->isConstant();

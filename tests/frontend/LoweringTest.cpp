@@ -116,6 +116,25 @@ TEST_CASE("Frontend: x * HardSigmoid(x) with alpha 1/6, beta 1/2 becomes "
         "return %8: 1x3x1x1\n");
 }
 
+TEST_CASE("Frontend: x * Sigmoid(x) becomes one silu, and a squeeze-and-"
+          "excitation gate or a sigmoid read twice stays") {
+  std::unique_ptr<Graph> g = loadModel(fixture("silu_block"), {});
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = Conv(%input: 1x2x6x6, %w: 4x2x3x3) -> 1x4x6x6  [pads 1 1 "
+        "strides 1 1]  # conv\n"
+        "%2 = Add(%1: 1x4x6x6, %b: 1x4x1x1) -> 1x4x6x6  # conv\n"
+        "%3 = Silu(%2: 1x4x6x6) -> 1x4x6x6  # silu_sigmoid, silu_mul\n"
+        "%4 = AvgPool(%3: 1x4x6x6) -> 1x4x1x1  [window 6 6 pads 0 0 strides "
+        "1 1]  # squeeze\n"
+        "%5 = Sigmoid(%4: 1x4x1x1) -> 1x4x1x1  # gate\n"
+        "%6 = Multiply(%3: 1x4x6x6, %5: 1x4x1x1) -> 1x4x6x6  # excite\n"
+        "%7 = Sigmoid(%6: 1x4x6x6) -> 1x4x6x6  # shared_sigmoid\n"
+        "%8 = Multiply(%6: 1x4x6x6, %7: 1x4x6x6) -> 1x4x6x6  # not_silu\n"
+        "%9 = Add(%8: 1x4x6x6, %7: 1x4x6x6) -> 1x4x6x6  # sum\n"
+        "return %9: 1x4x6x6\n");
+}
+
 TEST_CASE("Frontend: ONNX HardSwish (opset 14) becomes hard_swish") {
   std::unique_ptr<Graph> g = loadModel(fixture("HardSwish"), {});
   CHECK(g->source.opset == 14);

@@ -292,7 +292,7 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
                       "remove-identities", "eliminate-dead-nodes", "fold-pads",
                       "alias-reshapes", "fuse-channel-shuffles",
                       "fuse-layer-norms", "make-tokens-channel-first",
-                      "fuse-gelus", "make-channel-first", "lower",
+                      "fuse-gelus", "fuse-silus", "make-channel-first", "lower",
                       "eliminate-dead-nodes"});
 }
 

@@ -166,6 +166,8 @@ double activate(Act a, double v, float lo, float hi) {
     return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
   case Act::LeakyRelu:
     return v > 0 ? v : lo * v;
+  case Act::Silu:
+    return v / (1 + std::exp(-v));
   }
   return v;
 }
@@ -183,6 +185,8 @@ double actBound(Act a, double e, double z, double y, float lo) {
     return 1.5 * e + 4 * kU * (std::fabs(z) + std::fabs(y));
   case Act::Gelu: // Lipschitz constant below 1.13
     return 1.13 * e + kTanhUlps * kU * std::fabs(y);
+  case Act::Silu: // Lipschitz constant below 1.1, and the multiply by x
+    return 1.1 * e + kTanhUlps * kU * std::fabs(y) + kU * std::fabs(y);
   case Act::LeakyRelu: // slope 1 or alpha, and alpha's multiply
     return std::max(1.0, double(std::fabs(lo))) * e + kU * std::fabs(y);
   case Act::None:

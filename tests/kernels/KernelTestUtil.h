@@ -219,7 +219,7 @@ struct TestPost {
       bias = perK(1, -0.5f, 0.5f);
       ops.bias = bias->get();
     }
-    if (v == 2 || v == 4) {
+    if (v == 2 || v == 4 || v == 8) {
       gamma = perK(2, 0.5f, 1.5f);
       beta = perK(3, -0.5f, 0.5f);
       mean = perK(4, -0.5f, 0.5f);
@@ -251,6 +251,8 @@ struct TestPost {
       ops.actLo = 0.4f;
       ops.actHi = 0.45f;
     }
+    if (v == 8) // EfficientNet: batch norm, SiLU
+      ops.act = Act::Silu;
     if (v == 3 || v == 4) {
       ops.act = v == 3 ? Act::Clip : Act::Relu;
       ops.actLo = 0.f;
@@ -263,7 +265,7 @@ struct TestPost {
       ops.act2Hi = 1.f;
     }
   }
-  static constexpr int kVariants = 8;
+  static constexpr int kVariants = 9;
 
   /// Applies the post-ops to y (N x K x HW) with the reference kernels.
   void reference(std::vector<float>& y, int64_t N, int64_t K,

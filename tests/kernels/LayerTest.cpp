@@ -93,8 +93,9 @@ TEST_CASE("Kernels: batch norm matches the reference with each "
     b.set(randomVec(C, ++seed));
     m.set(randomVec(C, ++seed));
     v.set(randomVec(C, ++seed, 0.01f, 2.f));
-    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
-                    Act::HardSigmoid, Act::HardSwish, Act::LeakyRelu})
+    for (Act act :
+         {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
+          Act::HardSigmoid, Act::HardSwish, Act::LeakyRelu, Act::Silu})
       for (bool blocked : {false, true})
         for (bool inPlace : {false, true}) {
           TestTensor x({N, C, H, W});
@@ -161,8 +162,9 @@ TEST_CASE("Kernels: activations match the reference") {
   for (const Shape& sh : readShapes("eltwise.txt")) {
     const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
                  W = sh.get("iw", sh.get("ih", 1));
-    for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
-                    Act::HardSigmoid, Act::HardSwish, Act::LeakyRelu})
+    for (Act act :
+         {Act::None, Act::Relu, Act::Clip, Act::Tanh, Act::Sigmoid,
+          Act::HardSigmoid, Act::HardSwish, Act::LeakyRelu, Act::Silu})
       for (bool blocked : {false, true})
         for (bool inPlace : {false, true}) {
           // Parameters and inputs that reach every piece: clip [0, 6],
@@ -173,7 +175,8 @@ TEST_CASE("Kernels: activations match the reference") {
               hardSigmoid ? 0.4f : (act == Act::LeakyRelu ? 0.1f : 0.f);
           const float hi = hardSigmoid ? 0.45f : 6.f;
           TestTensor x({N, C, H, W});
-          fill(x, ++seed, blocked, act == Act::HardSwish ? 5.f : 2.f);
+          fill(x, ++seed, blocked,
+               act == Act::HardSwish || act == Act::Silu ? 5.f : 2.f);
           std::vector<float> want(x.size());
           ref::act(x.values().data(), int64_t(x.size()), act, lo, hi,
                    want.data());
@@ -196,7 +199,7 @@ TEST_CASE("Kernels: activations match the reference") {
 }
 
 TEST_CASE("Kernels: reference activations compute relu, clip, tanh, hard "
-          "sigmoid and hard swish") {
+          "sigmoid, hard swish and silu") {
   std::vector<float> x{-2.f, -0.5f, 0.f, 0.25f, 3.f, 7.f};
   std::vector<float> y(x.size());
   ref::act(x.data(), 6, Act::Relu, 0, 0, y.data());
@@ -227,6 +230,12 @@ TEST_CASE("Kernels: reference activations compute relu, clip, tanh, hard "
   ref::act(neg.data(), 2, Act::HardSwish, 0, 0, y.data());
   CHECK(y[0] == 0.f);
   CHECK(y[1] == 0.f);
+  // SiLU x * sigmoid(x): -0.238 at -2, 0 at 0, close to x far above 0.
+  ref::act(x.data(), 6, Act::Silu, 0, 0, y.data());
+  for (int i = 0; i < 6; ++i)
+    CHECK(y[i] == doctest::Approx(x[i] / (1 + std::exp(-double(x[i])))));
+  CHECK(y[0] == doctest::Approx(-0.238405844));
+  CHECK(y[2] == 0.f);
 }
 
 TEST_CASE("Kernels: softmax normalises each row over dim 1") {

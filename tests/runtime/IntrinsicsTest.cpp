@@ -260,6 +260,13 @@ OpCase caseFor(HpvmOp op) {
     c.direct = c.intrinsic;
     ref::act(hostOf(x), n, Act::Gelu, 0, 0, c.want.data());
     break;
+  case HpvmOp::Silu:
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm_rt__tensor_silu(t[0]); };
+    c.direct = c.intrinsic;
+    ref::act(hostOf(x), n, Act::Silu, 0, 0, c.want.data());
+    break;
   case HpvmOp::LayerNorm: {
     void* g = randomTensor({1, 4, 1, 1}, 13, 0.5f, 1.5f);
     void* b = randomTensor({1, 4, 1, 1}, 14, -1, 1);

@@ -29,7 +29,8 @@ enum class Act : uint8_t {
   HardSigmoid,
   HardSwish,
   Gelu,
-  LeakyRelu ///< x < 0 ? alpha * x : x; alpha the op's scalar.
+  LeakyRelu, ///< x < 0 ? alpha * x : x; alpha the op's scalar.
+  Silu       ///< x * sigmoid(x) (swish with beta 1).
 };
 
 /// Which knobs apply to an op (Ops.def Applies / Knobs columns).

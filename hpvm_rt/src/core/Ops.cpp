@@ -162,6 +162,7 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   case HpvmOp::Sigmoid:
   case HpvmOp::HardSwish:
   case HpvmOp::Gelu:
+  case HpvmOp::Silu:
   case HpvmOp::Softmax:
     return x;
   case HpvmOp::LayerNorm:

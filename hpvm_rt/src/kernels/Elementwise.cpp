@@ -38,6 +38,8 @@ EltwiseSteps eltwiseSteps(Act a, float lo, float hi) {
     return {{{alg::eltwise_gelu_erf}}, 1};
   case Act::LeakyRelu: // (oneDNN's relu: alpha * x below zero)
     return {{{alg::eltwise_relu, lo}}, 1};
+  case Act::Silu: // (oneDNN's swish: x * sigmoid(alpha * x))
+    return {{{alg::eltwise_swish, 1.f}}, 1};
   }
   HPVM_UNREACHABLE("eltwiseSteps of an invalid Act");
 }

@@ -184,6 +184,10 @@ private:
       for (int64_t i = 0; i < n; ++i)
         v[i] = v[i] > 0.f ? v[i] : v[i] * lo;
       return;
+    case Act::Silu:
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = silu(v[i]);
+      return;
     }
   }
 

@@ -27,7 +27,8 @@ namespace hpvm::rt {
 /// eltwise over whole outputs (a scalar loop of std::tanh or std::exp costs
 /// more than the convolution) rather than in their output pass.
 inline bool isTranscendental(Act a) {
-  return a == Act::Tanh || a == Act::Sigmoid || a == Act::Gelu;
+  return a == Act::Tanh || a == Act::Sigmoid || a == Act::Gelu ||
+         a == Act::Silu;
 }
 
 /// GELU, exact form: x * (1 + erf(x / sqrt(2))) / 2.
@@ -50,6 +51,11 @@ inline float hardSwish(float x) {
   const float r = x + 3.f;
   return x * (r < 0.f ? 0.f : (r > 6.f ? 6.f : r)) / 6.f;
 }
+
+/// SiLU (swish with beta 1; EfficientNet): x * sigmoid(x), the sigmoid
+/// computed as the sigmoid activation computes it, then multiplied by x
+/// (as the unfused pair Sigmoid, Mul would).
+inline float silu(float x) { return x * (1.f / (1.f + std::exp(-x))); }
 
 /// Post-operations fused into a convolution or dense layer, applied in this
 /// order: bias (per channel), batch norm (inference), activation, residual

@@ -190,6 +190,9 @@ inline void act(const float* x, int64_t n, Act act, float lo, float hi,
     case Act::LeakyRelu:
       v = v > 0.f ? v : v * lo;
       break;
+    case Act::Silu:
+      v = silu(v);
+      break;
     }
     y[i] = v;
   }
