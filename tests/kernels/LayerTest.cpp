@@ -157,6 +157,35 @@ TEST_CASE("Kernels: add matches the reference, elementwise and per "
   }
 }
 
+TEST_CASE("Kernels: a squeeze-and-excitation gate (N x C x 1 x 1, or N x 1 "
+          "x 1 x 1) multiplies like the reference across layouts") {
+  unsigned seed = 450;
+  for (const Shape& sh : readShapes("eltwise.txt")) {
+    const size_t N = sh.get("mb", 1), C = sh.get("ic", 1), H = sh.get("ih", 1),
+                 W = sh.get("iw", sh.get("ih", 1));
+    for (size_t gc : {C, size_t(1)})
+      for (bool blocked : {false, true})
+        for (bool inPlace : {false, true}) {
+          TestTensor a({N, C, H, W}), g({N, gc, 1, 1});
+          fill(a, ++seed, blocked);
+          fill(g, ++seed, false);
+          const int64_t ad[] = {int64_t(N), int64_t(C), int64_t(H), int64_t(W)};
+          const int64_t gd[] = {int64_t(N), int64_t(gc), 1, 1};
+          std::vector<float> want(a.size());
+          ref::multiply(a.values().data(), ad, g.values().data(), gd,
+                        want.data());
+          TestTensor y({N, C, H, W});
+          Tensor* out = inPlace ? a.get() : y.get();
+          runMultiply(a.get(), g.get(), Act::None, 0, 0, KnobSpec{}, out);
+          std::vector<float> got = inPlace ? a.values() : y.values();
+          const std::string what =
+              sh.name() + " gate channels " + std::to_string(gc) +
+              (blocked ? " blocked" : " host") + (inPlace ? " in place" : "");
+          CHECK_MESSAGE(got == want, what);
+        }
+  }
+}
+
 TEST_CASE("Kernels: activations match the reference") {
   unsigned seed = 500;
   for (const Shape& sh : readShapes("eltwise.txt")) {
