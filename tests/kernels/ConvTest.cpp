@@ -142,6 +142,43 @@ TEST_CASE("Kernels: dense on a pooled N x C x 1 x 1 activation, blocked or "
         }
 }
 
+TEST_CASE("Kernels: a conv of 24 channels on a blocked input writes padded "
+          "blocks that the next conv and a residual add read as they are") {
+  // EfficientNet's projection: 32 -> 24 channels (bias, ReLU) on the
+  // nChw16c output of a conv, then 24 -> 32 (3x3) on that, and 24 + 24.
+  TestTensor x({2, 32, 8, 8}), w1({32, 32, 1, 1}), w2({24, 32, 1, 1}),
+      w3({32, 24, 3, 3});
+  x.set(randomVec(x.size(), 80));
+  w1.set(randomVec(w1.size(), 81, -0.2f, 0.2f));
+  w2.set(randomVec(w2.size(), 82, -0.2f, 0.2f));
+  w3.set(randomVec(w3.size(), 83, -0.1f, 0.1f));
+  TestTensor y1({2, 32, 8, 8}), y2({2, 24, 8, 8}), y3({2, 32, 8, 8}),
+      y4({2, 24, 8, 8});
+  runConv(x.get(), w1.get(), ConvArgs{}, PostOps{}, KnobSpec{}, y1.get());
+  TestPost relu(1, 24, {2, 24, 8, 8}, 84);
+  runConv(y1.get(), w2.get(), ConvArgs{}, relu.ops, KnobSpec{}, y2.get());
+  ConvArgs pad1;
+  pad1.padH = pad1.padW = 1;
+  runConv(y2.get(), w3.get(), pad1, PostOps{}, KnobSpec{}, y3.get());
+  PostOps sum;
+  sum.residual = y2.get();
+  runConv(y1.get(), w2.get(), ConvArgs{}, sum, KnobSpec{}, y4.get());
+
+  std::vector<float> r1(y1.size()), r2(y2.size()), r3(y3.size()), r4(y4.size());
+  ref::conv2d(x.values().data(), 2, 32, 8, 8, w1.values().data(), 32, 1, 1,
+              ConvArgs{}, r1.data());
+  ref::conv2d(r1.data(), 2, 32, 8, 8, w2.values().data(), 24, 1, 1, ConvArgs{},
+              r2.data());
+  std::vector<float> plain = r2;
+  relu.reference(r2, 2, 24, 64);
+  ref::conv2d(r2.data(), 2, 24, 8, 8, w3.values().data(), 32, 3, 3, pad1,
+              r3.data());
+  ref::add(plain.data(), r2.data(), 2, 24, 64, false, r4.data());
+  checkClose(y2.values(), r2, kRtol, kAtol, "32 -> 24 on blocked input");
+  checkClose(y3.values(), r3, kRtol, kAtol, "24 -> 32 on padded blocks");
+  checkClose(y4.values(), r4, kRtol, kAtol, "24 plus a residual");
+}
+
 TEST_CASE("Kernels: conv adds a residual left blocked by another conv, or "
           "given with other dims") {
   // shortcut = conv1x1(x) stays blocked; y = relu(conv3x3(x) + shortcut).
