@@ -143,7 +143,8 @@ TEST_CASE("Kernels: dense on a pooled N x C x 1 x 1 activation, blocked or "
 }
 
 TEST_CASE("Kernels: a conv of 24 channels on a blocked input writes padded "
-          "blocks that the next conv and a residual add read as they are") {
+          "blocks that the next conv, a depthwise conv and a residual add "
+          "read as they are") {
   // EfficientNet's projection: 32 -> 24 channels (bias, ReLU) on the
   // nChw16c output of a conv, then 24 -> 32 (3x3) on that, and 24 + 24.
   TestTensor x({2, 32, 8, 8}), w1({32, 32, 1, 1}), w2({24, 32, 1, 1}),
@@ -163,6 +164,12 @@ TEST_CASE("Kernels: a conv of 24 channels on a blocked input writes padded "
   PostOps sum;
   sum.residual = y2.get();
   runConv(y1.get(), w2.get(), ConvArgs{}, sum, KnobSpec{}, y4.get());
+  // MobileNet v3: a depthwise 3x3 on the 24 padded channels.
+  TestTensor wd({24, 1, 3, 3}), y5({2, 24, 8, 8});
+  wd.set(randomVec(wd.size(), 85, -0.3f, 0.3f));
+  ConvArgs dw = pad1;
+  dw.groups = 24;
+  runConv(y2.get(), wd.get(), dw, PostOps{}, KnobSpec{}, y5.get());
 
   std::vector<float> r1(y1.size()), r2(y2.size()), r3(y3.size()), r4(y4.size());
   ref::conv2d(x.values().data(), 2, 32, 8, 8, w1.values().data(), 32, 1, 1,
@@ -177,6 +184,10 @@ TEST_CASE("Kernels: a conv of 24 channels on a blocked input writes padded "
   checkClose(y2.values(), r2, kRtol, kAtol, "32 -> 24 on blocked input");
   checkClose(y3.values(), r3, kRtol, kAtol, "24 -> 32 on padded blocks");
   checkClose(y4.values(), r4, kRtol, kAtol, "24 plus a residual");
+  std::vector<float> r5(y5.size());
+  ref::conv2d(r2.data(), 2, 24, 8, 8, wd.values().data(), 24, 3, 3, dw,
+              r5.data());
+  checkClose(y5.values(), r5, kRtol, kAtol, "depthwise on padded blocks");
 }
 
 TEST_CASE("Kernels: conv adds a residual left blocked by another conv, or "

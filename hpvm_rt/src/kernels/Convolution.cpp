@@ -84,6 +84,13 @@ struct ConvCall {
   }
 };
 
+/// True when c's input is in nChw16c now (its last block padded if its
+/// channels do not fill it).
+bool inputBlocked16(const ConvCall& c) {
+  const TensorImpl& in = implOf(c.x);
+  return in.memValid && in.mem.get_desc() == blocked16Desc(c.x);
+}
+
 /// The exact convolution's primitive for c: with nChw16c activations
 /// (\p blocked; null where oneDNN has only its reference kernel for that)
 /// or in the layouts oneDNN picks.
@@ -100,11 +107,15 @@ const Prim* exactPrim(const ConvCall& c, bool blocked) {
   const dt outType = bf16Out ? dt::bf16 : dt::f32;
   // A binary post-op needs the residual with the output's dims.
   const bool residualDims = post.residual && dims4(post.residual) == yd;
+  // Channels that do not fill the blocks: nChw16c (padded) in fp32 when
+  // the input is in it already, else the layout oneDNN picks.
+  const bool src16 =
+      xd[1] % 16 == 0 || (blocked && inType == dt::f32 && inputBlocked16(c));
   std::string key = fmt::format(
-      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}", xd[0], xd[1],
-      xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
-      args.strideW, G, static_cast<int>(inType), postKey(post), residualDims,
-      bf16Out, blocked ? "blk" : "any");
+      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}{}", xd[0],
+      xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
+      args.strideH, args.strideW, G, static_cast<int>(inType), postKey(post),
+      residualDims, bf16Out, blocked ? "blk" : "any", src16 ? "16" : "");
   const Prim& p = cachedPrim(key, [&] {
     dims wDims =
         G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
@@ -134,7 +145,7 @@ const Prim* exactPrim(const ConvCall& c, bool blocked) {
       hows = {ResidualAs::Sum, ResidualAs::Split};
     if (blocked) {
       dnnl::memory::desc srcBlk({xd[0], xd[1], xd[2], xd[3]}, inType,
-                                xd[1] % 16 == 0 ? tag::nChw16c : tag::any);
+                                src16 ? tag::nChw16c : tag::any);
       dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]}, outType,
                                 tag::nChw16c);
       if (residualDims)
@@ -267,22 +278,20 @@ const ConvVariant kConvVariants[] = {
      [](const ConvCall& c) {
        convInt8(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
      }},
-    // Exact, K in blocks of 16, not grouped or depthwise: oneDNN's direct
-    // kernels on nChw16c (for bf16 too: 1.9-2.2x over fp32 on VGG16's
-    // layers against 1.7-1.8x in the layouts oneDNN picks). In fp32 on an
-    // input already in nChw16c, any K (the last block padded): oneDNN
+    // Exact, K in blocks of 16, not grouped (or depthwise): oneDNN's
+    // direct kernels on nChw16c (for bf16 too: 1.9-2.2x over fp32 on
+    // VGG16's layers against 1.7-1.8x in the layouts oneDNN picks). In fp32
+    // on an input already in nChw16c, any K (the last block padded): oneDNN
     // would pick NHWC there, at the price of a reorder of the input and
     // one of the output for the next blocked layer (EfficientNet's 24 and
-    // 40 channel projections: 11% of its time).
+    // 40 channel projections: 11% of its time; MobileNet v3's 72, 120, 184
+    // and 200 channel depthwise convolutions).
     {"exact-blocked",
      [](const ConvCall& c) {
        const int64_t K = c.wd[0], G = c.args.groups;
-       const TensorImpl& in = implOf(c.x);
-       const bool blockedIn =
-           in.memValid && in.mem.get_desc() == blocked16Desc(c.x);
        if ((G != 1 && G != K) ||
            (K % 16 != 0 &&
-            (G != 1 || c.knob.precision != Precision::FP32 || !blockedIn)))
+            (c.knob.precision != Precision::FP32 || !inputBlocked16(c))))
          return false;
        c.exactBlocked = exactPrim(c, /*blocked=*/true);
        return c.exactBlocked != nullptr;
