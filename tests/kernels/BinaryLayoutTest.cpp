@@ -63,8 +63,8 @@ TEST_CASE("Kernels: multiply by an N x C x 1 x 1 gate runs vectorised on "
             const size_t at = (n * C + c) * H * W + i;
             want[at] = av[at] * gv[(gateN == 1 ? 0 : n) * C + c];
           }
-      const std::string what = fmt::format(
-          "layout {} gate batch {}", static_cast<int>(layout), gateN);
+      const std::string what = fmt::format("layout {} gate batch {}",
+                                           static_cast<int>(layout), gateN);
       checkClose(y.values(), want, 1e-6f, 1e-6f, what);
       INFO(what);
       for (const std::string& k : referenceBinaries())

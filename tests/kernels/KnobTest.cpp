@@ -182,6 +182,57 @@ TEST_CASE("Kernels: bf16 conv and dense stay within bf16 epsilon of fp32 "
   checkClose(y.values(), want, 2e-2, 2e-2, "bf16 dense");
 }
 
+TEST_CASE("Kernels: bf16 convs on AMX (NHWC brgconv, im2col + inner "
+          "product) are the convolution of bf16-rounded operands") {
+  // Where the CPU has AMX, exact bf16 convolutions of 64 output pixels or
+  // more run oneDNN's brgconv on NHWC, smaller ones (without a residual)
+  // im2col + its AMX inner product; with a residual and 16..63 pixels
+  // brgconv too. Without AMX the same calls take the other variants and
+  // must give the same numerics: bf16 operands, fp32 sums.
+  const bool amx = approx::isaLevel() >= approx::IsaLevel::Amx;
+  struct Want {
+    const char* shape;
+    int post;
+    const char* variant;
+  };
+  for (const Want& c : std::vector<Want>{
+           {"tail13", 1, "exact-amx"},
+           {"pointwise", 0, "exact-amx"},
+           {"stride2", 1, "exact-amx"},
+           {"tiny4x4", 1, "exact-amx-im2col"},
+           {"tiny2x2", 0, "exact-amx-im2col"},
+           {"output1x1", 1, "exact-amx-im2col"},
+           {"channels127", 1, "exact-amx-im2col"},
+           {"rect16", 1, "exact-amx-im2col"}, // 9x7 outputs
+           {"tiny4x4", 3, "exact-amx"},
+           {"tiny2x2", 4, "exact-blocked"},
+       }) {
+    ConvCase cc(c.shape, 2000);
+    TestPost post(c.post, cc.s.K, cc.yDims, 2010);
+    const std::vector<float> got =
+        cc.run(post.ops, knobOf(Variant::Exact, Precision::BF16));
+    const std::string what =
+        std::string(c.shape) + " post " + std::to_string(c.post);
+    if (amx)
+      CHECK_MESSAGE(std::string(lastConvVariant()) == c.variant,
+                    what << ": ran " << lastConvVariant());
+    if (c.post > 1) {
+      // Batch norm is folded into the weights before they are rounded.
+      checkClose(got, cc.reference(post), 2e-2, 2e-2, what);
+      continue;
+    }
+    std::vector<float> xv = cc.x->values(), wv = cc.w->values();
+    approx::roundToBf16(xv.data(), int64_t(xv.size()));
+    approx::roundToBf16(wv.data(), int64_t(wv.size()));
+    std::vector<float> want(got.size());
+    ref::conv2d(xv.data(), cc.s.N, cc.s.C, cc.s.H, cc.s.W, wv.data(), cc.s.K,
+                cc.s.KH, cc.s.KW, cc.s.args, want.data());
+    post.reference(want, cc.s.N, cc.s.K, cc.s.Ho() * cc.s.Wo());
+    // Exact products, fp32 sums in another order.
+    checkClose(got, want, 1e-5, 1e-5, what);
+  }
+}
+
 TEST_CASE("Kernels: perforated and sampled convs are the approximate "
           "algorithm followed by the post-ops") {
   struct K {

@@ -9,7 +9,8 @@
 //               the CPU stand-in for HPVM's half-precision GPU kernels.
 //   BF16        oneDNN bf16 convolution/inner product (bf16 operands, fp32
 //               accumulation and result) where the CPU has avx512_bf16 or
-//               AMX; elsewhere the same numerics emulated by rounding the
+//               AMX (AMX: its brgconv kernels on NHWC activations);
+//               elsewhere the same numerics emulated by rounding the
 //               operands (one warning per process).
 //   PerfRow/PerfCol/Samp  approx:: on NCHW host data; the post-ops run
 //               in the reference order (bit for bit; tanh as oneDNN's
@@ -21,6 +22,7 @@
 #include "approx/Isa.h"
 #include "base/Errors.h"
 #include "kernels/ConvApprox.h"
+#include "kernels/ConvIm2col.h"
 #include "kernels/DerivedWeights.h"
 #include "kernels/Int8.h"
 #include "kernels/Numerics.h"
@@ -31,6 +33,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,8 +75,9 @@ struct ConvCall {
   const KnobSpec& knob;
   Tensor* y;
   Dims4 xd, wd, yd;
-  /// The primitive exact-blocked's applies() found, for its run().
-  mutable const Prim* exactBlocked = nullptr;
+  /// The primitive exact-amx's or exact-blocked's applies() found, for
+  /// its run().
+  mutable const Prim* exactChosen = nullptr;
 
   /// Perforation or sampling that skips something somewhere.
   bool approximate() const {
@@ -91,10 +95,21 @@ bool inputBlocked16(const ConvCall& c) {
   return in.memValid && in.mem.get_desc() == blocked16Desc(c.x);
 }
 
-/// The exact convolution's primitive for c: with nChw16c activations
-/// (\p blocked; null where oneDNN has only its reference kernel for that)
-/// or in the layouts oneDNN picks.
-const Prim* exactPrim(const ConvCall& c, bool blocked) {
+/// The activation layouts of an exact convolution's primitive.
+enum class ConvLayout : uint8_t {
+  Blocked, ///< nChw16c, oneDNN's direct kernels (fp32, and bf16 off AMX).
+  Nhwc,    ///< NHWC, taken only from an AMX kernel (brgconv on bf16 tiles).
+  Any,     ///< Whatever oneDNN picks, down to its reference kernel.
+};
+
+/// True for oneDNN's AMX implementations ("brgconv:avx512_core_amx_bf16").
+bool isAmxImpl(const dnnl::primitive_desc_base& pd) {
+  return std::strstr(pd.impl_info_str(), "amx") != nullptr;
+}
+
+/// The exact convolution's primitive for c in \p layout; null where the
+/// layout is Blocked or Nhwc and oneDNN has no fast kernel for it.
+const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
   const Dims4 &xd = c.xd, &wd = c.wd, &yd = c.yd;
   const ConvArgs& args = c.args;
   const PostOps& post = c.post;
@@ -110,12 +125,13 @@ const Prim* exactPrim(const ConvCall& c, bool blocked) {
   // Channels that do not fill the blocks: nChw16c (padded) in fp32 when
   // the input is in it already, else the layout oneDNN picks.
   const bool src16 =
-      xd[1] % 16 == 0 || (blocked && inType == dt::f32 && inputBlocked16(c));
+      xd[1] % 16 == 0 ||
+      (layout == ConvLayout::Blocked && inType == dt::f32 && inputBlocked16(c));
   std::string key = fmt::format(
       "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}{}", xd[0],
       xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
       args.strideH, args.strideW, G, static_cast<int>(inType), postKey(post),
-      residualDims, bf16Out, blocked ? "blk" : "any", src16 ? "16" : "");
+      residualDims, bf16Out, static_cast<int>(layout), src16 ? "16" : "");
   const Prim& p = cachedPrim(key, [&] {
     dims wDims =
         G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
@@ -134,6 +150,7 @@ const Prim* exactPrim(const ConvCall& c, bool blocked) {
                 pd.dst_desc(), how};
       made.binaryIndex = post.act == Act::None ? 0 : 1;
       made.reference = isRefImpl(pd);
+      made.amx = isAmxImpl(pd);
       return made;
     };
     // The residual, best first: read in place by a binary post-op (needs
@@ -143,20 +160,23 @@ const Prim* exactPrim(const ConvCall& c, bool blocked) {
     std::vector<ResidualAs> hows{ResidualAs::Split};
     if (post.residual)
       hows = {ResidualAs::Sum, ResidualAs::Split};
-    if (blocked) {
-      dnnl::memory::desc srcBlk({xd[0], xd[1], xd[2], xd[3]}, inType,
-                                src16 ? tag::nChw16c : tag::any);
-      dnnl::memory::desc dstBlk({yd[0], yd[1], yd[2], yd[3]}, outType,
-                                tag::nChw16c);
+    if (layout != ConvLayout::Any) {
+      const bool nhwc = layout == ConvLayout::Nhwc;
+      dnnl::memory::desc srcFixed({xd[0], xd[1], xd[2], xd[3]}, inType,
+                                  nhwc    ? tag::nhwc
+                                  : src16 ? tag::nChw16c
+                                          : tag::any);
+      dnnl::memory::desc dstFixed({yd[0], yd[1], yd[2], yd[3]}, outType,
+                                  nhwc ? tag::nhwc : tag::nChw16c);
       if (residualDims)
         hows.insert(hows.begin(), ResidualAs::Binary);
       for (ResidualAs how : hows) {
         try {
-          Prim made = makePd(srcBlk, dstBlk, how);
-          if (!made.reference)
+          Prim made = makePd(srcFixed, dstFixed, how);
+          if (!made.reference && (!nhwc || made.amx))
             return made;
         } catch (const dnnl::error&) {
-          // No blocked implementation for this problem: try the next.
+          // No implementation in this layout: try the next.
         }
       }
       return Prim{}; // declined (cached as such)
@@ -212,6 +232,16 @@ void runExact(const ConvCall& c, const Prim& p) {
   roundResult(nm.roundOutput, c.y);
 }
 
+/// Output pixels per image below which oneDNN's AMX brgconv (a few output
+/// pixels per tile pass) loses to im2col + AMX inner product (all pixels of
+/// the batch as rows): VGG16-CIFAR at batch 64, 2 threads, over fp32:
+/// 512x4x4 > 512 1.1-1.3x brgconv, 2.6-3.7x im2col; 2x2 1.3x / 2.5x; 8x8
+/// about even (2.2-2.5x both); 16x16 brgconv 3.7-6x, im2col 2x.
+constexpr int64_t kAmxMinPixels = 64;
+/// ... and below which it loses even to the direct avx512_bf16 kernels on
+/// nChw16c (512x2x2 > 512, batch 16: brgconv 0.77x fp32, direct 1.4x).
+constexpr int64_t kBrgconvMinPixels = 16;
+
 /// One way of computing a convolution, in oneDNN's implementation-list
 /// style: applies() says whether it computes this call (reading no
 /// activation data), run() computes it.
@@ -226,8 +256,9 @@ struct ConvVariant {
 /// approximate engines, int8 to oneDNN's int8 kernels, everything else
 /// (fp32, fp16 and bf16 numerics) to oneDNN's exact convolution. The layout
 /// policy: activations stay in nChw16c (channels in blocks of 16) wherever
-/// a fast kernel reads and writes it, measured fastest here for every
-/// precision, most of all on the small spatial sizes of CIFAR nets.
+/// a fast kernel reads and writes it, measured fastest here for fp32 and
+/// for bf16 without AMX, most of all on the small spatial sizes of CIFAR
+/// nets; AMX bf16 kernels take NHWC only.
 const ConvVariant kConvVariants[] = {
     // A perforation that skips nothing on this output (an offset beyond a
     // short axis) is the exact convolution at the knob's precision.
@@ -278,8 +309,40 @@ const ConvVariant kConvVariants[] = {
      [](const ConvCall& c) {
        convInt8(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
      }},
+    // Exact bf16 on an AMX CPU, fewer than kAmxMinPixels output pixels per
+    // image, no residual: im2col and oneDNN's AMX inner product over every
+    // pixel of the batch (ConvIm2col.cpp).
+    {"exact-amx-im2col",
+     [](const ConvCall& c) {
+       if (c.yd[2] * c.yd[3] >= kAmxMinPixels ||
+           !convIm2colBf16Applies(c.args, c.post, c.knob))
+         return false;
+       c.exactChosen = im2colPrim(c.post, c.xd, c.wd, c.yd);
+       return c.exactChosen != nullptr;
+     },
+     [](const ConvCall& c) {
+       runConvIm2colBf16(*c.exactChosen, c.x, c.w, c.args, c.post, c.y, c.xd,
+                         c.wd, c.yd);
+     }},
+    // Exact bf16 on an AMX CPU, not grouped, at least kBrgconvMinPixels
+    // output pixels per image: oneDNN's AMX brgconv on NHWC activations
+    // (bf16 in and, chained, out). On VGG16-CIFAR's 16x16 and 32x32 layers 3-6x
+    // the
+    // fp32 kernels, where the direct avx512_bf16 kernels on nChw16c run
+    // 0.55-0.9x.
+    {"exact-amx",
+     [](const ConvCall& c) {
+       if (!numericsOf(c.knob).nativeBf16 ||
+           approx::isaLevel() < approx::IsaLevel::Amx || c.args.groups != 1 ||
+           c.yd[2] * c.yd[3] < kBrgconvMinPixels)
+         return false;
+       c.exactChosen = exactPrim(c, ConvLayout::Nhwc);
+       return c.exactChosen != nullptr;
+     },
+     [](const ConvCall& c) { runExact(c, *c.exactChosen); }},
     // Exact, K in blocks of 16, not grouped (or depthwise): oneDNN's
-    // direct kernels on nChw16c (for bf16 too: 1.9-2.2x over fp32 on
+    // direct kernels on nChw16c (for bf16 without AMX too: 1.9-2.2x over fp32
+    // on
     // VGG16's layers against 1.7-1.8x in the layouts oneDNN picks). In fp32
     // on an input already in nChw16c, any K (the last block padded): oneDNN
     // would pick NHWC there, at the price of a reorder of the input and
@@ -293,14 +356,14 @@ const ConvVariant kConvVariants[] = {
            (K % 16 != 0 &&
             (c.knob.precision != Precision::FP32 || !inputBlocked16(c))))
          return false;
-       c.exactBlocked = exactPrim(c, /*blocked=*/true);
-       return c.exactBlocked != nullptr;
+       c.exactChosen = exactPrim(c, ConvLayout::Blocked);
+       return c.exactChosen != nullptr;
      },
-     [](const ConvCall& c) { runExact(c, *c.exactBlocked); }},
+     [](const ConvCall& c) { runExact(c, *c.exactChosen); }},
     // Exact, any geometry (odd groups, K not in blocks of 16): the layouts
     // oneDNN picks, down to its reference kernel.
     {"exact-any", [](const ConvCall&) { return true; },
-     [](const ConvCall& c) { runExact(c, *exactPrim(c, /*blocked=*/false)); }},
+     [](const ConvCall& c) { runExact(c, *exactPrim(c, ConvLayout::Any)); }},
 };
 
 thread_local const char* lastConvVariantName = "";

@@ -34,6 +34,7 @@ struct Prim {
   ResidualAs residual = ResidualAs::Split;
   int binaryIndex = 0;    ///< Post-op index of the binary add.
   bool reference = false; ///< oneDNN's (slow) reference implementation.
+  bool amx = false;       ///< One of oneDNN's AMX implementations.
 };
 
 /// True if a primitive descriptor fell back to oneDNN's reference code.
