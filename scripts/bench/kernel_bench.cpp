@@ -3,11 +3,17 @@
 // kernel-level half of scripts/bench/bench_vs_pytorch.py.
 //
 // Usage: kernel_bench --net NAME [--batch N] [--threads N] [--repeat N]
-//                     [--warmup N] [--json]
+//                     [--warmup N] [--knobs K1,K2,...] [--json]
 // Nets: lenet_mnist, alexnet_cifar10, alexnet2_cifar10, vgg16_cifar10,
 // vgg16_cifar100, resnet18_cifar10, mobilenet_cifar10, alexnet_imagenet,
 // vgg16_imagenet, resnet50_imagenet (the layer lists of reference section 9;
 // random weights, fixed seed). Prints per-batch times and images/s.
+// --knobs (configuration names of Ops.def: fp32, fp16, bf16, int8_dyn):
+// one copy of the net per knob, the knob on every convolution and dense
+// layer (the other layers fp32), bf16 results chained as bf16 as the
+// executor chains them (Groups.cpp); the copies' batches interleaved, and
+// each knob's speedup over the first.
+#include "hpvm_rt/OpTable.h"
 #include "kernels/Kernels.h"
 
 #include <algorithm>
@@ -54,7 +60,8 @@ struct Buf {
 /// weights, run() executes one batch.
 class Net {
 public:
-  Net(int64_t batch, int64_t c, int64_t h, int64_t w) : gen_(42) {
+  Net(int64_t batch, int64_t c, int64_t h, int64_t w, KnobSpec knob)
+      : gen_(42), knob_(knob) {
     input_ = make({size_t(batch), size_t(c), size_t(h), size_t(w)});
     input_->random(gen_, -1.f, 1.f);
     cur_ = input_;
@@ -81,12 +88,15 @@ public:
     a.groups = groups;
     Buf* x = cur_;
     Buf* y = make({size_t(d[0]), size_t(K), size_t(Ho), size_t(Wo)});
-    steps_.push_back(
-        [=] { runConv(&x->t, &w->t, a, *post, KnobSpec{}, &y->t); });
+    chainInto();
+    const KnobSpec k = knob_;
+    steps_.push_back([=] { runConv(&x->t, &w->t, a, *post, k, &y->t); });
     cur_ = y;
+    chainFrom_ = post.get();
   }
   /// Residual basic block of the CIFAR ResNet: relu(main + shortcut).
   void basicBlock(int64_t out, bool down) {
+    chainFrom_ = nullptr; // the block's input has two readers
     Buf* in = cur_;
     conv(out, 3, down ? 2 : 1, 1, Act::Relu);
     Buf* mid = cur_;
@@ -101,6 +111,7 @@ public:
   }
   /// ResNet-50 bottleneck with batch norms.
   void bottleneck(int64_t planes, int stride) {
+    chainFrom_ = nullptr; // the block's input has two readers
     Buf* in = cur_;
     Dims d = dimsOf(in);
     conv(planes, 1, stride, 0, Act::Relu, true, true);
@@ -128,12 +139,15 @@ public:
     Buf* y = make({size_t(d[0]), size_t(d[1]), size_t(Ho), size_t(Wo)});
     steps_.push_back([=] { runPool(&x->t, a, KnobSpec{}, &y->t); });
     cur_ = y;
+    if (kind != PoolArgs::Max)
+      chainFrom_ = nullptr; // (a max pool commutes with the rounding)
   }
   void batchNorm(Act act) {
     Dims d = dimsOf(cur_);
     auto post = std::make_shared<PostOps>();
     addBn(*post, d[1]);
     Buf* x = cur_;
+    chainFrom_ = nullptr;
     steps_.push_back([=] {
       runBatchNorm(&x->t, post->bnGamma, post->bnBeta, post->bnMean,
                    post->bnVar, post->bnEps, act, 0.f, 6.f, KnobSpec{}, &x->t);
@@ -148,10 +162,13 @@ public:
     post->act = act;
     Buf* x = cur_;
     Buf* y = make({size_t(d[0]), size_t(N), 1, 1});
-    steps_.push_back([=] { runDense(&x->t, &w->t, *post, KnobSpec{}, &y->t); });
+    chainInto();
+    const KnobSpec k = knob_;
+    steps_.push_back([=] { runDense(&x->t, &w->t, *post, k, &y->t); });
     cur_ = y;
   }
   void softmax() {
+    chainFrom_ = nullptr;
     Buf* x = cur_;
     steps_.push_back([=] {
       runSoftmax(&x->t, KnobSpec{}, &x->t);
@@ -170,6 +187,14 @@ public:
 private:
   using Dims = std::vector<int64_t>;
   Dims dimsOf(Buf* b) { return Dims(b->dims.begin(), b->dims.end()); }
+  /// The layer that wrote cur_, read next by the layer being added, stores
+  /// its result as bf16 when both are bf16 (as Groups.cpp decides).
+  void chainInto() {
+    if (chainFrom_ && knob_.precision == Precision::BF16 &&
+        knob_.variant == Variant::Exact && !chainFrom_->residual)
+      chainFrom_->bf16Out = true;
+    chainFrom_ = nullptr;
+  }
   Buf* make(std::vector<size_t> d) {
     bufs_.push_back(std::make_unique<Buf>(std::move(d)));
     return bufs_.back().get();
@@ -209,12 +234,15 @@ private:
     a.strideH = a.strideW = stride;
     Buf* x = cur_;
     Buf* y = make({size_t(d[0]), size_t(K), size_t(Ho), size_t(Ho)});
-    steps_.push_back(
-        [=] { runConv(&x->t, &w->t, a, *post, KnobSpec{}, &y->t); });
+    chainInto();
+    const KnobSpec k = knob_;
+    steps_.push_back([=] { runConv(&x->t, &w->t, a, *post, k, &y->t); });
     cur_ = y;
   }
 
   std::mt19937 gen_;
+  KnobSpec knob_;
+  PostOps* chainFrom_ = nullptr; ///< The layer that wrote cur_, if chainable.
   std::vector<std::unique_ptr<Buf>> bufs_;
   std::vector<std::function<void()>> steps_;
   Buf* input_ = nullptr;
@@ -240,14 +268,15 @@ void vgg16(Net& n, int64_t classes, bool imagenet) {
   n.softmax();
 }
 
-std::unique_ptr<Net> buildNet(const std::string& name, int64_t batch) {
+std::unique_ptr<Net> buildNet(const std::string& name, int64_t batch,
+                              const KnobSpec& knob) {
   bool imagenet = name.find("imagenet") != std::string::npos;
   std::unique_ptr<Net> n;
   if (name == "lenet_mnist")
-    n = std::make_unique<Net>(batch, 1, 28, 28);
+    n = std::make_unique<Net>(batch, 1, 28, 28, knob);
   else
     n = std::make_unique<Net>(batch, 3, imagenet ? 224 : 32,
-                              imagenet ? 224 : 32);
+                              imagenet ? 224 : 32, knob);
   if (name == "lenet_mnist") {
     n->conv(32, 5, 1, 2, Act::Tanh);
     n->pool(PoolArgs::Max, 2, 2);
@@ -341,15 +370,23 @@ double cpuSeconds() {
 int usage(const char* msg) {
   std::fprintf(stderr,
                "kernel_bench: %s\nusage: kernel_bench --net NAME [--batch N] "
-               "[--threads N] [--repeat N] [--warmup N] [--json]\n",
+               "[--threads N] [--repeat N] [--warmup N] [--knobs K1,K2,...] "
+               "[--json]\n",
                msg);
   return 2;
 }
 
+/// One knob's copy of the net and its timings.
+struct Run {
+  std::string knob;
+  std::unique_ptr<Net> net;
+  std::vector<double> secs, cpus;
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string net;
+  std::string net, knobList = "fp32";
   long batch = 64, threads = 0, repeat = 5, warmup = 1;
   bool json = false;
   for (int i = 1; i < argc; ++i) {
@@ -363,6 +400,8 @@ int main(int argc, char** argv) {
     };
     if (a == "--net" && i + 1 < argc)
       net = argv[++i];
+    else if (a == "--knobs" && i + 1 < argc)
+      knobList = argv[++i];
     else if (a == "--json")
       json = true;
     else if (!((a == "--batch" && value(batch) && batch > 0) ||
@@ -374,43 +413,68 @@ int main(int argc, char** argv) {
   if (net.empty())
     return usage("--net is required");
   setNumThreads(int(threads));
-  std::unique_ptr<Net> n;
-  try {
-    n = buildNet(net, batch);
-  } catch (const std::exception& e) {
-    return usage(e.what());
+  std::vector<Run> runs;
+  for (size_t b = 0; b <= knobList.size();) {
+    size_t e = knobList.find(',', b);
+    if (e == std::string::npos)
+      e = knobList.size();
+    const std::string name = knobList.substr(b, e - b);
+    b = e + 1;
+    const KnobInfo* info = knobByName(name);
+    if (!info || info->spec.variant != Variant::Exact ||
+        info->spec.precision == Precision::INT8)
+      return usage(("--knobs takes fp32, fp16, bf16, int8_dyn; got '" + name +
+                    "'")
+                       .c_str());
+    try {
+      runs.push_back(Run{name, buildNet(net, batch, info->spec), {}, {}});
+    } catch (const std::exception& e) {
+      return usage(e.what());
+    }
   }
   for (long i = 0; i < warmup; ++i)
-    n->run();
+    for (Run& r : runs)
+      r.net->run();
   // Wall time per batch, and the process CPU time (all threads) of the
   // fastest batch: on a shared machine CPU time is the steadier figure.
-  std::vector<double> secs, cpus;
-  for (long i = 0; i < repeat; ++i) {
-    double c0 = cpuSeconds();
-    auto t0 = std::chrono::steady_clock::now();
-    n->run();
-    auto t1 = std::chrono::steady_clock::now();
-    cpus.push_back(cpuSeconds() - c0);
-    secs.push_back(std::chrono::duration<double>(t1 - t0).count());
+  // The knobs' batches interleave, so that a slow spell hits them all.
+  for (long i = 0; i < repeat; ++i)
+    for (Run& r : runs) {
+      double c0 = cpuSeconds();
+      auto t0 = std::chrono::steady_clock::now();
+      r.net->run();
+      auto t1 = std::chrono::steady_clock::now();
+      r.cpus.push_back(cpuSeconds() - c0);
+      r.secs.push_back(std::chrono::duration<double>(t1 - t0).count());
+    }
+  auto medianOf = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double base = medianOf(runs.front().secs);
+  for (const Run& r : runs) {
+    double bestCpu = *std::min_element(r.cpus.begin(), r.cpus.end());
+    double meanCpu =
+        std::accumulate(r.cpus.begin(), r.cpus.end(), 0.0) / r.cpus.size();
+    double mean =
+        std::accumulate(r.secs.begin(), r.secs.end(), 0.0) / r.secs.size();
+    double median = medianOf(r.secs);
+    double best = *std::min_element(r.secs.begin(), r.secs.end());
+    if (json)
+      std::printf("{\"net\": \"%s\", \"knob\": \"%s\", \"batch\": %ld, "
+                  "\"threads\": %d, \"mean_s\": %.6f, \"median_s\": %.6f, "
+                  "\"min_s\": %.6f, \"images_per_s\": %.3f, "
+                  "\"min_cpu_s\": %.6f, \"mean_cpu_s\": %.6f, "
+                  "\"speedup\": %.3f}\n",
+                  net.c_str(), r.knob.c_str(), batch, numThreads(), mean,
+                  median, best, batch / best, bestCpu, meanCpu, base / median);
+    else
+      std::printf("%s %s batch %ld threads %d: mean %.4f s, median %.4f s, "
+                  "min %.4f s per batch, %.1f images/s (min CPU time %.4f "
+                  "s), %.2fx %s\n",
+                  net.c_str(), r.knob.c_str(), batch, numThreads(), mean,
+                  median, best, batch / best, bestCpu, base / median,
+                  runs.front().knob.c_str());
   }
-  double bestCpu = *std::min_element(cpus.begin(), cpus.end());
-  double meanCpu = std::accumulate(cpus.begin(), cpus.end(), 0.0) / cpus.size();
-  std::vector<double> sorted = secs;
-  std::sort(sorted.begin(), sorted.end());
-  double mean = std::accumulate(secs.begin(), secs.end(), 0.0) / secs.size();
-  double median = sorted[sorted.size() / 2];
-  double best = sorted.front();
-  if (json)
-    std::printf("{\"net\": \"%s\", \"batch\": %ld, \"threads\": %d, "
-                "\"mean_s\": %.6f, \"median_s\": %.6f, \"min_s\": %.6f, "
-                "\"images_per_s\": %.3f, \"min_cpu_s\": %.6f, "
-                "\"mean_cpu_s\": %.6f}\n",
-                net.c_str(), batch, numThreads(), mean, median, best,
-                batch / best, bestCpu, meanCpu);
-  else
-    std::printf("%s batch %ld threads %d: mean %.4f s, median %.4f s, min "
-                "%.4f s per batch, %.1f images/s (min CPU time %.4f s)\n",
-                net.c_str(), batch, numThreads(), mean, median, best,
-                batch / best, bestCpu);
   return 0;
 }
