@@ -201,6 +201,7 @@ TEST_CASE("Kernels: bf16 convs on AMX (NHWC brgconv, im2col + inner "
            {"stride2", 1, "exact-amx"},
            {"tiny4x4", 1, "exact-amx-im2col"},
            {"tiny2x2", 0, "exact-amx-im2col"},
+           {"tiny2x2", 2, "exact-amx-im2col"},
            {"output1x1", 1, "exact-amx-im2col"},
            {"channels127", 1, "exact-amx-im2col"},
            {"rect16", 1, "exact-amx-im2col"}, // 9x7 outputs

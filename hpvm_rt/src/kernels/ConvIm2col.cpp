@@ -86,11 +86,10 @@ const Prim* im2colPrim(const PostOps& post, const Dims4& xd, const Dims4& wd,
   return p.amx ? &p : nullptr;
 }
 
-void runConvIm2colBf16(const Prim& prim, const Tensor* x, const Tensor* w,
+void runConvIm2colBf16(const Prim& p, const Tensor* x, const Tensor* w,
                        const ConvArgs& a, const PostOps& post, Tensor* y,
                        const Dims4& xd, const Dims4& wd, const Dims4& yd) {
   const int64_t K = wd[0], C = xd[1], KH = wd[2], KW = wd[3];
-  const Prim& p = prim;
   const dnnl::memory::desc &colDesc = p.src, &dstDesc = p.dst;
   // The weights: folded and reordered to OHWI (K rows of KH*KW*C, as the
   // im2col rows), then into the inner product's layout, once per version.

@@ -20,11 +20,11 @@ bool convIm2colBf16Applies(const ConvArgs& a, const PostOps& post,
 const Prim* im2colPrim(const PostOps& post, const Dims4& xd, const Dims4& wd,
                        const Dims4& yd);
 
-/// The convolution (with \p prim from im2colPrim) as y(NHWC) =
+/// The convolution (with \p p from im2colPrim) as y(NHWC) =
 /// im2col(x)(N*Ho*Wo x KH*KW*C) * w^T: x read as bf16 NHWC, the weights (bias
 /// and batch norm folded) reordered once, the post-ops fused into the inner
 /// product; y stored as bf16 NHWC when post.bf16Out, else f32 NHWC.
-void runConvIm2colBf16(const Prim& prim, const Tensor* x, const Tensor* w,
+void runConvIm2colBf16(const Prim& p, const Tensor* x, const Tensor* w,
                        const ConvArgs& a, const PostOps& post, Tensor* y,
                        const Dims4& xd, const Dims4& wd, const Dims4& yd);
 
