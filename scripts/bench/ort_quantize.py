@@ -5,6 +5,8 @@ copy (for ORT int8), the format ONNX Runtime's own quantizer writes by
 default: activations uint8 with a zero point, calibrated by min/max on the
 tune set; Conv and Gemm weights int8, symmetric, per output channel; biases
 int32 at the input scale times the weight scale; MatMul weights per tensor.
+A model below opset 13 is converted to 13 first (per-channel
+DequantizeLinear needs it).
 
     ort_quantize.py MODEL.onnx --fp32 OUT_fp32.onnx
     ort_quantize.py MODEL.onnx --int8 OUT_int8.onnx --calib TUNE_input.bin
@@ -31,7 +33,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper, version_converter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPUTE = {"Conv", "Gemm", "MatMul", "Add", "Mul", "Concat", "AveragePool",
@@ -258,6 +260,11 @@ def main():
     if args.fp32:
         onnx.save(model, args.fp32)
     if args.int8:
+        # Per-channel DequantizeLinear (its axis) needs opset 13.
+        opset = next((o.version for o in model.opset_import
+                      if o.domain in ("", "ai.onnx")), 13)
+        if opset < 13:
+            model = dynamic_batch(version_converter.convert_version(model, 13))
         names, _, alias = plan(model.graph)
         shape = [d.dim_value for d in
                  model.graph.input[0].type.tensor_type.shape.dim[1:]]

@@ -300,8 +300,9 @@ def markdown(result):
                  f"{fmt_ratio(b, rr, 'exact', 'ort_fp32')} | {frozen} | "
                  f"{fmt_ratio(b, rr, 'exact', 'frozen')} |")
     below = sum(1 for x in fp32 if x is not None and x < 1.0)
-    L += ["", f"Geometric mean ours/ORT FP32: {gmean(fp32):.2f}x over "
-          f"{len(fp32)} cases; {below} below 1.0x."]
+    if fp32:
+        L += ["", f"Geometric mean ours/ORT FP32: {gmean(fp32):.2f}x over "
+              f"{len(fp32)} cases; {below} below 1.0x."]
     int8 = [r for r in result["results"]
             if {"int8", "ort_int8"} <= set(r["images_per_s"])]
     if int8:
