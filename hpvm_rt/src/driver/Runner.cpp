@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -58,6 +59,18 @@ void applyThreads(const RunOptions& opts) {
   }
   if (threads)
     setNumThreads(*threads);
+  quietOwnOpenMPThreads();
+}
+
+void quietOwnOpenMPThreads() {
+  if (const char* env = std::getenv("KMP_BLOCKTIME"); env && *env)
+    return; // the user's choice
+  using SetBlocktime = void (*)(int);
+  // Only libomp defines it (libgomp has no such call).
+  static const auto set = reinterpret_cast<SetBlocktime>(
+      ::dlsym(RTLD_DEFAULT, "kmp_set_blocktime"));
+  if (set)
+    set(0);
 }
 
 void Runner::useCalibration(std::unique_ptr<Int8Calibration> cal) {
