@@ -374,20 +374,16 @@ def write_results(args, models, visits, acc, partial, ort_version):
     return md
 
 
-def int_list(text):
-    return [int(v) for v in text.split(",")]
-
-
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
-    ap.add_argument("--batch", type=int_list,
+    ap.add_argument("--batch", type=tv.int_list,
                     help="batch sizes for every model (default: 1 and 64, "
                     "1 and 16 at 224x224)")
-    ap.add_argument("--threads", type=int_list, default=[1, 2])
+    ap.add_argument("--threads", type=tv.int_list, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--quiet-seconds", type=float, default=10)
