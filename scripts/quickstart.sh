@@ -128,7 +128,8 @@ need_file "$RESULTS" "the program wrote no results (see $LOGS/run.log)"
 # the median over the rounds of exact time / its time in the same round,
 # and a row whose rounds fall on both sides of 1.0 is within noise.
 ROUNDS=5
-TIMING="$QS/timing"
+# (Absolute: the runs write it from inside $QS/run.)
+TIMING="$(cd "$QS" && pwd)/timing"
 rm -rf "$TIMING"
 mkdir -p "$TIMING"
 NAMES=$("$PY" -c 'import json, sys
@@ -149,11 +150,12 @@ time_rounds() {
       out="$TIMING/${round}_$row.json"
       if [ "$row" = exact ]; then
         # shellcheck disable=SC2086
-        (cd "$QS/run" && "$ABS_BIN" test -q --json "$out" $THREADS)
+        (cd "$QS/run" && "$ABS_BIN" test -q --json "$out" $THREADS) ||
+          return 1
       else
         # shellcheck disable=SC2086
         (cd "$QS/run" && "$ABS_BIN" test -q -c "$ABS_CONF" --config "$row" \
-          --json "$out" $THREADS)
+          --json "$out" $THREADS) || return 1
       fi
       k=$((k + 1))
     done
