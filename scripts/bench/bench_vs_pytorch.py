@@ -192,20 +192,27 @@ def run_binary(binary, folder, batch, threads, repeat, warmup, workdir):
     # first batch's weight reorders cancel out).
     cmd, text, cpu_all = once(warmup + repeat)
     _, _, cpu_warm = once(warmup)
-    # --print-time prints a header "mean (ms) median (ms) max (ms) min (ms)
-    # std (ms)", a row of numbers, and "Throughput: X images/s" (mean-based,
-    # first batch included).
+    t = print_time_summary(text, cmd)
+    best = t["min_s"]
+    return {"images_per_s": batch / best if best > 0 else t["throughput"],
+            "throughput_images_per_s": t["throughput"],
+            "min_s": best, "median_s": t["median_s"],
+            "cpu_s": max(cpu_all - cpu_warm, 0.0) / repeat}
+
+
+def print_time_summary(text, cmd):
+    """A generated program's --print-time summary in `text`: a header "mean
+    (ms) median (ms) max (ms) min (ms) std (ms)", a row of numbers, and
+    "Throughput: X images/s" (mean-based). Exits naming `cmd` without one."""
     m = re.search(r"Throughput:\s*([0-9.]+)\s*images/s", text)
     row = re.search(r"min \(ms\).*\n\s*([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)"
                     r"\s+([0-9.]+)", text)
     if not m or not row:
         sys.exit("bench_vs_pytorch: no --print-time summary in the output "
                  "of %s:\n%s" % (" ".join(cmd), text))
-    best = float(row.group(4)) / 1000.0
-    return {"images_per_s": batch / best if best > 0 else float(m.group(1)),
-            "throughput_images_per_s": float(m.group(1)),
-            "min_s": best, "median_s": float(row.group(2)) / 1000.0,
-            "cpu_s": max(cpu_all - cpu_warm, 0.0) / repeat}
+    return {"throughput": float(m.group(1)),
+            "median_s": float(row.group(2)) / 1000.0,
+            "min_s": float(row.group(4)) / 1000.0}
 
 
 def run_torch(net, batch, threads, repeat, warmup):

@@ -203,13 +203,7 @@ def time_ours(m, engine, batch, threads, repeat):
            str(batch), "--repeat", str(repeat + 1), "--print-time",
            "--threads", str(threads), "--quiet"] + m.our_config(engine)
     text = run(cmd, f"{m.key} {engine}", cwd=m.out)
-    row = re.search(r"min \(ms\).*\n\s*([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)"
-                    r"\s+([0-9.]+)", text)
-    if not row:
-        sys.exit(f"vs_onnxruntime: no --print-time summary from "
-                 f"{' '.join(cmd)}:\n{text}")
-    best = float(row.group(4)) / 1000.0
-    return batch / best
+    return batch / bvp.print_time_summary(text, cmd)["min_s"]
 
 
 def time_ort(model, batch, threads, repeat):
