@@ -45,6 +45,17 @@ bool windowsHaveGaps(const dnnl::convolution_forward::desc& desc) {
   return false;
 }
 
+/// True when `attr`'s post-ops hold two eltwise operations in a row (a
+/// hard sigmoid: linear, then clip).
+bool twoEltwiseInARow(const dnnl::primitive_attr& attr) {
+  const dnnl::post_ops ops = attr.get_post_ops();
+  for (int i = 1; i < ops.len(); ++i)
+    if (ops.kind(i - 1) == dnnl::primitive::kind::eltwise &&
+        ops.kind(i) == dnnl::primitive::kind::eltwise)
+      return true;
+  return false;
+}
+
 /// oneDNN 2.6's AMX brgconv kernels (not its 1x1 ones, which are only
 /// chosen without padding and compute such strides right).
 bool isAmxBrgconv(const dnnl::primitive_desc_base& pd) {
@@ -96,7 +107,7 @@ dnnl::convolution_forward::primitive_desc
 convolutionPd(const dnnl::convolution_forward::desc& desc,
               const dnnl::primitive_attr& attr, const dnnl::engine& eng) {
   dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
-  if (!windowsHaveGaps(desc))
+  if (!windowsHaveGaps(desc) && !twoEltwiseInARow(attr))
     return pd;
   while (isAmxBrgconv(pd))
     if (!pd.next_impl())

@@ -50,7 +50,9 @@ bool int8Vnni();
 /// implementations oneDNN 2.6 gets wrong: its AMX brgconv kernels (int8 and
 /// bf16) compute wrong rows or crash when a stride exceeds the kernel's
 /// extent along its axis (windows with gaps between them: perforation's
-/// class convolutions, 2x2 stride 3); the next implementation is used.
+/// class convolutions, 2x2 stride 3), and they read out of bounds while
+/// created with two eltwise post-ops in a row (a hard sigmoid: linear,
+/// clip); the next implementation is used.
 /// Throws dnnl::error as the constructor does when there is none.
 dnnl::convolution_forward::primitive_desc
 convolutionPd(const dnnl::convolution_forward::desc& desc,
