@@ -32,14 +32,15 @@ std::string resolveModelDir(const std::string& given, const char* baked);
 /// Throws UserError for a bad HPVM_NUM_THREADS.
 void applyThreads(const RunOptions& opts);
 
-/// hpvm_rt's own parallel loops run on LLVM's libomp (clang's OpenMP),
-/// oneDNN's on libgomp (Debian builds it so): two thread teams take turns
-/// on the cores, and libomp's threads spin 200 ms after each loop by
-/// default, taking the cores from oneDNN's next primitive (EfficientNet-B0,
-/// int8, batch 1, 2 threads on 2 cores: 15 images/s, 36 with this). Puts
-/// the calling thread's libomp team to sleep at once after each loop,
-/// unless KMP_BLOCKTIME is set. (The shared library does the same per
-/// run and gives the caller's setting back: library/Library.cpp.)
+/// Where hpvm_rt's own parallel loops run on LLVM's libomp while oneDNN's
+/// run on another runtime (a clang-built runtime; programs link the OpenMP
+/// library hpvm_rt was compiled for, hpvm_rt/CMakeLists.txt), libomp's
+/// threads would spin 200 ms after each loop on the cores oneDNN's team
+/// needs next (EfficientNet-B0, int8, batch 1, 2 threads on 2 cores: 15
+/// images/s, 36 without the spin). Puts the calling thread's libomp team to
+/// sleep at once after each loop, unless KMP_BLOCKTIME is set; nothing
+/// where libomp is not loaded. (The shared library does the same per run
+/// and gives the caller's setting back: library/Library.cpp.)
 void quietOwnOpenMPThreads();
 
 /// The images and labels of one set (first `count` images).

@@ -141,13 +141,14 @@ void activate(const hpvm_rt_model* m) {
 /// count (for the calling thread: OpenMP's setting is per thread), and then
 /// gives the caller's own setting (torch's threads) back.
 ///
-/// hpvm_rt's own parallel loops still run on the library's runtime (LLVM's
-/// libomp, bound by symbol version), so two thread teams take turns on the
-/// cores; libomp's threads spin for 200 ms after each loop by default,
-/// stealing the cores from the other team's next region (+60% on LeNet at
-/// batch 64 and 2 threads). For the run, libomp's threads go to sleep at
-/// once instead (kmp_set_blocktime(0)); the caller's setting comes back
-/// after.
+/// The library links the OpenMP runtime hpvm_rt was compiled for: with
+/// g++, that is libgomp, the same library PyTorch loads, so one thread team
+/// runs everything. A clang-built hpvm_rt brings LLVM's libomp, whose team
+/// takes turns on the cores with libgomp's and spins 200 ms after each
+/// loop by default, stealing the cores from the other team's next region
+/// (+60% on LeNet at batch 64 and 2 threads): for the run, libomp's threads
+/// then go to sleep at once (kmp_set_blocktime(0)), and the caller's
+/// setting comes back after.
 class GlobalOpenMPThreads {
 public:
   GlobalOpenMPThreads() {
@@ -347,9 +348,12 @@ int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
     if (n < 1)
       throw UserError("hpvm_rt_run: " + std::to_string(n) +
                       " images; expected at least 1");
+    // (Before activate(): where this library and the caller share one
+    // OpenMP runtime, activate() sets that runtime's count, and the
+    // caller's must be read first to be given back.)
+    GlobalOpenMPThreads threads;
     activate(model);
     LaunchScope launches(model->settings);
-    GlobalOpenMPThreads threads;
     startMemTracking();
     struct FreeBatch {
       ~FreeBatch() { freeBatchMemory(); }
