@@ -223,3 +223,21 @@ TEST_CASE("Kernels: conv adds a residual left blocked by another conv, or "
   runConv(x.get(), w3.get(), pad1, post, KnobSpec{}, y2.get());
   checkClose(y2.values(), want, kRtol, kAtol, "residual with other dims");
 }
+
+TEST_CASE("Kernels: activation pairs around a residual share a post-op "
+          "chain unless one oneDNN algorithm would need two settings") {
+  // oneDNN 2.6 computes a chain's later entry of an algorithm with the
+  // first entry's parameters; the kernels give clip, relu, tanh and
+  // logistic other names for the same function (post-op chains 9 and 10
+  // check the results), and no such name exists for the hard sigmoid's
+  // linear step or a negative-slope leaky ReLU's relu.
+  CHECK(actsChain(Act::Clip, 0.f, 6.f, Act::Clip, 0.f, 6.f));
+  CHECK(actsChain(Act::Clip, 0.f, 0.5f, Act::Clip, -0.25f, 1.f));
+  CHECK(actsChain(Act::HardSigmoid, 0.4f, 0.45f, Act::Clip, -0.25f, 1.f));
+  CHECK(actsChain(Act::LeakyRelu, 0.1f, 0.f, Act::Relu, 0.f, 0.f));
+  CHECK(actsChain(Act::Sigmoid, 0.f, 0.f, Act::Sigmoid, 0.f, 0.f));
+  CHECK(actsChain(Act::HardSigmoid, 0.2f, 0.5f, Act::HardSigmoid, 0.2f, 0.5f));
+  CHECK_FALSE(
+      actsChain(Act::HardSigmoid, 0.2f, 0.5f, Act::HardSigmoid, 0.4f, 0.45f));
+  CHECK_FALSE(actsChain(Act::Relu, 0.f, 0.f, Act::LeakyRelu, -0.1f, 0.f));
+}

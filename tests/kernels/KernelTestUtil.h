@@ -257,6 +257,22 @@ struct TestPost {
       ops.act = v == 3 ? Act::Clip : Act::Relu;
       ops.actLo = 0.f;
       ops.actHi = 0.5f;
+    }
+    // Two entries of one oneDNN algorithm in a chain, with other
+    // parameters: a gate's hard sigmoid (linear, clip) and a clip after
+    // the residual; a leaky ReLU and a ReLU.
+    if (v == 9) {
+      bias = perK(1, -0.5f, 0.5f);
+      ops.bias = bias->get();
+      ops.act = Act::HardSigmoid;
+      ops.actLo = 0.4f;
+      ops.actHi = 0.45f;
+    }
+    if (v == 10) {
+      ops.act = Act::LeakyRelu;
+      ops.actLo = 0.1f;
+    }
+    if (v == 3 || v == 4 || v == 9 || v == 10) {
       residual = std::make_unique<TestTensor>(outDims);
       residual->set(randomVec(residual->size(), seed + 6));
       ops.residual = residual->get();
@@ -265,7 +281,7 @@ struct TestPost {
       ops.act2Hi = 1.f;
     }
   }
-  static constexpr int kVariants = 9;
+  static constexpr int kVariants = 11;
 
   /// Applies the post-ops to y (N x K x HW) with the reference kernels.
   void reference(std::vector<float>& y, int64_t N, int64_t K,

@@ -4,6 +4,8 @@
 // place where it may), chains low-precision layers, and records each op.
 #include "core/Groups.h"
 
+#include "kernels/Kernels.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -155,7 +157,14 @@ void formGroups(const Plan& p, const Trace& t, Schedule& s) {
             setAct(q, g.act, g.actLo, g.actHi);
             stage = 3;
           } else {
-            setAct(q, g.act2, g.act2Lo, g.act2Hi);
+            Act a2;
+            float lo2, hi2;
+            setAct(q, a2, lo2, hi2);
+            if (!actsChain(g.act, g.actLo, g.actHi, a2, lo2, hi2))
+              break; // (runs as an op of its own)
+            g.act2 = a2;
+            g.act2Lo = lo2;
+            g.act2Hi = hi2;
             stage = 5;
           }
         } else {

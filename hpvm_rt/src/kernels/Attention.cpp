@@ -39,7 +39,8 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
   const dnnl::memory::desc scoresT({N, heads, T, T}, dt::f32,
                                    dims{heads * T * T, T * T, 1, T});
   const dnnl::memory::desc out({N, heads, D, T}, dt::f32, tag::abcd);
-  const std::string key = fmt::format("attn|{}|{}|{}|{}", N, C, T, heads);
+  const std::string key =
+      fmt::format(FMT_COMPILE("attn|{}|{}|{}|{}"), N, C, T, heads);
   // Step 1: S = Q K^T / sqrt(D), a batched matmul of Q (Q^T read
   // transposed) by K^T, the scale an output scale.
   const Prim& qk = cachedPrim(key + "|qk", [&] {

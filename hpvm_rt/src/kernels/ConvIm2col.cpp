@@ -64,7 +64,7 @@ const Prim* im2colPrim(const PostOps& post, const Dims4& xd, const Dims4& wd,
   const int64_t M = yd[0] * yd[2] * yd[3];
   const dt outType = post.bf16Out ? dt::bf16 : dt::f32;
   const std::string key =
-      fmt::format("ip2col|{}x{}x{}x{}|{}|{}|{}", M, C, KH, KW, K,
+      fmt::format(FMT_COMPILE("ip2col|{}x{}x{}x{}|{}|{}|{}"), M, C, KH, KW, K,
                   static_cast<int>(outType), postKey(post));
   const Prim& p = cachedPrim(key, [&] {
     // The im2col matrix M x (KH*KW*C), row by row: oneDNN's AMX inner
@@ -94,8 +94,8 @@ void runConvIm2colBf16(const Prim& p, const Tensor* x, const Tensor* w,
   // The weights: folded and reordered to OHWI (K rows of KH*KW*C, as the
   // im2col rows), then into the inner product's layout, once per version.
   TensorImpl& wi = implOf(w);
-  const std::string key =
-      fmt::format("ip2col|{}|{}", descKey(p.weights), foldKey(post));
+  const std::string key = fmt::format(FMT_COMPILE("ip2col|{}|{}"),
+                                      descKey(p.weights), foldKey(post));
   const TensorImpl::Derived* wts = findDerived(wi, key);
   if (!wts) {
     const TensorImpl::Derived& ohwi = derivedWeights(

@@ -128,8 +128,9 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
       xd[1] % 16 == 0 ||
       (layout == ConvLayout::Blocked && inType == dt::f32 && inputBlocked16(c));
   std::string key = fmt::format(
-      "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}{}", xd[0],
-      xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
+      FMT_COMPILE(
+          "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}{}"),
+      xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
       args.strideH, args.strideW, G, static_cast<int>(inType), postKey(post),
       residualDims, bf16Out, static_cast<int>(layout), src16 ? "16" : "");
   const Prim& p = cachedPrim(key, [&] {
@@ -144,11 +145,11 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
           dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
-      const auto pd =
-          approx::convolutionPd(desc, postOpsAttr(post, how, dst), engine());
+      const dnnl::primitive_attr attr = postOpsAttr(post, how, dst);
+      const auto pd = approx::convolutionPd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                 pd.dst_desc(), how};
-      made.binaryIndex = post.act == Act::None ? 0 : 1;
+      made.binaryIndex = residualPostOpIndex(attr);
       made.reference = isRefImpl(pd);
       made.amx = isAmxImpl(pd);
       return made;

@@ -97,15 +97,15 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
     return Prim{dnnl::inner_product_forward(pd), pd.src_desc(),
                 pd.weights_desc(), pd.dst_desc(), how};
   };
-  std::string key = fmt::format("ip|{}|{}|{}|{}", descKey(srcWant), N,
-                                static_cast<int>(inType), postKey(post));
+  std::string key = fmt::format(FMT_COMPILE("ip|{}|{}|{}|{}"), descKey(srcWant),
+                                N, static_cast<int>(inType), postKey(post));
   const Prim* p = nullptr;
   try {
     p = &cachedPrim(key, [&] { return make(srcWant); });
   } catch (const dnnl::error&) {
     // No implementation takes this blocked source: let oneDNN choose.
     srcWant = dnnl::memory::desc(src4, inType, tag::any);
-    key = fmt::format("ip|{}|{}|{}|{}", descKey(srcWant), N,
+    key = fmt::format(FMT_COMPILE("ip|{}|{}|{}|{}"), descKey(srcWant), N,
                       static_cast<int>(inType), postKey(post));
     p = &cachedPrim(key, [&] { return make(srcWant); });
   }

@@ -5,6 +5,7 @@
 #include "kernels/Numerics.h"
 #include "kernels/PostOps.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,11 +17,12 @@ namespace hpvm::rt::kern {
 std::string tensorKey(const Tensor* t) {
   if (!t)
     return "-";
-  return fmt::format("{}@{}", static_cast<const void*>(t), implOf(t).version);
+  return fmt::format(FMT_COMPILE("{}@{}"), static_cast<const void*>(t),
+                     implOf(t).version);
 }
 
 std::string foldKey(const PostOps& post) {
-  return fmt::format("{}|{}{}{}{}e{}", tensorKey(post.bias),
+  return fmt::format(FMT_COMPILE("{}|{}{}{}{}e{}"), tensorKey(post.bias),
                      tensorKey(post.bnGamma), tensorKey(post.bnBeta),
                      tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
 }
@@ -79,8 +81,9 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
                                           int64_t kStride, int64_t kStep,
                                           Precision roundOperands) {
   TensorImpl& impl = implOf(w);
-  std::string key = fmt::format("{}|{}|p{}|{}", descKey(want), descKey(plain),
-                                static_cast<int>(roundOperands), foldKey(post));
+  std::string key =
+      fmt::format(FMT_COMPILE("{}|{}|p{}|{}"), descKey(want), descKey(plain),
+                  static_cast<int>(roundOperands), foldKey(post));
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return *found;
   // Fold bias and batch norm into a host copy of the weights.
@@ -103,7 +106,7 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
 const float* roundedWeights(const Tensor* w, Precision p) {
   TensorImpl& impl = implOf(w);
   const std::string key =
-      fmt::format("approx-rounded|p{}", static_cast<int>(p));
+      fmt::format(FMT_COMPILE("approx-rounded|p{}"), static_cast<int>(p));
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return static_cast<const float*>(found->weights.get_data_handle());
   const float* wp = hostData(w);

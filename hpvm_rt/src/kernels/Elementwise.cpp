@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace hpvm::rt {
 using namespace kern;
@@ -44,15 +45,77 @@ EltwiseSteps eltwiseSteps(Act a, float lo, float hi) {
   HPVM_UNREACHABLE("eltwiseSteps of an invalid Act");
 }
 
+namespace {
+
+/// The algorithms computing what \p a computes forward, \p a first.
+/// oneDNN 2.6's JIT kernels keep one eltwise injector per algorithm in a
+/// post-op chain, set up with the parameters of its first entry: a later
+/// entry of that algorithm with other parameters (a clip, a residual add,
+/// another clip) computes with the first one's. Another name for the same
+/// function gets an injector of its own.
+std::vector<dnnl::algorithm> sameFunction(dnnl::algorithm a, float alpha) {
+  using alg = dnnl::algorithm;
+  switch (a) {
+  case alg::eltwise_relu: // (the use_dst variant needs alpha >= 0)
+    if (alpha >= 0.f)
+      return {a, alg::eltwise_relu_use_dst_for_bwd};
+    return {a};
+  case alg::eltwise_clip:
+    return {a, alg::eltwise_clip_v2, alg::eltwise_clip_v2_use_dst_for_bwd};
+  case alg::eltwise_tanh:
+    return {a, alg::eltwise_tanh_use_dst_for_bwd};
+  case alg::eltwise_logistic:
+    return {a, alg::eltwise_logistic_use_dst_for_bwd};
+  default:
+    return {a};
+  }
+}
+
+/// True when \p ops holds no eltwise post-op of algorithm \p a with
+/// parameters other than \p alpha and \p beta.
+bool fits(const dnnl::post_ops& ops, dnnl::algorithm a, float alpha,
+          float beta) {
+  for (int i = 0; i < ops.len(); ++i) {
+    if (ops.kind(i) != dnnl::primitive::kind::eltwise)
+      continue;
+    float scale = 0, al = 0, be = 0;
+    dnnl::algorithm got{};
+    ops.get_params_eltwise(i, scale, got, al, be);
+    if (got == a && (al != alpha || be != beta))
+      return false;
+  }
+  return true;
+}
+
+/// Appends act to \p ops, each step under the first name for its function
+/// that fits the chain; false (and \p ops partly appended) where none does.
+bool tryAppendAct(dnnl::post_ops& ops, Act act, float lo, float hi) {
+  const EltwiseSteps steps = eltwiseSteps(act, lo, hi);
+  for (int i = 0; i < steps.count; ++i) {
+    const EltwiseStep& e = steps.step[i];
+    bool appended = false;
+    for (dnnl::algorithm a : sameFunction(e.alg, e.alpha))
+      if (fits(ops, a, e.alpha, e.beta)) {
+        ops.append_eltwise(1.f, a, e.alpha, e.beta);
+        appended = true;
+        break;
+      }
+    if (!appended)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
 void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi) {
-  const EltwiseSteps steps = eltwiseSteps(a, lo, hi);
-  for (int i = 0; i < steps.count; ++i)
-    ops.append_eltwise(1.f, steps.step[i].alg, steps.step[i].alpha,
-                       steps.step[i].beta);
+  HPVM_ASSERT(tryAppendAct(ops, a, lo, hi),
+              "an activation that cannot share this post-op chain "
+              "(actsChain() keeps such a pair apart)");
 }
 
 std::string actKey(Act a, float lo, float hi) {
-  return fmt::format("a{}:{}:{}", static_cast<int>(a), lo, hi);
+  return fmt::format(FMT_COMPILE("a{}:{}:{}"), static_cast<int>(a), lo, hi);
 }
 
 void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
@@ -67,8 +130,9 @@ void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
   const EltwiseSteps steps = eltwiseSteps(act, lo, hi);
   for (int i = 0; i < steps.count; ++i) {
     const EltwiseStep& e = steps.step[i];
-    const std::string key = fmt::format("elt|{}|{}|{}", descKey(src.get_desc()),
-                                        actKey(act, lo, hi), i);
+    const std::string key =
+        fmt::format(FMT_COMPILE("elt|{}|{}|{}"), descKey(src.get_desc()),
+                    actKey(act, lo, hi), i);
     const Prim& p = cachedPrim(key, [&] {
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
                                        e.alg, src.get_desc(), e.alpha, e.beta);
@@ -83,6 +147,11 @@ void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,
 }
 
 } // namespace kern
+
+bool actsChain(Act a, float aLo, float aHi, Act b, float bLo, float bHi) {
+  dnnl::post_ops ops;
+  return tryAppendAct(ops, a, aLo, aHi) && tryAppendAct(ops, b, bLo, bHi);
+}
 
 // --- Activations ------------------------------------------------------------
 
@@ -121,8 +190,8 @@ void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
                const dnnl::memory& src1, Act act, float lo, float hi,
                const KnobSpec& knob, Tensor* y) {
   const std::string key = fmt::format(
-      "binary{}|{}|{}|{}", static_cast<int>(alg), descKey(src0.get_desc()),
-      descKey(src1.get_desc()), actKey(act, lo, hi));
+      FMT_COMPILE("binary{}|{}|{}|{}"), static_cast<int>(alg),
+      descKey(src0.get_desc()), descKey(src1.get_desc()), actKey(act, lo, hi));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::binary::desc desc(alg, src0.get_desc(), src1.get_desc(),
                             src0.get_desc());

@@ -30,7 +30,10 @@ struct EltwiseSteps {
 /// [0, 1]. None of them for Act::None.
 EltwiseSteps eltwiseSteps(Act a, float lo, float hi);
 
-/// Appends act as eltwise post-ops (nothing for Act::None).
+/// Appends act as eltwise post-ops (nothing for Act::None), each under a
+/// name for its function that the chain does not hold with other
+/// parameters (oneDNN 2.6 would compute it with those: Elementwise.cpp).
+/// The chain must have room for it (actsChain(), Kernels.h).
 void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi);
 
 /// "a<act>lo,hi" for cache keys.

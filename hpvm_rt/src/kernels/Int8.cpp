@@ -8,6 +8,7 @@
 #include "kernels/DerivedWeights.h"
 #include "kernels/PostOps.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,8 +75,8 @@ dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
     return out;
   }
   const dnnl::memory cur = currentMemory(x);
-  const std::string key =
-      fmt::format("quant|{}|{}", descKey(cur.get_desc()), descKey(want));
+  const std::string key = fmt::format(FMT_COMPILE("quant|{}|{}"),
+                                      descKey(cur.get_desc()), descKey(want));
   const Prim& r = cachedPrim(key, [&] {
     dnnl::primitive_attr attr;
     attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
@@ -112,8 +113,12 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
                                      int64_t perK, int64_t kStride,
                                      int64_t kStep, Int8Code code) {
   TensorImpl& impl = implOf(w);
-  std::string key = fmt::format("int8|{}|{}{}", foldKey(post), code.qmax,
-                                code.doubled ? "x2" : "");
+  // (The same weights serve a dense layer on 2-D and on 4-D inputs: the
+  // plain layout is part of the key.)
+  std::string key =
+      fmt::format(FMT_COMPILE("int8|{}|{}{}|{}|{}"), foldKey(post), code.qmax,
+                  code.doubled ? "x2" : "", fmt::join(wDims, "x"),
+                  static_cast<int>(plainTag));
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return *found;
   const float* wp = hostData(w);
@@ -215,7 +220,7 @@ struct Int8Args {
 std::string scaleKey(float sx) {
   uint32_t bits;
   std::memcpy(&bits, &sx, sizeof bits);
-  return fmt::format("sx{:08x}", bits);
+  return fmt::format(FMT_COMPILE("sx{:08x}"), bits);
 }
 
 } // namespace
@@ -253,7 +258,8 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   // The output scales are fixed in the primitive: its key names the
   // version of w (whose weight scales they hold) and the input scale.
   std::string key = fmt::format(
-      "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}",
+      FMT_COMPILE(
+          "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}"),
       xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
       args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
       residualDims, tensorKey(w), plain.key,
@@ -273,7 +279,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       const auto pd = approx::convolutionPd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                 pd.dst_desc(), how};
-      made.binaryIndex = (dyn ? 1 : 0) + (post.act == Act::None ? 0 : 1);
+      made.binaryIndex = residualPostOpIndex(attr);
       made.reference = isRefImpl(pd);
       return made;
     };
@@ -346,8 +352,8 @@ void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
   const Int8Args ia(plain, aq.scale);
   const dnnl::memory::desc dstDesc({M, N}, dt::f32, tag::nc);
   std::string key =
-      fmt::format("ip8|{}x{}x{}x{}|{}|{}|{}", xd[0], xd[1], xd[2], xd[3], N,
-                  static_cast<int>(srcType), postKey(post));
+      fmt::format(FMT_COMPILE("ip8|{}x{}x{}x{}|{}|{}|{}"), xd[0], xd[1], xd[2],
+                  xd[3], N, static_cast<int>(srcType), postKey(post));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::inner_product_forward::desc desc(
         dnnl::prop_kind::forward_inference,

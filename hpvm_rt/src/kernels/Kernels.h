@@ -85,6 +85,11 @@ struct PostOps {
   bool bf16Out = false;
 };
 
+/// True when PostOps may hold activation a and, after the residual, b: the
+/// kernels compute some pairs wrong in one oneDNN chain (Elementwise.cpp);
+/// the executor runs b as an op of its own then.
+bool actsChain(Act a, float aLo, float aHi, Act b, float bLo, float bHi);
+
 /// Pooling geometry: pads padH/padW before and bottom()/right() after
 /// (HPVM's pools: the same). Max ignores out-of-range positions; Avg
 /// divides by the full window area (count_include_pad, PyTorch's default),

@@ -46,8 +46,8 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                dnnl::normalization_flags::use_shift;
   if (act == Act::Relu)
     flags = flags | dnnl::normalization_flags::fuse_norm_relu;
-  std::string key = fmt::format("bn|{}|{}|{}", descKey(src.get_desc()), eps,
-                                act == Act::Relu);
+  std::string key = fmt::format(FMT_COMPILE("bn|{}|{}|{}"),
+                                descKey(src.get_desc()), eps, act == Act::Relu);
   const Prim& p = cachedPrim(key, [&] {
     dnnl::batch_normalization_forward::desc desc(
         dnnl::prop_kind::forward_inference, src.get_desc(),

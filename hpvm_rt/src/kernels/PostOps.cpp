@@ -71,6 +71,15 @@ dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
   return attr;
 }
 
+int residualPostOpIndex(const dnnl::primitive_attr& attr) {
+  const dnnl::post_ops ops = attr.get_post_ops();
+  int index = 0;
+  for (int i = 0; i < ops.len(); ++i)
+    if (ops.kind(i) == dnnl::primitive::kind::binary)
+      index = i;
+  return index;
+}
+
 std::string postKey(const PostOps& post) {
   return actKey(post.act, post.actLo, post.actHi) +
          (post.residual ? "+s" + actKey(post.act2, post.act2Lo, post.act2Hi)

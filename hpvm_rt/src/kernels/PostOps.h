@@ -27,6 +27,11 @@ dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
                                  const dnnl::memory::desc& dst = {},
                                  bool runtimeScale = false);
 
+/// The index of the residual's binary add among \p attr's post-ops (the
+/// last binary one: an int8_dyn scale comes first, an activation may take
+/// two entries), for executeLayer(); 0 where there is none.
+int residualPostOpIndex(const dnnl::primitive_attr& attr);
+
 /// The post-ops' part of a primitive's cache key.
 std::string postKey(const PostOps& post);
 

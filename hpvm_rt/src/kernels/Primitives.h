@@ -5,6 +5,7 @@
 
 #include "kernels/Kernels.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -49,7 +50,7 @@ std::unordered_map<std::string, Prim>& primCache();
 /// first use. oneDNN picks its implementation for the thread count at
 /// creation, so every key includes numThreads().
 template <typename Make> const Prim& cachedPrim(std::string key, Make make) {
-  key += fmt::format("|t{}", numThreads());
+  key += fmt::format(FMT_COMPILE("|t{}"), numThreads());
   std::lock_guard<std::mutex> lock(primMutex);
   auto it = primCache().find(key);
   if (it != primCache().end())

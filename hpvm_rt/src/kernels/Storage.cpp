@@ -4,13 +4,16 @@
 
 #include "base/Errors.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
+
 #include <omp.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -273,24 +276,35 @@ void parallelCopy(void* to, const void* from, size_t bytes) {
 }
 
 std::string descKey(const dnnl::memory::desc& d) {
+  // (Built on every layer call: compiled formats, one buffer.)
   const dnnl_memory_desc_t& c = d.data;
-  std::string key =
-      fmt::format("{}:{}:", c.ndims, static_cast<int>(c.data_type));
+  fmt::memory_buffer key;
+  auto out = std::back_inserter(key);
+  fmt::format_to(out, FMT_COMPILE("{}:{}:"), c.ndims,
+                 static_cast<int>(c.data_type));
   for (int i = 0; i < c.ndims; ++i)
-    key += fmt::format("{},{},{};", c.dims[i], c.padded_dims[i],
-                       c.padded_offsets[i]);
+    fmt::format_to(out, FMT_COMPILE("{},{},{};"), c.dims[i], c.padded_dims[i],
+                   c.padded_offsets[i]);
   if (c.format_kind == dnnl_blocked) {
     const dnnl_blocking_desc_t& b = c.format_desc.blocking;
-    key += "s";
+    key.push_back('s');
     for (int i = 0; i < c.ndims; ++i)
-      key += fmt::format("{},", b.strides[i]);
-    key += "b";
+      fmt::format_to(out, FMT_COMPILE("{},"), b.strides[i]);
+    key.push_back('b');
     for (int i = 0; i < b.inner_nblks; ++i)
-      key += fmt::format("{}:{},", b.inner_idxs[i], b.inner_blks[i]);
+      fmt::format_to(out, FMT_COMPILE("{}:{},"), b.inner_idxs[i],
+                     b.inner_blks[i]);
   } else {
-    key += fmt::format("k{}", static_cast<int>(c.format_kind));
+    fmt::format_to(out, FMT_COMPILE("k{}"), static_cast<int>(c.format_kind));
   }
-  return key;
+  // The extra part: a signed-source int8 convolution's weights carry
+  // compensation after the values (a larger buffer than without).
+  const dnnl_memory_extra_desc_t& e = c.extra;
+  if (e.flags != 0)
+    fmt::format_to(out, FMT_COMPILE("x{}:{}:{}:{}"), e.flags,
+                   e.compensation_mask, e.scale_adjust,
+                   e.asymm_compensation_mask);
+  return fmt::to_string(key);
 }
 
 const float* hostData(const Tensor* t) {

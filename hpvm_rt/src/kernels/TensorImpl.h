@@ -102,8 +102,8 @@ dnnl::memory::desc blocked16Desc(const Tensor* t);
 /// True when \p whole's storage is planned for zero-copy concatenation
 /// (bindChannelView() made it a channel view, or gave it views).
 bool hasChannelViews(const Tensor* whole);
-/// A stable string naming a memory descriptor (dims, type and layout), for
-/// cache keys.
+/// A stable string naming a memory descriptor (dims, type, layout and the
+/// extra part: int8 compensation), for cache keys.
 std::string descKey(const dnnl::memory::desc& d);
 /// Host pointer of t's NCHW values (calls ensureHost()).
 const float* hostData(const Tensor* t);
