@@ -308,6 +308,71 @@ TEST_CASE("Fusion: node ids key fused nodes and residual blocks fuse as "
   checkClose(out, want, 1e-5);
 }
 
+namespace {
+
+// --- Two hard sigmoids around a residual add ---------------------------------
+
+HPVM_TEST_LEAF2(hConv, 1, __hpvm__tensor_convolution(a, b, 1, 1, 1, 1))
+HPVM_TEST_LEAF2(hBias, 2, __hpvm__tensor_add(a, b))
+HPVM_TEST_LEAF1(hGate1, 3, __hpvm_rt__tensor_hard_sigmoid(a, 0.2f, 0.5f))
+HPVM_TEST_LEAF2(hResidual, 4, __hpvm__tensor_add(a, b))
+HPVM_TEST_LEAF1(hGate2, 5, __hpvm_rt__tensor_hard_sigmoid(a, 0.4f, 0.45f))
+
+// x, w, b: hs2(x + hs1(b + conv(x, w))).
+void gatesRoot(void*, size_t, void*, size_t, void*, size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* c = __hpvm__createNodeND(0, hConv);
+  bindPair(c, 0, 0);
+  bindPair(c, 1, 1);
+  void* b = __hpvm__createNodeND(0, hBias);
+  edgePair(c, b, 0);
+  bindPair(b, 2, 1);
+  void* g1 = __hpvm__createNodeND(0, hGate1);
+  edgePair(b, g1, 0);
+  void* r = __hpvm__createNodeND(0, hResidual);
+  bindPair(r, 0, 0);
+  edgePair(g1, r, 1);
+  void* g2 = __hpvm__createNodeND(0, hGate2);
+  edgePair(r, g2, 0);
+  outPair(g2);
+}
+
+struct __attribute__((__packed__)) GatesIn {
+  void* x;
+  size_t xb;
+  void* w;
+  size_t wb;
+  void* b;
+  size_t bb;
+  struct {
+    void* tensor;
+    size_t bytes;
+  } r;
+};
+
+} // namespace
+
+TEST_CASE("Fusion: a second hard sigmoid with other parameters after a "
+          "residual add computes its own") {
+  // oneDNN 2.6 would compute a post-op chain's second linear step with the
+  // first one's alpha and beta (kernels/Elementwise.cpp): the second gate
+  // stays out of the convolution's chain, and the result is exact.
+  void* x = randomTensor({2, 4, 6, 6}, 21);
+  void* w = randomTensor({4, 4, 3, 3}, 22, 0.3f);
+  void* b = randomTensor({1, 4, 1, 1}, 23, 0.3f);
+  GatesIn args{x, 0, w, 0, b, 0, {nullptr, 0}};
+  __hpvm__wait(__hpvm__launch(0, gatesRoot, (void*)&args));
+  const int64_t n = 2 * 4 * 36;
+  std::vector<float> y(n);
+  ref::conv2d(hostOf(x), 2, 4, 6, 6, hostOf(w), 4, 3, 3,
+              ConvArgs{1, 1, 1, 1, 1}, y.data());
+  ref::add(y.data(), hostOf(b), 2, 4, 36, true, y.data());
+  ref::act(y.data(), n, Act::HardSigmoid, 0.2f, 0.5f, y.data());
+  ref::add(hostOf(x), y.data(), 2, 4, 36, false, y.data());
+  ref::act(y.data(), n, Act::HardSigmoid, 0.4f, 0.45f, y.data());
+  checkClose(args.r.tensor, y, 1e-5);
+}
+
 TEST_CASE("Fusion: with a zero storage budget buffers are freed after "
           "their last use and results stay exact") {
   LaunchSettings settings;
