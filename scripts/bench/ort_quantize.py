@@ -150,10 +150,9 @@ def quantize(model, ranges):
         new_inits.append(numpy_helper.from_array(array, name))
         return name
 
-    renamed = {}  # dropped activation's output -> producer's output
-    for act, prod in drop.items():
-        n = next(x for x in g.node if (x.name or x.output[0]) == act)
-        renamed[prod] = n.output[0]
+    by_key = {(n.name or n.output[0]): n for n in g.node}
+    # dropped activation's output -> producer's output
+    renamed = {prod: by_key[act].output[0] for act, prod in drop.items()}
     # Each quantized tensor T: T -> Q -> DQ -> T__dq; readers use T__dq.
     for n in g.node:
         if (n.name or n.output[0]) in drop:
