@@ -157,8 +157,9 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
   std::vector<Child>& kids = f.children;
   size_t n = kids.size();
   // Every input bound; count edges for the topological order.
-  std::vector<int> pending(n, 0);
-  std::vector<std::vector<int>> succ(n);
+  // (Successors in one array, node s's at succ[first[s]..first[s + 1]):
+  // this runs on every launch.)
+  std::vector<int> pending(n, 0), first(n + 1, 0);
   for (size_t c = 0; c < n; ++c)
     for (size_t p = 0; p < kids[c].in.size(); ++p) {
       const Source& s = kids[c].in[p];
@@ -170,9 +171,16 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
                         *f.name + ")");
       if (s.kind == Source::Edge) {
         ++pending[c];
-        succ[s.node].push_back(static_cast<int>(c));
+        ++first[s.node + 1];
       }
     }
+  for (size_t c = 0; c < n; ++c)
+    first[c + 1] += first[c];
+  std::vector<int> succ(first[n]), filled(first.begin(), first.end() - 1);
+  for (size_t c = 0; c < n; ++c)
+    for (const Source& s : kids[c].in)
+      if (s.kind == Source::Edge)
+        succ[filled[s.node]++] = static_cast<int>(c);
   // Output fields bound without gaps.
   for (size_t o = 0; o < f.outBinds.size(); ++o)
     if (!f.outBinds[o].set)
@@ -191,9 +199,9 @@ void runChildren(Frame& f, const Value* args, std::vector<Value>& outputs) {
     int c = *it;
     ready.erase(it);
     order.push_back(c);
-    for (int d : succ[c])
-      if (--pending[d] == 0)
-        ready.push_back(d);
+    for (int i = first[c]; i < first[c + 1]; ++i)
+      if (--pending[succ[i]] == 0)
+        ready.push_back(succ[i]);
   }
   if (order.size() != n) {
     // Walk backwards along unfinished edges until a node repeats.

@@ -127,12 +127,10 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
   const bool src16 =
       xd[1] % 16 == 0 ||
       (layout == ConvLayout::Blocked && inType == dt::f32 && inputBlocked16(c));
-  std::string key = fmt::format(
-      FMT_COMPILE(
-          "conv|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}{}|{}{}"),
-      xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
-      args.strideH, args.strideW, G, static_cast<int>(inType), postKey(post),
-      residualDims, bf16Out, static_cast<int>(layout), src16 ? "16" : "");
+  std::string key = "conv";
+  key.reserve(160);
+  appendKey(key, xd, wd, args.padH, args.padW, args.strideH, args.strideW, G,
+            inType, postKey(post), residualDims, bf16Out, layout, src16);
   const Prim& p = cachedPrim(key, [&] {
     dims wDims =
         G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};

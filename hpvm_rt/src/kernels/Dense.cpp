@@ -97,17 +97,18 @@ void runDense(const Tensor* x, const Tensor* w, const PostOps& post,
     return Prim{dnnl::inner_product_forward(pd), pd.src_desc(),
                 pd.weights_desc(), pd.dst_desc(), how};
   };
-  std::string key = fmt::format(FMT_COMPILE("ip|{}|{}|{}|{}"), descKey(srcWant),
-                                N, static_cast<int>(inType), postKey(post));
+  auto keyOf = [&](const dnnl::memory::desc& src) {
+    std::string key = "ip";
+    appendKey(key, descKey(src), N, inType, postKey(post));
+    return key;
+  };
   const Prim* p = nullptr;
   try {
-    p = &cachedPrim(key, [&] { return make(srcWant); });
+    p = &cachedPrim(keyOf(srcWant), [&] { return make(srcWant); });
   } catch (const dnnl::error&) {
     // No implementation takes this blocked source: let oneDNN choose.
     srcWant = dnnl::memory::desc(src4, inType, tag::any);
-    key = fmt::format(FMT_COMPILE("ip|{}|{}|{}|{}"), descKey(srcWant), N,
-                      static_cast<int>(inType), postKey(post));
-    p = &cachedPrim(key, [&] { return make(srcWant); });
+    p = &cachedPrim(keyOf(srcWant), [&] { return make(srcWant); });
   }
 
   const auto& wts =

@@ -14,17 +14,30 @@
 
 namespace hpvm::rt::kern {
 
+namespace {
+/// Appends tensorKey(t) to \p key.
+void appendTensorKey(std::string& key, const Tensor* t) {
+  appendKey(key, static_cast<const void*>(t),
+            t ? uint64_t(implOf(t).version) : uint64_t(0));
+}
+} // namespace
+
 std::string tensorKey(const Tensor* t) {
-  if (!t)
-    return "-";
-  return fmt::format(FMT_COMPILE("{}@{}"), static_cast<const void*>(t),
-                     implOf(t).version);
+  // Raw bytes of a fixed length (address, version): keys built on every
+  // layer call stay cheap and their concatenations unambiguous.
+  std::string key;
+  appendTensorKey(key, t);
+  return key;
 }
 
 std::string foldKey(const PostOps& post) {
-  return fmt::format(FMT_COMPILE("{}|{}{}{}{}e{}"), tensorKey(post.bias),
-                     tensorKey(post.bnGamma), tensorKey(post.bnBeta),
-                     tensorKey(post.bnMean), tensorKey(post.bnVar), post.bnEps);
+  std::string key;
+  key.reserve(5 * 16 + sizeof(double));
+  for (const Tensor* t :
+       {post.bias, post.bnGamma, post.bnBeta, post.bnMean, post.bnVar})
+    appendTensorKey(key, t);
+  appendKey(key, post.bnEps);
+  return key;
 }
 
 const TensorImpl::Derived* findDerived(TensorImpl& impl,
@@ -81,9 +94,8 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
                                           int64_t kStride, int64_t kStep,
                                           Precision roundOperands) {
   TensorImpl& impl = implOf(w);
-  std::string key =
-      fmt::format(FMT_COMPILE("{}|{}|p{}|{}"), descKey(want), descKey(plain),
-                  static_cast<int>(roundOperands), foldKey(post));
+  std::string key = descKey(want);
+  appendKey(key, descKey(plain), roundOperands, foldKey(post));
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return *found;
   // Fold bias and batch norm into a host copy of the weights.

@@ -14,7 +14,8 @@
 
 namespace hpvm::rt::kern {
 
-/// "ptr@version" of an optional tensor, for keys of derived weights.
+/// An optional tensor's address and version (raw bytes, fixed length), for
+/// keys of derived weights.
 std::string tensorKey(const Tensor* t);
 
 /// The part of a derived-weights key naming what is folded into them.

@@ -115,7 +115,9 @@ void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi) {
 }
 
 std::string actKey(Act a, float lo, float hi) {
-  return fmt::format(FMT_COMPILE("a{}:{}:{}"), static_cast<int>(a), lo, hi);
+  std::string key;
+  appendKey(key, static_cast<int32_t>(a), lo, hi);
+  return key;
 }
 
 void eltwise(const dnnl::memory& src, const dnnl::memory& dst, Act act,

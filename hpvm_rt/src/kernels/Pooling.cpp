@@ -46,10 +46,9 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   auto alg = a.kind == PoolArgs::Max ? dnnl::algorithm::pooling_max
              : a.excludePad ? dnnl::algorithm::pooling_avg_exclude_padding
                             : dnnl::algorithm::pooling_avg_include_padding;
-  std::string key =
-      fmt::format(FMT_COMPILE("pool|{}|{}|{}x{}p{},{},{},{}s{},{}"),
-                  descKey(src.get_desc()), static_cast<int>(alg), a.kh, a.kw,
-                  a.padH, a.padW, padBottom, padRight, a.strideH, a.strideW);
+  std::string key = "pool";
+  appendKey(key, descKey(src.get_desc()), alg, a.kh, a.kw, a.padH, a.padW,
+            padBottom, padRight, a.strideH, a.strideW);
   const Prim& p = cachedPrim(key, [&] {
     dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
                                      src.get_desc(), dstAny,

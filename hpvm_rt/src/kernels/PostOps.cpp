@@ -81,9 +81,11 @@ int residualPostOpIndex(const dnnl::primitive_attr& attr) {
 }
 
 std::string postKey(const PostOps& post) {
-  return actKey(post.act, post.actLo, post.actHi) +
-         (post.residual ? "+s" + actKey(post.act2, post.act2Lo, post.act2Hi)
-                        : std::string());
+  std::string key = actKey(post.act, post.actLo, post.actHi);
+  appendKey(key, post.residual != nullptr);
+  if (post.residual)
+    key += actKey(post.act2, post.act2Lo, post.act2Hi);
+  return key;
 }
 
 void executeLayer(const Prim& p, const PostOps& post,

@@ -4,6 +4,7 @@
 #define HPVM_RT_KERNELS_PRIMITIVES_H
 
 #include "kernels/Kernels.h"
+#include "kernels/TensorImpl.h"
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -50,7 +51,7 @@ std::unordered_map<std::string, Prim>& primCache();
 /// first use. oneDNN picks its implementation for the thread count at
 /// creation, so every key includes numThreads().
 template <typename Make> const Prim& cachedPrim(std::string key, Make make) {
-  key += fmt::format(FMT_COMPILE("|t{}"), numThreads());
+  appendKey(key, numThreads());
   std::lock_guard<std::mutex> lock(primMutex);
   auto it = primCache().find(key);
   if (it != primCache().end())

@@ -1,5 +1,6 @@
 // Storage.cpp - tensor storage: host buffers, oneDNN copies in blocked
 // layouts, reorders back to NCHW on demand, and the thread count.
+#include "kernels/Primitives.h"
 #include "kernels/TensorImpl.h"
 
 #include "base/Errors.h"
@@ -150,8 +151,17 @@ void syncCounts(Tensor* t) {
 } // namespace
 
 void reorder(const dnnl::memory& from, const dnnl::memory& to) {
-  dnnl::reorder(from, to).execute(stream(), const_cast<dnnl::memory&>(from),
-                                  const_cast<dnnl::memory&>(to));
+  // Cached: layers reorder the same layouts on every launch (a residual
+  // into the output's layout, an output back to the host's).
+  const dnnl::memory::desc &fromDesc = from.get_desc(), &toDesc = to.get_desc();
+  const Prim& p =
+      cachedPrim("reorder" + descKey(fromDesc) + descKey(toDesc), [&] {
+        Prim made;
+        made.prim = dnnl::reorder(from, to);
+        return made;
+      });
+  p.prim.execute(stream(), {{DNNL_ARG_FROM, const_cast<dnnl::memory&>(from)},
+                            {DNNL_ARG_TO, const_cast<dnnl::memory&>(to)}});
   stream().wait();
 }
 
@@ -276,35 +286,41 @@ void parallelCopy(void* to, const void* from, size_t bytes) {
 }
 
 std::string descKey(const dnnl::memory::desc& d) {
-  // (Built on every layer call: compiled formats, one buffer.)
+  // Built on every layer call: raw bytes, not text. The encoding is
+  // prefix-free (each part's length follows from ndims and the counts
+  // before it), so keys that concatenate it stay unambiguous.
   const dnnl_memory_desc_t& c = d.data;
-  fmt::memory_buffer key;
-  auto out = std::back_inserter(key);
-  fmt::format_to(out, FMT_COMPILE("{}:{}:"), c.ndims,
-                 static_cast<int>(c.data_type));
-  for (int i = 0; i < c.ndims; ++i)
-    fmt::format_to(out, FMT_COMPILE("{},{},{};"), c.dims[i], c.padded_dims[i],
-                   c.padded_offsets[i]);
+  const auto n = static_cast<size_t>(c.ndims);
+  std::string key;
+  key.reserve(16 + n * 4 * sizeof(int64_t) + 2 * DNNL_MAX_NDIMS * 8);
+  auto put = [&key](const void* p, size_t bytes) {
+    key.append(static_cast<const char*>(p), bytes);
+  };
+  const int32_t head[3] = {c.ndims, static_cast<int32_t>(c.data_type),
+                           static_cast<int32_t>(c.format_kind)};
+  put(head, sizeof head);
+  put(c.dims, n * sizeof(c.dims[0]));
+  put(c.padded_dims, n * sizeof(c.padded_dims[0]));
+  put(c.padded_offsets, n * sizeof(c.padded_offsets[0]));
   if (c.format_kind == dnnl_blocked) {
     const dnnl_blocking_desc_t& b = c.format_desc.blocking;
-    key.push_back('s');
-    for (int i = 0; i < c.ndims; ++i)
-      fmt::format_to(out, FMT_COMPILE("{},"), b.strides[i]);
-    key.push_back('b');
-    for (int i = 0; i < b.inner_nblks; ++i)
-      fmt::format_to(out, FMT_COMPILE("{}:{},"), b.inner_idxs[i],
-                     b.inner_blks[i]);
-  } else {
-    fmt::format_to(out, FMT_COMPILE("k{}"), static_cast<int>(c.format_kind));
+    const auto nb = static_cast<size_t>(b.inner_nblks);
+    put(b.strides, n * sizeof(b.strides[0]));
+    put(&b.inner_nblks, sizeof b.inner_nblks);
+    put(b.inner_idxs, nb * sizeof(b.inner_idxs[0]));
+    put(b.inner_blks, nb * sizeof(b.inner_blks[0]));
   }
   // The extra part: a signed-source int8 convolution's weights carry
   // compensation after the values (a larger buffer than without).
   const dnnl_memory_extra_desc_t& e = c.extra;
-  if (e.flags != 0)
-    fmt::format_to(out, FMT_COMPILE("x{}:{}:{}:{}"), e.flags,
-                   e.compensation_mask, e.scale_adjust,
-                   e.asymm_compensation_mask);
-  return fmt::to_string(key);
+  const uint64_t flags = e.flags;
+  put(&flags, sizeof flags);
+  if (flags != 0) {
+    const int32_t masks[2] = {e.compensation_mask, e.asymm_compensation_mask};
+    put(masks, sizeof masks);
+    put(&e.scale_adjust, sizeof e.scale_adjust);
+  }
+  return key;
 }
 
 const float* hostData(const Tensor* t) {

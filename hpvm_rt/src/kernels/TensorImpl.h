@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 /// Storage of one Tensor (the `impl` member of struct Tensor). The host
@@ -102,9 +103,24 @@ dnnl::memory::desc blocked16Desc(const Tensor* t);
 /// True when \p whole's storage is planned for zero-copy concatenation
 /// (bindChannelView() made it a channel view, or gave it views).
 bool hasChannelViews(const Tensor* whole);
-/// A stable string naming a memory descriptor (dims, type, layout and the
-/// extra part: int8 compensation), for cache keys.
+/// A memory descriptor's dims, type, layout and extra part (int8
+/// compensation) as raw bytes, for cache keys (not for people to read).
 std::string descKey(const dnnl::memory::desc& d);
+/// Appends \p parts to a cache key as raw bytes: numbers, enums and arrays
+/// of them at their size, strings (other keys' parts, each prefix-free) as
+/// their bytes. Keys are built on every layer call; text would cost more.
+template <typename... T> void appendKey(std::string& key, const T&... parts) {
+  auto one = [&key](const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::string>) {
+      key += v;
+    } else {
+      static_assert(std::is_trivially_copyable_v<V>);
+      key.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  };
+  (one(parts), ...);
+}
 /// Host pointer of t's NCHW values (calls ensureHost()).
 const float* hostData(const Tensor* t);
 /// A new version number (monotonic, process wide).
