@@ -104,7 +104,7 @@ void runConvIm2colBf16(const Prim& p, const Tensor* x, const Tensor* w,
         C * KH * KW, 1, Precision::FP32);
     TensorImpl::Derived d;
     d.key = key;
-    d.weights = dnnl::memory(p.weights, engine());
+    d.weights = weightMemory(p.weights, d);
     reorder(dnnl::memory({{K, KH * KW * C}, dt::f32, tag::ab}, engine(),
                          ohwi.weights.get_data_handle()),
             d.weights);

@@ -108,7 +108,7 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
   // Reorder the folded weights into the layout the primitive wants.
   TensorImpl::Derived d;
   d.key = std::move(key);
-  d.weights = dnnl::memory(want, engine());
+  d.weights = weightMemory(want, d);
   reorder(dnnl::memory(plain, engine(), wf.data()), d.weights);
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));

@@ -127,7 +127,7 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
   TensorImpl::Derived d;
   d.key = std::move(key);
   d.scales.assign(static_cast<size_t>(K), 1.f);
-  d.weights = dnnl::memory({wDims, dt::s8, plainTag}, engine());
+  d.weights = weightMemory({wDims, dt::s8, plainTag}, d);
   int8_t* q = static_cast<int8_t*>(d.weights.get_data_handle());
   for (int64_t k = 0; k < K; ++k) {
     float m = 0.f;
@@ -192,7 +192,7 @@ dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
     return found->weights;
   TensorImpl::Derived d;
   d.key = key;
-  d.weights = dnnl::memory(want, engine());
+  d.weights = weightMemory(want, d);
   reorder(plain.weights, d.weights);
   // The plain entry stays (it is what the reordered one comes from).
   return storeDerived(impl, std::move(d), &plain).weights;

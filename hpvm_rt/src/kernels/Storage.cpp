@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -75,10 +76,25 @@ void* poolAlloc(size_t bytes) {
       return p;
     }
   }
-  void* p = std::aligned_alloc(64, n);
-  if (!p)
+  return bigAlloc(n);
+}
+
+void* bigAlloc(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t n = roundedSize(bytes);
+  void* p = nullptr;
+  if (posix_memalign(&p, n >= kHuge ? kHuge : 64, n) != 0)
     throw std::bad_alloc();
+  // (Advice only: where the kernel declines, small pages serve.)
+  if (n >= kHuge)
+    madvise(p, n / kHuge * kHuge, MADV_HUGEPAGE);
   return p;
+}
+
+dnnl::memory weightMemory(const dnnl::memory::desc& d,
+                          TensorImpl::Derived& owner) {
+  owner.buffer = std::shared_ptr<void>(bigAlloc(d.get_size()), std::free);
+  return dnnl::memory(d, engine(), owner.buffer.get());
 }
 
 void poolFree(void* p, size_t bytes) {
