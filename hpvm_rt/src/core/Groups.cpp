@@ -43,10 +43,16 @@ bool reusable(const Plan& p, int32_t code) {
 /// an unsigned calibrated input hands that layer its u8 input instead of
 /// fp32 values quantized again, where this is exact: no residual,
 /// activation None or ReLU (the u8 quantization clamps negatives to 0
-/// either way). bf16: a bf16 convolution feeding only bf16 convolutions or
-/// mul stores its result as bf16 (round to nearest even, as the next layer
-/// would round it; a max pool between commutes with the rounding): the
-/// same values at half the memory traffic.
+/// either way). Residual networks too: a result read by several int8
+/// convolutions of one input scale, as their input or as the residual of
+/// such a chained convolution, is handed to all of them as u8; and an
+/// int8 convolution adding a residual, with ReLU after the add, writes u8
+/// (its residual taken as u8 where it arrives so: oneDNN's sum post-op
+/// scales it, the u8 saturation is the ReLU). bf16: a bf16 convolution
+/// feeding only bf16 convolutions or mul stores its result as bf16 (round
+/// to nearest even, as the next layer would round it; a max pool between
+/// commutes with the rounding): the same values at half the memory
+/// traffic.
 void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   std::unordered_map<int, size_t> byFirst;
   for (size_t gi = 0; gi < groups.size(); ++gi)
@@ -58,12 +64,55 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     auto it = byFirst.find(p.consumer[o]);
     return it == byFirst.end() ? nullptr : &groups[it->second];
   };
-  for (Group& g : groups) {
+  auto exactConv = [](const Group& g) {
+    return (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv) &&
+           g.knob.variant == Variant::Exact;
+  };
+  // The u8 input scale every reader of op o's output takes it with, when
+  // all of them are int8 convolutions reading it as their input (one
+  // calibrated unsigned scale) or as their residual (any scale: the
+  // kernel adds it scaled), and one at least as input; 0 otherwise.
+  auto sharedInputScale = [&](int o) -> float {
+    if (p.isRootOut[o])
+      return 0.f;
+    float scale = 0.f;
+    int reads = 0;
+    for (const Group& r : groups) {
+      const bool asInput = r.x == o, asResidual = r.residual == o;
+      if (!asInput && !asResidual)
+        continue;
+      if (asInput == asResidual || !exactConv(r) || !isInt8(r.knob.precision))
+        return 0.f;
+      ++reads;
+      if (asResidual)
+        continue;
+      const float s = int8UnsignedScale(r.knob);
+      if (s <= 0.f || (scale > 0.f && s != scale))
+        return 0.f;
+      scale = s;
+    }
+    return reads == p.consumers[o] ? scale : 0.f;
+  };
+  // Readers first: a group's readers end after it does.
+  std::vector<size_t> order(groups.size());
+  for (size_t gi = 0; gi < order.size(); ++gi)
+    order[gi] = gi;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return groups[a].last > groups[b].last;
+  });
+  for (size_t gi : order) {
+    Group& g = groups[gi];
     const bool bf16 = g.knob.precision == Precision::BF16;
-    if ((g.kind != HpvmOp::Conv && g.kind != HpvmOp::GroupConv) ||
-        g.knob.variant != Variant::Exact ||
-        (!isInt8(g.knob.precision) && !bf16) || g.residual != kNoOperand ||
-        (!bf16 && g.act != Act::None && g.act != Act::Relu))
+    const bool plainAct = g.act == Act::None || g.act == Act::Relu;
+    if (!exactConv(g) || (!isInt8(g.knob.precision) && !bf16))
+      continue;
+    if (!bf16 && g.residual != kNoOperand) {
+      // ReLU after the add: the u8 result is exact.
+      if (plainAct && g.act2 == Act::Relu)
+        g.quantizeOut = sharedInputScale(g.last);
+      continue;
+    }
+    if (g.residual != kNoOperand || (!bf16 && !plainAct))
       continue;
     int out = g.last;
     const Group* next = readerOf(out);
@@ -73,16 +122,14 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       out = next->last;
       next = readerOf(out);
     }
-    if (!next || next->x != out)
+    if (!bf16) {
+      g.quantizeOut = sharedInputScale(out);
       continue;
-    const bool conv =
-        next->kind == HpvmOp::Conv || next->kind == HpvmOp::GroupConv;
-    if (bf16)
-      g.bf16Out = (conv || next->kind == HpvmOp::Mul) &&
-                  next->knob.precision == Precision::BF16 &&
-                  next->knob.variant == Variant::Exact;
-    else if (conv && next->knob.variant == Variant::Exact)
-      g.quantizeOut = int8UnsignedScale(next->knob);
+    }
+    g.bf16Out = next && next->x == out &&
+                (exactConv(*next) || next->kind == HpvmOp::Mul) &&
+                next->knob.precision == Precision::BF16 &&
+                next->knob.variant == Variant::Exact;
   }
 }
 

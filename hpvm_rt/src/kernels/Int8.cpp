@@ -6,6 +6,7 @@
 #include "approx/Isa.h"
 #include "base/Errors.h"
 #include "kernels/DerivedWeights.h"
+#include "kernels/Elementwise.h"
 #include "kernels/PostOps.h"
 
 #include <fmt/compile.h>
@@ -249,9 +250,36 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   const bool dyn = knob.precision == Precision::INT8DYN &&
                    !(depthwiseTail && !approx::haveAvx512());
   // An int8 consumer next: the result as its u8 input (scaled by it).
-  const float qOut = post.quantizeOut;
+  float qOut = post.quantizeOut;
+  // With a residual, where ReLU follows the add (the u8 saturation is the
+  // ReLU): a residual arriving as u8 (chained from the layer that computed
+  // it) is added by oneDNN's sum post-op, scaled, dst = outScale * acc +
+  // (sr / qOut) * residual; an fp32 one by a binary add in real units, a
+  // linear 1 / qOut after it. Else the result is fp32.
+  enum class ResidualU8 : uint8_t { None, Sum, Binary };
+  ResidualU8 resU8 = ResidualU8::None;
+  float residualScale = 0.f; // Sum: the u8 residual's scale sr
+  dnnl::memory residualU8;
+  const dnnl::memory::desc residualF32({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
+                                       tag::nhwc);
+  if (qOut > 0.f && post.residual) {
+    const TensorImpl& ri = implOf(post.residual);
+    const bool chainable = !dyn && dims4(post.residual) == yd &&
+                           post.act2 == Act::Relu &&
+                           (post.act == Act::None || post.act == Act::Relu);
+    if (chainable && ri.memValid && ri.mem.get_desc().data_type() == dt::u8 &&
+        ri.memScale > 0.f) {
+      resU8 = ResidualU8::Sum;
+      residualScale = ri.memScale;
+      residualU8 = ri.mem;
+    } else if (chainable) {
+      resU8 = ResidualU8::Binary;
+    } else {
+      qOut = 0.f;
+    }
+  }
   std::vector<float> outScales = dyn ? plain.scales : ia.scales;
-  if (qOut > 0.f)
+  if (qOut > 0.f && resU8 != ResidualU8::Binary)
     for (float& f : outScales)
       f /= qOut;
   const bool residualDims = post.residual && dims4(post.residual) == yd;
@@ -264,6 +292,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
       residualDims, tensorKey(w), plain.key,
       dyn ? std::string("dyn") : scaleKey(aq.scale), scaleKey(qOut));
+  appendKey(key, resU8);
+  if (resU8 == ResidualU8::Sum)
+    appendKey(key, scaleKey(residualScale), descKey(residualU8.get_desc()));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
     dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
@@ -275,6 +306,18 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
       dnnl::primitive_attr attr = postOpsAttr(post, how, dst, dyn);
+      if (resU8 != ResidualU8::None) {
+        dnnl::post_ops ops;
+        appendAct(ops, post.act, post.actLo, post.actHi);
+        if (resU8 == ResidualU8::Sum) {
+          ops.append_sum(residualScale / qOut);
+        } else {
+          ops.append_binary(dnnl::algorithm::binary_add, residualF32);
+          ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / qOut,
+                             0.f);
+        }
+        attr.set_post_ops(ops);
+      }
       attr.set_output_scales(1 << 1, outScales);
       const auto pd = approx::convolutionPd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
@@ -297,10 +340,18 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     std::vector<ResidualAs> hows{ResidualAs::Split};
     if (post.residual)
       hows = {ResidualAs::Sum, ResidualAs::Split};
+    if (resU8 == ResidualU8::Sum) {
+      // The residual's own layout first: it is copied into dst as it is.
+      dsts.insert(dsts.begin(), residualU8.get_desc());
+      hows = {ResidualAs::Sum};
+    } else if (resU8 == ResidualU8::Binary) {
+      hows = {ResidualAs::Binary};
+    }
     std::optional<Prim> fallback;
     for (const auto& dst : dsts) {
       std::vector<ResidualAs> dstHows = hows;
-      if (post.residual && residualDims && dst.data.format_kind == dnnl_blocked)
+      if (post.residual && residualDims && resU8 == ResidualU8::None &&
+          dst.data.format_kind == dnnl_blocked)
         dstHows.insert(dstHows.begin(), ResidualAs::Binary);
       for (ResidualAs how : dstHows) {
         try {
@@ -332,10 +383,26 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   if (dyn)
     execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
         dnnl::memory({{1, 1, 1, 1}, dt::f32, tag::nchw}, engine(), &inScale);
-  executeLayer(p, post, std::move(execArgs));
+  if (resU8 != ResidualU8::None) {
+    if (resU8 == ResidualU8::Binary)
+      execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
+          memoryAs(post.residual, residualF32);
+    else if (residualU8.get_desc() == p.dst)
+      // The sum post-op adds what dst holds: the residual, copied in.
+      parallelCopy(dst.get_data_handle(), residualU8.get_data_handle(),
+                   p.dst.get_size());
+    else
+      reorder(residualU8, dst);
+    PostOps added = post;
+    added.residual = nullptr;
+    executeLayer(p, added, std::move(execArgs));
+  } else {
+    executeLayer(p, post, std::move(execArgs));
+  }
   if (qOut > 0.f)
     implOf(y).memScale = qOut;
-  if (post.residual && p.residual == ResidualAs::Split)
+  if (resU8 == ResidualU8::None && post.residual &&
+      p.residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
            y);
 }

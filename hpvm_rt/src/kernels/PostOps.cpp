@@ -15,8 +15,16 @@ namespace {
 void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
   if (!post.residual)
     return;
-  dnnl::memory res = currentMemory(post.residual);
   const dims dd = dst.get_desc().dims();
+  const TensorImpl& ri = implOf(post.residual);
+  if (ri.memValid && !ri.hostValid &&
+      ri.mem.get_desc().data_type() != dst.get_desc().data_type() &&
+      ri.mem.get_desc().dims() == dd) {
+    // Quantized (or bf16) values: one scaled reorder into dst.
+    reorderScaled(ri.mem, dst, ri.memScale);
+    return;
+  }
+  dnnl::memory res = currentMemory(post.residual);
   int64_t count = 1;
   for (int64_t d : dd)
     count *= d;

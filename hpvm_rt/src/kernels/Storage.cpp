@@ -202,7 +202,41 @@ dnnl::memory currentMemory(const Tensor* t) {
   return dnnl::memory(nchwDesc(t), engine(), impl.host);
 }
 
+void reorderScaled(const dnnl::memory& from, const dnnl::memory& to,
+                   float scale) {
+  if (scale == 1.f) {
+    reorder(from, to);
+    return;
+  }
+  const dnnl::memory::desc &fromDesc = from.get_desc(), &toDesc = to.get_desc();
+  const Prim& p =
+      cachedPrim("reorder*" + descKey(fromDesc) + descKey(toDesc), [&] {
+        dnnl::primitive_attr attr;
+        attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
+        Prim made;
+        made.prim = dnnl::reorder(dnnl::reorder::primitive_desc(
+            engine(), fromDesc, engine(), toDesc, attr));
+        return made;
+      });
+  dnnl::memory scaleMem(
+      {{1}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x},
+      engine(), &scale);
+  p.prim.execute(stream(), {{DNNL_ARG_FROM, const_cast<dnnl::memory&>(from)},
+                            {DNNL_ARG_TO, const_cast<dnnl::memory&>(to)},
+                            {DNNL_ARG_ATTR_OUTPUT_SCALES, scaleMem}});
+  stream().wait();
+}
+
 dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want) {
+  const TensorImpl& impl = implOf(t);
+  if (impl.memValid && !impl.hostValid &&
+      impl.mem.get_desc().data_type() != want.data_type() &&
+      impl.mem.get_desc().dims() == want.dims()) {
+    // Quantized (or bf16) values, wanted in fp32: one scaled reorder.
+    dnnl::memory out(want, engine());
+    reorderScaled(impl.mem, out, impl.memScale);
+    return out;
+  }
   dnnl::memory cur = currentMemory(t);
   if (cur.get_desc() == want)
     return cur;
@@ -378,18 +412,8 @@ void ensureHost(Tensor* t) {
   if (impl.memValid && !impl.hostValid) {
     // The valid copy is blocked: reorder it back to NCHW.
     dnnl::memory host(nchwDesc(t), engine(), impl.host);
-    if (impl.memScale != 1.f) {
-      // Quantized values: real = q * memScale.
-      dnnl::primitive_attr attr;
-      attr.set_output_scales(0, {impl.memScale});
-      dnnl::reorder(dnnl::reorder::primitive_desc(engine(), impl.mem.get_desc(),
-                                                  engine(), host.get_desc(),
-                                                  attr))
-          .execute(stream(), impl.mem, host);
-      stream().wait();
-    } else {
-      reorder(impl.mem, host);
-    }
+    // (Quantized values: real = q * memScale.)
+    reorderScaled(impl.mem, host, impl.memScale);
   }
   impl.hostValid = true;
 }

@@ -85,7 +85,8 @@ dnnl::memory currentMemory(const Tensor* t);
 /// implOf(t).memScale), for kernels that consume such data directly.
 dnnl::memory storedMemory(const Tensor* t);
 /// Returns t's values in layout \p want: currentMemory() when it already
-/// is, otherwise a reorder into a fresh buffer.
+/// is, otherwise a reorder into a fresh buffer (one scaled reorder from a
+/// quantized or bf16 copy).
 dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want);
 /// Prepares y to receive a kernel result in layout \p d: returns a memory
 /// over y's host buffer when d is plain NCHW, else y's own oneDNN buffer
@@ -173,6 +174,10 @@ void applyThreads();
 
 /// Reorders \p from into \p to and waits.
 void reorder(const dnnl::memory& from, const dnnl::memory& to);
+/// The same, multiplying by \p scale on the way (to = scale * from: the
+/// real values of quantized ones).
+void reorderScaled(const dnnl::memory& from, const dnnl::memory& to,
+                   float scale);
 /// memcpy split over the kernel threads.
 void parallelCopy(void* to, const void* from, size_t bytes);
 
