@@ -43,12 +43,13 @@ bool reusable(const Plan& p, int32_t code) {
 /// an unsigned calibrated input hands that layer its u8 input instead of
 /// fp32 values quantized again, where this is exact: no residual,
 /// activation None or ReLU (the u8 quantization clamps negatives to 0
-/// either way). Residual networks too: a result read by several int8
-/// convolutions of one input scale, as their input or as the residual of
-/// such a chained convolution, is handed to all of them as u8; and an
-/// int8 convolution adding a residual, with ReLU after the add, writes u8
-/// (its residual taken as u8 where it arrives so: oneDNN's sum post-op
-/// scales it, the u8 saturation is the ReLU). bf16: a bf16 convolution
+/// either way). Residual networks too: a result read only by int8
+/// convolutions, as their input (one calibrated unsigned scale, at least
+/// one such reader) or as their residual (the kernel adds a u8 residual
+/// scaled), is handed to all of them as u8; and an int8 convolution adding
+/// a residual, with ReLU after the add, writes u8 (a u8 residual through
+/// oneDNN's sum post-op, an fp32 one through a binary add; the u8
+/// saturation is the ReLU). bf16: a bf16 convolution
 /// feeding only bf16 convolutions or mul stores its result as bf16 (round
 /// to nearest even, as the next layer would round it; a max pool between
 /// commutes with the rounding): the same values at half the memory
