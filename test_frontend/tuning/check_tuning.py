@@ -12,7 +12,7 @@ end to end at a small budget and checks what a user relies on:
   is within L (exact when none is);
 - Ctrl-C (SIGINT) midway keeps every measurement: exit 130, then --resume
   finishes; a second run with the same seed and budget replays the cache
-  and writes the same bytes.
+  and writes the same bytes; after new weights it measures anew.
 """
 import json
 import os
@@ -141,7 +141,21 @@ for limit in (0.0, 0.5, 1.0, 2.0, 100.0):
     if (got["name"] if got else None) != want:
         fail(f"--qos-loss {limit}: ran {got and got['name']}, expected {want}")
 
+# 6. New weights (a regenerated model, a rebuilt program) make the cached
+# measurements stale: the next run measures anew.
+weights = os.path.join(out, "weights")
+some = os.path.join(weights, sorted(os.listdir(weights))[0])
+st = os.stat(some)
+os.utime(some, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+p = run([TUNE, out] + TUNE_ARGS)
+if "reusing" in p.stdout:
+    fail(f"measurements of the old weights were reused:\n{p.stdout}")
+again = json.load(open(os.path.join(out, "tuning.json")))
+if again["measurements"]["new"] == 0 or again["measurements"].get("reused"):
+    fail(f"the run after new weights did not measure: "
+         f"{again['measurements']}")
+
 print(f"check_tuning: {len(blocks)} configurations, first "
       f"{blocks[0]['name']} {blocks[0]['speedup']:.2f}x at loss "
       f"{blocks[0]['loss']:.2f}; interrupted after {kept} measurements, "
-      f"resumed, replayed byte-identically")
+      f"resumed, replayed byte-identically, measured anew after new weights")

@@ -99,7 +99,8 @@ TEST_CASE("Kernels: an int8 conv adding a u8 or fp32 residual hands on a u8 "
       for (size_t i = 0; i < got.size(); ++i) {
         const double q = std::nearbyint(got[i] / sB);
         REQUIRE(got[i] == static_cast<float>(q) * sB);
-        const double exact = std::min(255.0, std::max(0.0, double(want[i]) / sB));
+        const double exact =
+            std::min(255.0, std::max(0.0, double(want[i]) / sB));
         INFO("element " << i << ": " << got[i] << " vs " << want[i]);
         REQUIRE(std::fabs(q - exact) <= 1.0);
         off += q != std::nearbyint(exact);

@@ -54,6 +54,10 @@ public:
   virtual int64_t batchSize() const = 0;
   virtual int threads() const = 0;
   virtual std::string modelName() const = 0;
+  /// What measurements depend on besides the settings (the program, its
+  /// weights, the data sets), as text that changes when they do; empty
+  /// when the runner cannot tell.
+  virtual std::string fingerprint() { return {}; }
 };
 
 } // namespace hpvm::rt

@@ -6,8 +6,15 @@
 #include "driver/Controller.h"
 #include "kernels/Kernels.h"
 
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 namespace hpvm::rt {
 
@@ -49,5 +56,35 @@ PassResult TunerRunner::pass(const PassRequest& req) {
 }
 
 int TunerRunner::threads() const { return numThreads(); }
+
+std::string TunerRunner::fingerprint() {
+  std::string out;
+  auto add = [&out](const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      return;
+    out +=
+        fmt::format("{} {} {}.{:09};", path, static_cast<int64_t>(st.st_size),
+                    static_cast<int64_t>(st.st_mtim.tv_sec),
+                    static_cast<int64_t>(st.st_mtim.tv_nsec));
+  };
+  add("/proc/self/exe"); // (stat follows the link to the binary)
+  std::vector<std::string> weights;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(
+           std::filesystem::path(runner_.modelDir()) / "weights", ec))
+    weights.push_back(e.path().string());
+  std::sort(weights.begin(), weights.end());
+  for (const std::string& w : weights)
+    add(w);
+  for (const char* set : {"tune", "test"}) {
+    if (setSize(set) <= 0)
+      continue;
+    const Dataset& ds = dataset(set);
+    add(ds.inputPath);
+    add(ds.labelsPath);
+  }
+  return out;
+}
 
 } // namespace hpvm::rt

@@ -40,6 +40,9 @@ public:
   }
   int threads() const override;
   std::string modelName() const override { return info_.name; }
+  /// The program binary, every file of weights/ and the two data sets'
+  /// files, each by path, size and time of last change.
+  std::string fingerprint() override;
 
   /// The calibration of the passes (Runner::calibration()).
   const Int8Calibration* calibration() const { return runner_.calibration(); }

@@ -615,7 +615,9 @@ int TuneSession::run() {
                   {"timing_batch", timingBatch_},
                   {"keep_exact", opts_.keepExact},
                   {"time_every_offset", opts_.timeEveryOffset},
-                  {"hpvm_compatible", opts_.hpvmCompatible}};
+                  {"hpvm_compatible", opts_.hpvmCompatible},
+                  // A rebuilt program, new weights or data: measure anew.
+                  {"program", runner_.fingerprint()}};
   json nodes = json::array();
   for (size_t f = 0; f < nodes_.size(); ++f)
     nodes.push_back({nodes_[f].firstOpId, knobs_[f]});
