@@ -94,15 +94,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     }
     return reads == p.consumers[o] ? scale : 0.f;
   };
-  // Readers first: a group's readers end after it does.
-  std::vector<size_t> order(groups.size());
-  for (size_t gi = 0; gi < order.size(); ++gi)
-    order[gi] = gi;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return groups[a].last > groups[b].last;
-  });
-  for (size_t gi : order) {
-    Group& g = groups[gi];
+  for (Group& g : groups) {
     const bool bf16 = g.knob.precision == Precision::BF16;
     const bool plainAct = g.act == Act::None || g.act == Act::Relu;
     if (!exactConv(g) || (!isInt8(g.knob.precision) && !bf16))
