@@ -75,23 +75,8 @@ dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
     reorder(stored, out);
     return out;
   }
-  const dnnl::memory cur = currentMemory(x);
-  const std::string key = fmt::format(FMT_COMPILE("quant|{}|{}"),
-                                      descKey(cur.get_desc()), descKey(want));
-  const Prim& r = cachedPrim(key, [&] {
-    dnnl::primitive_attr attr;
-    attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
-    dnnl::reorder::primitive_desc pd(engine(), cur.get_desc(), engine(), want,
-                                     attr);
-    return Prim{dnnl::reorder(pd), cur.get_desc(), {}, want};
-  });
   dnnl::memory out(want, engine(), buf.get());
-  float inv = 1.f / scale;
-  dnnl::memory invMem({{1}, dt::f32, tag::x}, engine(), &inv);
-  r.prim.execute(stream(), {{DNNL_ARG_FROM, cur},
-                            {DNNL_ARG_TO, out},
-                            {DNNL_ARG_ATTR_OUTPUT_SCALES, invMem}});
-  stream().wait();
+  reorderScaled(currentMemory(x), out, 1.f / scale);
   return out;
 }
 

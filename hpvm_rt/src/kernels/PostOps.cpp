@@ -16,11 +16,9 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
   if (!post.residual)
     return;
   const dims dd = dst.get_desc().dims();
-  const TensorImpl& ri = implOf(post.residual);
-  if (ri.memValid && !ri.hostValid &&
-      ri.mem.get_desc().data_type() != dst.get_desc().data_type() &&
-      ri.mem.get_desc().dims() == dd) {
+  if (storedInOtherType(post.residual, dst.get_desc())) {
     // Quantized (or bf16) values: one scaled reorder into dst.
+    const TensorImpl& ri = implOf(post.residual);
     reorderScaled(ri.mem, dst, ri.memScale);
     return;
   }

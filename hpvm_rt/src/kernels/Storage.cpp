@@ -227,12 +227,17 @@ void reorderScaled(const dnnl::memory& from, const dnnl::memory& to,
   stream().wait();
 }
 
-dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want) {
+bool storedInOtherType(const Tensor* t, const dnnl::memory::desc& want) {
   const TensorImpl& impl = implOf(t);
-  if (impl.memValid && !impl.hostValid &&
-      impl.mem.get_desc().data_type() != want.data_type() &&
-      impl.mem.get_desc().dims() == want.dims()) {
+  return impl.memValid && !impl.hostValid &&
+         impl.mem.get_desc().data_type() != want.data_type() &&
+         impl.mem.get_desc().dims() == want.dims();
+}
+
+dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want) {
+  if (storedInOtherType(t, want)) {
     // Quantized (or bf16) values, wanted in fp32: one scaled reorder.
+    const TensorImpl& impl = implOf(t);
     dnnl::memory out(want, engine());
     reorderScaled(impl.mem, out, impl.memScale);
     return out;

@@ -84,6 +84,10 @@ dnnl::memory currentMemory(const Tensor* t);
 /// but a u8 or bf16 copy is returned as it is (its scale in
 /// implOf(t).memScale), for kernels that consume such data directly.
 dnnl::memory storedMemory(const Tensor* t);
+/// True when t's only valid copy is its oneDNN memory, of \p want's dims
+/// in another data type (u8 at scale memScale, bf16): one reorderScaled()
+/// gives want's values.
+bool storedInOtherType(const Tensor* t, const dnnl::memory::desc& want);
 /// Returns t's values in layout \p want: currentMemory() when it already
 /// is, otherwise a reorder into a fresh buffer (one scaled reorder from a
 /// quantized or bf16 copy).
