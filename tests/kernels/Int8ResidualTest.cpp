@@ -18,15 +18,6 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-KnobSpec int8Range(float lo, float hi) {
-  KnobSpec k;
-  k.precision = Precision::INT8;
-  k.hasRange = true;
-  k.inLo = lo;
-  k.inHi = hi;
-  return k;
-}
-
 /// The largest value of v.
 float maxOf(const std::vector<float>& v) {
   return *std::max_element(v.begin(), v.end());
@@ -51,7 +42,8 @@ TEST_CASE("Kernels: an int8 conv adding a u8 or fp32 residual hands on a u8 "
   wB.set(randomVec(wB.size(), 2103, -1.f / 17, 1.f / 17));
   bA.set(randomVec(bA.size(), 2104, -0.2f, 0.2f));
   bB.set(randomVec(bB.size(), 2105, -0.4f, 0.1f));
-  const KnobSpec knobA = int8Range(-1.f, 1.f), knobB = int8Range(0.f, 1.f);
+  const KnobSpec knobA = int8Knob(false, -1.f, 1.f),
+                 knobB = int8Knob(false, 0.f, 1.f);
 
   PostOps postA;
   postA.bias = bA.get();
@@ -127,7 +119,7 @@ TEST_CASE("Kernels: an int8 conv adding a residual keeps an fp32 result when "
   r.set(randomVec(r.size(), 2202));
   PostOps post;
   post.residual = r.get();
-  const KnobSpec knob = int8Range(0.f, 1.f);
+  const KnobSpec knob = int8Knob(false, 0.f, 1.f);
   TestTensor want({1, 16, 6, 6}), got({1, 16, 6, 6});
   runConv(x.get(), w.get(), args, post, knob, want.get());
   post.quantizeOut = 0.01f;

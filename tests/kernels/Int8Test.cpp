@@ -431,16 +431,6 @@ void checkWithin(const std::vector<float>& got, const Expected& want,
   CHECK(bad == 0);
 }
 
-/// An int8 knob: static with the range [lo, hi], or dynamic.
-KnobSpec int8Knob(bool dynamic, float lo = 0.f, float hi = 0.f) {
-  KnobSpec k;
-  k.precision = dynamic ? Precision::INT8DYN : Precision::INT8;
-  k.hasRange = !dynamic;
-  k.inLo = lo;
-  k.inHi = hi;
-  return k;
-}
-
 /// The reference's input quantization for knob k on input x.
 InQuant inQuantOf(const KnobSpec& k, const std::vector<float>& x) {
   return k.precision == Precision::INT8DYN ? batchQuant(x)

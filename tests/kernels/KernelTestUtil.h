@@ -199,6 +199,16 @@ inline KnobSpec knobOf(Variant v, Precision p, int rate = 1, int offset = 0) {
   return k;
 }
 
+/// An int8 knob: static with the range [lo, hi], or dynamic.
+inline KnobSpec int8Knob(bool dynamic, float lo = 0.f, float hi = 0.f) {
+  KnobSpec k;
+  k.precision = dynamic ? Precision::INT8DYN : Precision::INT8;
+  k.hasRange = !dynamic;
+  k.inLo = lo;
+  k.inHi = hi;
+  return k;
+}
+
 /// Post-op tensors of a test, owned, with the matching PostOps and the
 /// reference sequence (unfused, in the PostOps order).
 struct TestPost {
