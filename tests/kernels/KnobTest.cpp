@@ -207,6 +207,10 @@ TEST_CASE("Kernels: bf16 convs on AMX (NHWC brgconv, im2col + inner "
            {"rect16", 1, "exact-amx-im2col"}, // 9x7 outputs
            {"tiny4x4", 3, "exact-amx"},
            {"tiny2x2", 4, "exact-blocked"},
+           // Depthwise on NHWC, between AMX layers (no AMX kernel of its own).
+           {"depthwise", 1, "exact-amx"},
+           {"depthwise_s2_tail", 0, "exact-amx"},
+           {"depthwise_13", 1, "exact-amx"},
        }) {
     ConvCase cc(c.shape, 2000);
     TestPost post(c.post, cc.s.K, cc.yDims, 2010);

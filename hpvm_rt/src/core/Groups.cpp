@@ -53,7 +53,10 @@ bool reusable(const Plan& p, int32_t code) {
 /// feeding only bf16 convolutions or mul stores its result as bf16 (round
 /// to nearest even, as the next layer would round it; a max pool between
 /// commutes with the rounding): the same values at half the memory
-/// traffic.
+/// traffic. A result also read as a bf16 convolution's residual is stored
+/// as bf16 too (residual networks: the skip path carried in bf16, as
+/// bf16 inference carries it; the add itself is in fp32), and so is a
+/// bf16 convolution's result after its residual add.
 void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   std::unordered_map<int, size_t> byFirst;
   for (size_t gi = 0; gi < groups.size(); ++gi)
@@ -94,6 +97,23 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     }
     return reads == p.consumers[o] ? scale : 0.f;
   };
+  // True when every reader of op o's output is an exact bf16 convolution
+  // reading it as its input or as its residual.
+  auto bf16Readers = [&](int o) {
+    if (p.isRootOut[o])
+      return false;
+    int reads = 0;
+    for (const Group& r : groups) {
+      const bool asInput = r.x == o, asResidual = r.residual == o;
+      if (!asInput && !asResidual)
+        continue;
+      if (asInput == asResidual || !exactConv(r) ||
+          r.knob.precision != Precision::BF16)
+        return false;
+      ++reads;
+    }
+    return reads > 0 && reads == p.consumers[o];
+  };
   for (Group& g : groups) {
     const bool bf16 = g.knob.precision == Precision::BF16;
     const bool plainAct = g.act == Act::None || g.act == Act::Relu;
@@ -103,6 +123,10 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       // ReLU after the add: the u8 result is exact.
       if (plainAct && g.act2 == Act::Relu)
         g.quantizeOut = sharedInputScale(g.last);
+      continue;
+    }
+    if (bf16 && g.residual != kNoOperand) {
+      g.bf16Out = bf16Readers(g.last);
       continue;
     }
     if (g.residual != kNoOperand || (!bf16 && !plainAct))
@@ -119,10 +143,11 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       g.quantizeOut = sharedInputScale(out);
       continue;
     }
-    g.bf16Out = next && next->x == out &&
-                (exactConv(*next) || next->kind == HpvmOp::Mul) &&
-                next->knob.precision == Precision::BF16 &&
-                next->knob.variant == Variant::Exact;
+    g.bf16Out = (next && next->x == out &&
+                 (exactConv(*next) || next->kind == HpvmOp::Mul) &&
+                 next->knob.precision == Precision::BF16 &&
+                 next->knob.variant == Variant::Exact) ||
+                (out == g.last && bf16Readers(out));
   }
 }
 

@@ -118,6 +118,7 @@ void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     epi.emplace(post, N, K, HW, outRound, HostPostOps::Part::All,
                 /*blocked=*/true);
   dnnl::memory residual;
+  std::unique_ptr<PoolBuffer> residualHold;
   bc.x = currentMemory(x);
   const bool int8 = knob.precision == Precision::INT8;
   bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
@@ -143,7 +144,7 @@ void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
     bc.roundInput = [&](float* p, int64_t n) { roundTo(knob.precision, p, n); };
   bc.output = [&] {
     if (post.residual) {
-      residual = memoryAs(post.residual, yDesc);
+      residual = memoryAs(post.residual, yDesc, residualHold);
       const float* r = static_cast<const float*>(residual.get_data_handle());
       if (eltwiseEpi)
         eltwiseEpi->setBlockedResidual(r);

@@ -72,6 +72,7 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
     return;
   }
   std::vector<dnnl::memory> src(static_cast<size_t>(n));
+  std::vector<std::unique_ptr<PoolBuffer>> holds(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     src[i] = currentMemory(parts[i]);
   // Blocked by 16 channels when every part fills whole blocks (the
@@ -99,7 +100,7 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
     const Dims4 d = dims4(parts[i]);
     dnnl::memory::desc want({d[0], d[1], d[2], d[3]}, dt::f32, layout);
     if (src[i].get_desc() != want)
-      src[i] = memoryAs(parts[i], want);
+      src[i] = memoryAs(parts[i], want, holds[i]);
     descs.push_back(want);
     key += "|" + descKey(want);
   }

@@ -358,14 +358,16 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   // The second operand: per-channel 1xCx1x1 from the host, or the same
   // layout as a (reordered if it differs).
   dnnl::memory src1;
+  std::unique_ptr<PoolBuffer> hold;
   if (perChannel) {
     src1 = spatialBroadcast(b, {1, C, 1, 1}, a, src0);
   } else if (dims4(b) == ad) {
-    src1 = memoryAs(b, src0.get_desc());
+    src1 = memoryAs(b, src0.get_desc(), hold);
   } else {
     // Same element count, other dims: b's NCHW values viewed as a's dims.
     dnnl::memory view(nchwDesc(a), engine(), const_cast<float*>(hostData(b)));
-    src1 = dnnl::memory(src0.get_desc(), engine());
+    hold = std::make_unique<PoolBuffer>(src0.get_desc().get_size());
+    src1 = dnnl::memory(src0.get_desc(), engine(), hold->get());
     reorder(view, src1);
   }
   runBinary(dnnl::algorithm::binary_add, a, src0, src1, act, lo, hi, knob, y);
@@ -380,8 +382,9 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
                           dimsStr(b), dimsStr(y)));
   dnnl::memory src0 = currentMemory(a);
   dnnl::memory src1;
+  std::unique_ptr<PoolBuffer> hold;
   if (bd == ad) {
-    src1 = memoryAs(b, src0.get_desc());
+    src1 = memoryAs(b, src0.get_desc(), hold);
   } else {
     HPVM_ASSERT(bd[2] == 1 && bd[3] == 1,
                 "multiply broadcasts only over 1 x 1 spatial extents");

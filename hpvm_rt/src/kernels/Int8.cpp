@@ -368,10 +368,11 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   if (dyn)
     execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
         dnnl::memory({{1, 1, 1, 1}, dt::f32, tag::nchw}, engine(), &inScale);
+  std::unique_ptr<PoolBuffer> residualHold;
   if (resU8 != ResidualU8::None) {
     if (resU8 == ResidualU8::Binary)
       execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
-          memoryAs(post.residual, residualF32);
+          memoryAs(post.residual, residualF32, residualHold);
     else if (residualU8.get_desc() == p.dst)
       // The sum post-op adds what dst holds: the residual, copied in.
       parallelCopy(dst.get_data_handle(), residualU8.get_data_handle(),

@@ -94,14 +94,21 @@ dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
     reorder(from, out);
     return out;
   };
+  // The same bytes described in the wanted layout (sameBytes()).
+  auto viewAs = [&](const dnnl::memory& m) {
+    return m.get_desc() == want
+               ? m
+               : dnnl::memory(want, engine(), m.get_data_handle());
+  };
   // bf16 chains: the previous bf16 layer stored x as bf16 already.
   const dnnl::memory stored = storedMemory(x);
   const dt storedType = stored.get_desc().data_type();
   if (storedType == dt::bf16 && want.data_type() == dt::bf16)
-    return stored.get_desc() == want ? stored : reorderedInto(stored);
+    return sameBytes(stored.get_desc(), want) ? viewAs(stored)
+                                              : reorderedInto(stored);
   if (roundOperands == Precision::FP32 || alreadyRounded(x, roundOperands)) {
     const dnnl::memory cur = currentMemory(x);
-    return cur.get_desc() == want ? cur : reorderedInto(cur);
+    return sameBytes(cur.get_desc(), want) ? viewAs(cur) : reorderedInto(cur);
   }
   // Rounded in x's current layout (elementwise, padding stays zero), then
   // reordered only if the primitive wants another.
@@ -112,7 +119,8 @@ dnnl::memory sourceFor(const Tensor* x, const dnnl::memory::desc& want,
   roundCopy(roundOperands, static_cast<const float*>(cur.get_data_handle()),
             scratch.data(), n);
   dnnl::memory rounded(cur.get_desc(), engine(), scratch.data());
-  return rounded.get_desc() == want ? rounded : reorderedInto(rounded);
+  return sameBytes(rounded.get_desc(), want) ? viewAs(rounded)
+                                             : reorderedInto(rounded);
 }
 
 } // namespace hpvm::rt::kern

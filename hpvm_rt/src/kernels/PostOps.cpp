@@ -22,7 +22,10 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
     reorderScaled(ri.mem, dst, ri.memScale);
     return;
   }
-  dnnl::memory res = currentMemory(post.residual);
+  // bf16 (chains) into a bf16 dst: copied or reordered as it is.
+  dnnl::memory res = storedInType(post.residual, dst.get_desc())
+                         ? storedMemory(post.residual)
+                         : currentMemory(post.residual);
   int64_t count = 1;
   for (int64_t d : dd)
     count *= d;
@@ -37,7 +40,7 @@ void preloadResidual(const PostOps& post, const dnnl::memory& dst) {
     reorder(plain, dst);
     return;
   }
-  if (res.get_desc() == dst.get_desc()) {
+  if (sameBytes(res.get_desc(), dst.get_desc())) {
     // Same layout: a parallel copy (oneDNN's reorder would take its slow
     // generic path for an identity reorder of a blocked layout).
     parallelCopy(dst.get_data_handle(), res.get_data_handle(),
@@ -98,9 +101,10 @@ void executeLayer(const Prim& p, const PostOps& post,
                   std::unordered_map<int, dnnl::memory> args) {
   if (post.residual && p.residual == ResidualAs::Sum)
     preloadResidual(post, args.at(DNNL_ARG_DST));
+  std::unique_ptr<PoolBuffer> residualHold;
   if (post.residual && p.residual == ResidualAs::Binary)
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
-        memoryAs(post.residual, p.dst);
+        memoryAs(post.residual, p.dst, residualHold);
   p.prim.execute(stream(), args);
   stream().wait();
 }

@@ -37,6 +37,7 @@ struct Prim {
   int binaryIndex = 0;    ///< Post-op index of the binary add.
   bool reference = false; ///< oneDNN's (slow) reference implementation.
   bool amx = false;       ///< One of oneDNN's AMX implementations.
+  bool brgconv = false;   ///< oneDNN's brgemm-based convolution (brgconv).
 };
 
 /// True if a primitive descriptor fell back to oneDNN's reference code.

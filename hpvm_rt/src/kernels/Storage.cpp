@@ -234,19 +234,48 @@ bool storedInOtherType(const Tensor* t, const dnnl::memory::desc& want) {
          impl.mem.get_desc().dims() == want.dims();
 }
 
-dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want) {
+bool sameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
+  if (a == b)
+    return true;
+  const dims d = a.dims();
+  if (d != b.dims() || d.size() != 4 || d[1] != 16 ||
+      a.data_type() != b.data_type())
+    return false;
+  const dnnl::memory::desc nhwc(d, a.data_type(),
+                                dnnl::memory::format_tag::nhwc),
+      blocked(d, a.data_type(), dnnl::memory::format_tag::nChw16c);
+  return (a == nhwc || a == blocked) && (b == nhwc || b == blocked);
+}
+
+bool storedInType(const Tensor* t, const dnnl::memory::desc& want) {
+  const TensorImpl& impl = implOf(t);
+  return impl.memValid && impl.memScale == 1.f &&
+         impl.mem.get_desc().data_type() == want.data_type() &&
+         impl.mem.get_desc().dims() == want.dims();
+}
+
+dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want,
+                      std::unique_ptr<PoolBuffer>& hold) {
+  auto fresh = [&] {
+    hold = std::make_unique<PoolBuffer>(want.get_size());
+    return dnnl::memory(want, engine(), hold->get());
+  };
   if (storedInOtherType(t, want)) {
     // Quantized (or bf16) values, wanted in fp32: one scaled reorder.
     const TensorImpl& impl = implOf(t);
-    dnnl::memory out(want, engine());
+    dnnl::memory out = fresh();
     reorderScaled(impl.mem, out, impl.memScale);
     return out;
   }
-  dnnl::memory cur = currentMemory(t);
+  // bf16 values wanted as bf16 (bf16 chains): no trip through fp32.
+  const dnnl::memory cur =
+      storedInType(t, want) ? storedMemory(t) : currentMemory(t);
   if (cur.get_desc() == want)
     return cur;
-  // Layout differs: reorder into a fresh buffer in the wanted layout.
-  dnnl::memory out(want, engine());
+  if (sameBytes(cur.get_desc(), want))
+    return dnnl::memory(want, engine(), cur.get_data_handle());
+  // Layout differs: reorder into a pooled buffer in the wanted layout.
+  dnnl::memory out = fresh();
   reorder(cur, out);
   return out;
 }

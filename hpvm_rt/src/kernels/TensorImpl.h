@@ -88,10 +88,19 @@ dnnl::memory storedMemory(const Tensor* t);
 /// in another data type (u8 at scale memScale, bf16): one reorderScaled()
 /// gives want's values.
 bool storedInOtherType(const Tensor* t, const dnnl::memory::desc& want);
+/// True when t's oneDNN memory is valid and holds want's dims in want's
+/// data type, unscaled (a bf16 copy wanted as bf16): a reorder at most.
+bool storedInType(const Tensor* t, const dnnl::memory::desc& want);
+class PoolBuffer;
+/// True when \p a and \p b lay out the same values at the same bytes:
+/// equal, or NHWC and nChw16c of 16 channels (one block: the same order).
+bool sameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b);
 /// Returns t's values in layout \p want: currentMemory() when it already
-/// is, otherwise a reorder into a fresh buffer (one scaled reorder from a
-/// quantized or bf16 copy).
-dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want);
+/// is (or is byte for byte, sameBytes()), otherwise a reorder into a pooled
+/// buffer that \p hold keeps until the caller drops it (one scaled reorder
+/// from a quantized or bf16 copy).
+dnnl::memory memoryAs(const Tensor* t, const dnnl::memory::desc& want,
+                      std::unique_ptr<PoolBuffer>& hold);
 /// Prepares y to receive a kernel result in layout \p d: returns a memory
 /// over y's host buffer when d is plain NCHW, else y's own oneDNN buffer
 /// (reused when its layout matches). Marks the result as the valid copy.
