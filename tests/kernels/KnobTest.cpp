@@ -135,7 +135,7 @@ struct ConvCase {
 
 TEST_CASE("Kernels: fp16 conv and dense round operands and results to "
           "binary16") {
-  for (const char* name : {"tail13", "depthwise", "stride2"}) {
+  for (const char* name : {"tail13", "depthwise", "stride2", "fmnist_first"}) {
     ConvCase c(name, 700);
     for (int v : {0, 2, 3}) {
       TestPost post(v, c.s.K, c.yDims, 710 + v);
@@ -162,7 +162,8 @@ TEST_CASE("Kernels: fp16 conv and dense round operands and results to "
 
 TEST_CASE("Kernels: bf16 conv and dense stay within bf16 epsilon of fp32 "
           "and differ from it") {
-  for (const char* name : {"vgg_first", "tail13", "grouped2", "depthwise"}) {
+  for (const char* name : {"vgg_first", "tail13", "grouped2", "depthwise",
+                           "fmnist_first", "padded_by_window"}) {
     ConvCase c(name, 800);
     TestPost post(1, c.s.K, c.yDims, 810);
     std::vector<float> got =
@@ -211,6 +212,10 @@ TEST_CASE("Kernels: bf16 convs on AMX (NHWC brgconv, im2col + inner "
            {"depthwise", 1, "exact-amx"},
            {"depthwise_s2_tail", 0, "exact-amx"},
            {"depthwise_13", 1, "exact-amx"},
+           // First layers: fp32 kernels on bf16-rounded operands.
+           {"vgg_first", 1, "exact-blocked"},
+           {"fmnist_first", 1, "exact-prepadded"},
+           {"padded_by_window", 0, "exact-prepadded"},
        }) {
     ConvCase cc(c.shape, 2000);
     TestPost post(c.post, cc.s.K, cc.yDims, 2010);
