@@ -75,16 +75,14 @@ TEST_CASE("Kernels: bf16 depthwise convolutions are the "
         runConv(x.get(), w.get(), a, post,
                 knobOf(Variant::Exact, Precision::BF16), y.get());
         if (amx)
-          CHECK_MESSAGE(std::string(lastConvVariant()) ==
-                            "exact-amx",
+          CHECK_MESSAGE(std::string(lastConvVariant()) == "exact-amx",
                         what << ": ran " << lastConvVariant());
         if (native)
           CHECK_MESSAGE((kern::storedMemory(y.get()).get_desc().data_type() ==
                          dnnl::memory::data_type::bf16) == chained,
                         what);
         // The reference: bf16-rounded input and (folded) filter, fp32 sums.
-        std::vector<float> xv = x.values(), wv = w.values(),
-                           bias(s.C, 0.f);
+        std::vector<float> xv = x.values(), wv = w.values(), bias(s.C, 0.f);
         if (p.bias)
           bias = b.values();
         if (p.bn) {

@@ -418,9 +418,9 @@ const ConvVariant kConvVariants[] = {
     // (bf16 in and, chained, out). On VGG16-CIFAR's 16x16 and 32x32 layers
     // 3-6x the fp32 kernels, where the direct avx512_bf16 kernels on nChw16c
     // run 0.55-0.9x. Depthwise too, of any size, on oneDNN's NHWC kernel
-    // (brdgmm): between AMX pointwise layers, MobileNet-CIFAR in bf16 runs
-    // 2.6x fp32 at batch 64 on 1 thread, 1.5x with nChw16c and a reorder
-    // on either side.
+    // (brdgmm): between AMX pointwise layers, MobileNet-CIFAR in bf16 ran
+    // 2.0-2.6x fp32 at batch 64 on 1 thread, 1.5x with nChw16c and a
+    // reorder on either side.
     {"exact-amx",
      [](const ConvCall& c) {
        const bool depthwise =

@@ -80,8 +80,9 @@ struct PostOps {
   /// The executor asks only where that is exact: no residual, activation
   /// None or ReLU.
   float quantizeOut = 0.f;
-  /// bf16 layers only: store the result as bf16 (the next layer computes
-  /// in bf16 and would round it so anyway). Ignored with a residual.
+  /// bf16 layers only: store the result as bf16 (the layers reading it
+  /// compute in bf16 and would round it so anyway; a residual reader adds
+  /// it rounded). Ignored where the convolution is not native bf16.
   bool bf16Out = false;
 };
 
