@@ -112,23 +112,34 @@ within = [b for b in blocks if b["loss"] <= 1.0]
 if within and blocks[0] is not max(within, key=lambda b: b["speedup"]):
     fail(f"first block {blocks[0]['name']} is not the fastest within 1.0")
 
-# 4. Every block runs and re-measures: accuracy exactly, speed within noise.
+# 4. Every block runs and re-measures: accuracy exactly, speed within noise
+# (a factor of 2 on a shared 2-core machine under ctest -j2; a block out of
+# it is measured twice more, and fails only when every run is out of it).
 res = os.path.join(work, "all.json")
-run([program, "test", "-c", confs, "--all-configs", "--json", res,
-     "--threads", "1", "--repeat", "3", "-q"], cwd=work)
-measured = json.load(open(res))
-exact_acc = measured["exact"]["accuracy"]
-for b, m in zip(blocks, measured["configs"]):
-    if abs(m["accuracy"] - b["acc"]) > 1e-9:
-        fail(f"{b['name']}: recorded test accuracy {b['acc']}, measured "
-             f"{m['accuracy']}")
-    if abs((exact_acc - m["accuracy"]) - b["loss"]) > 1e-9:
-        fail(f"{b['name']}: recorded loss {b['loss']}, measured "
-             f"{exact_acc - m['accuracy']}")
-    ratio = m["measured_speedup"] / b["speedup"]
-    if not 0.5 <= ratio <= 2.0:  # a shared 2-core machine under ctest -j2
-        fail(f"{b['name']}: recorded speedup {b['speedup']:.3f}x, measured "
-             f"{m['measured_speedup']:.3f}x")
+speeds = {b["name"]: [] for b in blocks}
+for attempt in range(3):
+    run([program, "test", "-c", confs, "--all-configs", "--json", res,
+         "--threads", "1", "--repeat", "3", "-q"], cwd=work)
+    measured = json.load(open(res))
+    exact_acc = measured["exact"]["accuracy"]
+    for b, m in zip(blocks, measured["configs"]):
+        if abs(m["accuracy"] - b["acc"]) > 1e-9:
+            fail(f"{b['name']}: recorded test accuracy {b['acc']}, measured "
+                 f"{m['accuracy']}")
+        if abs((exact_acc - m["accuracy"]) - b["loss"]) > 1e-9:
+            fail(f"{b['name']}: recorded loss {b['loss']}, measured "
+                 f"{exact_acc - m['accuracy']}")
+        speeds[b["name"]].append(m["measured_speedup"])
+    off = [b for b in blocks
+           if not any(0.5 <= s / b["speedup"] <= 2.0
+                      for s in speeds[b["name"]])]
+    if not off:
+        break
+if off:
+    fail("; ".join(f"{b['name']}: recorded speedup {b['speedup']:.3f}x, "
+                   "measured " + ", ".join(f"{s:.3f}x"
+                                           for s in speeds[b["name"]])
+                   for b in off))
 
 # 5. --qos-loss picks the fastest block within the loss, else exact.
 for limit in (0.0, 0.5, 1.0, 2.0, 100.0):
