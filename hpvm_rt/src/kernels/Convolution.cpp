@@ -93,6 +93,10 @@ struct ConvCall {
   /// few channels (a 3-channel first layer: 0.6-0.7x fp32; 1 channel:
   /// 0.4x).
   Numerics numerics() const;
+  /// One filter per input channel (groups = channels = output channels).
+  bool depthwise() const {
+    return args.groups > 1 && args.groups == wd[0] && wd[1] == 1;
+  }
 };
 
 /// Input channels up to which a convolution counts as a first layer
@@ -138,7 +142,7 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
   const dt inType = nm.nativeBf16 ? dt::bf16 : dt::f32;
   // Depthwise on NHWC: oneDNN's direct kernel (no AMX one exists), so
   // that the AMX layers on either side need no reorders.
-  const bool depthwise = G > 1 && G == K && Cg == 1;
+  const bool depthwise = c.depthwise();
   // bf16 chains: the result stored as bf16 when the layers reading it
   // compute in bf16 too (they would round it to bf16 anyway).
   const bool bf16Out = post.bf16Out && nm.nativeBf16;
@@ -423,8 +427,7 @@ const ConvVariant kConvVariants[] = {
     // reorder on either side.
     {"exact-amx",
      [](const ConvCall& c) {
-       const bool depthwise =
-           c.args.groups > 1 && c.args.groups == c.wd[0] && c.wd[1] == 1;
+       const bool depthwise = c.depthwise();
        if (!c.numerics().nativeBf16 ||
            approx::isaLevel() < approx::IsaLevel::Amx ||
            (c.args.groups != 1 && !depthwise) ||
