@@ -1,6 +1,8 @@
 // Isa.cpp - the runtime's instruction-set level (Isa.h).
 #include "approx/Isa.h"
 
+#include <cpuid.h>
+
 #include <cstring>
 
 namespace hpvm::rt::approx {
@@ -98,6 +100,18 @@ bool haveAvx512() {
 bool haveAvx512Vbmi2() {
   static const bool have =
       haveAvx512() && __builtin_cpu_supports("avx512vbmi2");
+  return have;
+}
+
+bool haveAvx512Fp16() {
+  static const bool have = [] {
+    // (CPUID leaf 7, EDX bit 23; GCC's __builtin_cpu_supports knows the
+    // name, clang 14's does not.)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return isaLevel() >= IsaLevel::Avx512Bf16 && haveAvx512() &&
+           __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 &&
+           (edx & (1u << 23)) != 0;
+  }();
   return have;
 }
 

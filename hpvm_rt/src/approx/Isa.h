@@ -12,6 +12,8 @@
 //   avx512_vnni  int8 dot products in one instruction: 8-bit weights
 //   avx512_bf16  native bf16 convolutions
 //   amx          AMX int8 and bf16 tiles
+// AVX512-FP16 (fp16 knobs in half-precision arithmetic) is no level of its
+// own: it runs where the CPU has it, at avx512_bf16 or above.
 #ifndef HPVM_RT_APPROX_ISA_H
 #define HPVM_RT_APPROX_ISA_H
 
@@ -28,6 +30,8 @@ namespace hpvm::rt::approx {
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define HPVM_TARGET_AVX512_VBMI2                                               \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi2")))
+#define HPVM_TARGET_AVX512_FP16                                                \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512fp16")))
 
 enum class IsaLevel : uint8_t { Avx2, Avx512, Avx512Vnni, Avx512Bf16, Amx };
 
@@ -40,6 +44,10 @@ const char* isaName(IsaLevel level);
 bool haveAvx512();
 /// ... and AVX512-VBMI2's 8- and 16-bit compress too (the CPU has it).
 bool haveAvx512Vbmi2();
+/// ... and AVX512-FP16's half-precision arithmetic (the _FP16 functions):
+/// the CPU has it and the level is avx512_bf16 or above, so that a cap
+/// below (ONEDNN_MAX_CPU_ISA) runs the fp16 knobs' emulation instead.
+bool haveAvx512Fp16();
 /// oneDNN's int8 kernels sum u8 x s8 products without saturating (VNNI or
 /// AMX). Below that, int8 weights are quantized to 7 bits (|q| <= 63) and
 /// stored doubled (even, |q| <= 126), which oneDNN's s8-source kernels

@@ -22,6 +22,7 @@
 #include "approx/Isa.h"
 #include "base/Errors.h"
 #include "kernels/ConvApprox.h"
+#include "kernels/ConvHalf.h"
 #include "kernels/ConvIm2col.h"
 #include "kernels/DerivedWeights.h"
 #include "kernels/Int8.h"
@@ -390,6 +391,16 @@ const ConvVariant kConvVariants[] = {
     {"int8", [](const ConvCall& c) { return isInt8(c.knob.precision); },
      [](const ConvCall& c) {
        convInt8(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
+     }},
+    // Exact fp16 where the CPU has AVX512-FP16: products and sums in half
+    // (ConvHalf.cpp), C and K in blocks of 16, no groups.
+    {"exact-fp16-native",
+     [](const ConvCall& c) {
+       return c.knob.precision == Precision::FP16 &&
+              convHalfApplies(c.args, c.post, c.xd, c.wd, c.yd);
+     },
+     [](const ConvCall& c) {
+       runConvHalf(c.x, c.w, c.args, c.post, c.y, c.xd, c.wd, c.yd);
      }},
     // Exact, a first layer (kTinyChannels input channels or fewer) padded
     // by at least its window (the F-MNIST nets' 28 -> 32 pixels): the

@@ -1,0 +1,59 @@
+// HalfConv.h - convolutions in IEEE half-precision arithmetic with
+// AVX512-FP16 (Intel Sapphire Rapids and later): HPVM's fp16 knobs computed
+// in half precision, as HPVM computes them on the GPU, where the CPU has it.
+//
+// Numerics: the input and the (batch-norm folded) filter rounded to half
+// (nearest even), products and their sums in half (fused multiply-adds)
+// within blocks of kHalfSumTerms products per output value, the blocks'
+// sums and the bias added in fp32. The result is fp32; the caller's
+// epilogue runs the remaining post-ops and rounds it to half.
+#ifndef HPVM_RT_APPROX_HALFCONV_H
+#define HPVM_RT_APPROX_HALFCONV_H
+
+#include "approx/Epilogue.h"
+
+#include <cstdint>
+
+namespace hpvm::rt::approx {
+
+/// Products summed in one half-precision accumulator at most: half's
+/// 11-bit significand keeps such a sum within a few units in its last
+/// place, where one sum over a whole 3x3x512 window would drop the small
+/// terms (fp32 sums the blocks).
+constexpr int64_t kHalfSumTerms = 128;
+
+/// True where convHalf runs: the CPU has AVX512-FP16 (haveAvx512Fp16())
+/// and this build has the kernels (GCC 12 or later, or a build for such a
+/// CPU).
+bool halfConvAvailable();
+
+/// A convolution convHalf computes.
+struct HalfConv {
+  int64_t n = 0, c = 0, h = 0, w = 0; ///< Input N x C x H x W.
+  int64_t k = 0, kh = 0, kw = 0;      ///< Filter K x C x KH x KW.
+  int64_t padH = 0, padW = 0, strideH = 1, strideW = 1;
+  int64_t ho() const { return (h + 2 * padH - kh) / strideH + 1; }
+  int64_t wo() const { return (w + 2 * padW - kw) / strideW + 1; }
+};
+
+/// True when convHalf computes hc: C and K multiples of 16, a window that
+/// fits the padded input, positive strides.
+bool halfConvApplies(const HalfConv& hc);
+
+/// uint16_t elements of hc's packed filter.
+int64_t packedHalfFilterSize(const HalfConv& hc);
+
+/// Packs the OIHW fp32 filter w for convHalf, each value rounded to half
+/// (nearest even).
+void packHalfFilter(const HalfConv& hc, const float* w, uint16_t* packed);
+
+/// y = conv(x, filter) + bias with the numerics above: x and y nChw16c
+/// fp32 (N x C x H x W and N x K x Ho x Wo), `packed` from packHalfFilter,
+/// bias K floats; then epi->applyRow() (unless null) once on every output
+/// row, in cache. Only where halfConvAvailable() and halfConvApplies(hc).
+void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
+              const float* bias, float* y, const BlockedEpilogue* epi);
+
+} // namespace hpvm::rt::approx
+
+#endif // HPVM_RT_APPROX_HALFCONV_H

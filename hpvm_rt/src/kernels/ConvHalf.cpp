@@ -1,0 +1,99 @@
+// ConvHalf.cpp - exact fp16 convolutions in half arithmetic (ConvHalf.h).
+#include "kernels/ConvHalf.h"
+
+#include "approx/HalfConv.h"
+#include "kernels/DerivedWeights.h"
+#include "kernels/HostPostOps.h"
+#include "kernels/Numerics.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hpvm::rt::kern {
+
+namespace {
+
+approx::HalfConv halfShape(const ConvArgs& a, const Dims4& xd,
+                           const Dims4& wd) {
+  approx::HalfConv hc;
+  hc.n = xd[0];
+  hc.c = xd[1];
+  hc.h = xd[2];
+  hc.w = xd[3];
+  hc.k = wd[0];
+  hc.kh = wd[2];
+  hc.kw = wd[3];
+  hc.padH = a.padH;
+  hc.padW = a.padW;
+  hc.strideH = a.strideH;
+  hc.strideW = a.strideW;
+  return hc;
+}
+
+/// w with post's bias and batch norm folded in, packed for convHalf, and
+/// the folded bias rounded to half: derived once per version of the
+/// tensors involved and cached on w.
+const TensorImpl::Derived& packedHalfFilter(const Tensor* w,
+                                            const PostOps& post,
+                                            const approx::HalfConv& hc) {
+  TensorImpl& impl = implOf(w);
+  const std::string key = "half-packed|" + foldKey(post);
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return *found;
+  const int64_t perK = hc.c * hc.kh * hc.kw;
+  const float* wp = hostData(w);
+  std::vector<float> wf(wp, wp + numElems(w)), bf;
+  foldPostOps(post, hc.k, perK, perK, 1, wf, bf);
+  roundTo(Precision::FP16, bf.data(), hc.k);
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{approx::packedHalfFilterSize(hc)}, dt::f16, tag::x},
+                           engine());
+  approx::packHalfFilter(hc, wf.data(),
+                         static_cast<uint16_t*>(d.weights.get_data_handle()));
+  d.bias = dnnl::memory({{hc.k}, dt::f32, tag::x}, engine());
+  std::copy(bf.begin(), bf.end(),
+            static_cast<float*>(d.bias.get_data_handle()));
+  return storeDerived(impl, std::move(d));
+}
+
+} // namespace
+
+bool convHalfApplies(const ConvArgs& a, const PostOps& post, const Dims4& xd,
+                     const Dims4& wd, const Dims4& yd) {
+  return approx::halfConvAvailable() && a.groups == 1 &&
+         (!post.residual || dims4(post.residual) == yd) &&
+         approx::halfConvApplies(halfShape(a, xd, wd));
+}
+
+void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
+                 const PostOps& post, Tensor* y, const Dims4& xd,
+                 const Dims4& wd, const Dims4& yd) {
+  const approx::HalfConv hc = halfShape(a, xd, wd);
+  const TensorImpl::Derived& filter = packedHalfFilter(w, post, hc);
+  const auto* packed =
+      static_cast<const uint16_t*>(filter.weights.get_data_handle());
+  const auto* bias = static_cast<const float*>(filter.bias.get_data_handle());
+  std::unique_ptr<PoolBuffer> xHold, residualHold;
+  const dnnl::memory xm = memoryAs(x, blocked16Desc(x), xHold);
+  // The post-ops after the folded ones, in the output pass.
+  PostOps rest = post;
+  rest.bias = rest.bnGamma = rest.bnBeta = rest.bnMean = rest.bnVar = nullptr;
+  HostPostOps epi(rest, yd[0], yd[1], yd[2] * yd[3], Precision::FP16,
+                  HostPostOps::Part::All, /*blocked=*/true);
+  const dnnl::memory::desc yDesc({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
+                                 tag::nChw16c);
+  dnnl::memory residual;
+  if (post.residual) {
+    residual = memoryAs(post.residual, yDesc, residualHold);
+    epi.setBlockedResidual(
+        static_cast<const float*>(residual.get_data_handle()));
+  }
+  auto* yp = static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
+  approx::convHalf(hc, static_cast<const float*>(xm.get_data_handle()), packed,
+                   bias, yp, &epi);
+  implOf(y).roundedTo = Precision::FP16;
+}
+
+} // namespace hpvm::rt::kern

@@ -1,0 +1,29 @@
+// ConvHalf.h - exact convolutions under an fp16 knob in half-precision
+// arithmetic (approx/HalfConv.h), where the CPU has AVX512-FP16: the layer
+// around the kernel (folded, packed filter cached on the tensor; layouts;
+// post-ops).
+#ifndef HPVM_RT_KERNELS_CONVHALF_H
+#define HPVM_RT_KERNELS_CONVHALF_H
+
+#include "kernels/Kernels.h"
+#include "kernels/TensorImpl.h"
+
+namespace hpvm::rt::kern {
+
+/// True when runConvHalf computes this exact fp16 convolution: the CPU has
+/// AVX512-FP16, no groups, C and K multiples of 16, a residual (if any) of
+/// the output's shape.
+bool convHalfApplies(const ConvArgs& a, const PostOps& post, const Dims4& xd,
+                     const Dims4& wd, const Dims4& yd);
+
+/// The convolution with HalfConv.h's numerics: the input, the filter with
+/// bias and batch norm folded in and the folded bias rounded to half; the
+/// activation, residual and second activation on the fp32 sums, then the
+/// result rounded to half (the emulated fp16 knob's steps). y is nChw16c.
+void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
+                 const PostOps& post, Tensor* y, const Dims4& xd,
+                 const Dims4& wd, const Dims4& yd);
+
+} // namespace hpvm::rt::kern
+
+#endif // HPVM_RT_KERNELS_CONVHALF_H

@@ -1,0 +1,127 @@
+// Fp16NativeTest.cpp - exact convolutions under an fp16 knob in half
+// arithmetic (kernels/ConvHalf.cpp, approx/HalfConv.cpp) where the CPU has
+// AVX512-FP16, against the exact result: within half precision's rounding of
+// the sums they compute, for every post-op chain and the tile, chunk and
+// channel-block edges of the kernel; elsewhere the emulation runs.
+#include "KernelTestUtil.h"
+#include "approx/Approx.h"
+#include "approx/HalfConv.h"
+#include "kernels/Reference.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace hpvm::rt;
+using namespace hpvm::rt::test;
+
+namespace {
+
+struct HalfShape {
+  size_t n, c, k, h, w, kh;
+  int pad, stride;
+};
+
+/// Runs the fp16 knob on shape s with post-op chain v and checks it against
+/// the exact fp32 result E: |got - E| <= 1.5 (2 u S + u |b|) + 2 u |E| with
+/// u = 2^-11 (half's unit roundoff) and S the sum of the products'
+/// magnitudes (of the batch-norm folded filter), and on average under half
+/// of u S + u |E|: the half sums' error, not a missing product or tap.
+void checkShape(const HalfShape& s, int v, unsigned seed) {
+  const ConvArgs a{s.pad, s.pad, s.stride, s.stride, 1};
+  const size_t ho = (s.h + 2 * s.pad - s.kh) / s.stride + 1;
+  const size_t wo = (s.w + 2 * s.pad - s.kh) / s.stride + 1;
+  const std::vector<size_t> yDims{s.n, s.k, ho, wo};
+  TestTensor x({s.n, s.c, s.h, s.w}), w({s.k, s.c, s.kh, s.kh}), y(yDims);
+  x.set(randomVec(x.size(), seed, -1.f, 1.f));
+  w.set(randomVec(w.size(), seed + 1, -0.2f, 0.2f));
+  TestPost post(v, static_cast<int64_t>(s.k), yDims, seed + 2);
+  runConv(x.get(), w.get(), a, post.ops, knobOf(Variant::Exact, Precision::FP16),
+          y.get());
+  const std::string ran = lastConvVariant();
+  const std::string what = "n" + std::to_string(s.n) + " c" +
+                           std::to_string(s.c) + " k" + std::to_string(s.k) +
+                           " " + std::to_string(s.h) + "x" +
+                           std::to_string(s.w) + " window " +
+                           std::to_string(s.kh) + " pad " +
+                           std::to_string(s.pad) + " stride " +
+                           std::to_string(s.stride) + " post-ops " +
+                           std::to_string(v) + " (" + ran + ")";
+  CHECK_MESSAGE((ran == "exact-fp16-native") == approx::halfConvAvailable(),
+                what);
+
+  // The exact result, and the magnitudes of its terms.
+  const int64_t N = s.n, C = s.c, K = s.k, H = s.h, W = s.w, KH = s.kh;
+  const int64_t HW = static_cast<int64_t>(ho * wo);
+  std::vector<float> exact(y.size()), mag(y.size());
+  ref::conv2d(x.values().data(), N, C, H, W, w.values().data(), K, KH, KH, a,
+              exact.data());
+  post.reference(exact, N, K, HW);
+  std::vector<float> xa = x.values(), wa = w.values();
+  for (float& f : xa)
+    f = std::fabs(f);
+  for (float& f : wa)
+    f = std::fabs(f);
+  ref::conv2d(xa.data(), N, C, H, W, wa.data(), K, KH, KH, a, mag.data());
+  // The folded scale and bias of each channel.
+  std::vector<float> scale(K, 1.f), bias(K, 0.f);
+  if (post.bias)
+    bias = post.bias->values();
+  if (post.gamma) {
+    const auto g = post.gamma->values(), b = post.beta->values(),
+               m = post.mean->values(), var = post.var->values();
+    for (int64_t k = 0; k < K; ++k) {
+      scale[k] = g[k] / std::sqrt(var[k] + static_cast<float>(post.ops.bnEps));
+      bias[k] = b[k] + (bias[k] - m[k]) * scale[k];
+    }
+  }
+  const double u = 1.0 / 2048;
+  const std::vector<float> got = y.values();
+  double worst = 0, sum = 0;
+  size_t bad = 0, firstBad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const int64_t k = static_cast<int64_t>(i / HW) % K;
+    const double S = mag[i] * std::fabs(scale[k]);
+    const double e = std::fabs(double(got[i]) - exact[i]);
+    const double tol = 1.5 * (2 * u * S + u * std::fabs(bias[k])) +
+                       2 * u * std::fabs(exact[i]) + 1e-6;
+    if (e > tol && bad++ == 0)
+      firstBad = i;
+    worst = std::max(worst, e / tol);
+    sum += e / (u * S + u * std::fabs(exact[i]) + 1e-6);
+  }
+  CHECK_MESSAGE(bad == 0, what << ": " << bad << " values off, first at "
+                               << firstBad << ": " << got[firstBad]
+                               << " for " << exact[firstBad]
+                               << "; worst at " << worst << " x tolerance");
+  CHECK_MESSAGE(sum / got.size() < 0.5, what << ": mean error "
+                                             << sum / got.size()
+                                             << " x (u S + u |E|)");
+  // The result is stored rounded to half.
+  std::vector<float> rounded = got;
+  approx::roundToHalf(rounded.data(), static_cast<int64_t>(rounded.size()));
+  CHECK_MESSAGE(rounded == got, what << ": not half values");
+}
+
+} // namespace
+
+TEST_CASE("Kernels: an exact fp16 convolution runs in half arithmetic where "
+          "the CPU has AVX512-FP16, within half's rounding of its sums") {
+  // Tiles (6, 9 or 12 pixels) that end inside a row or span rows and
+  // images; channel blocks of 16-64 (K 16, 32, 48, 80); chunks that split
+  // one tap's channels (C 256), hold several taps (C 16, 48) or end with a
+  // short one; rows wider than a work item (70); strides and padding.
+  const HalfShape shapes[] = {
+      {2, 32, 48, 9, 9, 3, 1, 1},   {3, 16, 16, 7, 5, 3, 0, 2},
+      {2, 64, 80, 5, 6, 1, 0, 1},   {1, 256, 32, 6, 6, 3, 1, 1},
+      {2, 48, 64, 4, 70, 3, 1, 1},  {5, 16, 32, 2, 2, 3, 1, 1},
+      {1, 128, 64, 11, 11, 5, 2, 2},
+  };
+  unsigned seed = 4100;
+  for (const HalfShape& s : shapes)
+    checkShape(s, 1, seed += 10);
+  // Every post-op chain (bias, batch norm, activations, residuals) on one
+  // shape.
+  for (int v = 0; v < TestPost::kVariants; ++v)
+    checkShape({2, 32, 48, 6, 7, 3, 1, 1}, v, seed += 10);
+}
