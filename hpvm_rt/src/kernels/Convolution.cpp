@@ -5,8 +5,10 @@
 // namespace approx:
 //   FP32 exact  oneDNN, fp32 throughout.
 //   FP16        operands (input, weights after batch-norm folding, bias) and
-//               the result rounded to binary16, fp32 arithmetic between:
-//               the CPU stand-in for HPVM's half-precision GPU kernels.
+//               the result rounded to binary16; between them, where the CPU
+//               has AVX512-FP16, products and block sums in half arithmetic
+//               (ConvHalf.cpp, as HPVM's half-precision GPU kernels),
+//               elsewhere fp32 arithmetic (emulation).
 //   BF16        oneDNN bf16 convolution/inner product (bf16 operands, fp32
 //               accumulation and result) where the CPU has avx512_bf16 or
 //               AMX (AMX: its brgconv kernels on NHWC activations);
