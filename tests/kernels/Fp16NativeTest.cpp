@@ -7,6 +7,7 @@
 #include "approx/Approx.h"
 #include "approx/HalfConv.h"
 #include "kernels/Reference.h"
+#include "kernels/TensorImpl.h"
 
 #include <cmath>
 #include <string>
@@ -36,17 +37,15 @@ void checkShape(const HalfShape& s, int v, unsigned seed) {
   x.set(randomVec(x.size(), seed, -1.f, 1.f));
   w.set(randomVec(w.size(), seed + 1, -0.2f, 0.2f));
   TestPost post(v, static_cast<int64_t>(s.k), yDims, seed + 2);
-  runConv(x.get(), w.get(), a, post.ops, knobOf(Variant::Exact, Precision::FP16),
-          y.get());
+  runConv(x.get(), w.get(), a, post.ops,
+          knobOf(Variant::Exact, Precision::FP16), y.get());
   const std::string ran = lastConvVariant();
-  const std::string what = "n" + std::to_string(s.n) + " c" +
-                           std::to_string(s.c) + " k" + std::to_string(s.k) +
-                           " " + std::to_string(s.h) + "x" +
-                           std::to_string(s.w) + " window " +
-                           std::to_string(s.kh) + " pad " +
-                           std::to_string(s.pad) + " stride " +
-                           std::to_string(s.stride) + " post-ops " +
-                           std::to_string(v) + " (" + ran + ")";
+  const std::string what =
+      "n" + std::to_string(s.n) + " c" + std::to_string(s.c) + " k" +
+      std::to_string(s.k) + " " + std::to_string(s.h) + "x" +
+      std::to_string(s.w) + " window " + std::to_string(s.kh) + " pad " +
+      std::to_string(s.pad) + " stride " + std::to_string(s.stride) +
+      " post-ops " + std::to_string(v) + " (" + ran + ")";
   CHECK_MESSAGE((ran == "exact-fp16-native") == approx::halfConvAvailable(),
                 what);
 
@@ -91,9 +90,9 @@ void checkShape(const HalfShape& s, int v, unsigned seed) {
     sum += e / (u * S + u * std::fabs(exact[i]) + 1e-6);
   }
   CHECK_MESSAGE(bad == 0, what << ": " << bad << " values off, first at "
-                               << firstBad << ": " << got[firstBad]
-                               << " for " << exact[firstBad]
-                               << "; worst at " << worst << " x tolerance");
+                               << firstBad << ": " << got[firstBad] << " for "
+                               << exact[firstBad] << "; worst at " << worst
+                               << " x tolerance");
   CHECK_MESSAGE(sum / got.size() < 0.5, what << ": mean error "
                                              << sum / got.size()
                                              << " x (u S + u |E|)");
@@ -112,9 +111,9 @@ TEST_CASE("Kernels: an exact fp16 convolution runs in half arithmetic where "
   // one tap's channels (C 256), hold several taps (C 16, 48) or end with a
   // short one; rows wider than a work item (70); strides and padding.
   const HalfShape shapes[] = {
-      {2, 32, 48, 9, 9, 3, 1, 1},   {3, 16, 16, 7, 5, 3, 0, 2},
-      {2, 64, 80, 5, 6, 1, 0, 1},   {1, 256, 32, 6, 6, 3, 1, 1},
-      {2, 48, 64, 4, 70, 3, 1, 1},  {5, 16, 32, 2, 2, 3, 1, 1},
+      {2, 32, 48, 9, 9, 3, 1, 1},    {3, 16, 16, 7, 5, 3, 0, 2},
+      {2, 64, 80, 5, 6, 1, 0, 1},    {1, 256, 32, 6, 6, 3, 1, 1},
+      {2, 48, 64, 4, 70, 3, 1, 1},   {5, 16, 32, 2, 2, 3, 1, 1},
       {1, 128, 64, 11, 11, 5, 2, 2},
   };
   unsigned seed = 4100;
@@ -124,4 +123,39 @@ TEST_CASE("Kernels: an exact fp16 convolution runs in half arithmetic where "
   // shape.
   for (int v = 0; v < TestPost::kVariants; ++v)
     checkShape({2, 32, 48, 6, 7, 3, 1, 1}, v, seed += 10);
+}
+
+TEST_CASE("Kernels: an fp16 chain stores a result as NHWC half where the "
+          "convolutions run in half arithmetic, with the same values") {
+  // A = relu(conv(x)), stored as half (PostOps::halfOut) or fp32; B =
+  // conv(A) + bias. A's values and B's must not depend on how A is stored.
+  const ConvArgs same{1, 1, 1, 1, 1};
+  const size_t N = 3, C = 32, K = 48, H = 7;
+  TestTensor x({N, C, H, H}), wA({K, C, 3, 3}), wB({K, K, 3, 3}),
+      b({1, K, 1, 1});
+  x.set(randomVec(x.size(), 4300));
+  wA.set(randomVec(wA.size(), 4301, -0.2f, 0.2f));
+  wB.set(randomVec(wB.size(), 4302, -0.2f, 0.2f));
+  b.set(randomVec(b.size(), 4303));
+  const KnobSpec fp16 = knobOf(Variant::Exact, Precision::FP16);
+  std::vector<float> aValues[2], bValues[2];
+  for (int chained = 0; chained < 2; ++chained) {
+    TestTensor a({N, K, H, H}), y({N, K, H, H});
+    PostOps pa;
+    pa.act = Act::Relu;
+    pa.halfOut = chained == 1;
+    runConv(x.get(), wA.get(), same, pa, fp16, a.get());
+    const bool half = kern::storedMemory(a.get()).get_desc().data_type() ==
+                      dnnl::memory::data_type::f16;
+    CHECK(half == (chained == 1 && approx::halfConvAvailable()));
+    PostOps pb;
+    pb.bias = b.get();
+    runConv(a.get(), wB.get(), same, pb, fp16, y.get());
+    CHECK(kern::storedMemory(y.get()).get_desc().data_type() ==
+          dnnl::memory::data_type::f32);
+    aValues[chained] = a.values();
+    bValues[chained] = y.values();
+  }
+  CHECK(aValues[0] == aValues[1]);
+  CHECK(bValues[0] == bValues[1]);
 }

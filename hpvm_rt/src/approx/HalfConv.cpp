@@ -28,7 +28,7 @@
 // The kernels need the compiler's AVX512-FP16 intrinsics under a target
 // attribute (GCC 12 and later), or the whole build targeting a CPU with
 // AVX512-FP16 (clang 14's headers declare them only then).
-#if (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12) ||           \
+#if (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12) ||            \
     defined(__AVX512FP16__)
 #define HPVM_HALF_KERNELS 1
 #else
@@ -139,8 +139,8 @@ HPVM_TARGET_AVX512_FP16 void tile(const uint16_t* x0, const int64_t* offs,
       const __m512 sum =
           _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_castph_si512(both)));
       float* out = py[m] + j * ta.jStride;
-      const __m512 base = ta.bias ? _mm512_loadu_ps(ta.bias + j * 16)
-                                  : _mm512_loadu_ps(out);
+      const __m512 base =
+          ta.bias ? _mm512_loadu_ps(ta.bias + j * 16) : _mm512_loadu_ps(out);
       _mm512_storeu_ps(out, _mm512_add_ps(base, sum));
     }
 }
@@ -182,11 +182,11 @@ const std::array<TileFn, 12> kTiles[4] = {
     }(),
 };
 
-/// The input, nChw16c fp32, as zero-padded NHWC half: rows [row0, row1)
-/// of the N x Hp padded rows.
-HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc, const float* x,
-                                         uint16_t* xp, int64_t row0,
-                                         int64_t row1) {
+/// The input (nChw16c fp32 or NHWC half) as zero-padded NHWC half: rows
+/// [row0, row1) of the N x Hp padded rows.
+HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc,
+                                         const HalfConvIo& io, uint16_t* xp,
+                                         int64_t row0, int64_t row1) {
   const int64_t Hp = hc.h + 2 * hc.padH, Wp = hc.w + 2 * hc.padW;
   const int64_t C = hc.c, CB = C / 16;
   for (int64_t r = row0; r < row1; ++r) {
@@ -198,8 +198,13 @@ HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc, const float* x,
     }
     std::fill(out, out + hc.padW * C, uint16_t{0});
     std::fill(out + (hc.padW + hc.w) * C, out + Wp * C, uint16_t{0});
+    if (io.xHalf) {
+      const uint16_t* from = io.xHalf + (n * hc.h + h) * hc.w * C;
+      std::copy(from, from + hc.w * C, out + hc.padW * C);
+      continue;
+    }
     for (int64_t cb = 0; cb < CB; ++cb) {
-      const float* from = x + ((n * CB + cb) * hc.h + h) * hc.w * 16;
+      const float* from = io.x + ((n * CB + cb) * hc.h + h) * hc.w * 16;
       uint16_t* to = out + hc.padW * C + cb * 16;
       for (int64_t wi = 0; wi < hc.w; ++wi)
         _mm256_storeu_si256(
@@ -208,6 +213,17 @@ HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc, const float* x,
                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
   }
+}
+
+/// wo x 16 fp32 values (one channel block of an output row) to half, the
+/// 16 of column x at to[x * stride].
+HPVM_TARGET_AVX512_FP16 void halfRow(const float* row, int64_t wo, uint16_t* to,
+                                     int64_t stride) {
+  for (int64_t x = 0; x < wo; ++x)
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(to + x * stride),
+        _mm512_cvtps_ph(_mm512_loadu_ps(row + x * 16),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -249,13 +265,13 @@ void packHalfFilter(const HalfConv& hc, const float* w, uint16_t* packed) {
 }
 
 #if !HPVM_HALF_KERNELS
-void convHalf(const HalfConv&, const float*, const uint16_t*, const float*,
-              float*, const BlockedEpilogue*) {
+void convHalf(const HalfConv&, const HalfConvIo&, const uint16_t*, const float*,
+              const BlockedEpilogue*) {
   HPVM_UNREACHABLE("convHalf: built without AVX512-FP16 kernels");
 }
 #else
-void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
-              const float* bias, float* y, const BlockedEpilogue* epi) {
+void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
+              const float* bias, const BlockedEpilogue* epi) {
   const int64_t Ho = hc.ho(), Wo = hc.wo(), C = hc.c, K = hc.k;
   const int64_t Hp = hc.h + 2 * hc.padH, Wp = hc.w + 2 * hc.padW;
   const int64_t taps = hc.kh * hc.kw, pairs = C / 2, KB = K / 16;
@@ -264,7 +280,7 @@ void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
       lease.slot(0, static_cast<size_t>(hc.n * Hp * Wp * C) * 2));
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < hc.n * Hp; r += 4)
-    padHalfRows(hc, x, xp, r, std::min(hc.n * Hp, r + 4));
+    padHalfRows(hc, io, xp, r, std::min(hc.n * Hp, r + 4));
 
   std::vector<int64_t> tapOff(static_cast<size_t>(taps));
   for (int64_t i = 0; i < hc.kh; ++i)
@@ -275,12 +291,17 @@ void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
   const int64_t rowsPerItem = std::max<int64_t>(1, kItemPixels / Wo);
   const int64_t rowGroups = (rows + rowsPerItem - 1) / rowsPerItem;
   const int64_t ocBlocks = (K + kOcBlock - 1) / kOcBlock;
-  const int64_t jStride = Ho * Wo * 16;
+  // Each item's rows go to y, or to a staging buffer ([block][row][column]
+  // x 16) before their conversion to half.
+  const int64_t jStride = io.y ? Ho * Wo * 16 : rowsPerItem * Wo * 16;
 
 #pragma omp parallel
   {
     std::vector<int64_t> pixIn, offs;
     std::vector<float*> pixOut;
+    std::vector<float> stage;
+    if (!io.y)
+      stage.resize(static_cast<size_t>(4 * jStride));
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < ocBlocks * rowGroups; ++item) {
       const int64_t ob = item / rowGroups, rg = item % rowGroups;
@@ -298,7 +319,8 @@ void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
         const int64_t r = r0 + p / Wo, ow = p % Wo;
         const int64_t n = r / Ho, oh = r % Ho;
         pixIn[p] = ((n * Hp + oh * hc.strideH) * Wp + ow * hc.strideW) * C;
-        pixOut[p] = y + (((n * KB + ob * 4) * Ho + oh) * Wo + ow) * 16;
+        pixOut[p] = io.y ? io.y + (((n * KB + ob * 4) * Ho + oh) * Wo + ow) * 16
+                         : stage.data() + p * 16;
       }
       // Tiles of mr pixels: each pixel's input relative to the tile's first.
       for (int64_t p0 = 0; p0 < P; p0 += mr)
@@ -316,13 +338,18 @@ void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
                                 pixOut.data() + p0, ta);
         }
       }
-      if (epi)
-        for (int64_t r = r0; r < r1; ++r)
-          for (int j = 0; j < nr; ++j) {
-            const int64_t n = r / Ho, oh = r % Ho, cb = ob * 4 + j;
-            epi->applyRow(n, cb, oh, y + ((n * KB + cb) * Ho + oh) * Wo * 16,
-                          Wo);
-          }
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / Ho, oh = r % Ho;
+        for (int j = 0; j < nr; ++j) {
+          const int64_t cb = ob * 4 + j;
+          float* row = io.y ? io.y + ((n * KB + cb) * Ho + oh) * Wo * 16
+                            : stage.data() + j * jStride + (r - r0) * Wo * 16;
+          if (epi)
+            epi->applyRow(n, cb, oh, row, Wo);
+          if (io.yHalf)
+            halfRow(row, Wo, io.yHalf + (r * Wo * KB + cb) * 16, K);
+        }
+      }
     }
   }
 }

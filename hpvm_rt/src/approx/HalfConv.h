@@ -47,12 +47,23 @@ int64_t packedHalfFilterSize(const HalfConv& hc);
 /// (nearest even).
 void packHalfFilter(const HalfConv& hc, const float* w, uint16_t* packed);
 
-/// y = conv(x, filter) + bias with the numerics above: x and y nChw16c
-/// fp32 (N x C x H x W and N x K x Ho x Wo), `packed` from packHalfFilter,
-/// bias K floats; then epi->applyRow() (unless null) once on every output
-/// row, in cache. Only where halfConvAvailable() and halfConvApplies(hc).
-void convHalf(const HalfConv& hc, const float* x, const uint16_t* packed,
-              const float* bias, float* y, const BlockedEpilogue* epi);
+/// Where convHalf reads its input and writes its output: one of each.
+struct HalfConvIo {
+  const float* x = nullptr;        ///< N x C x H x W, nChw16c fp32;
+  const uint16_t* xHalf = nullptr; ///< or NHWC half.
+  float* y = nullptr;              ///< N x K x Ho x Wo, nChw16c fp32;
+  /// or NHWC half: the fp32 rows are staged per work item, given to the
+  /// epilogue there, then converted (nearest even).
+  uint16_t* yHalf = nullptr;
+};
+
+/// y = conv(x, filter) + bias with the numerics above, `packed` from
+/// packHalfFilter, bias K floats; epi->applyRow() (unless null) runs once
+/// on every output row (fp32, nChw16c rows), in cache, before a half
+/// output is converted. Only where halfConvAvailable() and
+/// halfConvApplies(hc).
+void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
+              const float* bias, const BlockedEpilogue* epi);
 
 } // namespace hpvm::rt::approx
 

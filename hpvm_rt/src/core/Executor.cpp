@@ -126,6 +126,7 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     post.act2Hi = g.act2Hi;
     post.quantizeOut = g.quantizeOut;
     post.bf16Out = g.bf16Out;
+    post.halfOut = g.halfOut;
     if (g.kind == HpvmOp::Mul)
       runDense(in(g.x), in(g.w), post, g.knob, out);
     else

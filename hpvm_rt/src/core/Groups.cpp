@@ -4,6 +4,8 @@
 // place where it may), chains low-precision layers, and records each op.
 #include "core/Groups.h"
 
+#include "approx/HalfConv.h"
+
 #include "kernels/Kernels.h"
 
 #include <algorithm>
@@ -56,7 +58,10 @@ bool reusable(const Plan& p, int32_t code) {
 /// traffic. A result also read as a bf16 convolution's residual is stored
 /// as bf16 too (residual networks: the skip path carried in bf16, as
 /// bf16 inference carries it; the add itself is in fp32), and so is a
-/// bf16 convolution's result after its residual add.
+/// bf16 convolution's result after its residual add. fp16, where the
+/// convolutions run in half arithmetic: a result read only by exact fp16
+/// convolutions, as their input, is stored as NHWC half, the layout and
+/// values they read (it is rounded to half already).
 void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   std::unordered_map<int, size_t> byFirst;
   for (size_t gi = 0; gi < groups.size(); ++gi)
@@ -114,7 +119,30 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     }
     return reads > 0 && reads == p.consumers[o];
   };
+  // True when every reader of op o's output is an exact fp16 convolution
+  // reading it as its input, with no groups (ConvHalf.h), at least one.
+  auto halfReaders = [&](int o) {
+    if (p.isRootOut[o] || !approx::halfConvAvailable())
+      return false;
+    int reads = 0;
+    for (const Group& r : groups) {
+      if (r.residual == o)
+        return false;
+      if (r.x != o)
+        continue;
+      if (r.kind != HpvmOp::Conv || r.knob.variant != Variant::Exact ||
+          r.knob.precision != Precision::FP16)
+        return false;
+      ++reads;
+    }
+    return reads > 0 && reads == p.consumers[o];
+  };
   for (Group& g : groups) {
+    if (g.kind == HpvmOp::Conv && g.knob.variant == Variant::Exact &&
+        g.knob.precision == Precision::FP16) {
+      g.halfOut = halfReaders(g.last);
+      continue;
+    }
     const bool bf16 = g.knob.precision == Precision::BF16;
     const bool plainAct = g.act == Act::None || g.act == Act::Relu;
     if (!exactConv(g) || (!isInt8(g.knob.precision) && !bf16))

@@ -79,6 +79,7 @@ struct Group {
   bool swapped = false;  ///< An add's operands are swapped (inPlace: the 2nd).
   float quantizeOut = 0; ///< PostOps::quantizeOut (int8 chains).
   bool bf16Out = false;  ///< PostOps::bf16Out (bf16 chains).
+  bool halfOut = false;  ///< PostOps::halfOut (fp16 chains).
   KnobSpec knob;
   double flops = 0;
   std::vector<int> release; ///< Ops whose storage dies after this group.

@@ -48,8 +48,8 @@ const TensorImpl::Derived& packedHalfFilter(const Tensor* w,
   roundTo(Precision::FP16, bf.data(), hc.k);
   TensorImpl::Derived d;
   d.key = key;
-  d.weights = dnnl::memory({{approx::packedHalfFilterSize(hc)}, dt::f16, tag::x},
-                           engine());
+  d.weights = dnnl::memory(
+      {{approx::packedHalfFilterSize(hc)}, dt::f16, tag::x}, engine());
   approx::packHalfFilter(hc, wf.data(),
                          static_cast<uint16_t*>(d.weights.get_data_handle()));
   d.bias = dnnl::memory({{hc.k}, dt::f32, tag::x}, engine());
@@ -76,7 +76,18 @@ void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
       static_cast<const uint16_t*>(filter.weights.get_data_handle());
   const auto* bias = static_cast<const float*>(filter.bias.get_data_handle());
   std::unique_ptr<PoolBuffer> xHold, residualHold;
-  const dnnl::memory xm = memoryAs(x, blocked16Desc(x), xHold);
+  approx::HalfConvIo io;
+  // The input: NHWC half where an fp16 chain stored it so, else nChw16c.
+  const dnnl::memory::desc xHalf({xd[0], xd[1], xd[2], xd[3]}, dt::f16,
+                                 tag::nhwc);
+  const dnnl::memory xm =
+      storedInType(x, xHalf) && storedMemory(x).get_desc() == xHalf
+          ? storedMemory(x)
+          : memoryAs(x, blocked16Desc(x), xHold);
+  if (xm.get_desc() == xHalf)
+    io.xHalf = static_cast<const uint16_t*>(xm.get_data_handle());
+  else
+    io.x = static_cast<const float*>(xm.get_data_handle());
   // The post-ops after the folded ones, in the output pass.
   PostOps rest = post;
   rest.bias = rest.bnGamma = rest.bnBeta = rest.bnMean = rest.bnVar = nullptr;
@@ -90,9 +101,15 @@ void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
     epi.setBlockedResidual(
         static_cast<const float*>(residual.get_data_handle()));
   }
-  auto* yp = static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
-  approx::convHalf(hc, static_cast<const float*>(xm.get_data_handle()), packed,
-                   bias, yp, &epi);
+  // The output: NHWC half for the fp16 convolutions reading it (an fp16
+  // chain), else nChw16c.
+  if (post.halfOut)
+    io.yHalf = static_cast<uint16_t*>(
+        outputMemory(y, {{yd[0], yd[1], yd[2], yd[3]}, dt::f16, tag::nhwc})
+            .get_data_handle());
+  else
+    io.y = static_cast<float*>(outputMemory(y, yDesc).get_data_handle());
+  approx::convHalf(hc, io, packed, bias, &epi);
   implOf(y).roundedTo = Precision::FP16;
 }
 

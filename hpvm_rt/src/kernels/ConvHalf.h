@@ -19,7 +19,9 @@ bool convHalfApplies(const ConvArgs& a, const PostOps& post, const Dims4& xd,
 /// The convolution with HalfConv.h's numerics: the input, the filter with
 /// bias and batch norm folded in and the folded bias rounded to half; the
 /// activation, residual and second activation on the fp32 sums, then the
-/// result rounded to half (the emulated fp16 knob's steps). y is nChw16c.
+/// result rounded to half (the emulated fp16 knob's steps). y is nChw16c,
+/// or NHWC half with post.halfOut; x is read as NHWC half where it is
+/// stored so.
 void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
                  const PostOps& post, Tensor* y, const Dims4& xd,
                  const Dims4& wd, const Dims4& yd);

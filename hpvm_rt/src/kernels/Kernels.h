@@ -84,6 +84,10 @@ struct PostOps {
   /// compute in bf16 and would round it so anyway; a residual reader adds
   /// it rounded). Ignored where the convolution is not native bf16.
   bool bf16Out = false;
+  /// fp16 layers only: store the result as NHWC half (the layers reading
+  /// it compute in half arithmetic and take that layout). Ignored where the
+  /// convolution does not run in half arithmetic (ConvHalf.h).
+  bool halfOut = false;
 };
 
 /// True when PostOps may hold activation a and, after the residual, b: the
