@@ -115,7 +115,7 @@ HPVM_TARGET_AVX512_FP16 void tile(const uint16_t* x0, const int64_t* offs,
       __m512h wv[NR];
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j)
-        wv[j] = _mm512_castsi512_ph(_mm512_load_si512(w + j * 32));
+        wv[j] = _mm512_castsi512_ph(_mm512_loadu_si512(w + j * 32));
 #pragma GCC unroll 32
       for (int m = 0; m < M; ++m) {
         int32_t pair;
@@ -288,7 +288,22 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
       tapOff[i * hc.kw + j] = (i * Wp + j) * C;
   const std::vector<Chunk> chunks = chunksOf(hc);
   const int64_t rows = hc.n * Ho;
-  const int64_t rowsPerItem = std::max<int64_t>(1, kItemPixels / Wo);
+  // Rows per item: kItemPixels pixels or more (up to twice), in the count
+  // that wastes least of the last tile.
+  const int64_t mrAll = mrFor(static_cast<int>(std::min<int64_t>(4, KB)));
+  int64_t rowsPerItem = std::max<int64_t>(1, (kItemPixels + Wo - 1) / Wo);
+  for (int64_t r = rowsPerItem + 1, best = -1; r * Wo <= 2 * kItemPixels; ++r) {
+    const auto waste = [&](int64_t rows) {
+      return ((rows * Wo + mrAll - 1) / mrAll * mrAll - rows * Wo) * 1000 /
+             (rows * Wo);
+    };
+    if (best < 0)
+      best = waste(rowsPerItem);
+    if (waste(r) < best) {
+      best = waste(r);
+      rowsPerItem = r;
+    }
+  }
   const int64_t rowGroups = (rows + rowsPerItem - 1) / rowsPerItem;
   const int64_t ocBlocks = (K + kOcBlock - 1) / kOcBlock;
   // Each item's rows go to y, or to a staging buffer ([block][row][column]
@@ -315,12 +330,19 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
       pixIn.resize(P);
       pixOut.resize(P);
       offs.resize(P);
-      for (int64_t p = 0; p < P; ++p) {
-        const int64_t r = r0 + p / Wo, ow = p % Wo;
-        const int64_t n = r / Ho, oh = r % Ho;
+      // (Coordinates stepped, not divided: on small layers the divisions
+      // cost as much as the tiles.)
+      for (int64_t p = 0, n = r0 / Ho, oh = r0 % Ho, ow = 0; p < P; ++p) {
         pixIn[p] = ((n * Hp + oh * hc.strideH) * Wp + ow * hc.strideW) * C;
         pixOut[p] = io.y ? io.y + (((n * KB + ob * 4) * Ho + oh) * Wo + ow) * 16
                          : stage.data() + p * 16;
+        if (++ow == Wo) {
+          ow = 0;
+          if (++oh == Ho) {
+            oh = 0;
+            ++n;
+          }
+        }
       }
       // Tiles of mr pixels: each pixel's input relative to the tile's first.
       for (int64_t p0 = 0; p0 < P; p0 += mr)
