@@ -148,38 +148,18 @@ HPVM_TARGET_AVX512_FP16 void tile(const uint16_t* x0, const int64_t* offs,
 using TileFn = void (*)(const uint16_t*, const int64_t*, float* const*,
                         const TileArgs&);
 
+/// tile<m, NR> for m in 1..mrFor(NR), at index m - 1 (the rest null).
 template <int NR, int... Ms>
-constexpr std::array<TileFn, sizeof...(Ms)>
-tilesFor(std::integer_sequence<int, Ms...>) {
-  return {&tile<Ms + 1, NR>...};
+std::array<TileFn, 12> tilesFor(std::integer_sequence<int, Ms...>) {
+  return {{&tile<Ms + 1, NR>...}};
 }
 
-/// tile<m, nr> for m in 1..mrFor(nr), nr in 1..4: kTiles[nr - 1][m - 1].
+/// kTiles[nr - 1][m - 1]: tile<m, nr>.
 const std::array<TileFn, 12> kTiles[4] = {
-    [] {
-      std::array<TileFn, 12> t{};
-      const auto f = tilesFor<1>(std::make_integer_sequence<int, mrFor(1)>{});
-      std::copy(f.begin(), f.end(), t.begin());
-      return t;
-    }(),
-    [] {
-      std::array<TileFn, 12> t{};
-      const auto f = tilesFor<2>(std::make_integer_sequence<int, mrFor(2)>{});
-      std::copy(f.begin(), f.end(), t.begin());
-      return t;
-    }(),
-    [] {
-      std::array<TileFn, 12> t{};
-      const auto f = tilesFor<3>(std::make_integer_sequence<int, mrFor(3)>{});
-      std::copy(f.begin(), f.end(), t.begin());
-      return t;
-    }(),
-    [] {
-      std::array<TileFn, 12> t{};
-      const auto f = tilesFor<4>(std::make_integer_sequence<int, mrFor(4)>{});
-      std::copy(f.begin(), f.end(), t.begin());
-      return t;
-    }(),
+    tilesFor<1>(std::make_integer_sequence<int, mrFor(1)>{}),
+    tilesFor<2>(std::make_integer_sequence<int, mrFor(2)>{}),
+    tilesFor<3>(std::make_integer_sequence<int, mrFor(3)>{}),
+    tilesFor<4>(std::make_integer_sequence<int, mrFor(4)>{}),
 };
 
 /// The input (nChw16c fp32 or NHWC half) as zero-padded NHWC half: rows

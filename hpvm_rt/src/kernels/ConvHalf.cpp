@@ -16,19 +16,8 @@ namespace {
 
 approx::HalfConv halfShape(const ConvArgs& a, const Dims4& xd,
                            const Dims4& wd) {
-  approx::HalfConv hc;
-  hc.n = xd[0];
-  hc.c = xd[1];
-  hc.h = xd[2];
-  hc.w = xd[3];
-  hc.k = wd[0];
-  hc.kh = wd[2];
-  hc.kw = wd[3];
-  hc.padH = a.padH;
-  hc.padW = a.padW;
-  hc.strideH = a.strideH;
-  hc.strideW = a.strideW;
-  return hc;
+  return {xd[0], xd[1],  xd[2],  xd[3],     wd[0],    wd[2],
+          wd[3], a.padH, a.padW, a.strideH, a.strideW};
 }
 
 /// w with post's bias and batch norm folded in, packed for convHalf, and
