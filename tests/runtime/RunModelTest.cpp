@@ -3,6 +3,9 @@
 // configurations, and every dataset and option error.
 #include "hpvm_rt/RunModel.h"
 
+#include "approx/HalfConv.h"
+#include "approx/Isa.h"
+
 #include "tensor_runtime.h"
 
 #include <doctest/doctest.h>
@@ -300,6 +303,9 @@ TEST_CASE("Runtime: runModel --json, --repeat and --print-time") {
   CHECK(j["batch_size"] == 4);
   CHECK(j["repeat"] == 3);
   CHECK(j["threads"] == 1);
+  CHECK(j["isa"] == hpvm::rt::approx::isaName(hpvm::rt::approx::isaLevel()));
+  CHECK(j["fp16"] ==
+        (hpvm::rt::approx::halfConvAvailable() ? "half" : "emulated"));
   CHECK(j["accuracy"] == 70.0);
   CHECK(j["correct"] == 7);
   CHECK(j["config"].is_null());

@@ -4,6 +4,7 @@
 // and the run's files.
 #include "hpvm_rt/RunModel.h"
 
+#include "approx/HalfConv.h"
 #include "approx/Isa.h"
 #include "base/Errors.h"
 #include "base/FileUtil.h"
@@ -263,6 +264,7 @@ void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
                {"repeat", opts.repeat},
                {"threads", numThreads()},
                {"isa", approx::isaName(approx::isaLevel())},
+               {"fp16", approx::halfConvAvailable() ? "half" : "emulated"},
                {"accuracy", result.accuracy()},
                {"correct", result.correct},
                {"config", configJson(config, file)},

@@ -2,6 +2,7 @@
 // sweep (RunModes.h).
 #include "driver/RunModes.h"
 
+#include "approx/HalfConv.h"
 #include "approx/Isa.h"
 #include "base/Errors.h"
 #include "base/FileUtil.h"
@@ -155,6 +156,7 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
                {"repeat", opts.repeat},
                {"threads", numThreads()},
                {"isa", approx::isaName(approx::isaLevel())},
+               {"fp16", approx::halfConvAvailable() ? "half" : "emulated"},
                {"config_file", file.path},
                {"exact",
                 {{"accuracy", exact.accuracy()},
