@@ -72,11 +72,8 @@ constexpr int64_t kTransposeMinFlopsPerInput = 1000;
 /// One class's convolution in the blocked engine.
 struct BlockedPrim {
   dnnl::convolution_forward prim;
+  /// dst: nChw16c, or NHWC (Numerics::nhwc), as the output pass reads it.
   memory::desc src, weights, dst;
-  /// NHWC (Numerics::nhwc): the class results are reordered (in cache) to
-  /// the nChw16c `blocked` the output pass reads.
-  dnnl::reorder toBlocked;
-  memory::desc blocked;
   ClassPlan plan;
   bool ok = false; ///< A fast (non-reference) kernel exists.
 };
@@ -144,12 +141,6 @@ BlockedPrim makeBlockedPrim(const ConvGeometry& g, bool stridedCols,
       bp.src = pd.src_desc();
       bp.weights = pd.weights_desc();
       bp.dst = pd.dst_desc();
-      bp.blocked = bp.dst;
-      if (nm.nhwc) {
-        bp.blocked = memory::desc(dstDims, dt::f32, tag::nChw16c);
-        bp.toBlocked = dnnl::reorder(dnnl::reorder::primitive_desc(
-            cpuEngine(), bp.dst, cpuEngine(), bp.blocked));
-      }
     }
   } catch (const dnnl::error&) {
     bp.ok = false;
@@ -278,26 +269,34 @@ inline void average(const float* a, const float* b, float* out, int64_t n) {
 
 /// The output pass over the images n0.. of one chunk (geometry gc): every
 /// nChw16c row (image, channel block, row) written once, from the classes'
-/// results, then `epi` on it.
+/// results (nChw16c, or NHWC where `nhwc`), then `epi` on it.
 void writeChunk(const std::vector<const float*>& dsts,
                 const std::vector<const BlockedPrim*>& prims,
                 const std::vector<Source>& from, const ConvGeometry& gc,
-                int64_t n0, ColumnMode cols, float* y,
+                int64_t n0, ColumnMode cols, bool nhwc, float* y,
                 const BlockedEpilogue* epi) {
   const int64_t kb = gc.k / 16, ho = gc.ho, wo = gc.wo;
   // Rows that applyImages() reads back stay in cache; others are streamed.
   const bool throughCache = epi && epi->wantsImages();
-  // Row t of class c for image n, block b (rows), or column t's value in
-  // output row h (columns; the classes hold the transposed output when the
-  // input was transposed).
-  auto classRow = [&](size_t c, int64_t n, int64_t b, int64_t t) {
-    return dsts[c] + ((n * kb + b) * prims[c]->plan.outLen + t) * wo * 16;
-  };
-  auto classCol = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t t) {
+  // The 16 channels of block b at position (i, j) of class c's result for
+  // image n: its rows and columns are (t, w) for row classes, (h, t) for
+  // strided columns, (t, h) for transposed ones.
+  auto at = [&](size_t c, int64_t n, int64_t b, int64_t i, int64_t j) {
     const int64_t len = prims[c]->plan.outLen;
-    return cols == ColumnMode::Transposed
-               ? dsts[c] + (((n * kb + b) * len + t) * ho + h) * 16
-               : dsts[c] + (((n * kb + b) * ho + h) * len + t) * 16;
+    const int64_t rows = cols == ColumnMode::Strided ? ho : len;
+    const int64_t rowLen = cols == ColumnMode::None      ? wo
+                           : cols == ColumnMode::Strided ? len
+                                                         : ho;
+    return nhwc ? dsts[c] + ((n * rows + i) * rowLen + j) * gc.k + b * 16
+                : dsts[c] + (((n * kb + b) * rows + i) * rowLen + j) * 16;
+  };
+  // Class c's values for output position (h, w) of block b, row or column
+  // t of the class.
+  auto value = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t w,
+                   int64_t t) {
+    return cols == ColumnMode::None      ? at(c, n, b, t, w)
+           : cols == ColumnMode::Strided ? at(c, n, b, h, t)
+                                         : at(c, n, b, t, h);
   };
 #pragma omp parallel
   {
@@ -307,29 +306,16 @@ void writeChunk(const std::vector<const float*>& dsts,
 #pragma omp for schedule(static)
     for (int64_t nbh = 0; nbh < gc.n * kb * ho; ++nbh) {
       const int64_t h = nbh % ho, nb = nbh / ho, n = nb / kb, b = nb % kb;
-      if (cols == ColumnMode::None) {
-        const Source& s = from[h];
+      for (int64_t w = 0; w < wo; ++w) {
+        const Source& s = from[cols == ColumnMode::None ? h : w];
         if (s.cls >= 0) {
-          std::memcpy(tile, classRow(s.cls, n, b, s.t),
-                      wo * 16 * sizeof(float));
+          std::memcpy(tile + w * 16, value(s.cls, n, b, h, w, s.t),
+                      16 * sizeof(float));
         } else {
           const Source& lo = from[s.lo];
           const Source& hi = from[s.hi];
-          average(classRow(lo.cls, n, b, lo.t), classRow(hi.cls, n, b, hi.t),
-                  tile, wo * 16);
-        }
-      } else {
-        for (int64_t w = 0; w < wo; ++w) {
-          const Source& s = from[w];
-          if (s.cls >= 0) {
-            std::memcpy(tile + w * 16, classCol(s.cls, n, b, h, s.t),
-                        16 * sizeof(float));
-          } else {
-            const Source& lo = from[s.lo];
-            const Source& hi = from[s.hi];
-            average(classCol(lo.cls, n, b, h, lo.t),
-                    classCol(hi.cls, n, b, h, hi.t), tile + w * 16, 16);
-          }
+          average(value(lo.cls, n, b, h, w, lo.t),
+                  value(hi.cls, n, b, h, w, hi.t), tile + w * 16, 16);
         }
       }
       if (epi)
@@ -510,12 +496,6 @@ void convPerforatedBlocked(const BlockedConv& bc) {
       bp.prim.execute(strm, {{DNNL_ARG_SRC, in},
                              {DNNL_ARG_WEIGHTS, weiMem},
                              {DNNL_ARG_DST, dst}});
-      if (nhwc) {
-        // NHWC results to the nChw16c the output pass reads, in cache.
-        memory blk(bp.blocked, eng, lease.slot(32 + ci, bp.blocked.get_size()));
-        bp.toBlocked.execute(strm, dst, blk);
-        dst = blk;
-      }
       dsts.push_back(static_cast<const float*>(dst.get_data_handle()));
       firsts.push_back(bp.plan.first);
     }
@@ -523,8 +503,8 @@ void convPerforatedBlocked(const BlockedConv& bc) {
     ConvGeometry out = g;
     out.n = gc.n;
     float* yc = y + n0 * g.k * g.ho * g.wo;
-    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), out, n0, mode, yc,
-               bc.epilogue);
+    writeChunk(dsts, prims, sourcesOf(kept, classes, firsts), out, n0, mode,
+               nhwc, yc, bc.epilogue);
     if (bc.epilogue && bc.epilogue->wantsImages())
       bc.epilogue->applyImages(yc, n0, gc.n);
   }
