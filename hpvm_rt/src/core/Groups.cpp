@@ -73,14 +73,18 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     auto it = byFirst.find(p.consumer[o]);
     return it == byFirst.end() ? nullptr : &groups[it->second];
   };
-  auto exactConv = [](const Group& g) {
-    return (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv) &&
-           g.knob.variant == Variant::Exact;
+  auto anyConv = [](const Group& g) {
+    return g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv;
+  };
+  auto exactConv = [&](const Group& g) {
+    return anyConv(g) && g.knob.variant == Variant::Exact;
   };
   // The u8 input scale every reader of op o's output takes it with, when
-  // all of them are int8 convolutions reading it as their input (one
-  // calibrated unsigned scale) or as their residual (any scale: the
-  // kernel adds it scaled), and one at least as input; 0 otherwise.
+  // all of them are int8 convolutions (exact, perforated or sampled: the
+  // approximate engines quantize their input the same way) reading it as
+  // their input (one calibrated unsigned scale) or as their residual (any
+  // scale: the kernel adds it scaled), and one at least as input; 0
+  // otherwise.
   auto sharedInputScale = [&](int o) -> float {
     if (p.isRootOut[o])
       return 0.f;
@@ -90,7 +94,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       const bool asInput = r.x == o, asResidual = r.residual == o;
       if (!asInput && !asResidual)
         continue;
-      if (asInput == asResidual || !exactConv(r) || !isInt8(r.knob.precision))
+      if (asInput == asResidual || !anyConv(r) || !isInt8(r.knob.precision))
         return 0.f;
       ++reads;
       if (asResidual)

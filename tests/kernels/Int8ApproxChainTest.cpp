@@ -1,0 +1,65 @@
+// Int8ApproxChainTest.cpp - an int8 convolution's u8 result (PostOps::
+// quantizeOut, an int8 chain) read by perforated and sampled int8
+// convolutions: they take the u8 codes as they are and compute what they
+// compute from the same values in fp32.
+#include "KernelTestUtil.h"
+#include "approx/ConvGeometry.h"
+#include "kernels/TensorImpl.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace hpvm::rt;
+using namespace hpvm::rt::test;
+
+TEST_CASE("Kernels: perforated and sampled int8 convolutions read a u8 "
+          "chained input as the fp32 values it holds") {
+  // A (int8, ReLU) writes u8 at B's input scale; B (perf_int8 or
+  // samp_int8 with range [0, hiB]) reads it, and reads a copy of its
+  // values in fp32: the two must be equal (B's quantization of q * s
+  // gives q back).
+  const ConvArgs same{1, 1, 1, 1, 1};
+  const size_t N = 2, C = 16, K = 32, H = 12;
+  TestTensor x({N, C, H, H}), wA({K, C, 3, 3}), wB({K, K, 3, 3});
+  x.set(randomVec(x.size(), 6100));
+  wA.set(randomVec(wA.size(), 6101, -1.f / 12, 1.f / 12));
+  wB.set(randomVec(wB.size(), 6102, -1.f / 17, 1.f / 17));
+  PostOps relu;
+  relu.act = Act::Relu;
+  const KnobSpec knobA = int8Knob(false, -1.f, 1.f);
+  TestTensor a32({N, K, H, H});
+  runConv(x.get(), wA.get(), same, relu, knobA, a32.get());
+  const std::vector<float> a32v = a32.values();
+  const float hiB = 0.8f * *std::max_element(a32v.begin(), a32v.end());
+  PostOps chained = relu;
+  chained.quantizeOut = int8UnsignedScale(int8Knob(false, 0.f, hiB));
+  TestTensor aq({N, K, H, H});
+  runConv(x.get(), wA.get(), same, chained, knobA, aq.get());
+  REQUIRE(kern::storedMemory(aq.get()).get_desc().data_type() ==
+          dnnl::memory::data_type::u8);
+  TestTensor plain({N, K, H, H});
+  plain.set(aq.values()); // q * s, in fp32
+
+  for (Variant v : {Variant::PerfRow, Variant::PerfCol, Variant::Samp}) {
+    KnobSpec knobB = int8Knob(false, 0.f, hiB);
+    knobB.variant = v;
+    knobB.rate = 2;
+    knobB.offset = 1;
+    TestPost post(1, K, {N, K, H, H}, 6103);
+    TestTensor yChain({N, K, H, H}), yPlain({N, K, H, H});
+    const uint64_t before = approx::blockedRuns();
+    runConv(aq.get(), wB.get(), same, post.ops, knobB, yChain.get());
+    const bool blocked = approx::blockedRuns() > before;
+    runConv(plain.get(), wB.get(), same, post.ops, knobB, yPlain.get());
+    const std::string what = "variant " + std::to_string(int(v)) +
+                             (blocked ? " (blocked engine)" : "");
+    CHECK_MESSAGE(yChain.values() == yPlain.values(), what);
+    // (The blocked engines, which take the u8 codes in place.)
+    CHECK_MESSAGE(blocked, what);
+    // (The chained tensor still holds its u8 codes.)
+    CHECK_MESSAGE(kern::storedMemory(aq.get()).get_desc().data_type() ==
+                      dnnl::memory::data_type::u8,
+                  what);
+  }
+}
