@@ -58,7 +58,8 @@ bool reusable(const Plan& p, int32_t code) {
 /// traffic. A result also read as a bf16 convolution's residual is stored
 /// as bf16 too (residual networks: the skip path carried in bf16, as
 /// bf16 inference carries it; the add itself is in fp32), and so is a
-/// bf16 convolution's result after its residual add. fp16, where the
+/// bf16 convolution's result after its residual add (perforated and sampled
+/// bf16 readers take such a result too). fp16, where the
 /// convolutions run in half arithmetic: a result read only by exact fp16
 /// convolutions, as their input, is stored as NHWC half, the layout and
 /// values they read (it is rounded to half already).
@@ -106,8 +107,8 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     }
     return reads == p.consumers[o] ? scale : 0.f;
   };
-  // True when every reader of op o's output is an exact bf16 convolution
-  // reading it as its input or as its residual.
+  // True when every reader of op o's output is a bf16 convolution (exact,
+  // perforated or sampled) reading it as its input or as its residual.
   auto bf16Readers = [&](int o) {
     if (p.isRootOut[o])
       return false;
@@ -116,7 +117,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       const bool asInput = r.x == o, asResidual = r.residual == o;
       if (!asInput && !asResidual)
         continue;
-      if (asInput == asResidual || !exactConv(r) ||
+      if (asInput == asResidual || !anyConv(r) ||
           r.knob.precision != Precision::BF16)
         return false;
       ++reads;

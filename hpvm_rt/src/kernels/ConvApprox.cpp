@@ -119,7 +119,13 @@ void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
                 /*blocked=*/true);
   dnnl::memory residual;
   std::unique_ptr<PoolBuffer> residualHold;
-  bc.x = currentMemory(x);
+  // A bf16 input (a bf16 chain) is read as it is: the engine converts it
+  // to its layout, without a trip through fp32.
+  const bool bf16Stored =
+      bc.bf16 &&
+      storedInType(x, dnnl::memory::desc({xd[0], xd[1], xd[2], xd[3]}, dt::bf16,
+                                         tag::nhwc));
+  bc.x = bf16Stored ? storedMemory(x) : currentMemory(x);
   const bool int8 = knob.precision == Precision::INT8;
   bc.weights = knob.precision == Precision::FP32 || bc.bf16 || int8
                    ? hostData(w)

@@ -1,9 +1,12 @@
-// Int8ApproxChainTest.cpp - an int8 convolution's u8 result (PostOps::
-// quantizeOut, an int8 chain) read by perforated and sampled int8
-// convolutions: they take the u8 codes as they are and compute what they
-// compute from the same values in fp32.
+// ApproxChainTest.cpp - low-precision chains into the approximate engines:
+// an int8 convolution's u8 result (PostOps::quantizeOut) read by perforated
+// and sampled int8 convolutions, a bf16 convolution's bf16 result
+// (PostOps::bf16Out) by perforated and sampled bf16 ones. They take the
+// stored codes as they are and compute what they compute from the same
+// values in fp32.
 #include "KernelTestUtil.h"
 #include "approx/ConvGeometry.h"
+#include "approx/Isa.h"
 #include "kernels/TensorImpl.h"
 
 #include <algorithm>
@@ -61,5 +64,35 @@ TEST_CASE("Kernels: perforated and sampled int8 convolutions read a u8 "
     CHECK_MESSAGE(kern::storedMemory(aq.get()).get_desc().data_type() ==
                       dnnl::memory::data_type::u8,
                   what);
+  }
+}
+
+TEST_CASE("Kernels: perforated and sampled bf16 convolutions read a bf16 "
+          "chained input as the fp32 values it holds") {
+  const ConvArgs same{1, 1, 1, 1, 1};
+  const size_t N = 2, C = 16, K = 32, H = 12;
+  TestTensor x({N, C, H, H}), wA({K, C, 3, 3}), wB({K, K, 3, 3});
+  x.set(randomVec(x.size(), 6200));
+  wA.set(randomVec(wA.size(), 6201, -0.2f, 0.2f));
+  wB.set(randomVec(wB.size(), 6202, -0.1f, 0.1f));
+  const KnobSpec bf16 = knobOf(Variant::Exact, Precision::BF16);
+  PostOps chained;
+  chained.act = Act::Relu;
+  chained.bf16Out = true;
+  TestTensor a({N, K, H, H});
+  runConv(x.get(), wA.get(), same, chained, bf16, a.get());
+  const bool native = approx::isaLevel() >= approx::IsaLevel::Avx512Bf16;
+  CHECK((kern::storedMemory(a.get()).get_desc().data_type() ==
+         dnnl::memory::data_type::bf16) == native);
+  TestTensor plain({N, K, H, H});
+  plain.set(a.values()); // bf16 values, in fp32
+
+  for (Variant v : {Variant::PerfRow, Variant::PerfCol, Variant::Samp}) {
+    const KnobSpec knobB = knobOf(v, Precision::BF16, 2, 1);
+    TestPost post(1, K, {N, K, H, H}, 6203);
+    TestTensor yChain({N, K, H, H}), yPlain({N, K, H, H});
+    runConv(a.get(), wB.get(), same, post.ops, knobB, yChain.get());
+    runConv(plain.get(), wB.get(), same, post.ops, knobB, yPlain.get());
+    CHECK_MESSAGE(yChain.values() == yPlain.values(), "variant " << int(v));
   }
 }
