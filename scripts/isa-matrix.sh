@@ -45,9 +45,11 @@ done
 echo "isa-matrix: this CPU's level is $native; capped runs:${caps:- none}"
 
 # The test names that say which precision a case runs in; "Isa:" cases
-# check the level itself and the implementations oneDNN picks.
+# check the level itself and the implementations oneDNN picks. (fp16 runs
+# in half arithmetic from avx512_bf16 up where the CPU has AVX512-FP16,
+# emulated below: its cases go with bf16's.)
 int8='int8|Isa:'
-bf16='bf16|precision|Isa:'
+bf16='bf16|fp16|half|precision|Isa:'
 for cap in $caps; do
   case $cap in
     AVX2) only='' ;;
