@@ -80,6 +80,22 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   auto exactConv = [&](const Group& g) {
     return anyConv(g) && g.knob.variant == Variant::Exact;
   };
+  // True when op o's output has readers and each reads it as its input or
+  // as its residual (not both) and passes ok(reader, asResidual).
+  auto everyReader = [&](int o, auto ok) {
+    if (p.isRootOut[o])
+      return false;
+    int reads = 0;
+    for (const Group& r : groups) {
+      const bool asInput = r.x == o, asResidual = r.residual == o;
+      if (!asInput && !asResidual)
+        continue;
+      if (asInput == asResidual || !ok(r, asResidual))
+        return false;
+      ++reads;
+    }
+    return reads > 0 && reads == p.consumers[o];
+  };
   // The u8 input scale every reader of op o's output takes it with, when
   // all of them are int8 convolutions (exact, perforated or sampled: the
   // approximate engines quantize their input the same way) reading it as
@@ -87,64 +103,42 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   // scale: the kernel adds it scaled), and one at least as input; 0
   // otherwise.
   auto sharedInputScale = [&](int o) -> float {
-    if (p.isRootOut[o])
-      return 0.f;
     float scale = 0.f;
-    int reads = 0;
-    for (const Group& r : groups) {
-      const bool asInput = r.x == o, asResidual = r.residual == o;
-      if (!asInput && !asResidual)
-        continue;
-      if (asInput == asResidual || !anyConv(r) || !isInt8(r.knob.precision))
-        return 0.f;
-      ++reads;
+    const bool all = everyReader(o, [&](const Group& r, bool asResidual) {
+      if (!anyConv(r) || !isInt8(r.knob.precision))
+        return false;
       if (asResidual)
-        continue;
+        return true;
       const float s = int8UnsignedScale(r.knob);
       if (s <= 0.f || (scale > 0.f && s != scale))
-        return 0.f;
+        return false;
       scale = s;
-    }
-    return reads == p.consumers[o] ? scale : 0.f;
+      return true;
+    });
+    return all ? scale : 0.f;
   };
   // True when every reader of op o's output is a bf16 convolution (exact,
   // perforated or sampled) reading it as its input or as its residual.
   auto bf16Readers = [&](int o) {
-    if (p.isRootOut[o])
-      return false;
-    int reads = 0;
-    for (const Group& r : groups) {
-      const bool asInput = r.x == o, asResidual = r.residual == o;
-      if (!asInput && !asResidual)
-        continue;
-      if (asInput == asResidual || !anyConv(r) ||
-          r.knob.precision != Precision::BF16)
-        return false;
-      ++reads;
-    }
-    return reads > 0 && reads == p.consumers[o];
+    return everyReader(o, [&](const Group& r, bool) {
+      return anyConv(r) && r.knob.precision == Precision::BF16;
+    });
   };
-  // True when every reader of op o's output is an exact fp16 convolution
-  // reading it as its input, with no groups (ConvHalf.h), at least one.
+  // An exact fp16 convolution with no groups (ConvHalf.h).
+  auto halfConv = [](const Group& g) {
+    return g.kind == HpvmOp::Conv && g.knob.variant == Variant::Exact &&
+           g.knob.precision == Precision::FP16;
+  };
+  // True when every reader of op o's output is such a convolution reading
+  // it as its input, where they run in half arithmetic.
   auto halfReaders = [&](int o) {
-    if (p.isRootOut[o] || !approx::halfConvAvailable())
-      return false;
-    int reads = 0;
-    for (const Group& r : groups) {
-      if (r.residual == o)
-        return false;
-      if (r.x != o)
-        continue;
-      if (r.kind != HpvmOp::Conv || r.knob.variant != Variant::Exact ||
-          r.knob.precision != Precision::FP16)
-        return false;
-      ++reads;
-    }
-    return reads > 0 && reads == p.consumers[o];
+    return approx::halfConvAvailable() &&
+           everyReader(o, [&](const Group& r, bool asResidual) {
+             return !asResidual && halfConv(r);
+           });
   };
   for (Group& g : groups) {
-    if (g.kind == HpvmOp::Conv && g.knob.variant == Variant::Exact &&
-        g.knob.precision == Precision::FP16) {
+    if (halfConv(g)) {
       g.halfOut = halfReaders(g.last);
       continue;
     }
