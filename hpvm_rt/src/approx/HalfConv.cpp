@@ -162,6 +162,17 @@ const std::array<TileFn, 12> kTiles[4] = {
     tilesFor<4>(std::make_integer_sequence<int, mrFor(4)>{}),
 };
 
+/// wo x 16 fp32 values (one channel block of an output row) to half, the
+/// 16 of column x at to[x * stride].
+HPVM_TARGET_AVX512_FP16 void halfRow(const float* row, int64_t wo, uint16_t* to,
+                                     int64_t stride) {
+  for (int64_t x = 0; x < wo; ++x)
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(to + x * stride),
+        _mm512_cvtps_ph(_mm512_loadu_ps(row + x * 16),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 /// The input (nChw16c fp32 or NHWC half) as zero-padded NHWC half: rows
 /// [row0, row1) of the N x Hp padded rows.
 HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc,
@@ -183,27 +194,10 @@ HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc,
       std::copy(from, from + hc.w * C, out + hc.padW * C);
       continue;
     }
-    for (int64_t cb = 0; cb < CB; ++cb) {
-      const float* from = io.x + ((n * CB + cb) * hc.h + h) * hc.w * 16;
-      uint16_t* to = out + hc.padW * C + cb * 16;
-      for (int64_t wi = 0; wi < hc.w; ++wi)
-        _mm256_storeu_si256(
-            reinterpret_cast<__m256i*>(to + wi * C),
-            _mm512_cvtps_ph(_mm512_loadu_ps(from + wi * 16),
-                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
+    for (int64_t cb = 0; cb < CB; ++cb)
+      halfRow(io.x + ((n * CB + cb) * hc.h + h) * hc.w * 16, hc.w,
+              out + hc.padW * C + cb * 16, C);
   }
-}
-
-/// wo x 16 fp32 values (one channel block of an output row) to half, the
-/// 16 of column x at to[x * stride].
-HPVM_TARGET_AVX512_FP16 void halfRow(const float* row, int64_t wo, uint16_t* to,
-                                     int64_t stride) {
-  for (int64_t x = 0; x < wo; ++x)
-    _mm256_storeu_si256(
-        reinterpret_cast<__m256i*>(to + x * stride),
-        _mm512_cvtps_ph(_mm512_loadu_ps(row + x * 16),
-                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -271,19 +265,15 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
   // Rows per item: kItemPixels pixels or more (up to twice), in the count
   // that wastes least of the last tile.
   const int64_t mrAll = mrFor(static_cast<int>(std::min<int64_t>(4, KB)));
+  // (Per mille of the last tile's pixels left empty.)
+  const auto waste = [&](int64_t rows) {
+    return ((rows * Wo + mrAll - 1) / mrAll * mrAll - rows * Wo) * 1000 /
+           (rows * Wo);
+  };
   int64_t rowsPerItem = std::max<int64_t>(1, (kItemPixels + Wo - 1) / Wo);
-  for (int64_t r = rowsPerItem + 1, best = -1; r * Wo <= 2 * kItemPixels; ++r) {
-    const auto waste = [&](int64_t rows) {
-      return ((rows * Wo + mrAll - 1) / mrAll * mrAll - rows * Wo) * 1000 /
-             (rows * Wo);
-    };
-    if (best < 0)
-      best = waste(rowsPerItem);
-    if (waste(r) < best) {
-      best = waste(r);
+  for (int64_t r = rowsPerItem + 1; r * Wo <= 2 * kItemPixels; ++r)
+    if (waste(r) < waste(rowsPerItem))
       rowsPerItem = r;
-    }
-  }
   const int64_t rowGroups = (rows + rowsPerItem - 1) / rowsPerItem;
   const int64_t ocBlocks = (K + kOcBlock - 1) / kOcBlock;
   // Each item's rows go to y, or to a staging buffer ([block][row][column]

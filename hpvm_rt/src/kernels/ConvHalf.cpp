@@ -69,10 +69,10 @@ void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
   // The input: NHWC half where an fp16 chain stored it so, else nChw16c.
   const dnnl::memory::desc xHalf({xd[0], xd[1], xd[2], xd[3]}, dt::f16,
                                  tag::nhwc);
-  const dnnl::memory xm =
-      storedInType(x, xHalf) && storedMemory(x).get_desc() == xHalf
-          ? storedMemory(x)
-          : memoryAs(x, blocked16Desc(x), xHold);
+  const dnnl::memory stored = storedMemory(x);
+  const dnnl::memory xm = stored.get_desc() == xHalf
+                              ? stored
+                              : memoryAs(x, blocked16Desc(x), xHold);
   if (xm.get_desc() == xHalf)
     io.xHalf = static_cast<const uint16_t*>(xm.get_data_handle());
   else
