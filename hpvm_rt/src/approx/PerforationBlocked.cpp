@@ -290,14 +290,13 @@ void writeChunk(const std::vector<const float*>& dsts,
     return nhwc ? dsts[c] + ((n * rows + i) * rowLen + j) * gc.k + b * 16
                 : dsts[c] + (((n * kb + b) * rows + i) * rowLen + j) * 16;
   };
-  // Class c's values for output position (h, w) of block b, row or column
-  // t of the class.
-  auto value = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t w,
-                   int64_t t) {
-    return cols == ColumnMode::None      ? at(c, n, b, t, w)
-           : cols == ColumnMode::Strided ? at(c, n, b, h, t)
-                                         : at(c, n, b, t, h);
+  // Class c's values for output position (h, w) of block b, column t of
+  // the class (column classes).
+  auto colValue = [&](size_t c, int64_t n, int64_t b, int64_t h, int64_t t) {
+    return cols == ColumnMode::Strided ? at(c, n, b, h, t) : at(c, n, b, t, h);
   };
+  // Floats between a row class's consecutive output columns.
+  const int64_t step = nhwc ? gc.k : 16;
 #pragma omp parallel
   {
     // One output row, assembled and finished in L1, then streamed out.
@@ -306,16 +305,31 @@ void writeChunk(const std::vector<const float*>& dsts,
 #pragma omp for schedule(static)
     for (int64_t nbh = 0; nbh < gc.n * kb * ho; ++nbh) {
       const int64_t h = nbh % ho, nb = nbh / ho, n = nb / kb, b = nb % kb;
-      for (int64_t w = 0; w < wo; ++w) {
-        const Source& s = from[cols == ColumnMode::None ? h : w];
-        if (s.cls >= 0) {
-          std::memcpy(tile + w * 16, value(s.cls, n, b, h, w, s.t),
-                      16 * sizeof(float));
-        } else {
-          const Source& lo = from[s.lo];
-          const Source& hi = from[s.hi];
-          average(value(lo.cls, n, b, h, w, lo.t),
-                  value(hi.cls, n, b, h, w, hi.t), tile + w * 16, 16);
+      if (cols == ColumnMode::None) {
+        // One class row (or two, averaged) makes the whole output row.
+        const Source& s = from[h];
+        const Source& lo = s.cls >= 0 ? s : from[s.lo];
+        const float* a = at(lo.cls, n, b, lo.t, 0);
+        const float* z =
+            s.cls >= 0 ? nullptr : at(from[s.hi].cls, n, b, from[s.hi].t, 0);
+        for (int64_t w = 0; w < wo; ++w) {
+          if (z)
+            average(a + w * step, z + w * step, tile + w * 16, 16);
+          else
+            std::memcpy(tile + w * 16, a + w * step, 16 * sizeof(float));
+        }
+      } else {
+        for (int64_t w = 0; w < wo; ++w) {
+          const Source& s = from[w];
+          if (s.cls >= 0) {
+            std::memcpy(tile + w * 16, colValue(s.cls, n, b, h, s.t),
+                        16 * sizeof(float));
+          } else {
+            const Source& lo = from[s.lo];
+            const Source& hi = from[s.hi];
+            average(colValue(lo.cls, n, b, h, lo.t),
+                    colValue(hi.cls, n, b, h, hi.t), tile + w * 16, 16);
+          }
         }
       }
       if (epi)
