@@ -52,15 +52,14 @@ TEST_CASE("Kernels: a depthwise convolution reads an input stored in "
                          Shape{2, 32, 7, 6, 3, 3, 1, 1},
                          Shape{1, 48, 11, 13, 5, 5, 2, 2}, // 5x5 window
                          Shape{1, 32, 12, 12, 5, 5, 1, 2},
-                         Shape{2, 16, 9, 9, 7, 7, 1, 3},   // other windows
+                         Shape{2, 16, 9, 9, 7, 7, 1, 3},    // other windows
                          Shape{3, 16, 4, 4, 3, 3, 1, 3}}) { // all-pad rows
     for (const Precision precision : {Precision::FP32, Precision::BF16}) {
       for (const Act act :
            {Act::None, Act::Relu, Act::Clip, Act::LeakyRelu, Act::HardSwish}) {
-        for (const Form form : {Form{dt::f32, tag::nChw16c},
-                                Form{dt::f32, tag::nhwc},
-                                Form{dt::bf16, tag::nhwc},
-                                Form{dt::bf16, tag::nChw16c}}) {
+        for (const Form form :
+             {Form{dt::f32, tag::nChw16c}, Form{dt::f32, tag::nhwc},
+              Form{dt::bf16, tag::nhwc}, Form{dt::bf16, tag::nChw16c}}) {
           ++seed;
           const bool chained = precision == Precision::BF16 && native &&
                                form.layout == tag::nhwc && seed % 2 == 0;

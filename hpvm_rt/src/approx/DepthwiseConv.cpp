@@ -61,19 +61,17 @@ HPVM_TARGET_AVX512 inline __m512i bf16Bits(__m512 v) {
       _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
   const __m512i lsb =
       _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(
-      b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  const __m512i rounded =
+      _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
   return _mm512_mask_or_epi32(rounded, nan, b, _mm512_set1_epi32(0x00400000));
 }
 
 template <bool Bf16In, bool RoundIn>
 HPVM_TARGET_AVX512 inline __m512 load16(const void* base, int64_t off) {
   if constexpr (Bf16In) {
-    const __m256i h = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) +
-                                         off));
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        static_cast<const uint16_t*>(base) + off));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   } else {
     const __m512 v = _mm512_loadu_ps(static_cast<const float*>(base) + off);
     if constexpr (RoundIn)
@@ -86,8 +84,7 @@ HPVM_TARGET_AVX512 inline __m512 load16(const void* base, int64_t off) {
 template <bool Bf16Out>
 HPVM_TARGET_AVX512 inline void store16(void* base, int64_t off, __m512 v) {
   if constexpr (Bf16Out) {
-    const __m256i h =
-        _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16Bits(v), 16));
+    const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16Bits(v), 16));
     _mm256_storeu_si256(
         reinterpret_cast<__m256i*>(static_cast<uint16_t*>(base) + off), h);
   } else {
@@ -110,10 +107,10 @@ HPVM_TARGET_AVX512 inline __m512 activate(const DwEpilogue& e, __m512 v) {
     return _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.lo));
   }
   case DwAct::HardSwish: {
-    const __m512 gate = _mm512_min_ps(
-        _mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)),
-                      _mm512_setzero_ps()),
-        _mm512_set1_ps(6.f));
+    const __m512 gate =
+        _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)),
+                                    _mm512_setzero_ps()),
+                      _mm512_set1_ps(6.f));
     return _mm512_div_ps(_mm512_mul_ps(v, gate), _mm512_set1_ps(6.f));
   }
   }
@@ -122,10 +119,9 @@ HPVM_TARGET_AVX512 inline __m512 activate(const DwEpilogue& e, __m512 v) {
 
 /// T output pixels from column ow on, taps [khLo, khHi) x [kwLo, kwHi).
 template <int T, bool Bf16In, bool RoundIn, bool Bf16Out>
-HPVM_TARGET_AVX512 inline void tile(const Job& j, int64_t xRow, int64_t khLo,
-                                    int64_t khHi, int64_t kwLo, int64_t kwHi,
-                                    const float* taps, __m512 bias, int64_t ow,
-                                    int64_t yRow) {
+HPVM_TARGET_AVX512 inline void
+tile(const Job& j, int64_t xRow, int64_t khLo, int64_t khHi, int64_t kwLo,
+     int64_t kwHi, const float* taps, __m512 bias, int64_t ow, int64_t yRow) {
   const int64_t KW = j.d.kw, sw = j.d.strideW;
   const int64_t iw0 = ow * sw - j.d.padW;
   __m512 acc[T];
@@ -150,10 +146,9 @@ HPVM_TARGET_AVX512 inline void tile(const Job& j, int64_t xRow, int64_t khLo,
 /// (T - 1) * S + KW input pixels the tile reads are loaded (and widened)
 /// once and stay in registers for all KW taps.
 template <int T, int KW, int S, bool Bf16In, bool RoundIn, bool Bf16Out>
-HPVM_TARGET_AVX512 inline void fixedTile(const Job& j, int64_t xRow,
-                                         int64_t khLo, int64_t khHi,
-                                         const float* taps, __m512 bias,
-                                         int64_t ow, int64_t yRow) {
+HPVM_TARGET_AVX512 inline void
+fixedTile(const Job& j, int64_t xRow, int64_t khLo, int64_t khHi,
+          const float* taps, __m512 bias, int64_t ow, int64_t yRow) {
   constexpr int kSpan = (T - 1) * S + KW;
   const int64_t iw0 = ow * S - j.d.padW;
   __m512 acc[T];
@@ -240,8 +235,8 @@ HPVM_TARGET_AVX512 void outputRow(const Job& j, int64_t n, int64_t cb,
       tile<kTile, Bf16In, RoundIn, Bf16Out>(j, xRow, khLo, khHi, 0, KW, taps,
                                             bias, ow, yRow);
     for (; ow < owHi; ++ow)
-      tile<1, Bf16In, RoundIn, Bf16Out>(j, xRow, khLo, khHi, 0, KW, taps,
-                                        bias, ow, yRow);
+      tile<1, Bf16In, RoundIn, Bf16Out>(j, xRow, khLo, khHi, 0, KW, taps, bias,
+                                        ow, yRow);
   }
   for (int64_t ow = owHi; ow < j.wo; ++ow)
     border(ow);
@@ -249,8 +244,7 @@ HPVM_TARGET_AVX512 void outputRow(const Job& j, int64_t n, int64_t cb,
 
 using RowFn = void (*)(const Job&, int64_t, int64_t, int64_t);
 
-template <bool Bf16In, bool RoundIn>
-RowFn rowFor(bool bf16Out) {
+template <bool Bf16In, bool RoundIn> RowFn rowFor(bool bf16Out) {
   return bf16Out ? &outputRow<Bf16In, RoundIn, true>
                  : &outputRow<Bf16In, RoundIn, false>;
 }
@@ -267,8 +261,8 @@ int64_t packedDepthwiseSize(const DepthwiseConv& d) {
   return d.c * d.kh * d.kw;
 }
 
-void packDepthwiseFilter(const DepthwiseConv& d, const float* filter,
-                         bool bf16, float* packed) {
+void packDepthwiseFilter(const DepthwiseConv& d, const float* filter, bool bf16,
+                         float* packed) {
   const int64_t taps = d.kh * d.kw;
   for (int64_t c = 0; c < d.c; ++c)
     for (int64_t t = 0; t < taps; ++t) {
@@ -290,13 +284,11 @@ void packDepthwiseFilter(const DepthwiseConv& d, const float* filter,
 void depthwiseConv(const DepthwiseConv& d, const ChannelBlocks& x,
                    const float* packed, const float* bias, bool roundInput,
                    const DwEpilogue& epi, const ChannelBlocks& y) {
-  Job j{d,      d.ho(),
-        d.wo(), stridesOf(x.nhwc, d.c, d.h, d.w),
-        {},     x.data,
-        y.data, packed,
-        bias,   epi};
+  Job j{d,    d.ho(), d.wo(), stridesOf(x.nhwc, d.c, d.h, d.w),
+        {},   x.data, y.data, packed,
+        bias, epi};
   j.ys = stridesOf(y.nhwc, d.c, j.ho, j.wo);
-  const RowFn row = x.bf16        ? rowFor<true, false>(y.bf16)
+  const RowFn row = x.bf16       ? rowFor<true, false>(y.bf16)
                     : roundInput ? rowFor<false, true>(y.bf16)
                                  : rowFor<false, false>(y.bf16);
   const int64_t blocks = d.c / 16, ho = j.ho;

@@ -50,8 +50,8 @@ int64_t packedDepthwiseSize(const DepthwiseConv& d);
 
 /// Packs an fp32 C x 1 x KH x KW filter for depthwiseConv, rounded to bf16
 /// (nearest even) with \p bf16.
-void packDepthwiseFilter(const DepthwiseConv& d, const float* filter,
-                         bool bf16, float* packed);
+void packDepthwiseFilter(const DepthwiseConv& d, const float* filter, bool bf16,
+                         float* packed);
 
 /// y = act(conv(x, filter) + bias) over the whole batch (OpenMP). With
 /// \p roundInput, fp32 input values are rounded to bf16 as they are read.

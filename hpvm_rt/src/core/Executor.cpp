@@ -12,11 +12,13 @@
 #include "core/Launch.h"
 #include "core/Memory.h"
 #include "core/Plan.h"
+#include "core/SubBatch.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 
@@ -31,6 +33,7 @@ constexpr size_t kMaxPlans = 8;
 /// the settings bound for the launches.
 struct ExecState {
   Trace trace;
+  Trace subTrace; ///< The trace at a sub-batch's size (SubBatch.h).
   api::AnyFn root = nullptr;
   std::string rootName;
   std::vector<Tensor*> sym;
@@ -93,6 +96,7 @@ void buildSchedule(Plan& p, const Trace& t, const LaunchSettings& settings) {
   recordOps(p, t, s);
   st.keepBytes = keepStorageBytes();
   planStorage(p, s, st.keepBytes);
+  s.batch = batchFactsOf(p, t);
   s.settingsStamp = settings.scheduleStamp();
 }
 
@@ -168,7 +172,10 @@ Tensor* outputOf(Plan& p, const Trace& t, const Group& g) {
   return out;
 }
 
-void execute(Plan& p, const Trace& t, LaunchSettings& settings) {
+/// Runs \p p's groups. With \p accumulate (a later sub-batch of the
+/// launch), the op records of the earlier ones gain this one's time.
+void execute(Plan& p, const Trace& t, LaunchSettings& settings,
+             bool accumulate = false) {
   const Schedule& s = p.sched;
   const bool recording = settings.recording();
   const InputObserver observer = settings.inputObserver();
@@ -179,7 +186,8 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings) {
   size_t recorded = 0;
   if (recording) {
     // Assigning into kept records reuses their shape vectors' storage.
-    records.resize(p.ops.size());
+    if (!accumulate)
+      records.resize(p.ops.size());
     start = Clock::now();
   }
   for (const Group& g : s.groups) {
@@ -200,17 +208,111 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings) {
       double secs = std::chrono::duration<double>(Clock::now() - t0).count();
       double begin = std::chrono::duration<double>(t0 - start).count();
       for (int m : g.members) {
+        if (recorded == records.size())
+          break; // (a last sub-batch grouped otherwise)
         OpRecord& r = records[recorded++];
+        const double part = g.flops > 0 ? secs * s.records[m].flops / g.flops
+                                        : secs / double(g.members.size());
+        if (accumulate) {
+          r.seconds += part;
+          r.flops += s.records[m].flops;
+          continue;
+        }
         r = s.records[m];
         r.startSeconds = begin;
-        r.seconds = g.flops > 0 ? secs * r.flops / g.flops
-                                : secs / double(g.members.size());
+        r.seconds = part;
       }
     }
     p.actual[g.last] = out;
     for (int o : g.release)
       releaseStorage(p.store[o]);
   }
+}
+
+/// The cached plan of trace \p t, built if new, moved to the front of the
+/// cache; the plan \p keep is not evicted to make room.
+Plan& planFor(ExecState& st, const Trace& t, const Plan* keep) {
+  std::vector<uint64_t> sig = signatureOf(t, st.root);
+  uint64_t hash = hashOf(sig);
+  auto found = std::find_if(st.plans.begin(), st.plans.end(),
+                            [&](const std::unique_ptr<Plan>& p) {
+                              return p->hash == hash && p->sig == sig;
+                            });
+  if (found == st.plans.end()) {
+    ++st.plansBuilt;
+    st.plans.insert(st.plans.begin(),
+                    buildPlan(t, st.root, std::move(sig), hash));
+    st.plans.front()->serial = static_cast<uint64_t>(st.plansBuilt);
+    if (st.plans.size() > kMaxPlans) {
+      auto victim = st.plans.end() - 1;
+      if (victim->get() == keep)
+        --victim;
+      st.plans.erase(victim);
+    }
+  } else if (found != st.plans.begin()) {
+    std::rotate(st.plans.begin(), found, found + 1);
+  }
+  return *st.plans.front();
+}
+
+/// Runs the launch traced as \p t (plan \p whole) over sub-batches of
+/// \p size images (SubBatch.h) and returns its outputs (\p symOut: root
+/// output slot and op) as whole-batch tensors; false, with nothing run,
+/// where a sub-batch's shapes cannot be inferred.
+bool runSubBatches(ExecState& st, Plan& whole, const Trace& t,
+                   LaunchSettings& settings, int64_t size,
+                   const std::vector<std::pair<size_t, int>>& symOut,
+                   std::vector<api::Value>& rootOutputs) {
+  const BatchFacts facts = whole.sched.batch;
+  const int64_t batch = whole.ops[whole.rootOutputs.front()].out[0];
+  Trace& sub = st.subTrace;
+  // Every slice has `size` images but the last: both sizes must trace.
+  for (int64_t n : {batch % size, size})
+    if (n > 0 && !traceWithBatch(t, facts, n, sub))
+      return false;
+  std::vector<Tensor*> outs;
+  for (auto [k, op] : symOut) {
+    Tensor* out = newTensor(whole.ops[op].out, 4, /*tracked=*/true);
+    allocHost(out);
+    outs.push_back(out);
+  }
+  std::vector<Tensor*> views;
+  for (int64_t first = 0; first < batch; first += size) {
+    const int64_t n = std::min(size, batch - first);
+    if (first == 0 || n != size)
+      traceWithBatch(t, facts, n, sub);
+    // The slice's images: views of the inputs' host buffers.
+    for (int slot : facts.inputs) {
+      Tensor* in = t.ext[size_t(slot)];
+      ensureHost(in);
+      const Shape& shape = sub.extShapes[size_t(slot)];
+      Tensor* view = newTensor(shape, in->dims.num_dims, /*tracked=*/false);
+      view->host_data =
+          static_cast<float*>(in->host_data) + first * (numElements(shape) / n);
+      sub.ext[size_t(slot)] = view;
+      views.push_back(view);
+    }
+    Plan& p = planFor(st, sub, &whole);
+    if (p.sched.settingsStamp != settings.scheduleStamp())
+      buildSchedule(p, sub, settings);
+    execute(p, sub, settings, /*accumulate=*/first > 0);
+    for (size_t i = 0; i < symOut.size(); ++i) {
+      Tensor* part = p.actual[symOut[i].second];
+      ensureHost(part);
+      const size_t bytes = part->num_elems * sizeof(float);
+      std::memcpy(static_cast<char*>(outs[i]->host_data) +
+                      size_t(first) * (bytes / size_t(n)),
+                  part->host_data, bytes);
+    }
+    for (Tensor* v : views)
+      deleteTensor(v);
+    views.clear();
+  }
+  for (size_t i = 0; i < symOut.size(); ++i) {
+    rootOutputs[symOut[i].first] = api::makeValue(static_cast<void*>(outs[i]));
+    rootOutputs[symOut[i].first].type = &api::TypeOf<void*>::desc;
+  }
+  return true;
 }
 
 } // namespace
@@ -295,23 +397,7 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
       t.rootOutputs.push_back(it->second);
     }
   }
-  std::vector<uint64_t> sig = signatureOf(t, st.root);
-  uint64_t hash = hashOf(sig);
-  auto found = std::find_if(st.plans.begin(), st.plans.end(),
-                            [&](const std::unique_ptr<Plan>& p) {
-                              return p->hash == hash && p->sig == sig;
-                            });
-  if (found == st.plans.end()) {
-    ++st.plansBuilt;
-    st.plans.insert(st.plans.begin(),
-                    buildPlan(t, st.root, std::move(sig), hash));
-    st.plans.front()->serial = static_cast<uint64_t>(st.plansBuilt);
-    if (st.plans.size() > kMaxPlans)
-      st.plans.pop_back();
-  } else if (found != st.plans.begin()) {
-    std::rotate(st.plans.begin(), found, found + 1);
-  }
-  Plan& p = *st.plans.front();
+  Plan& p = planFor(st, t, nullptr);
   // The settings are read once per launch: here.
   LaunchSettings& settings = st.bound ? *st.bound : st.unbound;
   LaunchResults& results = settings.results();
@@ -322,7 +408,17 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
   if (p.sched.settingsStamp != settings.scheduleStamp())
     buildSchedule(p, t, settings);
   results.channelViews = p.sched.numViews;
-  execute(p, t, settings);
+  // A batch whose activations overflow the cache runs in sub-batches
+  // (not while calibration observes the inputs whole).
+  bool split = false;
+  if (p.sched.batch.separable && !settings.inputObserver()) {
+    const int64_t batch = p.ops[p.rootOutputs.front()].out[0];
+    const int64_t size = subBatchSize(p.sched.batch, batch, numThreads());
+    split = size < batch &&
+            runSubBatches(st, p, t, settings, size, symOut, rootOutputs);
+  }
+  if (!split)
+    execute(p, t, settings);
   // Cached plans of other shapes keep their buffers only while all plans
   // together stay within the budget (they are recreated on reuse).
   int64_t held = 0;
@@ -336,7 +432,7 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
       }
       st.plans[i]->storeBytes = 0;
     }
-  for (auto [k, op] : symOut) {
+  for (auto [k, op] : split ? decltype(symOut){} : symOut) {
     Tensor* out = p.actual[op];
     ensureHost(out);
     rootOutputs[k] = api::makeValue(static_cast<void*>(out));

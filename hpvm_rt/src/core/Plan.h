@@ -94,6 +94,14 @@ struct ChannelView {
   int64_t offset = 0;
 };
 
+/// What splitting a launch's batch needs (SubBatch.h), found with the
+/// schedule.
+struct BatchFacts {
+  bool separable = false;    ///< Every op computes each image on its own.
+  std::vector<int> inputs;   ///< Trace::ext slots of the batch's images.
+  int64_t bytesPerImage = 0; ///< Largest input + output of one group.
+};
+
 /// The part of a plan that depends on the launch's settings.
 struct Schedule {
   /// LaunchSettings::scheduleStamp() of the settings it was built under
@@ -104,6 +112,7 @@ struct Schedule {
   std::vector<OpRecord> records;  ///< Per op, timing fields zero.
   std::vector<ChannelView> views; ///< Per op (planChannelViews()).
   int64_t numViews = 0;           ///< Ops with a view of another's output.
+  BatchFacts batch;
 };
 
 /// A cached execution plan for one trace signature.

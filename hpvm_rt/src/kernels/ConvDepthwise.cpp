@@ -18,7 +18,7 @@ namespace {
 
 approx::DepthwiseConv dwShape(const ConvArgs& a, const Dims4& xd,
                               const Dims4& wd) {
-  return {xd[0], xd[1], xd[2],     xd[3],    wd[2],
+  return {xd[0], xd[1],  xd[2],  xd[3],     wd[2],
           wd[3], a.padH, a.padW, a.strideH, a.strideW};
 }
 
@@ -80,8 +80,8 @@ const TensorImpl::Derived& packedFilter(const Tensor* w, const PostOps& post,
   foldPostOps(post, d.c, perK, perK, 1, wf, bf);
   TensorImpl::Derived made;
   made.key = key;
-  made.weights =
-      dnnl::memory({{approx::packedDepthwiseSize(d)}, dt::f32, tag::x}, engine());
+  made.weights = dnnl::memory(
+      {{approx::packedDepthwiseSize(d)}, dt::f32, tag::x}, engine());
   approx::packDepthwiseFilter(
       d, wf.data(), bf16, static_cast<float*>(made.weights.get_data_handle()));
   made.bias = dnnl::memory({{d.c}, dt::f32, tag::x}, engine());
@@ -105,8 +105,8 @@ bool convDepthwiseApplies(const Tensor* x, const ConvArgs& a,
     return false;
   const std::optional<approx::ChannelBlocks> have = readable(impl.mem, xd);
   const std::optional<approx::ChannelBlocks> want = onednnForm(knob);
-  return have && (!want || have->bf16 != want->bf16 ||
-                  have->nhwc != want->nhwc);
+  return have &&
+         (!want || have->bf16 != want->bf16 || have->nhwc != want->nhwc);
 }
 
 void runConvDepthwise(const Tensor* x, const Tensor* w, const ConvArgs& a,
@@ -120,10 +120,9 @@ void runConvDepthwise(const Tensor* x, const Tensor* w, const ConvArgs& a,
   const std::optional<approx::ChannelBlocks> form = onednnForm(knob);
   const bool nhwc = form && form->nhwc;
   const bool bf16Out = bf16 && post.bf16Out && numericsOf(knob).nativeBf16;
-  const dnnl::memory out = outputMemory(
-      y, {{yd[0], yd[1], yd[2], yd[3]},
-          bf16Out ? dt::bf16 : dt::f32,
-          nhwc ? tag::nhwc : tag::nChw16c});
+  const dnnl::memory out = outputMemory(y, {{yd[0], yd[1], yd[2], yd[3]},
+                                            bf16Out ? dt::bf16 : dt::f32,
+                                            nhwc ? tag::nhwc : tag::nChw16c});
   approx::depthwiseConv(
       d, in, static_cast<const float*>(filter.weights.get_data_handle()),
       static_cast<const float*>(filter.bias.get_data_handle()),

@@ -1,0 +1,182 @@
+// SubBatchTest.cpp - running a launch over sub-batches (core/SubBatch.h):
+// a MobileNet-like graph (convolution with a broadcast bias, depthwise
+// convolution, residual add, pooling, dense layer, softmax) split into
+// slices gives the whole batch's outputs, profile records cover the whole
+// batch, and the split size follows the cache budget.
+#include "core/Core.h"
+#include "core/Executor.h"
+#include "core/Launch.h"
+#include "core/SubBatch.h"
+#include "hpvm.h"
+#include "tensor_runtime.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using hpvm::rt::Shape;
+
+void* randomTensor(const Shape& s, unsigned seed, float lo, float hi) {
+  void* t = create4DTensor(0, nchw, s[0], s[1], s[2], s[3]);
+  auto* tensor = static_cast<Tensor*>(t);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  auto* p = static_cast<float*>(tensor->host_data);
+  for (size_t i = 0; i < tensor->num_elems; ++i)
+    p[i] = dist(gen);
+  hpvm::rt::hostModified(tensor);
+  return t;
+}
+
+std::vector<float> valuesOf(void* t) {
+  hpvm_request_tensor(t, 0);
+  auto* tensor = static_cast<Tensor*>(t);
+  const auto* p = static_cast<const float*>(tensor->host_data);
+  return std::vector<float>(p, p + tensor->num_elems);
+}
+
+// x: N x 8 x 12 x 12; the result N x 10 x 1 x 1 (class probabilities).
+void blockLeaf(void* x, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* w1 = randomTensor({16, 8, 3, 3}, 1, -0.3f, 0.3f);
+  void* b1 = randomTensor({1, 16, 1, 1}, 2, -0.2f, 0.2f);
+  void* dw = randomTensor({16, 1, 3, 3}, 3, -0.5f, 0.5f);
+  void* w2 = randomTensor({16, 16, 1, 1}, 4, -0.3f, 0.3f);
+  void* fc = randomTensor({1, 1, 16 * 6 * 6, 10}, 5, -0.1f, 0.1f);
+  void* a = __hpvm__tensor_clipped_relu(
+      __hpvm__tensor_add(__hpvm__tensor_convolution(x, w1, 1, 1, 1, 1), b1),
+      0.f, 6.f);
+  void* d = __hpvm__tensor_relu(
+      __hpvm__tensor_group_convolution(a, dw, 1, 1, 1, 1, 1, 16));
+  void* r = __hpvm__tensor_add(__hpvm__tensor_convolution(d, w2, 0, 0, 1, 1),
+                               a); // residual
+  void* p = __hpvm__tensor_pool_mean(r, 2, 2, 0, 0, 2, 2);
+  void* out = __hpvm__tensor_softmax(__hpvm__tensor_mul(p, fc));
+  __hpvm__return(2, out, (size_t)0);
+}
+
+void blockRoot(void*, size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* n = __hpvm__createNodeND(0, blockLeaf);
+  __hpvm__bindIn(n, 0, 0, 0);
+  __hpvm__bindIn(n, 1, 1, 0);
+  __hpvm__bindOut(n, 0, 0, 0);
+  __hpvm__bindOut(n, 1, 1, 0);
+}
+
+struct __attribute__((__packed__)) OneIn {
+  void* x;
+  size_t xBytes;
+  struct {
+    void* tensor;
+    size_t bytes;
+  } r;
+};
+
+/// HPVM_RT_SUB_BATCH set for a scope.
+class SubBatchEnv {
+public:
+  explicit SubBatchEnv(const char* value) {
+    const char* old = std::getenv("HPVM_RT_SUB_BATCH");
+    had_ = old != nullptr;
+    saved_ = old ? old : "";
+    if (value)
+      setenv("HPVM_RT_SUB_BATCH", value, 1);
+    else
+      unsetenv("HPVM_RT_SUB_BATCH");
+  }
+  ~SubBatchEnv() {
+    if (had_)
+      setenv("HPVM_RT_SUB_BATCH", saved_.c_str(), 1);
+    else
+      unsetenv("HPVM_RT_SUB_BATCH");
+  }
+
+private:
+  bool had_;
+  std::string saved_;
+};
+
+std::vector<float> launch(void* x) {
+  OneIn args{x, 0, {nullptr, 0}};
+  __hpvm__wait(__hpvm__launch(0, blockRoot, (void*)&args));
+  std::vector<float> out = valuesOf(args.r.tensor);
+  freeTensor(args.r.tensor);
+  return out;
+}
+
+double flopsOf(const hpvm::rt::LaunchSettings& s) {
+  double sum = 0;
+  for (const hpvm::rt::OpRecord& r : s.results().records)
+    sum += r.flops;
+  return sum;
+}
+
+} // namespace
+
+TEST_CASE("Sub-batches: a batch run in slices gives the whole batch's "
+          "outputs and profile") {
+  hpvm::rt::LaunchSettings settings;
+  hpvm::rt::LaunchScope scope(settings);
+  settings.setRecording(true);
+  for (const int64_t N : {int64_t(10), int64_t(12)}) {
+    INFO("batch " << N);
+    void* x = randomTensor({N, 8, 12, 12}, 40 + unsigned(N), -1.f, 1.f);
+    std::vector<float> whole;
+    double wholeFlops = 0;
+    size_t wholeRecords = 0;
+    {
+      SubBatchEnv env("0");
+      whole = launch(x);
+      wholeFlops = flopsOf(settings);
+      wholeRecords = settings.results().records.size();
+    }
+    REQUIRE(whole.size() == size_t(N) * 10);
+    SubBatchEnv env("4"); // 4 + 4 + 2 images, or 4 + 4 + 4
+    const int64_t before = hpvm::rt::plansBuilt();
+    for (int round = 0; round < 2; ++round) {
+      const std::vector<float> split = launch(x);
+      REQUIRE(split.size() == whole.size());
+      double worst = 0;
+      for (size_t i = 0; i < split.size(); ++i)
+        worst = std::max(worst, double(std::fabs(split[i] - whole[i])));
+      CHECK(worst <= 1e-6);
+      CHECK(settings.results().records.size() == wholeRecords);
+      CHECK(flopsOf(settings) == doctest::Approx(wholeFlops).epsilon(1e-9));
+    }
+    // The slices' plans, built once: 4 images and 2 (the last of 10); at
+    // batch 12 the plan of 4 is cached already.
+    CHECK(hpvm::rt::plansBuilt() - before == (N == 10 ? 2 : 0));
+    freeTensor(x);
+  }
+}
+
+TEST_CASE("Sub-batches: the split follows the cache budget") {
+  SubBatchEnv env(nullptr);
+  hpvm::rt::BatchFacts f;
+  f.separable = true;
+  f.inputs = {0};
+  const int64_t budget = hpvm::rt::subBatchBudgetBytes();
+  f.bytesPerImage = budget / 64;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64); // fits
+  f.bytesPerImage = budget / 16;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 16);
+  CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 32);  // twice the cache
+  CHECK(hpvm::rt::subBatchSize(f, 50, 1) == 13);  // equal slices: 13 x 3 + 11
+  f.bytesPerImage = budget * 4;                   // an image overflows it
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == hpvm::rt::kMinSubBatch);
+  CHECK(hpvm::rt::subBatchSize(f, 4, 1) == 4);
+  f.separable = false;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
+  f.separable = true;
+  SubBatchEnv off("0");
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
+  SubBatchEnv fixed("8");
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 8);
+}
