@@ -102,8 +102,8 @@ BatchFacts batchFactsOf(const Plan& p, const Trace& t) {
         continue;
       const size_t slot = size_t(-op.in[i] - 1);
       const int64_t n = t.extShapes[slot][0];
-      const Role r = parameterOperand(op.op, i) ? Parameter
-                     : n == batch               ? Images
+      const Role r = parameterOperand(op.op, i)    ? Parameter
+                     : n == batch                  ? Images
                      : n == 1 && broadcasts(op.op) ? Parameter
                                                    : Unused;
       if (r == Unused || !assign(slot, r))
@@ -158,8 +158,8 @@ int64_t subBatchSize(const BatchFacts& f, int64_t batch, int threads) {
   const int64_t budget = subBatchBudgetBytes() * std::max(1, threads);
   if (f.bytesPerImage * batch <= budget)
     return batch;
-  const int64_t fits = std::max(
-      kMinSubBatch, budget / std::max<int64_t>(1, f.bytesPerImage));
+  const int64_t fits =
+      std::max(kMinSubBatch, budget / std::max<int64_t>(1, f.bytesPerImage));
   if (fits >= batch)
     return batch;
   const int64_t slices = (batch + fits - 1) / fits;

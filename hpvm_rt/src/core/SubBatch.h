@@ -36,8 +36,7 @@ int64_t subBatchBudgetBytes();
 
 /// \p t with its batch set to \p n: shapes of the batch inputs and of
 /// every op re-inferred. False (\p out unusable) where inference fails.
-bool traceWithBatch(const Trace& t, const BatchFacts& f, int64_t n,
-                    Trace& out);
+bool traceWithBatch(const Trace& t, const BatchFacts& f, int64_t n, Trace& out);
 
 } // namespace hpvm::rt
 

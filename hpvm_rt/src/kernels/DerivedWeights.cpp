@@ -94,6 +94,16 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
                                           int64_t kStride, int64_t kStep,
                                           Precision roundOperands) {
   TensorImpl& impl = implOf(w);
+  const std::array<const Tensor*, 5> folded{
+      post.bias, post.bnGamma, post.bnBeta, post.bnMean, post.bnVar};
+  std::array<uint64_t, 5> versions{};
+  for (size_t i = 0; i < folded.size(); ++i)
+    versions[i] = folded[i] ? implOf(folded[i]).version : 0;
+  for (const TensorImpl::Derived& d : impl.derived)
+    if (d.raw && d.round == roundOperands && d.folded == folded &&
+        d.foldedVersions == versions && d.eps == post.bnEps && d.want == want &&
+        d.plain == plain)
+      return d;
   std::string key = descKey(want);
   appendKey(key, descKey(plain), roundOperands, foldKey(post));
   if (const TensorImpl::Derived* found = findDerived(impl, key))
@@ -112,6 +122,13 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
   reorder(dnnl::memory(plain, engine(), wf.data()), d.weights);
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
+  d.raw = true;
+  d.want = want;
+  d.plain = plain;
+  d.round = roundOperands;
+  d.folded = folded;
+  d.foldedVersions = versions;
+  d.eps = post.bnEps;
   return storeDerived(impl, std::move(d));
 }
 
