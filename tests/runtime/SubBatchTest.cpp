@@ -3,10 +3,10 @@
 // convolution, residual add, pooling, dense layer, softmax) split into
 // slices gives the whole batch's outputs, profile records cover the whole
 // batch, and the split size follows the cache budget.
+#include "core/SubBatch.h"
 #include "core/Core.h"
 #include "core/Executor.h"
 #include "core/Launch.h"
-#include "core/SubBatch.h"
 #include "hpvm.h"
 #include "tensor_runtime.h"
 
@@ -167,9 +167,9 @@ TEST_CASE("Sub-batches: the split follows the cache budget") {
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64); // fits
   f.bytesPerImage = budget / 16;
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 16);
-  CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 32);  // twice the cache
-  CHECK(hpvm::rt::subBatchSize(f, 50, 1) == 13);  // equal slices: 13 x 3 + 11
-  f.bytesPerImage = budget * 4;                   // an image overflows it
+  CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 32); // twice the cache
+  CHECK(hpvm::rt::subBatchSize(f, 50, 1) == 13); // equal slices: 13 x 3 + 11
+  f.bytesPerImage = budget * 4;                  // an image overflows it
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == hpvm::rt::kMinSubBatch);
   CHECK(hpvm::rt::subBatchSize(f, 4, 1) == 4);
   f.separable = false;
