@@ -75,6 +75,14 @@ if open(confs, "rb").read() != first:
 again = json.load(open(os.path.join(out, "tuning.json")))
 if again["measurements"]["new"] != 0:
     fail(f"the second run measured again: {again['measurements']}")
+# A knob timed in its chain pass (int8, bf16) is kept wherever it ran.
+chain = [q for q in record["profile"]["pairs"] if q["in_chain"]]
+if not chain:
+    fail("no (node, knob) pair was timed in a chain pass")
+for q in chain:
+    if q["pruned"] and not q["skipped"] and "error" not in q:
+        fail(f"node {q['node']} knob {q['knob']}: timed in its chain but "
+             f"pruned: {q}")
 for f in ("tuning_front.png", "tuning_front.svg"):
     if not os.path.getsize(os.path.join(out, f)):
         fail(f"no plot {f}")

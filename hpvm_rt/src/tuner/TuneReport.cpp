@@ -134,6 +134,7 @@ void TuneSession::writeOutputs(double seconds) {
                {"pruned", p.pruned},
                {"noisy", p.noisy},
                {"chained", p.chained},
+               {"in_chain", p.inChain},
                {"skipped", p.skipped}};
     if (p.profiled)
       pj["loss"] = p.loss;

@@ -128,6 +128,9 @@ private:
     bool pruned = false, noisy = false, profiled = false;
     bool skipped = false; ///< Not timed or profiled: the time limit.
     bool chained = false; ///< deltaMs is its cost in a chain (chainCosts).
+    /// Timed in a chain pass (chainCosts): kept wherever it runs, as the
+    /// chain's savings on its neighbours may depend on it.
+    bool inChain = false;
     std::string error{};  ///< Why the knob failed to run, if it did.
   };
   std::vector<PairInfo> pairs_;
