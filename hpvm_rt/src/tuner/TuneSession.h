@@ -131,7 +131,7 @@ private:
     /// Timed in a chain pass (chainCosts): kept wherever it runs, as the
     /// chain's savings on its neighbours may depend on it.
     bool inChain = false;
-    std::string error{};  ///< Why the knob failed to run, if it did.
+    std::string error{}; ///< Why the knob failed to run, if it did.
   };
   std::vector<PairInfo> pairs_;
   std::unique_ptr<Predictor> predictor_;
