@@ -5,6 +5,7 @@
 // a view) gives bit for bit the results of the plan that copies, at batch
 // 1 (with views) and 2 (without), over repeated launches and when buffers
 // are freed after their last use.
+#include "GraphTestUtil.h"
 #include "core/Core.h"
 #include "core/Launch.h"
 #include "hpvm.h"
@@ -19,26 +20,9 @@
 
 namespace {
 
+using namespace hpvm::rt::test;
+
 using hpvm::rt::Shape;
-
-void* randomTensor(const Shape& s, unsigned seed, float lo, float hi) {
-  void* t = create4DTensor(0, nchw, s[0], s[1], s[2], s[3]);
-  auto* tensor = static_cast<Tensor*>(t);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  auto* p = static_cast<float*>(tensor->host_data);
-  for (size_t i = 0; i < tensor->num_elems; ++i)
-    p[i] = dist(gen);
-  hpvm::rt::hostModified(tensor);
-  return t;
-}
-
-std::vector<float> valuesOf(void* t) {
-  hpvm_request_tensor(t, 0);
-  auto* tensor = static_cast<Tensor*>(t);
-  const auto* p = static_cast<const float*>(tensor->host_data);
-  return std::vector<float>(p, p + tensor->num_elems);
-}
 
 /// The graph's weights (external tensors the leaf reads).
 struct Weights {
@@ -111,15 +95,6 @@ void denseRoot(void*, size_t) {
   __hpvm__bindOut(n, 0, 0, 0);
   __hpvm__bindOut(n, 1, 1, 0);
 }
-
-struct __attribute__((__packed__)) OneIn {
-  void* x;
-  size_t xBytes;
-  struct {
-    void* tensor;
-    size_t bytes;
-  } r;
-};
 
 /// One launch of the graph on x under \p settings (bound), with or without
 /// channel views; returns the output's values and sets \p views to the

@@ -2,6 +2,7 @@
 // flowing along edges and bindings, fan-out, nested internal nodes, the
 // launch struct layout, plan reuse across launches and eager calls.
 #include "core/Executor.h"
+#include "GraphTestUtil.h"
 #include "core/Core.h"
 #include "hpvm.h"
 #include "kernels/Kernels.h"
@@ -14,6 +15,8 @@
 #include <vector>
 
 namespace {
+
+using namespace hpvm::rt::test;
 
 using hpvm::rt::Shape;
 
@@ -28,13 +31,6 @@ void* makeTensor(const Shape& s, const std::vector<float>& values) {
 
 /// Copies a (packed) field so that doctest can bind it.
 template <class T> T val(T v) { return v; }
-
-std::vector<float> valuesOf(void* t) {
-  hpvm_request_tensor(t, 0);
-  auto* tensor = static_cast<Tensor*>(t);
-  const auto* p = static_cast<const float*>(tensor->host_data);
-  return std::vector<float>(p, p + tensor->num_elems);
-}
 
 void addNode(void* a, size_t, void* b, size_t) {
   __hpvm__hint(hpvm::TENSOR_TARGET);
@@ -131,15 +127,6 @@ void fanOutRoot(void*, size_t) {
   __hpvm__bindOut(sum, 0, 0, 0);
   __hpvm__bindOut(sum, 1, 1, 0);
 }
-
-struct __attribute__((__packed__)) OneIn {
-  void* x;
-  size_t xBytes;
-  struct {
-    void* tensor;
-    size_t bytes;
-  } r;
-};
 
 // Two outputs of different types from the root: a tensor and an int.
 void pairNode(void* a, size_t) {

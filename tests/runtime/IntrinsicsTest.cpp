@@ -1,6 +1,7 @@
 // IntrinsicsTest.cpp - every Ops.def operation through its __hpvm__tensor_*
 // intrinsic (eagerly and inside a launch) and through HPVM's direct call,
 // against the reference kernels; shape rules and their errors.
+#include "GraphTestUtil.h"
 #include "base/Errors.h"
 #include "core/Core.h"
 #include "hpvm.h"
@@ -19,26 +20,9 @@
 
 namespace {
 
+using namespace hpvm::rt::test;
+
 using namespace hpvm::rt;
-
-void* randomTensor(const Shape& s, unsigned seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  auto* t =
-      static_cast<Tensor*>(create4DTensor(0, nchw, s[0], s[1], s[2], s[3]));
-  auto* p = static_cast<float*>(t->host_data);
-  for (size_t i = 0; i < t->num_elems; ++i)
-    p[i] = dist(gen);
-  hostModified(t);
-  return t;
-}
-
-std::vector<float> valuesOf(void* t) {
-  hpvm_request_tensor(t, 0);
-  auto* tensor = static_cast<Tensor*>(t);
-  const auto* p = static_cast<const float*>(tensor->host_data);
-  return std::vector<float>(p, p + tensor->num_elems);
-}
 
 const float* hostOf(void* t) {
   hpvm_request_tensor(t, 0);

@@ -4,6 +4,7 @@
 // slices gives the whole batch's outputs, profile records cover the whole
 // batch, and the split size follows the cache budget.
 #include "core/SubBatch.h"
+#include "GraphTestUtil.h"
 #include "core/Core.h"
 #include "core/Executor.h"
 #include "core/Launch.h"
@@ -20,26 +21,9 @@
 
 namespace {
 
+using namespace hpvm::rt::test;
+
 using hpvm::rt::Shape;
-
-void* randomTensor(const Shape& s, unsigned seed, float lo, float hi) {
-  void* t = create4DTensor(0, nchw, s[0], s[1], s[2], s[3]);
-  auto* tensor = static_cast<Tensor*>(t);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  auto* p = static_cast<float*>(tensor->host_data);
-  for (size_t i = 0; i < tensor->num_elems; ++i)
-    p[i] = dist(gen);
-  hpvm::rt::hostModified(tensor);
-  return t;
-}
-
-std::vector<float> valuesOf(void* t) {
-  hpvm_request_tensor(t, 0);
-  auto* tensor = static_cast<Tensor*>(t);
-  const auto* p = static_cast<const float*>(tensor->host_data);
-  return std::vector<float>(p, p + tensor->num_elems);
-}
 
 // x: N x 8 x 12 x 12; the result N x 10 x 1 x 1 (class probabilities).
 void blockLeaf(void* x, size_t) {
@@ -69,15 +53,6 @@ void blockRoot(void*, size_t) {
   __hpvm__bindOut(n, 0, 0, 0);
   __hpvm__bindOut(n, 1, 1, 0);
 }
-
-struct __attribute__((__packed__)) OneIn {
-  void* x;
-  size_t xBytes;
-  struct {
-    void* tensor;
-    size_t bytes;
-  } r;
-};
 
 /// HPVM_RT_SUB_BATCH set for a scope.
 class SubBatchEnv {
