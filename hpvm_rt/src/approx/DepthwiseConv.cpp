@@ -7,12 +7,12 @@
 // outside the input skipped.
 #include "approx/DepthwiseConv.h"
 
+#include "approx/Approx.h"
 #include "approx/Isa.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
 // GCC 12's min/max intrinsics trip -W(maybe-)uninitialized on their
 // internal undefined-value operand (a false positive, as in Rounding.cpp).
@@ -265,20 +265,10 @@ void packDepthwiseFilter(const DepthwiseConv& d, const float* filter, bool bf16,
                          float* packed) {
   const int64_t taps = d.kh * d.kw;
   for (int64_t c = 0; c < d.c; ++c)
-    for (int64_t t = 0; t < taps; ++t) {
-      float v = filter[c * taps + t];
-      if (bf16) {
-        uint32_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        if ((bits & 0x7fffffffu) > 0x7f800000u)
-          bits |= 0x00400000u;
-        else
-          bits += 0x7fffu + ((bits >> 16) & 1u);
-        bits &= 0xffff0000u;
-        std::memcpy(&v, &bits, sizeof v);
-      }
-      packed[(c / 16 * taps + t) * 16 + c % 16] = v;
-    }
+    for (int64_t t = 0; t < taps; ++t)
+      packed[(c / 16 * taps + t) * 16 + c % 16] = filter[c * taps + t];
+  if (bf16)
+    roundToBf16(packed, packedDepthwiseSize(d));
 }
 
 void depthwiseConv(const DepthwiseConv& d, const ChannelBlocks& x,
