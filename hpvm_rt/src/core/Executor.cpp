@@ -33,7 +33,9 @@ constexpr size_t kMaxPlans = 8;
 /// the settings bound for the launches.
 struct ExecState {
   Trace trace;
-  Trace subTrace; ///< The trace at a sub-batch's size (SubBatch.h).
+  /// The trace at a sub-batch's size and at the last, smaller one's
+  /// (SubBatch.h).
+  Trace subTrace, tailTrace;
   api::AnyFn root = nullptr;
   std::string rootName;
   std::vector<Tensor*> sym;
@@ -265,11 +267,11 @@ bool runSubBatches(ExecState& st, Plan& whole, const Trace& t,
                    std::vector<api::Value>& rootOutputs) {
   const BatchFacts facts = whole.sched.batch;
   const int64_t batch = whole.ops[whole.rootOutputs.front()].out[0];
-  Trace& sub = st.subTrace;
   // Every slice has `size` images but the last: both sizes must trace.
-  for (int64_t n : {batch % size, size})
-    if (n > 0 && !traceWithBatch(t, facts, n, sub))
-      return false;
+  const int64_t tail = batch % size;
+  if (!traceWithBatch(t, facts, size, st.subTrace) ||
+      (tail > 0 && !traceWithBatch(t, facts, tail, st.tailTrace)))
+    return false;
   std::vector<Tensor*> outs;
   for (auto [k, op] : symOut) {
     Tensor* out = newTensor(whole.ops[op].out, 4, /*tracked=*/true);
@@ -279,8 +281,7 @@ bool runSubBatches(ExecState& st, Plan& whole, const Trace& t,
   std::vector<Tensor*> views;
   for (int64_t first = 0; first < batch; first += size) {
     const int64_t n = std::min(size, batch - first);
-    if (first == 0 || n != size)
-      traceWithBatch(t, facts, n, sub);
+    Trace& sub = n == size ? st.subTrace : st.tailTrace;
     // The slice's images: views of the inputs' host buffers.
     for (int slot : facts.inputs) {
       Tensor* in = t.ext[size_t(slot)];
@@ -432,12 +433,13 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
       }
       st.plans[i]->storeBytes = 0;
     }
-  for (auto [k, op] : split ? decltype(symOut){} : symOut) {
-    Tensor* out = p.actual[op];
-    ensureHost(out);
-    rootOutputs[k] = api::makeValue(static_cast<void*>(out));
-    rootOutputs[k].type = &api::TypeOf<void*>::desc;
-  }
+  if (!split)
+    for (auto [k, op] : symOut) {
+      Tensor* out = p.actual[op];
+      ensureHost(out);
+      rootOutputs[k] = api::makeValue(static_cast<void*>(out));
+      rootOutputs[k].type = &api::TypeOf<void*>::desc;
+    }
   t.clear();
 }
 
