@@ -109,7 +109,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames)                \
+                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames, Batch)         \
   void* Intrinsic(                                                             \
       HPVM_RT_TENSORS_##TensorArgs HPVM_RT_SCALARS_##ScalarArgs(Scalar));
 #include "hpvm_rt/Ops.def"

@@ -2,7 +2,8 @@
 // a MobileNet-like graph (convolution with a broadcast bias, depthwise
 // convolution, residual add, pooling, dense layer, softmax) split into
 // slices gives the whole batch's outputs, profile records cover the whole
-// batch, and the split size follows the cache budget.
+// batch, the op table's Batch column decides which graphs split, and the
+// split size follows the cache budget.
 #include "core/SubBatch.h"
 #include "GraphTestUtil.h"
 #include "core/Core.h"
@@ -45,9 +46,25 @@ void blockLeaf(void* x, size_t) {
   __hpvm__return(2, out, (size_t)0);
 }
 
-void blockRoot(void*, size_t) {
+// x: N x 8 x 6 x 6; a ConvNeXt-like block (layer norm over each pixel's
+// channels, GELU) and, when \p Attend, a self-attention over the 36 tokens
+// of each image (Ops.def Batch Whole: the batch is never split).
+template <bool Attend> void tokenLeaf(void* x, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* w = randomTensor({24, 8, 3, 3}, 6, -0.3f, 0.3f);
+  void* scale = randomTensor({1, 24, 1, 1}, 7, 0.5f, 1.5f);
+  void* bias = randomTensor({1, 24, 1, 1}, 8, -0.2f, 0.2f);
+  void* y = __hpvm__tensor_convolution(x, w, 1, 1, 1, 1);
+  y = __hpvm_rt__tensor_gelu(
+      __hpvm_rt__tensor_layer_norm(y, scale, bias, 1e-5));
+  if (Attend)
+    y = __hpvm_rt__tensor_attention(y, 2);
+  __hpvm__return(2, y, (size_t)0);
+}
+
+template <void (*Leaf)(void*, size_t)> void rootOf(void*, size_t) {
   __hpvm__hint(hpvm::CPU_TARGET);
-  void* n = __hpvm__createNodeND(0, blockLeaf);
+  void* n = __hpvm__createNodeND(0, Leaf);
   __hpvm__bindIn(n, 0, 0, 0);
   __hpvm__bindIn(n, 1, 1, 0);
   __hpvm__bindOut(n, 0, 0, 0);
@@ -78,9 +95,10 @@ private:
   std::string saved_;
 };
 
+template <void (*Leaf)(void*, size_t) = blockLeaf>
 std::vector<float> launch(void* x) {
   OneIn args{x, 0, {nullptr, 0}};
-  __hpvm__wait(__hpvm__launch(0, blockRoot, (void*)&args));
+  __hpvm__wait(__hpvm__launch(0, rootOf<Leaf>, (void*)&args));
   std::vector<float> out = valuesOf(args.r.tensor);
   freeTensor(args.r.tensor);
   return out;
@@ -130,6 +148,32 @@ TEST_CASE("Sub-batches: a batch run in slices gives the whole batch's "
     CHECK(hpvm::rt::plansBuilt() - before == (N == 10 ? 2 : 0));
     freeTensor(x);
   }
+}
+
+TEST_CASE("Sub-batches: the op table decides which graphs are split") {
+  void* x = randomTensor({10, 8, 6, 6}, 50, -1.f, 1.f);
+  std::vector<float> whole, wholeAttend;
+  {
+    SubBatchEnv env("0");
+    whole = launch<tokenLeaf<false>>(x);
+    wholeAttend = launch<tokenLeaf<true>>(x);
+  }
+  SubBatchEnv env("4");
+  // Layer norm (Batch Params) splits into 4 + 4 + 2 images.
+  int64_t before = hpvm::rt::plansBuilt();
+  std::vector<float> split = launch<tokenLeaf<false>>(x);
+  CHECK(hpvm::rt::plansBuilt() - before == 2);
+  REQUIRE(split.size() == whole.size());
+  double worst = 0;
+  for (size_t i = 0; i < split.size(); ++i)
+    worst = std::max(worst, double(std::fabs(split[i] - whole[i])));
+  CHECK(worst <= 1e-6);
+  // Attention (Batch Whole) keeps the batch whole: no new plan.
+  before = hpvm::rt::plansBuilt();
+  split = launch<tokenLeaf<true>>(x);
+  CHECK(hpvm::rt::plansBuilt() - before == 0);
+  CHECK(split == wholeAttend);
+  freeTensor(x);
 }
 
 TEST_CASE("Sub-batches: the split follows the cache budget") {

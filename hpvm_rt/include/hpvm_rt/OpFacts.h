@@ -46,6 +46,18 @@ enum class ReduceOver : uint8_t {
   Tokens,  ///< H * W: dims 2 and 3 of the first operand.
 };
 
+/// How an op treats the images of a batch (Ops.def Batch column): whether
+/// a launch may run it over slices of the batch (the executor's
+/// sub-batches) and which operands are then sliced.
+enum class BatchRole : uint8_t {
+  Whole,     ///< Mixes the images, or is not known not to: never sliced.
+  Images,    ///< Every operand holds the images; each computed on its own.
+  Params,    ///< Operand 0 holds the images; the others are parameters
+             ///< (filter, statistics) shared by every image.
+  Broadcast, ///< Each operand holds the images or is one image's worth
+             ///< (batch 1) broadcast to all of them.
+};
+
 /// Most tensor operands of one op call (a variadic op's limit; the
 /// exporter splits a longer ONNX Concat into a tree of concats).
 inline constexpr int kMaxTensorArgs = 64;
@@ -68,6 +80,7 @@ struct OpFacts {
   bool hpvm; ///< HPVM has the intrinsic (else: an hpvm_rt extension).
   /// The scalar operands' names: "pads:2 strides:2" (Ops.def ScalarNames).
   const char* scalarNames;
+  BatchRole batch;
 };
 
 // TensorArgs as a count (N, variadic: 0) and as the variadic flag.
@@ -86,7 +99,7 @@ struct OpFacts {
 inline constexpr OpFacts kOpFacts[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act_,   \
-                InPlace, Reduce, Scalar, Hpvm, ScalarNames)                    \
+                InPlace, Reduce, Scalar, Hpvm, ScalarNames, Batch)             \
   {#Kind,                                                                      \
    HPVM_RT_ARGC_##TensorArgs,                                                  \
    ScalarArgs,                                                                 \
@@ -99,7 +112,8 @@ inline constexpr OpFacts kOpFacts[] = {
    InPlace != 0,                                                               \
    ReduceOver::Reduce,                                                         \
    Hpvm != 0,                                                                  \
-   ScalarNames},
+   ScalarNames,                                                                \
+   BatchRole::Batch},
 #include "hpvm_rt/Ops.def"
 };
 

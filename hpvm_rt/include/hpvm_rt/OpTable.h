@@ -153,7 +153,7 @@ struct KnobInfo {
 inline constexpr OpInfo kOpInfos[] = {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames)                \
+                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames, Batch)         \
   {HpvmOp::Kind,                                                               \
    #Kind,                                                                      \
    ConfName,                                                                   \

@@ -394,7 +394,7 @@ using hpvm::rt::HpvmOp;
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \
                 ScalarArgs, Knobs, FlopsPerElem, FlopsPerReduce, Fuse, Act,    \
-                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames)                \
+                InPlace, ReduceOver, Scalar, Hpvm, ScalarNames, Batch)         \
   void* Intrinsic(                                                             \
       HPVM_RT_TPARAMS_##TensorArgs HPVM_RT_SPARAMS_##ScalarArgs(Scalar)) {     \
     HPVM_RT_TGATHER_##TensorArgs const double scalars[] = {                    \

@@ -13,61 +13,6 @@ namespace hpvm::rt {
 
 namespace {
 
-/// The ops that compute each image of a batch on its own (the token and
-/// attention ops of transformers are left whole).
-bool perImage(HpvmOp op) {
-  switch (op) {
-  case HpvmOp::Conv:
-  case HpvmOp::GroupConv:
-  case HpvmOp::Mul:
-  case HpvmOp::Add:
-  case HpvmOp::Multiply:
-  case HpvmOp::BatchNorm:
-  case HpvmOp::Relu:
-  case HpvmOp::ClippedRelu:
-  case HpvmOp::Tanh:
-  case HpvmOp::Softmax:
-  case HpvmOp::Sigmoid:
-  case HpvmOp::HardSigmoid:
-  case HpvmOp::HardSwish:
-  case HpvmOp::Gelu:
-  case HpvmOp::Silu:
-  case HpvmOp::LeakyRelu:
-  case HpvmOp::Concat:
-  case HpvmOp::ChannelSlice:
-  case HpvmOp::ChannelShuffle:
-  case HpvmOp::Pad:
-  case HpvmOp::SpatialSlice:
-  case HpvmOp::MaxPool:
-  case HpvmOp::AvgPool:
-  case HpvmOp::MaxPoolPads:
-  case HpvmOp::AvgPoolPads:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// Operand \p i of \p op is a parameter (filter, batch-norm statistics),
-/// never images.
-bool parameterOperand(HpvmOp op, int i) {
-  switch (op) {
-  case HpvmOp::Conv:
-  case HpvmOp::GroupConv:
-  case HpvmOp::Mul:
-    return i == 1;
-  case HpvmOp::BatchNorm:
-    return i >= 1;
-  default:
-    return false;
-  }
-}
-
-/// Operands of \p op that may broadcast a tensor of batch 1 (a constant).
-bool broadcasts(HpvmOp op) {
-  return op == HpvmOp::Add || op == HpvmOp::Multiply;
-}
-
 /// Bytes per element of a group's output as its schedule stores it.
 int64_t storedBytes(const Group& g) {
   if (g.quantizeOut != 0)
@@ -95,17 +40,18 @@ BatchFacts batchFactsOf(const Plan& p, const Trace& t) {
     return true;
   };
   for (const TraceOp& op : p.ops) {
-    if (!perImage(op.op) || op.out[0] != batch)
+    const BatchRole kind = opInfo(op.op).facts->batch;
+    if (kind == BatchRole::Whole || op.out[0] != batch)
       return f;
     for (int i = 0; i < op.numIn; ++i) {
       if (op.in[i] >= 0)
         continue;
       const size_t slot = size_t(-op.in[i] - 1);
       const int64_t n = t.extShapes[slot][0];
-      const Role r = parameterOperand(op.op, i)    ? Parameter
-                     : n == batch                  ? Images
-                     : n == 1 && broadcasts(op.op) ? Parameter
-                                                   : Unused;
+      const Role r = kind == BatchRole::Params && i > 0       ? Parameter
+                     : n == batch                             ? Images
+                     : n == 1 && kind == BatchRole::Broadcast ? Parameter
+                                                              : Unused;
       if (r == Unused || !assign(slot, r))
         return f;
     }
