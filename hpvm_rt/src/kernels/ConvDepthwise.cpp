@@ -63,59 +63,38 @@ std::optional<approx::ChannelBlocks> onednnForm(const KnobSpec& knob) {
                                approx::isaLevel() >= approx::IsaLevel::Amx};
 }
 
-/// w with post's bias and batch norm folded in, rounded to bf16 with
-/// \p bf16, packed for depthwiseConv: derived once per version of the
-/// tensors involved and cached on w.
-const TensorImpl::Derived& packedFilter(const Tensor* w, const PostOps& post,
-                                        const approx::DepthwiseConv& d,
-                                        bool bf16) {
-  TensorImpl& impl = implOf(w);
-  const std::string key =
-      std::string(bf16 ? "dw-packed-bf16|" : "dw-packed|") + foldKey(post);
-  if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return *found;
-  const int64_t perK = d.kh * d.kw;
-  const float* wp = hostData(w);
-  std::vector<float> wf(wp, wp + numElems(w)), bf;
-  foldPostOps(post, d.c, perK, perK, 1, wf, bf);
-  TensorImpl::Derived made;
-  made.key = key;
-  made.weights = dnnl::memory(
-      {{approx::packedDepthwiseSize(d)}, dt::f32, tag::x}, engine());
-  approx::packDepthwiseFilter(
-      d, wf.data(), bf16, static_cast<float*>(made.weights.get_data_handle()));
-  made.bias = dnnl::memory({{d.c}, dt::f32, tag::x}, engine());
-  std::copy(bf.begin(), bf.end(),
-            static_cast<float*>(made.bias.get_data_handle()));
-  return storeDerived(impl, std::move(made));
-}
-
 } // namespace
 
-bool convDepthwiseApplies(const Tensor* x, const ConvArgs& a,
-                          const PostOps& post, const KnobSpec& knob,
-                          const Dims4& xd, const Dims4& wd) {
+std::optional<approx::ChannelBlocks>
+convDepthwiseInput(const Tensor* x, const ConvArgs& a, const PostOps& post,
+                   const KnobSpec& knob, const Dims4& xd, const Dims4& wd) {
   if (a.groups != xd[1] || wd[0] != xd[1] || wd[1] != 1 || post.residual ||
       (knob.precision != Precision::FP32 &&
        knob.precision != Precision::BF16) ||
       !epilogueOf(post) || !approx::depthwiseApplies(dwShape(a, xd, wd)))
-    return false;
+    return std::nullopt;
   const TensorImpl& impl = implOf(const_cast<Tensor*>(x));
   if (!impl.memValid || impl.memScale != 1.f)
-    return false;
+    return std::nullopt;
   const std::optional<approx::ChannelBlocks> have = readable(impl.mem, xd);
   const std::optional<approx::ChannelBlocks> want = onednnForm(knob);
-  return have &&
-         (!want || have->bf16 != want->bf16 || have->nhwc != want->nhwc);
+  if (have && want && have->bf16 == want->bf16 && have->nhwc == want->nhwc)
+    return std::nullopt;
+  return have;
 }
 
-void runConvDepthwise(const Tensor* x, const Tensor* w, const ConvArgs& a,
-                      const PostOps& post, const KnobSpec& knob, Tensor* y,
-                      const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+void runConvDepthwise(const approx::ChannelBlocks& in, const Tensor* w,
+                      const ConvArgs& a, const PostOps& post,
+                      const KnobSpec& knob, Tensor* y, const Dims4& xd,
+                      const Dims4& wd, const Dims4& yd) {
   const approx::DepthwiseConv d = dwShape(a, xd, wd);
   const bool bf16 = knob.precision == Precision::BF16;
-  const TensorImpl::Derived& filter = packedFilter(w, post, d, bf16);
-  const approx::ChannelBlocks in = *readable(storedMemory(x), xd);
+  const TensorImpl::Derived& filter = packedFilter(
+      w, post, bf16 ? "dw-packed-bf16" : "dw-packed", d.c, d.kh * d.kw, dt::f32,
+      approx::packedDepthwiseSize(d), [&](const float* folded, void* packed) {
+        approx::packDepthwiseFilter(d, folded, bf16,
+                                    static_cast<float*>(packed));
+      });
   // The output as oneDNN's kernel for the knob writes it.
   const std::optional<approx::ChannelBlocks> form = onednnForm(knob);
   const bool nhwc = form && form->nhwc;

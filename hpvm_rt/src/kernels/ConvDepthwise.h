@@ -7,26 +7,32 @@
 #ifndef HPVM_RT_KERNELS_CONVDEPTHWISE_H
 #define HPVM_RT_KERNELS_CONVDEPTHWISE_H
 
+#include "approx/DepthwiseConv.h"
 #include "kernels/Kernels.h"
 #include "kernels/TensorImpl.h"
 
+#include <optional>
+
 namespace hpvm::rt::kern {
 
-/// True when runConvDepthwise computes this exact convolution under \p knob
+/// Where runConvDepthwise computes this exact convolution under \p knob
 /// (fp32, or bf16): depthwise, channels in blocks of 16, no residual, an
 /// activation the kernel has, and x stored (fp32 or bf16, nChw16c or
-/// NHWC) in another form than oneDNN's kernel would read.
-bool convDepthwiseApplies(const Tensor* x, const ConvArgs& a,
-                          const PostOps& post, const KnobSpec& knob,
-                          const Dims4& xd, const Dims4& wd);
+/// NHWC) in another form than oneDNN's kernel would read: x as stored, for
+/// runConvDepthwise. Elsewhere none.
+std::optional<approx::ChannelBlocks>
+convDepthwiseInput(const Tensor* x, const ConvArgs& a, const PostOps& post,
+                   const KnobSpec& knob, const Dims4& xd, const Dims4& wd);
 
 /// The convolution with DepthwiseConv.h's numerics: x read where it is
-/// stored; the filter with bias and batch norm folded in (and rounded to
-/// bf16 under bf16); y as the knob's oneDNN kernels would write it (fp32
-/// nChw16c; bf16 knobs: NHWC on AMX, bf16 with post.bf16Out).
-void runConvDepthwise(const Tensor* x, const Tensor* w, const ConvArgs& a,
-                      const PostOps& post, const KnobSpec& knob, Tensor* y,
-                      const Dims4& xd, const Dims4& wd, const Dims4& yd);
+/// stored (\p in, from convDepthwiseInput); the filter with bias and batch
+/// norm folded in (and rounded to bf16 under bf16); y as the knob's oneDNN
+/// kernels would write it (fp32 nChw16c; bf16 knobs: NHWC on AMX, bf16
+/// with post.bf16Out).
+void runConvDepthwise(const approx::ChannelBlocks& in, const Tensor* w,
+                      const ConvArgs& a, const PostOps& post,
+                      const KnobSpec& knob, Tensor* y, const Dims4& xd,
+                      const Dims4& wd, const Dims4& yd);
 
 } // namespace hpvm::rt::kern
 

@@ -20,33 +20,6 @@ approx::HalfConv halfShape(const ConvArgs& a, const Dims4& xd,
           wd[3], a.padH, a.padW, a.strideH, a.strideW};
 }
 
-/// w with post's bias and batch norm folded in, packed for convHalf, and
-/// the folded bias rounded to half: derived once per version of the
-/// tensors involved and cached on w.
-const TensorImpl::Derived& packedHalfFilter(const Tensor* w,
-                                            const PostOps& post,
-                                            const approx::HalfConv& hc) {
-  TensorImpl& impl = implOf(w);
-  const std::string key = "half-packed|" + foldKey(post);
-  if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return *found;
-  const int64_t perK = hc.c * hc.kh * hc.kw;
-  const float* wp = hostData(w);
-  std::vector<float> wf(wp, wp + numElems(w)), bf;
-  foldPostOps(post, hc.k, perK, perK, 1, wf, bf);
-  roundTo(Precision::FP16, bf.data(), hc.k);
-  TensorImpl::Derived d;
-  d.key = key;
-  d.weights = dnnl::memory(
-      {{approx::packedHalfFilterSize(hc)}, dt::f16, tag::x}, engine());
-  approx::packHalfFilter(hc, wf.data(),
-                         static_cast<uint16_t*>(d.weights.get_data_handle()));
-  d.bias = dnnl::memory({{hc.k}, dt::f32, tag::x}, engine());
-  std::copy(bf.begin(), bf.end(),
-            static_cast<float*>(d.bias.get_data_handle()));
-  return storeDerived(impl, std::move(d));
-}
-
 } // namespace
 
 bool convHalfApplies(const ConvArgs& a, const PostOps& post, const Dims4& xd,
@@ -60,7 +33,13 @@ void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
                  const PostOps& post, Tensor* y, const Dims4& xd,
                  const Dims4& wd, const Dims4& yd) {
   const approx::HalfConv hc = halfShape(a, xd, wd);
-  const TensorImpl::Derived& filter = packedHalfFilter(w, post, hc);
+  const TensorImpl::Derived& filter = packedFilter(
+      w, post, "half-packed", hc.k, hc.c * hc.kh * hc.kw, dt::f16,
+      approx::packedHalfFilterSize(hc),
+      [&](const float* folded, void* packed) {
+        approx::packHalfFilter(hc, folded, static_cast<uint16_t*>(packed));
+      },
+      Precision::FP16);
   const auto* packed =
       static_cast<const uint16_t*>(filter.weights.get_data_handle());
   const auto* bias = static_cast<const float*>(filter.bias.get_data_handle());

@@ -82,6 +82,8 @@ struct ConvCall {
   /// The primitive exact-amx's or exact-blocked's applies() found, for
   /// its run().
   mutable const Prim* exactChosen = nullptr;
+  /// x as stored, where exact-depthwise-in-place's applies() takes it.
+  mutable std::optional<approx::ChannelBlocks> dwInput = std::nullopt;
 
   /// Perforation or sampling that skips something somewhere.
   bool approximate() const {
@@ -423,11 +425,12 @@ const ConvVariant kConvVariants[] = {
     // ms for the reorder to bf16 NHWC and oneDNN's kernel (batch 64).
     {"exact-depthwise-in-place",
      [](const ConvCall& c) {
-       return convDepthwiseApplies(c.x, c.args, c.post, c.knob, c.xd, c.wd);
+       c.dwInput = convDepthwiseInput(c.x, c.args, c.post, c.knob, c.xd, c.wd);
+       return c.dwInput.has_value();
      },
      [](const ConvCall& c) {
-       runConvDepthwise(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd,
-                        c.yd);
+       runConvDepthwise(*c.dwInput, c.w, c.args, c.post, c.knob, c.y, c.xd,
+                        c.wd, c.yd);
      }},
     // Exact bf16 on an AMX CPU, fewer than kAmxMinPixels output pixels per
     // image, no residual: im2col and oneDNN's AMX inner product over every

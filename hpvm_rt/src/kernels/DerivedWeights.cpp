@@ -59,6 +59,30 @@ const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
   return impl.derived.back();
 }
 
+const TensorImpl::Derived&
+packedFilter(const Tensor* w, const PostOps& post, const char* name, int64_t K,
+             int64_t perK, dnnl::memory::data_type packedType,
+             int64_t packedElems,
+             const std::function<void(const float* folded, void* packed)>& pack,
+             Precision roundBias) {
+  TensorImpl& impl = implOf(w);
+  const std::string key = std::string(name) + "|" + foldKey(post);
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return *found;
+  const float* wp = hostData(w);
+  std::vector<float> wf(wp, wp + numElems(w)), bf;
+  foldPostOps(post, K, perK, perK, 1, wf, bf);
+  roundTo(roundBias, bf.data(), K);
+  TensorImpl::Derived d;
+  d.key = key;
+  d.weights = dnnl::memory({{packedElems}, packedType, tag::x}, engine());
+  pack(wf.data(), d.weights.get_data_handle());
+  d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
+  std::copy(bf.begin(), bf.end(),
+            static_cast<float*>(d.bias.get_data_handle()));
+  return storeDerived(impl, std::move(d));
+}
+
 void foldPostOps(const PostOps& post, int64_t K, int64_t perK, int64_t kStride,
                  int64_t kStep, std::vector<float>& w, std::vector<float>& b) {
   b.assign(K, 0.f);

@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
 /// kStride = 1, kStep = N).
 void foldPostOps(const PostOps& post, int64_t K, int64_t perK, int64_t kStride,
                  int64_t kStep, std::vector<float>& w, std::vector<float>& b);
+
+/// A convolution filter packed for one of our own kernels: w (K output
+/// channels of perK values) with the bias and batch norm of \p post
+/// folded in, handed to \p pack with the weights to fill (\p packedElems
+/// elements of \p packedType); the folded bias (f32, K elements) rounded
+/// to \p roundBias. Found under \p name and post's fold, else derived once
+/// and cached on w until any of the tensors involved changes.
+const TensorImpl::Derived&
+packedFilter(const Tensor* w, const PostOps& post, const char* name, int64_t K,
+             int64_t perK, dnnl::memory::data_type packedType,
+             int64_t packedElems,
+             const std::function<void(const float* folded, void* packed)>& pack,
+             Precision roundBias = Precision::FP32);
 
 /// Returns the weights (in layout \p want) and bias (f32, K elements) for
 /// a conv or dense layer, derived from w and the post-ops once and cached
