@@ -8,6 +8,7 @@
 #include "approx/DepthwiseConv.h"
 
 #include "approx/Approx.h"
+#include "approx/Bf16Bits.h"
 #include "approx/Isa.h"
 
 #include <immintrin.h>
@@ -52,18 +53,9 @@ struct Job {
   DwEpilogue epi;
 };
 
-/// The bits of v rounded to bf16 (nearest even) in their upper half; a NaN
-/// stays a quiet NaN.
+/// The bits of v rounded to bf16 in their upper half (Bf16Bits.h).
 HPVM_TARGET_AVX512 inline __m512i bf16Bits(__m512 v) {
-  const __m512i b = _mm512_castps_si512(v);
-  const __m512i magnitude = _mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff));
-  const __mmask16 nan =
-      _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
-  const __m512i lsb =
-      _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-  return _mm512_mask_or_epi32(rounded, nan, b, _mm512_set1_epi32(0x00400000));
+  return bf16RoundedBits(_mm512_castps_si512(v));
 }
 
 template <bool Bf16In, bool RoundIn>

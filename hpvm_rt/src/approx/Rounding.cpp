@@ -3,6 +3,7 @@
 // back, so that accuracy effects of half precision are real on the CPU.
 #include "approx/Approx.h"
 
+#include "approx/Bf16Bits.h"
 #include "approx/Isa.h"
 
 #include <immintrin.h>
@@ -124,17 +125,12 @@ namespace {
 
 /// Rounds data[b..end) to bfloat16 and back.
 void roundBf16Range(float* data, int64_t b, int64_t end) {
-  // Integer rounding on the float's bits (vectorised by the compiler); not
-  // the AVX512-BF16 instruction, which flushes subnormals to zero.
+  // Integer rounding on the float's bits (vectorised by the compiler).
 #pragma omp simd
   for (int64_t i = b; i < end; ++i) {
     uint32_t bits;
     std::memcpy(&bits, &data[i], sizeof bits);
-    if ((bits & 0x7fffffffu) > 0x7f800000u)
-      bits |= 0x00400000u; // NaN: keep it a (quiet) NaN.
-    else
-      bits += 0x7fffu + ((bits >> 16) & 1u);
-    bits &= 0xffff0000u;
+    bits = bf16RoundedBits(bits) & 0xffff0000u;
     std::memcpy(&data[i], &bits, sizeof bits);
   }
 }
