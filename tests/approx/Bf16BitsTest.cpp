@@ -56,12 +56,11 @@ TEST_CASE("Bf16Bits: the AVX-512 form equals the scalar form") {
     MESSAGE("no AVX-512 on this CPU: only the scalar form runs here");
     return;
   }
-  std::vector<uint32_t> in = {0x00000000u, 0x80000000u, 0x7f800000u,
-                              0xff800000u, 0x7f800001u, 0x7fc00000u,
-                              0xffffffffu, 0x7f7fffffu, 0x3f808000u,
-                              0x3f818000u, 0x3f807fffu, 0x00008000u,
-                              0x00018000u, 0x7f7f8000u, 0x807fffffu,
-                              0x3f80ffffu};
+  std::vector<uint32_t> in = {
+      0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+      0x7f800001u, 0x7fc00000u, 0xffffffffu, 0x7f7fffffu,
+      0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x00008000u,
+      0x00018000u, 0x7f7f8000u, 0x807fffffu, 0x3f80ffffu};
   std::mt19937 rng(7);
   while (in.size() < 16 * 4096)
     in.push_back(rng());

@@ -5,6 +5,7 @@
 #include "KernelTestUtil.h"
 #include "approx/Approx.h"
 #include "approx/ConvGeometry.h"
+#include "kernels/Numerics.h"
 #include "kernels/TensorImpl.h"
 
 using namespace hpvm::rt;
@@ -40,13 +41,23 @@ void checkFused(const std::vector<float>& got, const std::vector<float>& want,
              p == Precision::FP16 ? 1e-3 : 1e-6, what);
 }
 
+/// For a scope: filter sampling runs on the sampling engines wherever
+/// runConv would run it as the exact convolution of the sampled filter
+/// (the tests of the engines).
+struct EnginesOnly {
+  EnginesOnly() {
+    approx::setPerforationPath(approx::PerforationPath::AutoEngines);
+  }
+  ~EnginesOnly() { approx::setPerforationPath(approx::PerforationPath::Auto); }
+};
+
 struct ConvCase {
   ConvShape s;
   /// True when runConv may compute knob variant v on a blocked engine
   /// (approx::convPerforatedBlocked, approx::convSampledBlocked) under
   /// perforation path `path`.
   bool blocked(Variant v, approx::PerforationPath path) const {
-    if (path != approx::PerforationPath::Auto || s.K % 16 != 0)
+    if (!approx::autoPath(path) || s.K % 16 != 0)
       return false;
     if (v == Variant::Samp)
       return s.args.groups == 1 && s.C % 16 == 0;
@@ -245,6 +256,7 @@ TEST_CASE("Kernels: bf16 convs on AMX (NHWC brgconv, im2col + inner "
 
 TEST_CASE("Kernels: perforated and sampled convs are the approximate "
           "algorithm followed by the post-ops") {
+  EnginesOnly engines;
   struct K {
     Variant v;
     int rate, offset;
@@ -284,12 +296,12 @@ TEST_CASE("Kernels: approximate convs fuse every post-op chain on every "
   for (const char* name : {"lenet_like_5x5", "tail13"}) {
     ConvCase c(name, 950);
     for (PerforationPath path :
-         {PerforationPath::Auto, PerforationPath::DnnlFused,
+         {PerforationPath::AutoEngines, PerforationPath::DnnlFused,
           PerforationPath::DnnlGeneric, PerforationPath::Gemm}) {
       approx::setPerforationPath(path);
       for (K k : {K{Variant::PerfRow, 2, 1}, K{Variant::PerfCol, 3, 0},
                   K{Variant::Samp, 2, 1}}) {
-        if (k.v == Variant::Samp && path != PerforationPath::Auto)
+        if (k.v == Variant::Samp && path != PerforationPath::AutoEngines)
           continue;
         for (Precision p : {Precision::FP32, Precision::FP16}) {
           KnobSpec knob = knobOf(k.v, p, k.rate, k.offset);
@@ -462,6 +474,7 @@ TEST_CASE("Kernels: bf16 and int8 sampling equal the approximate algorithm "
   // blocks, whatever the output size; the NCHW engine on rounded or
   // dequantized operands elsewhere (3 input or 24 output channels,
   // grouped).
+  EnginesOnly engines;
   for (const char* name :
        {"tail13", "stride2", "pointwise", "tiny4x4", "shortcut_1x1_s2",
         "rect16", "vgg_first", "depthwise", "lenet_like_5x5"}) {
@@ -513,6 +526,7 @@ TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
   // Shapes it takes (C and K multiples of 16, small outputs or 1x1):
   // 3x3 on 4x4, 2x2 and 8x8 (stride 2) outputs, 1x1 with and without
   // stride; the regular (rate 3 on 3x3) and irregular variants.
+  EnginesOnly engines;
   for (const char* name :
        {"tiny4x4", "tiny2x2", "stride2", "pointwise", "shortcut_1x1_s2"}) {
     ConvCase c(name, 1300);
@@ -538,6 +552,64 @@ TEST_CASE("Kernels: the blocked sampling engine equals the NCHW one on "
                 true);
           }
   }
+}
+
+TEST_CASE("Kernels: filter sampling run as the exact convolution of the "
+          "sampled filter equals the sampling engines") {
+  // fp32 on filters of fewer than 8192 weights per tap (C x K), and at rate
+  // 4 on any; bf16 at rate 2 where the CPU has native bf16 convolutions.
+  // The same products as the engines, summed in the exact kernel's order.
+  const bool nativeBf16 =
+      kern::numericsOf(knobOf(Variant::Exact, Precision::BF16, 1, 0))
+          .nativeBf16;
+  for (const char* name :
+       {"tail13", "lenet_like_5x5", "stride2", "pointwise", "wide64x128"}) {
+    ConvCase c(name, 2100);
+    const bool wide = c.s.C * c.s.K >= 8192;
+    for (Precision p : {Precision::FP32, Precision::BF16})
+      for (int rate = 2; rate <= 4; ++rate)
+        for (int offset = 0; offset < rate; ++offset) {
+          const bool asExact = p == Precision::FP32
+                                   ? !(wide && rate <= 3)
+                                   : rate == 2 && (nativeBf16 || !wide);
+          const KnobSpec knob = knobOf(Variant::Samp, p, rate, offset);
+          TestPost post(3, c.s.K, c.yDims, 2110 + rate);
+          const std::vector<float> got = c.run(post.ops, knob);
+          const std::string ran = lastConvVariant();
+          const std::string what = std::string(name) + " precision " +
+                                   std::to_string(int(p)) + " rate " +
+                                   std::to_string(rate) + " offset " +
+                                   std::to_string(offset);
+          CHECK_MESSAGE((ran == "samp-as-exact") == asExact,
+                        what << ": ran " << ran);
+          if (!asExact)
+            continue;
+          std::vector<float> engines;
+          {
+            EnginesOnly only;
+            engines = c.run(post.ops, knob);
+          }
+          CHECK_MESSAGE(std::string(lastConvVariant()) != "samp-as-exact",
+                        what);
+          checkClose(got, engines, 2e-6, 2e-6, what + " against the engines");
+          checkClose(got, c.approximate(post, knob, p), 2e-6, 2e-6,
+                     what + " against the algorithm");
+        }
+  }
+  // A new filter: the sampled filter derived again.
+  ConvCase c("tail13", 2120);
+  const KnobSpec knob = knobOf(Variant::Samp, Precision::FP32, 2, 1);
+  TestPost none(0, c.s.K, c.yDims, 2121);
+  const std::vector<float> before = c.run(none.ops, knob);
+  std::vector<float> wv = c.w->values();
+  for (float& v : wv)
+    v = -v;
+  c.w->set(wv);
+  const std::vector<float> after = c.run(none.ops, knob);
+  REQUIRE(std::string(lastConvVariant()) == "samp-as-exact");
+  checkClose(after, c.approximate(none, knob, Precision::FP32), 2e-6, 2e-6,
+             "tail13 after a new filter");
+  CHECK(after != before);
 }
 
 TEST_CASE("Kernels: an fp16 op's input already rounded by the op before it "
@@ -672,8 +744,12 @@ TEST_CASE("Conv: each call runs the first variant of the ordered list that "
            {"tail13", Variant::Exact, Precision::INT8, 1, 0, "int8"},
            {"grouped2", Variant::Exact, Precision::INT8DYN, 1, 0, "int8"},
            {"tail13", Variant::PerfRow, Precision::FP32, 2, 0, approxBlocked},
-           // (bf16 sampling on the blocked engine where the CPU has bf16)
-           {"tail13", Variant::Samp, Precision::BF16, 2, 1,
+           // Sampling as the exact convolution of the sampled filter where
+           // the engines would be slower (16 x 32 channels); on the engines
+           // where they pay (64 x 128 at rate 2; bf16 at rate 3).
+           {"tail13", Variant::Samp, Precision::FP32, 2, 1, "samp-as-exact"},
+           {"wide64x128", Variant::Samp, Precision::FP32, 2, 1, approxBlocked},
+           {"tail13", Variant::Samp, Precision::BF16, 3, 1,
             approx::isaLevel() >= approx::IsaLevel::Avx512Bf16
                 ? "approx-blocked"
                 : "approx-nchw"},

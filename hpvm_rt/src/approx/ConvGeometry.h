@@ -64,7 +64,15 @@ enum class PerforationPath : uint8_t {
   DnnlFused,   ///< oneDNN per class, fused NHWC output pass.
   DnnlGeneric, ///< oneDNN per class, scatter reorders and a fill pass.
   Gemm,        ///< Reduced im2col + GEMM over the kept positions.
+  /// As Auto, except that filter sampling always runs on the sampling
+  /// engines, never as the exact convolution of the sampled filter
+  /// (ConvSampledExact.h): the tests of the engines.
+  AutoEngines,
 };
+/// Auto or AutoEngines: runConv picks the engine.
+inline bool autoPath(PerforationPath p) {
+  return p == PerforationPath::Auto || p == PerforationPath::AutoEngines;
+}
 /// Test hook: selects the engine of later perforated convolutions.
 void setPerforationPath(PerforationPath path);
 /// The engine setPerforationPath() selected (Auto by default).

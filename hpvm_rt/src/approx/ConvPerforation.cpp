@@ -334,7 +334,7 @@ void convPerforated(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
   const bool cols = knob.variant == Variant::PerfCol;
   const PerforationPath path = forcedPath;
   if (path == PerforationPath::Gemm ||
-      (path == PerforationPath::Auto && preferGemm(g0, cols))) {
+      (autoPath(path) && preferGemm(g0, cols))) {
     // Reduced im2col + GEMM over the kept positions, with the caller's
     // OIHW filter as the K x (C/groups*KH*KW) GEMM operand.
     const std::vector<bool> kept =
