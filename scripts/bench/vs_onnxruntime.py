@@ -32,9 +32,9 @@ Models (--models, comma separated):
 
 Measurement: every (model, batch, threads) configuration is visited in
 each of --rounds rounds, each visit timing every engine in turn (fastest of
---repeat batches after a warm-up); a configuration's figure per engine is
-its best over the rounds, and the per-round ratios are kept (their spread
-is the noise). Before each visit the script waits until no compiler or
+--repeat batches after WARMUP = 2 untimed ones, the same for every
+engine); a configuration's figure per engine is its best over the rounds,
+and the per-round ratios are kept (their spread is the noise). Before each visit the script waits until no compiler or
 build tool has run for --quiet-seconds (as tv_classifiers.py). PyTorch runs
 with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset and its thread count set.
 
@@ -198,9 +198,18 @@ class Model:
 
 # --- measurement --------------------------------------------------------------
 
+# Untimed batches before the timed ones, for every engine: a fresh process
+# of ours finishes its one-time work in the first two launches (ResNet-18
+# int8 at batch 1 here: 37 ms, 0.75 ms, then 0.27-0.35 ms), ONNX Runtime's
+# session and TorchScript's frozen module theirs likewise.
+WARMUP = 2
+
+
 def time_ours(m, engine, batch, threads, repeat):
+    # The summary's minimum covers the warm-up launches too; they are never
+    # the fastest.
     cmd = [m.binary, "test", "--batch-size", str(batch), "--limit",
-           str(batch), "--repeat", str(repeat + 1), "--print-time",
+           str(batch), "--repeat", str(repeat + WARMUP), "--print-time",
            "--threads", str(threads), "--quiet"] + m.our_config(engine)
     text = run(cmd, f"{m.key} {engine}", cwd=m.out)
     return batch / bvp.print_time_summary(text, cmd)["min_s"]
@@ -208,7 +217,8 @@ def time_ours(m, engine, batch, threads, repeat):
 
 def time_ort(model, batch, threads, repeat):
     out = run(["node", os.path.join(HERE, "ort_run.js"), "time", model,
-               str(batch), str(threads), "2", str(repeat)], "ONNX Runtime")
+               str(batch), str(threads), str(WARMUP), str(repeat)],
+              "ONNX Runtime")
     return json.loads(out)["images_per_s"]
 
 
@@ -219,7 +229,7 @@ def time_engine(m, engine, batch, threads, repeat):
         return time_ort(m.ort_fp32, batch, threads, repeat)
     if engine == "ort_int8":
         return time_ort(m.ort_int8, batch, threads, repeat)
-    r = bvp.run_torch(m.net, batch, threads, repeat, 2)
+    r = bvp.run_torch(m.net, batch, threads, repeat, WARMUP)
     return r["frozen"]["images_per_s"]
 
 
@@ -278,7 +288,8 @@ def markdown(result):
          f"`scripts/bench/vs_onnxruntime.py` ({result['date']}); "
          f"{result['machine']}; oneDNN ISA: {result['isa']}. Images/s: best "
          f"of {result['rounds']} interleaved rounds, each the fastest of "
-         f"{result['repeat']} batches; ratios in brackets: the per-round "
+         f"{result['repeat']} batches after {result.get('warmup', 1)} "
+         f"untimed ones; ratios in brackets: the per-round "
          f"range.{' PARTIAL: interrupted.' if result['partial'] else ''}",
          "", "## Exact FP32", "",
          "| model | batch | threads | ours img/s | ORT img/s | ours/ORT "
@@ -360,7 +371,7 @@ def write_results(args, models, visits, acc, partial, ort_version):
     result = {"date": time.strftime("%Y-%m-%d"),
               "machine": "%s, %d CPUs" % (tv.cpu_model(), os.cpu_count()),
               "isa": args.isa, "ort_version": ort_version,
-              "rounds": args.rounds, "repeat": args.repeat,
+              "rounds": args.rounds, "repeat": args.repeat, "warmup": WARMUP,
               "partial": partial, "results": results, "accuracy": acc}
     tv.write_atomic(args.out + ".json", json.dumps(result, indent=1) + "\n")
     md = markdown(result)
