@@ -612,6 +612,41 @@ TEST_CASE("Kernels: filter sampling run as the exact convolution of the "
   CHECK(after != before);
 }
 
+TEST_CASE("Kernels: bf16 perforation of an axis of two run as the exact "
+          "convolution and a copy equals the perforation engines") {
+  // On an AMX CPU with native bf16, outputs below 64 pixels: every skipped
+  // row (column) is a copy of the computed one, the post-ops without a
+  // residual commute with it.
+  const bool amx =
+      approx::isaLevel() >= approx::IsaLevel::Amx &&
+      kern::numericsOf(knobOf(Variant::Exact, Precision::BF16, 1, 0))
+          .nativeBf16;
+  ConvCase c("tiny2x2", 2200);
+  for (Variant v : {Variant::PerfRow, Variant::PerfCol})
+    for (int rate = 2; rate <= 4; ++rate)
+      for (int offset = 0; offset < 2; ++offset)
+        for (int chain : {0, 1, 3, 4, 6, 9}) {
+          const KnobSpec knob = knobOf(v, Precision::BF16, rate, offset);
+          TestPost post(chain, c.s.K, c.yDims, 2210 + chain);
+          const std::vector<float> got = c.run(post.ops, knob);
+          const std::string ran = lastConvVariant();
+          const std::string what =
+              std::string(v == Variant::PerfRow ? "rows" : "columns") +
+              " rate " + std::to_string(rate) + " offset " +
+              std::to_string(offset) + " chain " + std::to_string(chain);
+          CHECK_MESSAGE((ran == "perf-as-exact") == (amx && !post.ops.residual),
+                        what << ": ran " << ran);
+          std::vector<float> engines;
+          {
+            EnginesOnly only;
+            engines = c.run(post.ops, knob);
+          }
+          checkClose(got, engines, 2e-5, 2e-5, what + " against the engines");
+          checkClose(got, c.approximate(post, knob, Precision::BF16), 2e-5,
+                     2e-5, what + " against the algorithm");
+        }
+}
+
 TEST_CASE("Kernels: an fp16 op's input already rounded by the op before it "
           "is not rounded again, and new values are") {
   // y1 = relu(x) with fp16 numerics is fp16-representable; an fp16

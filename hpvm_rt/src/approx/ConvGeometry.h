@@ -64,9 +64,9 @@ enum class PerforationPath : uint8_t {
   DnnlFused,   ///< oneDNN per class, fused NHWC output pass.
   DnnlGeneric, ///< oneDNN per class, scatter reorders and a fill pass.
   Gemm,        ///< Reduced im2col + GEMM over the kept positions.
-  /// As Auto, except that filter sampling always runs on the sampling
-  /// engines, never as the exact convolution of the sampled filter
-  /// (ConvSampledExact.h): the tests of the engines.
+  /// As Auto, except that perforation and filter sampling always run on
+  /// their engines, never as an exact convolution (ConvSampledExact.h,
+  /// ConvPerforatedExact.h): the tests of the engines.
   AutoEngines,
 };
 /// Auto or AutoEngines: runConv picks the engine.

@@ -16,8 +16,8 @@ namespace {
 
 /// A tensor the kernels own: its dims and storage live as long as it.
 struct OwnedTensor {
-  explicit OwnedTensor(const Dims4& d) : dims{size_t(d[0]), size_t(d[1]),
-                                              size_t(d[2]), size_t(d[3])} {
+  explicit OwnedTensor(const Dims4& d)
+      : dims{size_t(d[0]), size_t(d[1]), size_t(d[2]), size_t(d[3])} {
     std::memset(&t, 0, sizeof t);
     t.dims.num_dims = 4;
     t.dims.dim_sizes = dims;
@@ -58,10 +58,8 @@ std::shared_ptr<const Tensor> sampledFilter(const Tensor* w,
   const std::string key = "sampled|" + std::to_string(knob.rate) + "|" +
                           std::to_string(knob.offset);
   if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return std::shared_ptr<const Tensor>(found->buffer,
-                                         &static_cast<OwnedTensor*>(
-                                              found->buffer.get())
-                                              ->t);
+    return std::shared_ptr<const Tensor>(
+        found->buffer, &static_cast<OwnedTensor*>(found->buffer.get())->t);
   const Dims4 wd = dims4(w);
   auto owned = std::make_shared<OwnedTensor>(wd);
   const int64_t perK = wd[1] * wd[2] * wd[3];
