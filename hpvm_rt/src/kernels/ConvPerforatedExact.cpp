@@ -67,8 +67,7 @@ void copySkipped(Tensor* y, const KnobSpec& knob) {
           for (int64_t c = 0; c < C; ++c)
             for (int64_t i = 0; i < (rows ? W : H); ++i)
               std::memcpy(rows ? at(n, c, to, i) : at(n, c, i, to),
-                          rows ? at(n, c, from, i) : at(n, c, i, from),
-                          bytes);
+                          rows ? at(n, c, from, i) : at(n, c, i, from), bytes);
         const Precision rounded = impl.roundedTo; // (a copy keeps it)
         markInPlace(y, impl.mem);
         impl.roundedTo = rounded;

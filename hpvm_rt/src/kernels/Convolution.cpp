@@ -332,6 +332,16 @@ constexpr int64_t kAmxMinPixels = 64;
 /// nChw16c (512x2x2 > 512, batch 16: brgconv 0.77x fp32, direct 1.4x).
 constexpr int64_t kBrgconvMinPixels = 16;
 
+/// The exact knob of \p knob's precision (perforation and sampling computed
+/// as an exact convolution).
+KnobSpec exactAt(const KnobSpec& knob) {
+  KnobSpec exact = knob;
+  exact.variant = Variant::Exact;
+  exact.rate = 1;
+  exact.offset = 0;
+  return exact;
+}
+
 /// One way of computing a convolution, in oneDNN's implementation-list
 /// style: applies() says whether it computes this call (reading no
 /// activation data), run() computes it.
@@ -365,11 +375,7 @@ const ConvVariant kConvVariants[] = {
        return std::find(kept.begin(), kept.end(), false) == kept.end();
      },
      [](const ConvCall& c) {
-       KnobSpec exact = c.knob;
-       exact.variant = Variant::Exact;
-       exact.rate = 1;
-       exact.offset = 0;
-       runConv(c.x, c.w, c.args, c.post, exact, c.y);
+       runConv(c.x, c.w, c.args, c.post, exactAt(c.knob), c.y);
      }},
     // Perforation whose skipped rows (columns) are copies of computed ones
     // (an axis of two), bf16 on an AMX CPU below kAmxMinPixels output
@@ -385,11 +391,7 @@ const ConvVariant kConvVariants[] = {
               perforationIsCopy(c.knob, c.post, c.yd);
      },
      [](const ConvCall& c) {
-       KnobSpec exact = c.knob;
-       exact.variant = Variant::Exact;
-       exact.rate = 1;
-       exact.offset = 0;
-       runConv(c.x, c.w, c.args, c.post, exact, c.y);
+       runConv(c.x, c.w, c.args, c.post, exactAt(c.knob), c.y);
        copySkipped(c.y, c.knob);
      }},
     // Filter sampling where the sampling engines would run slower than the
@@ -404,11 +406,7 @@ const ConvVariant kConvVariants[] = {
      },
      [](const ConvCall& c) {
        const std::shared_ptr<const Tensor> w = sampledFilter(c.w, c.knob);
-       KnobSpec exact = c.knob;
-       exact.variant = Variant::Exact;
-       exact.rate = 1;
-       exact.offset = 0;
-       runConv(c.x, w.get(), c.args, c.post, exact, c.y);
+       runConv(c.x, w.get(), c.args, c.post, exactAt(c.knob), c.y);
      }},
     // Perforation and sampling on nChw16c activations, the post-ops in the
     // output pass (PerforationBlocked.cpp, SamplingBlocked.cpp).
