@@ -32,8 +32,7 @@ struct OwnedTensor {
 
 } // namespace
 
-bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd,
-                    const Dims4& yd) {
+bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd) {
   if (knob.variant != Variant::Samp || knob.rate <= 1 || groups != 1 ||
       !(knob.precision == Precision::FP32 ||
         (knob.precision == Precision::BF16 && knob.rate == 2)))

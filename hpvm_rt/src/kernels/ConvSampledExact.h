@@ -16,15 +16,14 @@
 namespace hpvm::rt::kern {
 
 /// True where filter sampling under \p knob is expected faster as the
-/// exact convolution of the sampled filter than on the sampling engines,
-/// and computes the same products there: fp32 on few input channels or
-/// at rates 3 and 4, where the engines' gather and GEMM cost more than
-/// the arithmetic they skip; bf16 at rate 2 (a kept weight doubled rounds
-/// to bf16 as the doubled rounded weight the engines use) wherever the CPU
-/// has native bf16 convolutions, which the engines' GEMM does not match.
-/// Never under setPerforationPath() other than Auto.
-bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd,
-                    const Dims4& yd);
+/// exact convolution of the sampled filter (of dims \p wd) than on the
+/// sampling engines, and computes the same products there: fp32 on narrow
+/// filters or at rates 3 and 4, where the engines' gather and GEMM cost
+/// more than the arithmetic they skip; bf16 at rate 2 (a kept weight
+/// doubled rounds to bf16 as the doubled rounded weight the engines use)
+/// wherever the CPU has native bf16 convolutions, which the engines' GEMM
+/// does not match. Never under setPerforationPath() other than Auto.
+bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd);
 
 /// w (K x C x KH x KW) sampled under \p knob: the filter the exact
 /// convolution computes filter sampling with. Derived once per version of
