@@ -34,9 +34,10 @@ Measurement: every (model, batch, threads) configuration is visited in
 each of --rounds rounds, each visit timing every engine in turn (fastest of
 --repeat batches after WARMUP = 2 untimed ones, the same for every
 engine); a configuration's figure per engine is its best over the rounds,
-and the per-round ratios are kept (their spread is the noise). Before each visit the script waits until no compiler or
-build tool has run for --quiet-seconds (as tv_classifiers.py). PyTorch runs
-with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset and its thread count set.
+and the per-round ratios are kept (their spread is the noise). Before each
+visit the script waits until no compiler or build tool has run for
+--quiet-seconds (as tv_classifiers.py). PyTorch runs with
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset and its thread count set.
 
 Needs ONNX Runtime in .deps/ort (scripts/install-deps.sh puts it there)
 and a build of torch2hpvm (build/). Writes OUT.json and OUT.md.
@@ -206,8 +207,9 @@ WARMUP = 2
 
 
 def time_ours(m, engine, batch, threads, repeat):
-    # The summary's minimum covers the warm-up launches too; they are never
-    # the fastest.
+    # The summary's minimum covers the warm-up launches too (ORT's and
+    # TorchScript's do not); they do the one-time work, so they are the
+    # slowest ones, not the minimum.
     cmd = [m.binary, "test", "--batch-size", str(batch), "--limit",
            str(batch), "--repeat", str(repeat + WARMUP), "--print-time",
            "--threads", str(threads), "--quiet"] + m.our_config(engine)

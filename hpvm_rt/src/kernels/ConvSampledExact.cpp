@@ -54,8 +54,8 @@ bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd) {
 std::shared_ptr<const Tensor> sampledFilter(const Tensor* w,
                                             const KnobSpec& knob) {
   TensorImpl& impl = implOf(w);
-  const std::string key = "sampled|" + std::to_string(knob.rate) + "|" +
-                          std::to_string(knob.offset);
+  std::string key = "sampled|"; // (raw bytes: built on every call)
+  appendKey(key, knob.rate, knob.offset);
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return std::shared_ptr<const Tensor>(
         found->buffer, &static_cast<OwnedTensor*>(found->buffer.get())->t);
