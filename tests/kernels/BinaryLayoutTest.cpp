@@ -38,22 +38,40 @@ std::set<std::string> referenceBinaries() {
   return found;
 }
 
+/// The layouts convolutions leave: plain, NHWC (int8, bf16) and the ISA's
+/// channel blocks (16 with AVX-512, 8 below).
+std::vector<tag> producerLayouts() {
+  return {tag::nchw, tag::nhwc,
+          approx::haveAvx512() ? tag::nChw16c : tag::nChw8c};
+}
+
+/// An activation a (N x C x H x W, values in [lo, hi], held in \p layout)
+/// and a gate g (gateN x C x 1 x 1, values in [gLo, gHi]), with their
+/// values, and an output y.
+struct GateCase {
+  TestTensor a, g, y;
+  std::vector<float> av, gv;
+  GateCase(size_t N, size_t C, size_t H, size_t W, size_t gateN, tag layout,
+           unsigned seed, float lo, float hi, float gLo, float gHi)
+      : a({N, C, H, W}), g({gateN, C, 1, 1}), y({N, C, H, W}),
+        av(randomVec(a.size(), seed, lo, hi)),
+        gv(randomVec(g.size(), seed + 1, gLo, gHi)) {
+    place(a, av, layout);
+    g.set(gv);
+  }
+};
+
 } // namespace
 
 TEST_CASE("Kernels: multiply by an N x C x 1 x 1 gate runs vectorised on "
           "every layout of the activation") {
   const size_t N = 2, C = 32, H = 7, W = 5;
   unsigned seed = 900;
-  // The layouts convolutions leave: plain, NHWC (int8, bf16) and the
-  // ISA's channel blocks (16 with AVX-512, 8 below).
-  const tag blocked = approx::haveAvx512() ? tag::nChw16c : tag::nChw8c;
-  for (tag layout : {tag::nchw, tag::nhwc, blocked})
+  for (tag layout : producerLayouts())
     for (size_t gateN : {size_t(1), N}) {
-      TestTensor a({N, C, H, W}), g({gateN, C, 1, 1}), y({N, C, H, W});
-      const std::vector<float> av = randomVec(a.size(), ++seed);
-      const std::vector<float> gv = randomVec(g.size(), ++seed);
-      place(a, av, layout);
-      g.set(gv);
+      GateCase t(N, C, H, W, gateN, layout, seed += 2, -1.f, 1.f, -1.f, 1.f);
+      TestTensor &a = t.a, &g = t.g, &y = t.y;
+      const std::vector<float>&av = t.av, &gv = t.gv;
       const std::set<std::string> before = referenceBinaries();
       runMultiply(a.get(), g.get(), Act::None, 0, 0, KnobSpec{}, y.get());
       std::vector<float> want(a.size());
@@ -69,5 +87,48 @@ TEST_CASE("Kernels: multiply by an N x C x 1 x 1 gate runs vectorised on "
       INFO(what);
       for (const std::string& k : referenceBinaries())
         CHECK_MESSAGE(before.count(k), k);
+    }
+}
+
+TEST_CASE("Kernels: a gate's product asked for int8 readers is stored as "
+          "the s8 or u8 codes quantizing it would give, in its layout") {
+  // (The multiply of a squeeze-and-excitation gate ahead of an int8
+  // projection: the codes the int8 layer would make of the fp32 product,
+  // rounded to nearest even and saturated, one pass instead of two.)
+  const size_t N = 2, C = 48, H = 7, W = 5;
+  unsigned seed = 950;
+  for (tag layout : producerLayouts())
+    for (bool s8 : {true, false}) {
+      GateCase t(N, C, H, W, N, layout, seed += 2, -2.f, 2.f, 0.f, 1.f);
+      TestTensor &a = t.a, &g = t.g, &y = t.y;
+      const std::vector<float>&av = t.av, &gv = t.gv;
+      // A scale that saturates the largest products.
+      const float scale = 1.5f / (s8 ? 127.f : 255.f);
+      runMultiply(a.get(), g.get(), Act::None, 0, 0, KnobSpec{}, y.get(), scale,
+                  s8);
+      const dnnl::memory stored = storedMemory(y.get());
+      const std::string what = fmt::format(
+          "layout {}, {}", static_cast<int>(layout), s8 ? "s8" : "u8");
+      INFO(what);
+      CHECK(stored.get_desc().data_type() == (s8 ? dt::s8 : dt::u8));
+      CHECK(implOf(y.get()).memScale == scale);
+      std::vector<float> want(a.size());
+      int saturated = 0;
+      for (size_t n = 0; n < N; ++n)
+        for (size_t c = 0; c < C; ++c)
+          for (size_t i = 0; i < H * W; ++i) {
+            const size_t at = (n * C + c) * H * W + i;
+            const float p = av[at] * gv[n * C + c];
+            const float q = std::nearbyint(std::clamp(
+                p * (1.f / scale), s8 ? -128.f : 0.f, s8 ? 127.f : 255.f));
+            saturated += q == (s8 ? 127.f : 255.f) || q == (s8 ? -128.f : 0.f);
+            want[at] = q * scale;
+          }
+      CHECK(y.values() == want);
+      CHECK(saturated > 0);
+      // In place (y is a): the product stays fp32.
+      runMultiply(a.get(), g.get(), Act::None, 0, 0, KnobSpec{}, a.get(), scale,
+                  s8);
+      CHECK(storedMemory(a.get()).get_desc().data_type() == dt::f32);
     }
 }

@@ -13,13 +13,37 @@
 
 namespace hpvm::rt {
 
+/// How an int8 layer quantizes an input of range [lo, hi]: unsigned
+/// 0..255 when the range is nonnegative (after a ReLU), else signed
+/// symmetric -127..127; real value = q * scale (1 when the range is empty
+/// or not finite).
+struct Int8Quant {
+  bool u8 = true;
+  float scale = 1.f;
+};
+inline Int8Quant int8QuantOf(float lo, float hi) {
+  Int8Quant q;
+  q.u8 = lo >= 0.f;
+  const float m = q.u8 ? hi : (-lo > hi ? -lo : hi);
+  if (m > 0.f && m <= 3.0e38f)
+    q.scale = m / (q.u8 ? 255.f : 127.f);
+  return q;
+}
+
+/// The input quantization of an INT8 knob from its calibrated range;
+/// scale 0 for any other knob or one without a range.
+inline Int8Quant int8Calibrated(const KnobSpec& k) {
+  if (k.precision != Precision::INT8 || !k.hasRange)
+    return {true, 0.f};
+  return int8QuantOf(k.inLo, k.inHi);
+}
+
 /// The scale of an INT8 knob's input quantization when it is unsigned
 /// (real = q * scale, q in 0..255), or 0 when the knob's calibrated range
 /// is not nonnegative.
 inline float int8UnsignedScale(const KnobSpec& k) {
-  if (k.precision != Precision::INT8 || !k.hasRange || k.inLo < 0.f)
-    return 0.f;
-  return k.inHi > 0.f && k.inHi <= 3.0e38f ? k.inHi / 255.f : 1.f;
+  const Int8Quant q = int8Calibrated(k);
+  return q.u8 ? q.scale : 0.f;
 }
 
 /// Convolution geometry (NCHW input, OIHW filter, zero padding, no

@@ -131,6 +131,7 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     post.act2Lo = g.act2Lo;
     post.act2Hi = g.act2Hi;
     post.quantizeOut = g.quantizeOut;
+    post.quantizeS8 = g.quantizeS8;
     post.bf16Out = g.bf16Out;
     post.halfOut = g.halfOut;
     if (g.kind == HpvmOp::Mul)
@@ -146,7 +147,9 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   if (g.swapped)
     std::swap(operands[0], operands[1]);
   runSingleOp(g.kind, OpCall{operands, first.numIn, first.scalars,
-                             PostAct{g.act, g.actLo, g.actHi}, g.knob, out});
+                             PostAct{g.act, g.actLo, g.actHi, g.quantizeOut,
+                                     g.quantizeS8},
+                             g.knob, out});
 }
 
 /// The plan's tensor for op \p o's output, created on first use.

@@ -40,18 +40,15 @@ bool reusable(const Plan& p, int32_t code) {
   return code >= 0 && p.consumers[code] == 1 && !p.isRootOut[code];
 }
 
-/// Low-precision chains. int8: an int8 convolution whose result feeds
-/// (directly, or through an exact max pool) only an int8 convolution with
-/// an unsigned calibrated input hands that layer its u8 input instead of
-/// fp32 values quantized again, where this is exact: no residual,
-/// activation None or ReLU (the u8 quantization clamps negatives to 0
-/// either way). Residual networks too: a result read only by int8
-/// convolutions, as their input (one calibrated unsigned scale, at least
-/// one such reader) or as their residual (the kernel adds a u8 residual
-/// scaled), is handed to all of them as u8; and an int8 convolution adding
-/// a residual, with ReLU after the add, writes u8 (a u8 residual through
-/// oneDNN's sum post-op, an fp32 one through a binary add; the u8
-/// saturation is the ReLU). bf16: a bf16 convolution
+/// Low-precision chains. int8: an exact int8 convolution whose result is
+/// read only by int8 convolutions (directly, or through an exact max pool
+/// when it adds no residual), as their input (one calibrated quantization,
+/// u8 or s8 and its scale; at least one such reader) or as their residual
+/// (the kernel adds it scaled), writes it quantized so, whatever its
+/// post-ops (the kernel applies them in fp32 first): the values those
+/// layers would quantize themselves, at a quarter of the memory traffic
+/// and without their quantizing pass; so does an exact fp32 multiply by
+/// a gate (squeeze-and-excitation) read so. bf16: a bf16 convolution
 /// feeding only bf16 convolutions or mul stores its result as bf16 (round
 /// to nearest even, as the next layer would round it; a max pool between
 /// commutes with the rounding): the same values at half the memory
@@ -96,26 +93,27 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     }
     return reads > 0 && reads == p.consumers[o];
   };
-  // The u8 input scale every reader of op o's output takes it with, when
-  // all of them are int8 convolutions (exact, perforated or sampled: the
+  // The quantization every reader of op o's output takes it with, when all
+  // of them are int8 convolutions (exact, perforated or sampled: the
   // approximate engines quantize their input the same way) reading it as
-  // their input (one calibrated unsigned scale) or as their residual (any
-  // scale: the kernel adds it scaled), and one at least as input; 0
-  // otherwise.
-  auto sharedInputScale = [&](int o) -> float {
-    float scale = 0.f;
+  // their input (one calibrated quantization: type and scale) or as their
+  // residual (any: the kernel adds it scaled), and one at least as input;
+  // scale 0 otherwise.
+  auto sharedInputQuant = [&](int o) -> Int8Quant {
+    Int8Quant shared{true, 0.f};
     const bool all = everyReader(o, [&](const Group& r, bool asResidual) {
       if (!anyConv(r) || !isInt8(r.knob.precision))
         return false;
       if (asResidual)
         return true;
-      const float s = int8UnsignedScale(r.knob);
-      if (s <= 0.f || (scale > 0.f && s != scale))
+      const Int8Quant q = int8Calibrated(r.knob);
+      if (q.scale <= 0.f || (shared.scale > 0.f &&
+                             (q.scale != shared.scale || q.u8 != shared.u8)))
         return false;
-      scale = s;
+      shared = q;
       return true;
     });
-    return all ? scale : 0.f;
+    return all ? shared : Int8Quant{true, 0.f};
   };
   // True when every reader of op o's output is a bf16 convolution (exact,
   // perforated or sampled) reading it as its input or as its residual.
@@ -142,32 +140,35 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       g.halfOut = halfReaders(g.last);
       continue;
     }
-    const bool bf16 = g.knob.precision == Precision::BF16;
-    const bool plainAct = g.act == Act::None || g.act == Act::Relu;
-    if (!exactConv(g) || (!isInt8(g.knob.precision) && !bf16))
-      continue;
-    if (!bf16 && g.residual != kNoOperand) {
-      // ReLU after the add: the u8 result is exact.
-      if (plainAct && g.act2 == Act::Relu)
-        g.quantizeOut = sharedInputScale(g.last);
+    if (g.kind == HpvmOp::Multiply && g.knob.precision == Precision::FP32 &&
+        g.knob.variant == Variant::Exact && g.act == Act::None &&
+        g.inPlace == kNoOperand) {
+      // A squeeze-and-excitation gate's product read only by int8
+      // convolutions (runMultiply quantizes where it broadcasts a gate).
+      const Int8Quant q = sharedInputQuant(g.last);
+      g.quantizeOut = q.scale;
+      g.quantizeS8 = !q.u8;
       continue;
     }
+    const bool bf16 = g.knob.precision == Precision::BF16;
+    if (!exactConv(g) || (!isInt8(g.knob.precision) && !bf16))
+      continue;
     if (bf16 && g.residual != kNoOperand) {
       g.bf16Out = bf16Readers(g.last);
       continue;
     }
-    if (g.residual != kNoOperand || (!bf16 && !plainAct))
-      continue;
     int out = g.last;
     const Group* next = readerOf(out);
-    if (next &&
+    if (g.residual == kNoOperand && next &&
         (next->kind == HpvmOp::MaxPool || next->kind == HpvmOp::MaxPoolPads) &&
         next->knob.precision == Precision::FP32 && next->x == out) {
       out = next->last;
       next = readerOf(out);
     }
     if (!bf16) {
-      g.quantizeOut = sharedInputScale(out);
+      const Int8Quant q = sharedInputQuant(out);
+      g.quantizeOut = q.scale;
+      g.quantizeS8 = !q.u8;
       continue;
     }
     g.bf16Out = (next && next->x == out &&

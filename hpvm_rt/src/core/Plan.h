@@ -78,8 +78,9 @@ struct Group {
   int32_t inPlace = kNoOperand; ///< Operand whose storage the output reuses.
   bool swapped = false;  ///< An add's operands are swapped (inPlace: the 2nd).
   float quantizeOut = 0; ///< PostOps::quantizeOut (int8 chains).
-  bool bf16Out = false;  ///< PostOps::bf16Out (bf16 chains).
-  bool halfOut = false;  ///< PostOps::halfOut (fp16 chains).
+  bool quantizeS8 = false; ///< PostOps::quantizeS8.
+  bool bf16Out = false;    ///< PostOps::bf16Out (bf16 chains).
+  bool halfOut = false;    ///< PostOps::halfOut (fp16 chains).
   KnobSpec knob;
   double flops = 0;
   std::vector<int> release; ///< Ops whose storage dies after this group.

@@ -9,8 +9,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace hpvm::rt {
@@ -72,46 +76,71 @@ std::vector<dnnl::algorithm> sameFunction(dnnl::algorithm a, float alpha) {
 }
 
 /// True when \p ops holds no eltwise post-op of algorithm \p a with
-/// parameters other than \p alpha and \p beta.
-bool fits(const dnnl::post_ops& ops, dnnl::algorithm a, float alpha,
-          float beta) {
+/// parameters other than \p alpha and \p beta, or another output scale.
+bool fits(const dnnl::post_ops& ops, dnnl::algorithm a, float alpha, float beta,
+          float scale = 1.f) {
   for (int i = 0; i < ops.len(); ++i) {
     if (ops.kind(i) != dnnl::primitive::kind::eltwise)
       continue;
-    float scale = 0, al = 0, be = 0;
+    float sc = 0, al = 0, be = 0;
     dnnl::algorithm got{};
-    ops.get_params_eltwise(i, scale, got, al, be);
-    if (got == a && (al != alpha || be != beta))
+    ops.get_params_eltwise(i, sc, got, al, be);
+    if (got == a && (al != alpha || be != beta || sc != scale))
       return false;
   }
   return true;
 }
 
-/// Appends act to \p ops, each step under the first name for its function
-/// that fits the chain; false (and \p ops partly appended) where none does.
-bool tryAppendAct(dnnl::post_ops& ops, Act act, float lo, float hi) {
+/// The name act's step \p e takes in \p ops: the first name for its
+/// function that fits the chain (with output scale \p scale), or none.
+std::optional<dnnl::algorithm> freeName(const dnnl::post_ops& ops,
+                                        const EltwiseStep& e, float scale) {
+  for (dnnl::algorithm a : sameFunction(e.alg, e.alpha))
+    if (fits(ops, a, e.alpha, e.beta, scale))
+      return a;
+  return std::nullopt;
+}
+
+/// Appends act to \p ops, each step under a free name (its steps are of
+/// distinct functions), the last one's result multiplied by \p scale;
+/// false, and \p ops unchanged, where a step has none.
+bool tryAppendAct(dnnl::post_ops& ops, Act act, float lo, float hi,
+                  float scale = 1.f) {
   const EltwiseSteps steps = eltwiseSteps(act, lo, hi);
+  dnnl::algorithm names[2];
   for (int i = 0; i < steps.count; ++i) {
-    const EltwiseStep& e = steps.step[i];
-    bool appended = false;
-    for (dnnl::algorithm a : sameFunction(e.alg, e.alpha))
-      if (fits(ops, a, e.alpha, e.beta)) {
-        ops.append_eltwise(1.f, a, e.alpha, e.beta);
-        appended = true;
-        break;
-      }
-    if (!appended)
+    const std::optional<dnnl::algorithm> a =
+        freeName(ops, steps.step[i], i + 1 == steps.count ? scale : 1.f);
+    if (!a)
       return false;
+    names[i] = *a;
   }
+  for (int i = 0; i < steps.count; ++i)
+    ops.append_eltwise(i + 1 == steps.count ? scale : 1.f, names[i],
+                       steps.step[i].alpha, steps.step[i].beta);
   return true;
 }
 
 } // namespace
 
-void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi) {
+void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi, float scale) {
+  if (a != Act::None && scale != 1.f && tryAppendAct(ops, a, lo, hi, scale))
+    return;
   HPVM_ASSERT(tryAppendAct(ops, a, lo, hi),
               "an activation that cannot share this post-op chain "
               "(actsChain() keeps such a pair apart)");
+  if (scale != 1.f)
+    appendScale(ops, scale);
+}
+
+void appendScale(dnnl::post_ops& ops, float s) {
+  using alg = dnnl::algorithm;
+  if (fits(ops, alg::eltwise_linear, s, 0.f))
+    ops.append_eltwise(1.f, alg::eltwise_linear, s, 0.f);
+  else if (fits(ops, alg::eltwise_pow, s, 1.f))
+    ops.append_eltwise(1.f, alg::eltwise_pow, s, 1.f);
+  else
+    HPVM_UNREACHABLE("appendScale: no free name for a scale");
 }
 
 std::string actKey(Act a, float lo, float hi) {
@@ -257,35 +286,33 @@ dnnl::memory spatialBroadcast(const Tensor* b, const dims& d, const Tensor* a,
                       const_cast<float*>(hostData(b)));
 }
 
-/// y = a * g with g (\p gd: N or 1 x C or 1 x 1 x 1, host values) broadcast
-/// over a's spatial extent, in one pass over a in its layout (NCHW, NHWC,
-/// or channel blocks: a squeeze-and-excitation gate; oneDNN 2.6's binary
-/// kernel takes 8x as long on this broadcast). \p dst has a's layout and
-/// may be a. False, touching nothing, for any other layout.
-bool gateLoop(const dnnl::memory& src, const Dims4& gd, const float* g,
-              const dnnl::memory& dst) {
-  const dnnl_memory_desc_t& m = src.get_desc().data;
-  if (m.format_kind != dnnl_blocked || m.ndims != 4 ||
-      m.data_type != dnnl_f32 || m.offset0 != 0 ||
-      m.padded_dims[0] != m.dims[0] || m.padded_dims[2] != m.dims[2] ||
-      m.padded_dims[3] != m.dims[3])
-    return false;
-  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
-  if (b.inner_nblks > 1 || (b.inner_nblks == 1 && b.inner_idxs[0] != 1))
-    return false;
-  const int64_t N = m.dims[0], C = m.dims[1], HW = m.dims[2] * m.dims[3];
-  const int64_t B = b.inner_nblks == 1 ? b.inner_blks[0] : 1;
-  const int64_t Cp = m.padded_dims[1];
-  const dnnl_dims_t& s = b.strides;
-  const auto* x = static_cast<const float*>(src.get_data_handle());
-  auto* y = static_cast<float*>(dst.get_data_handle());
+/// A gate loop's product v stored as T: as it is (float), or quantized
+/// at 1 / \p inv (s8, u8) as oneDNN's scaled reorder would: rounded to
+/// nearest even, saturated.
+template <typename T> inline T storeAs(float v, float inv) {
+  if constexpr (std::is_same_v<T, float>) {
+    (void)inv;
+    return v;
+  } else {
+    constexpr float lo = std::is_signed_v<T> ? -128.f : 0.f;
+    constexpr float hi = std::is_signed_v<T> ? 127.f : 255.f;
+    return static_cast<T>(std::nearbyint(std::clamp(v * inv, lo, hi)));
+  }
+}
+
+/// The rows of a gate loop (gateLoop) in one layout: \p B channels a
+/// block (1: NCHW or NHWC, by \p nhwc), \p s the source's strides, y
+/// of T in the same layout.
+template <typename T>
+void gateRows(const float* x, T* y, const dnnl_dims_t& s, int64_t N, int64_t C,
+              int64_t Cp, int64_t HW, int64_t W, int64_t B, bool nhwc,
+              const Dims4& gd, const float* g, float inv) {
   // Gate value of image n, channel c (0 for the padding channels).
   auto gate = [&](int64_t n, int64_t c) {
     return c >= C ? 0.f
                   : g[(gd[0] == 1 ? 0 : n) * gd[1] + (gd[1] == 1 ? 0 : c)];
   };
-  if (B > 1 && B <= 64 && s[3] == B && s[2] == m.dims[3] * B &&
-      s[1] == HW * B) {
+  if (B > 1) {
     // nChw<B>c: per block of B channels, HW rows of B lanes.
     const int64_t blocks = Cp / B;
 #pragma omp parallel for schedule(static)
@@ -299,16 +326,18 @@ bool gateLoop(const dnnl::memory& src, const Dims4& gd, const float* g,
         for (int64_t p = 0; p < HW; ++p)
 #pragma omp simd
           for (int64_t l = 0; l < 16; ++l)
-            y[base + p * 16 + l] = x[base + p * 16 + l] * lane[l];
+            y[base + p * 16 + l] =
+                storeAs<T>(x[base + p * 16 + l] * lane[l], inv);
       } else {
         for (int64_t p = 0; p < HW; ++p)
           for (int64_t l = 0; l < B; ++l)
-            y[base + p * B + l] = x[base + p * B + l] * lane[l];
+            y[base + p * B + l] =
+                storeAs<T>(x[base + p * B + l] * lane[l], inv);
       }
     }
-    return true;
+    return;
   }
-  if (B == 1 && s[3] == 1 && s[2] == m.dims[3] && s[1] == HW) {
+  if (!nhwc) {
     // NCHW: a row of HW values per (image, channel).
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < N * C; ++nc) {
@@ -316,30 +345,84 @@ bool gateLoop(const dnnl::memory& src, const Dims4& gd, const float* g,
       const int64_t base = (nc / C) * s[0] + (nc % C) * HW;
 #pragma omp simd
       for (int64_t p = 0; p < HW; ++p)
-        y[base + p] = x[base + p] * v;
+        y[base + p] = storeAs<T>(x[base + p] * v, inv);
     }
-    return true;
+    return;
   }
-  if (B == 1 && s[1] == 1 && s[3] == C && s[2] == m.dims[3] * C) {
-    // NHWC: a row of C values per pixel.
+  // NHWC: a row of C values per pixel.
+  (void)W;
 #pragma omp parallel for schedule(static)
-    for (int64_t np = 0; np < N * HW; ++np) {
-      const int64_t n = np / HW;
-      const float* gn = g + (gd[0] == 1 ? 0 : n) * gd[1];
-      const int64_t base = n * s[0] + (np % HW) * C;
-      if (gd[1] == 1) {
+  for (int64_t np = 0; np < N * HW; ++np) {
+    const int64_t n = np / HW;
+    const float* gn = g + (gd[0] == 1 ? 0 : n) * gd[1];
+    const int64_t base = n * s[0] + (np % HW) * C;
+    if (gd[1] == 1) {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c)
-          y[base + c] = x[base + c] * gn[0];
-      } else {
+      for (int64_t c = 0; c < C; ++c)
+        y[base + c] = storeAs<T>(x[base + c] * gn[0], inv);
+    } else {
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c)
-          y[base + c] = x[base + c] * gn[c];
-      }
+      for (int64_t c = 0; c < C; ++c)
+        y[base + c] = storeAs<T>(x[base + c] * gn[c], inv);
     }
-    return true;
   }
-  return false;
+}
+
+/// The layout of an fp32 source a gate loop runs on: channel blocks of
+/// B (> 1), NCHW or NHWC (B 1); nullopt for any other.
+struct GateLayout {
+  int64_t B = 1;
+  bool nhwc = false;
+};
+std::optional<GateLayout> gateLayout(const dnnl::memory::desc& d) {
+  const dnnl_memory_desc_t& m = d.data;
+  if (m.format_kind != dnnl_blocked || m.ndims != 4 ||
+      m.data_type != dnnl_f32 || m.offset0 != 0 ||
+      m.padded_dims[0] != m.dims[0] || m.padded_dims[2] != m.dims[2] ||
+      m.padded_dims[3] != m.dims[3])
+    return std::nullopt;
+  const dnnl_blocking_desc_t& b = m.format_desc.blocking;
+  if (b.inner_nblks > 1 || (b.inner_nblks == 1 && b.inner_idxs[0] != 1))
+    return std::nullopt;
+  const int64_t C = m.dims[1], HW = m.dims[2] * m.dims[3];
+  const int64_t B = b.inner_nblks == 1 ? b.inner_blks[0] : 1;
+  const dnnl_dims_t& s = b.strides;
+  if (B > 1 && B <= 64 && s[3] == B && s[2] == m.dims[3] * B && s[1] == HW * B)
+    return GateLayout{B, false};
+  if (B == 1 && s[3] == 1 && s[2] == m.dims[3] && s[1] == HW)
+    return GateLayout{1, false};
+  if (B == 1 && s[1] == 1 && s[3] == C && s[2] == m.dims[3] * C)
+    return GateLayout{1, true};
+  return std::nullopt;
+}
+
+/// y = a * g with g (\p gd: N or 1 x C or 1 x 1 x 1, host values) broadcast
+/// over a's spatial extent, in one pass over a in its layout (NCHW, NHWC,
+/// or channel blocks: a squeeze-and-excitation gate; oneDNN 2.6's binary
+/// kernel takes 8x as long on this broadcast). \p dst has a's layout
+/// (gateLayout()) in f32 (and may be a), or in s8 or u8: the product
+/// quantized at scale 1 / \p inv.
+void gateLoop(const dnnl::memory& src, const GateLayout& L, const Dims4& gd,
+              const float* g, const dnnl::memory& dst, float inv) {
+  const dnnl_memory_desc_t& m = src.get_desc().data;
+  const auto* x = static_cast<const float*>(src.get_data_handle());
+  void* y = dst.get_data_handle();
+  const int64_t N = m.dims[0], C = m.dims[1], W = m.dims[3];
+  const int64_t HW = m.dims[2] * W, Cp = m.padded_dims[1];
+  const dnnl_dims_t& s = m.format_desc.blocking.strides;
+  switch (dst.get_desc().data_type()) {
+  case dt::s8:
+    gateRows(x, static_cast<int8_t*>(y), s, N, C, Cp, HW, W, L.B, L.nhwc, gd, g,
+             inv);
+    break;
+  case dt::u8:
+    gateRows(x, static_cast<uint8_t*>(y), s, N, C, Cp, HW, W, L.B, L.nhwc, gd,
+             g, inv);
+    break;
+  default:
+    gateRows(x, static_cast<float*>(y), s, N, C, Cp, HW, W, L.B, L.nhwc, gd, g,
+             inv);
+  }
 }
 
 } // namespace
@@ -374,7 +457,8 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
 }
 
 void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
-                 const KnobSpec& knob, Tensor* y) {
+                 const KnobSpec& knob, Tensor* y, float quantizeOut,
+                 bool quantizeS8) {
   applyThreads();
   const Dims4 ad = dims4(a), bd = dims4(b);
   HPVM_ASSERT(numElems(y) == numElems(a) && b != y,
@@ -388,14 +472,22 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   } else {
     HPVM_ASSERT(bd[2] == 1 && bd[3] == 1,
                 "multiply broadcasts only over 1 x 1 spatial extents");
-    if (act == Act::None) {
-      const float* gate = hostData(b);
+    const std::optional<GateLayout> gl = gateLayout(src0.get_desc());
+    if (act == Act::None && gl && quantizeOut > 0.f && y != a) {
+      // Quantized for the int8 layers reading it, in a's layout.
+      dnnl::memory::desc q = src0.get_desc();
+      q.data.data_type = quantizeS8 ? dnnl_s8 : dnnl_u8;
+      gateLoop(src0, *gl, bd, hostData(b), outputMemory(y, q),
+               1.f / quantizeOut);
+      implOf(y).memScale = quantizeOut;
+      return;
+    }
+    if (act == Act::None && gl) {
       dnnl::memory dst = sameLayoutOutput(a, src0, y);
-      if (gateLoop(src0, bd, gate, dst)) {
-        markInPlace(y, dst);
-        roundResult(knob.precision, y);
-        return;
-      }
+      gateLoop(src0, *gl, bd, hostData(b), dst, 1.f);
+      markInPlace(y, dst);
+      roundResult(knob.precision, y);
+      return;
     }
     src1 = spatialBroadcast(b, {bd[0], bd[1], 1, 1}, a, src0);
   }

@@ -32,9 +32,17 @@ EltwiseSteps eltwiseSteps(Act a, float lo, float hi);
 
 /// Appends act as eltwise post-ops (nothing for Act::None), each under a
 /// name for its function that the chain does not hold with other
-/// parameters (oneDNN 2.6 would compute it with those: Elementwise.cpp).
-/// The chain must have room for it (actsChain(), Kernels.h).
-void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi);
+/// parameters (oneDNN 2.6 would compute it with those: Elementwise.cpp),
+/// the result multiplied by \p scale (oneDNN's eltwise scale; for
+/// Act::None, appendScale()). The chain must have room for it
+/// (actsChain(), Kernels.h).
+void appendAct(dnnl::post_ops& ops, Act a, float lo, float hi,
+               float scale = 1.f);
+
+/// Appends a multiplication by \p s as an eltwise post-op: oneDNN's linear
+/// (s * x + 0), or where the chain holds a linear with other parameters,
+/// its pow (s * x^1).
+void appendScale(dnnl::post_ops& ops, float s);
 
 /// "a<act>lo,hi" for cache keys.
 std::string actKey(Act a, float lo, float hi);

@@ -87,8 +87,8 @@ void runAdd(const OpCall& c) {
   runAdd(c.in[0], c.in[1], c.post.act, c.post.lo, c.post.hi, c.knob, c.out);
 }
 void runMultiply(const OpCall& c) {
-  runMultiply(c.in[0], c.in[1], c.post.act, c.post.lo, c.post.hi, c.knob,
-              c.out);
+  runMultiply(c.in[0], c.in[1], c.post.act, c.post.lo, c.post.hi, c.knob, c.out,
+              c.post.quantizeOut, c.post.quantizeS8);
 }
 void runBatchNorm(const OpCall& c) {
   runBatchNorm(c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.scalars[0],

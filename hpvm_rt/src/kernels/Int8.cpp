@@ -26,15 +26,6 @@ namespace kern {
 
 namespace {
 
-ActQuant actQuantOf(float lo, float hi) {
-  ActQuant q;
-  q.u8 = lo >= 0.f;
-  const float m = q.u8 ? hi : std::max(-lo, hi);
-  if (m > 0.f && m <= 3.0e38f) // as int8UnsignedScale()
-    q.scale = m / (q.u8 ? 255.f : 127.f);
-  return q;
-}
-
 /// The smallest and largest value of x (over its current memory: the zero
 /// padding of a blocked layout changes neither the sign test nor the
 /// largest magnitude).
@@ -53,10 +44,10 @@ ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
   if (knob.precision == Precision::INT8) {
     HPVM_ASSERT(knob.hasRange,
                 fmt::format("int8 knob {} has no calibrated range", knob.id));
-    return actQuantOf(knob.inLo, knob.inHi);
+    return int8QuantOf(knob.inLo, knob.inHi);
   }
   const auto [lo, hi] = valueRange(x);
-  ActQuant q = actQuantOf(lo, hi);
+  ActQuant q = int8QuantOf(lo, hi);
   // The batch's scale is rounded up to a grid of 16 steps per octave (at
   // most 4.4% of the 8-bit range unused): batches of similar ranges
   // quantize alike.
@@ -67,8 +58,9 @@ ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
 dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
                              float scale, const PoolBuffer& buf) {
   const dnnl::memory stored = storedMemory(x);
-  if (stored.get_desc().data_type() == dt::u8 && want.data_type() == dt::u8 &&
-      implOf(x).memScale == scale) {
+  const dt storedType = stored.get_desc().data_type();
+  if ((storedType == dt::u8 || storedType == dt::s8) &&
+      storedType == want.data_type() && implOf(x).memScale == scale) {
     if (stored.get_desc() == want)
       return stored;
     dnnl::memory out(want, engine(), buf.get());
@@ -234,40 +226,47 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   const bool depthwiseTail = G == K && Cg == 1 && K % 8 != 0;
   const bool dyn = knob.precision == Precision::INT8DYN &&
                    !(depthwiseTail && !approx::haveAvx512());
-  // An int8 consumer next: the result as its u8 input (scaled by it).
+  // int8 readers next: the result stored as their input, u8 or s8
+  // (post.quantizeS8) at their scale qOut: q = saturate(round(v / qOut)) of
+  // the fp32 value v the layer would write. Three ways to compute it:
+  //  Folded: 1 / qOut folded into the output scales, where the activation
+  //    (None or ReLU) commutes with a positive scale and there is no
+  //    residual;
+  //  Sum: also a residual arriving quantized (chained from the layer that
+  //    computed it, in the output's type), added by oneDNN's sum post-op
+  //    scaled, dst = outScale * acc + (sr / qOut) * residual, where both
+  //    activations commute with the scale;
+  //  Tail: any other: the fp32 post-ops as they are (a residual by a
+  //    binary add), the last activation's result scaled by 1 / qOut
+  //    (postOpsAttr).
   float qOut = post.quantizeOut;
-  // With a residual, where ReLU follows the add (the u8 saturation is the
-  // ReLU): a residual arriving as u8 (chained from the layer that computed
-  // it) is added by oneDNN's sum post-op, scaled, dst = outScale * acc +
-  // (sr / qOut) * residual; an fp32 one by a binary add in real units, a
-  // linear 1 / qOut after it. Else the result is fp32.
-  enum class ResidualU8 : uint8_t { None, Sum, Binary };
-  ResidualU8 resU8 = ResidualU8::None;
-  float residualScale = 0.f; // Sum: the u8 residual's scale sr
-  dnnl::memory residualU8;
+  const dt outType = post.quantizeS8 ? dt::s8 : dt::u8;
+  const bool residualDims = post.residual && dims4(post.residual) == yd;
+  enum class Chain : uint8_t { None, Folded, Sum, Tail };
+  Chain chain = Chain::None;
+  float residualScale = 0.f; // Sum: the quantized residual's scale sr
+  dnnl::memory residualQ;
   const dnnl::memory::desc residualF32({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
                                        tag::nhwc);
-  if (qOut > 0.f && post.residual) {
+  auto commutes = [](Act a) { return a == Act::None || a == Act::Relu; };
+  if (qOut > 0.f && !post.residual) {
+    chain = commutes(post.act) ? Chain::Folded : Chain::Tail;
+  } else if (qOut > 0.f && residualDims) {
     const TensorImpl& ri = implOf(post.residual);
-    const bool chainable = !dyn && dims4(post.residual) == yd &&
-                           post.act2 == Act::Relu &&
-                           (post.act == Act::None || post.act == Act::Relu);
-    if (chainable && ri.memValid && ri.mem.get_desc().data_type() == dt::u8 &&
-        ri.memScale > 0.f) {
-      resU8 = ResidualU8::Sum;
+    chain = Chain::Tail;
+    if (!dyn && commutes(post.act) && commutes(post.act2) && ri.memValid &&
+        ri.mem.get_desc().data_type() == outType && ri.memScale > 0.f) {
+      chain = Chain::Sum;
       residualScale = ri.memScale;
-      residualU8 = ri.mem;
-    } else if (chainable) {
-      resU8 = ResidualU8::Binary;
-    } else {
-      qOut = 0.f;
+      residualQ = ri.mem;
     }
+  } else {
+    qOut = 0.f;
   }
   std::vector<float> outScales = dyn ? plain.scales : ia.scales;
-  if (qOut > 0.f && resU8 != ResidualU8::Binary)
+  if (chain == Chain::Folded || chain == Chain::Sum)
     for (float& f : outScales)
       f /= qOut;
-  const bool residualDims = post.residual && dims4(post.residual) == yd;
   // The output scales are fixed in the primitive: its key names the
   // version of w (whose weight scales they hold) and the input scale.
   std::string key = fmt::format(
@@ -277,9 +276,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
       residualDims, tensorKey(w), plain.key,
       dyn ? std::string("dyn") : scaleKey(aq.scale), scaleKey(qOut));
-  appendKey(key, resU8);
-  if (resU8 == ResidualU8::Sum)
-    appendKey(key, scaleKey(residualScale), descKey(residualU8.get_desc()));
+  appendKey(key, chain, outType);
+  if (chain == Chain::Sum)
+    appendKey(key, scaleKey(residualScale), descKey(residualQ.get_desc()));
   const Prim& p = cachedPrim(key, [&] {
     dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
     dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
@@ -290,17 +289,15 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
           dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
-      dnnl::primitive_attr attr = postOpsAttr(post, how, dst, dyn);
-      if (resU8 != ResidualU8::None) {
+      dnnl::primitive_attr attr =
+          chain == Chain::Tail
+              ? postOpsAttr(post, how, residualF32, dyn, 1.f / qOut)
+              : postOpsAttr(post, how, dst, dyn);
+      if (chain == Chain::Sum) {
         dnnl::post_ops ops;
         appendAct(ops, post.act, post.actLo, post.actHi);
-        if (resU8 == ResidualU8::Sum) {
-          ops.append_sum(residualScale / qOut);
-        } else {
-          ops.append_binary(dnnl::algorithm::binary_add, residualF32);
-          ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / qOut,
-                             0.f);
-        }
+        ops.append_sum(residualScale / qOut);
+        appendAct(ops, post.act2, post.act2Lo, post.act2Hi);
         attr.set_post_ops(ops);
       }
       attr.set_output_scales(1 << 1, outScales);
@@ -318,24 +315,24 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     if (K % 16 == 0)
       dsts.insert(dsts.begin(), dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
                                                    dt::f32, tag::nChw16c));
-    if (qOut > 0.f)
+    if (chain != Chain::None)
       dsts = {
-          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::u8, tag::nhwc),
-          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::u8, tag::any)};
+          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, outType, tag::nhwc),
+          dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, outType, tag::any)};
     std::vector<ResidualAs> hows{ResidualAs::Split};
     if (post.residual)
       hows = {ResidualAs::Sum, ResidualAs::Split};
-    if (resU8 == ResidualU8::Sum) {
+    if (chain == Chain::Sum) {
       // The residual's own layout first: it is copied into dst as it is.
-      dsts.insert(dsts.begin(), residualU8.get_desc());
+      dsts.insert(dsts.begin(), residualQ.get_desc());
       hows = {ResidualAs::Sum};
-    } else if (resU8 == ResidualU8::Binary) {
+    } else if (chain == Chain::Tail) {
       hows = {ResidualAs::Binary};
     }
     std::optional<Prim> fallback;
     for (const auto& dst : dsts) {
       std::vector<ResidualAs> dstHows = hows;
-      if (post.residual && residualDims && resU8 == ResidualU8::None &&
+      if (post.residual && residualDims && chain == Chain::None &&
           dst.data.format_kind == dnnl_blocked)
         dstHows.insert(dstHows.begin(), ResidualAs::Binary);
       for (ResidualAs how : dstHows) {
@@ -369,16 +366,16 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
         dnnl::memory({{1, 1, 1, 1}, dt::f32, tag::nchw}, engine(), &inScale);
   std::unique_ptr<PoolBuffer> residualHold;
-  if (resU8 != ResidualU8::None) {
-    if (resU8 == ResidualU8::Binary)
+  if (post.residual && (chain == Chain::Sum || chain == Chain::Tail)) {
+    if (chain == Chain::Tail)
       execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
           memoryAs(post.residual, residualF32, residualHold);
-    else if (residualU8.get_desc() == p.dst)
+    else if (residualQ.get_desc() == p.dst)
       // The sum post-op adds what dst holds: the residual, copied in.
-      parallelCopy(dst.get_data_handle(), residualU8.get_data_handle(),
+      parallelCopy(dst.get_data_handle(), residualQ.get_data_handle(),
                    p.dst.get_size());
     else
-      reorder(residualU8, dst);
+      reorder(residualQ, dst);
     PostOps added = post;
     added.residual = nullptr;
     executeLayer(p, added, std::move(execArgs));
@@ -387,8 +384,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   }
   if (qOut > 0.f)
     implOf(y).memScale = qOut;
-  if (resU8 == ResidualU8::None && post.residual &&
-      p.residual == ResidualAs::Split)
+  if (chain == Chain::None && post.residual && p.residual == ResidualAs::Split)
     runAdd(y, post.residual, post.act2, post.act2Lo, post.act2Hi, KnobSpec{},
            y);
 }

@@ -13,13 +13,8 @@
 
 namespace hpvm::rt::kern {
 
-/// How an int8 knob quantizes a layer's input: unsigned 0..255 when its
-/// range is nonnegative (after a ReLU), else signed symmetric -127..127;
-/// real value = q * scale.
-struct ActQuant {
-  bool u8 = true;
-  float scale = 1.f;
-};
+/// How an int8 knob quantizes a layer's input (base/KnobSpec.h).
+using ActQuant = Int8Quant;
 
 /// The quantization of an int8 layer's input: from the calibrated range
 /// (INT8) or from this batch's own range (INT8DYN).
@@ -27,8 +22,8 @@ ActQuant inputQuant(const KnobSpec& knob, const Tensor* x);
 
 /// x quantized into layout \p want (u8 or s8): q = saturate(round(x /
 /// scale)), in one reorder from x's current layout into \p buf. When the
-/// previous int8 layer already stored x as u8 with this scale, its values
-/// are used as they are (reordered only if the layout differs).
+/// previous int8 layer already stored x in \p want's type with this scale,
+/// its values are used as they are (reordered only if the layout differs).
 dnnl::memory quantizedSource(const Tensor* x, const dnnl::memory::desc& want,
                              float scale, const PoolBuffer& buf);
 

@@ -75,11 +75,12 @@ struct PostOps {
   const Tensor* residual = nullptr; ///< Elementwise add, output shape.
   Act act2 = Act::None;
   float act2Lo = 0.f, act2Hi = 0.f; ///< act2's, as actLo and actHi.
-  /// int8 layers only: > 0 asks for the result quantized to u8 with this
-  /// scale (the next int8 layer's input quantization) instead of fp32.
-  /// The executor asks only where that is exact: no residual, activation
-  /// None or ReLU.
+  /// int8 layers only: > 0 asks for the result quantized with this scale,
+  /// to u8 or (quantizeS8) s8, instead of fp32: the int8 layers reading it
+  /// take it as their input quantization would (q = saturate(round(v /
+  /// scale))), and other readers get q * scale.
   float quantizeOut = 0.f;
+  bool quantizeS8 = false;
   /// bf16 layers only: store the result as bf16 (the layers reading it
   /// compute in bf16 and would round it so anyway; a residual reader adds
   /// it rounded). Ignored where the convolution is not native bf16.
@@ -159,9 +160,12 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
 /// y = a * b (y may be a), b broadcast against a: the same shape, or 1 x 1
 /// spatially with each other dim a's or 1 (a squeeze-and-excitation gate
 /// N x C x 1 x 1, a per-channel constant 1 x C x 1 x 1); optional fused
-/// activation.
+/// activation. \p quantizeOut > 0 asks for the result quantized for int8
+/// readers, as PostOps::quantizeOut (honoured by the gate's broadcast,
+/// with no activation, not in place).
 void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
-                 const KnobSpec& knob, Tensor* y);
+                 const KnobSpec& knob, Tensor* y, float quantizeOut = 0.f,
+                 bool quantizeS8 = false);
 /// y = act(x) (y may be x).
 void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
             Tensor* y);
@@ -206,6 +210,10 @@ void runSelectToken(const Tensor* x, int64_t index, const KnobSpec& knob,
 struct PostAct {
   Act act = Act::None;
   float lo = 0, hi = 0; ///< Its parameters (Clip's bounds, ...), else 0.
+  /// The result quantized for int8 readers where the kernel can
+  /// (PostOps::quantizeOut; runMultiply's gate), else 0.
+  float quantizeOut = 0;
+  bool quantizeS8 = false;
 };
 
 /// One call of an Ops.def operation: its tensor operands (a variadic op's

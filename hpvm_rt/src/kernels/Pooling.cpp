@@ -1,5 +1,5 @@
 // Pooling.cpp - runPool: max and average pooling on oneDNN, in the input's
-// layout and data type (an int8 layer's u8 result, a bf16 one).
+// layout and data type (an int8 layer's u8 or s8 result, a bf16 one).
 #include "base/Errors.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
@@ -35,13 +35,14 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
   // right/bottom pad partly unused, which oneDNN needs stated exactly.
   int64_t padBottom = (Ho - 1) * a.strideH + a.kh - xd[2] - a.padH;
   int64_t padRight = (Wo - 1) * a.strideW + a.kw - xd[3] - a.padW;
-  // A max pool takes an int8 layer's u8 result (or a bf16 one) as it is
+  // A max pool takes an int8 layer's u8 or s8 result (or a bf16 one) as it is
   // (the maximum of rounded values is the rounded maximum) and hands it on.
   dnnl::memory src =
       a.kind == PoolArgs::Max ? storedMemory(x) : currentMemory(x);
   const dt type = src.get_desc().data_type();
-  HPVM_ASSERT(type == dt::f32 || type == dt::u8 || type == dt::bf16,
-              "pool input must be f32, u8 or bf16");
+  HPVM_ASSERT(type == dt::f32 || type == dt::u8 || type == dt::s8 ||
+                  type == dt::bf16,
+              "pool input must be f32, u8, s8 or bf16");
   dnnl::memory::desc dstAny({yd[0], yd[1], yd[2], yd[3]}, type, tag::any);
   auto alg = a.kind == PoolArgs::Max ? dnnl::algorithm::pooling_max
              : a.excludePad ? dnnl::algorithm::pooling_avg_exclude_padding

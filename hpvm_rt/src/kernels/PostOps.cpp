@@ -60,20 +60,21 @@ void checkPerChannel(const Tensor* t, int64_t C, const char* what) {
 
 dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
                                  const dnnl::memory::desc& dst,
-                                 bool runtimeScale) {
+                                 bool runtimeScale, float outScale) {
   dnnl::post_ops ops;
   // A scale known only at run time (int8_dyn's input scale): a binary
   // multiply by a 1x1x1x1 tensor before everything else.
   if (runtimeScale)
     ops.append_binary(dnnl::algorithm::binary_mul,
                       dnnl::memory::desc({1, 1, 1, 1}, dt::f32, tag::nchw));
-  appendAct(ops, post.act, post.actLo, post.actHi);
-  if (post.residual && how != ResidualAs::Split) {
+  const bool residual = post.residual && how != ResidualAs::Split;
+  appendAct(ops, post.act, post.actLo, post.actHi, residual ? 1.f : outScale);
+  if (residual) {
     if (how == ResidualAs::Binary)
       ops.append_binary(dnnl::algorithm::binary_add, dst);
     else
       ops.append_sum(1.f);
-    appendAct(ops, post.act2, post.act2Lo, post.act2Hi);
+    appendAct(ops, post.act2, post.act2Lo, post.act2Hi, outScale);
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);

@@ -22,10 +22,13 @@ void checkPerChannel(const Tensor* t, int64_t C, const char* what);
 
 /// Post-ops attr for the activation/residual chain after bias and batch
 /// norm; the residual is added as \p how says (\p dst: the layout of the
-/// output, which a binary post-op's residual must have).
+/// output, which a binary post-op's residual must have); the result
+/// multiplied by \p outScale (the last activation's eltwise scale where it
+/// may carry it).
 dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
                                  const dnnl::memory::desc& dst = {},
-                                 bool runtimeScale = false);
+                                 bool runtimeScale = false,
+                                 float outScale = 1.f);
 
 /// The index of the residual's binary add among \p attr's post-ops (the
 /// last binary one: an int8_dyn scale comes first, an activation may take
