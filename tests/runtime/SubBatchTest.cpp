@@ -188,9 +188,17 @@ TEST_CASE("Sub-batches: the split follows the cache budget") {
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 16);
   CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 32); // twice the cache
   CHECK(hpvm::rt::subBatchSize(f, 50, 1) == 13); // equal slices: 13 x 3 + 11
-  f.bytesPerImage = budget * 4;                  // an image overflows it
+  // kMinSubBatch images per thread just fit: slices of that many.
+  f.bytesPerImage = budget / hpvm::rt::kMinSubBatch;
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == hpvm::rt::kMinSubBatch);
+  CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 2 * hpvm::rt::kMinSubBatch);
   CHECK(hpvm::rt::subBatchSize(f, 4, 1) == 4);
+  // They overflow it (as an image that alone overflows it): no slices.
+  f.bytesPerImage = budget / hpvm::rt::kMinSubBatch + 1;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
+  CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 64);
+  f.bytesPerImage = budget * 4;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
   f.separable = false;
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
   f.separable = true;

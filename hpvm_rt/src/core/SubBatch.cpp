@@ -104,9 +104,11 @@ int64_t subBatchSize(const BatchFacts& f, int64_t batch, int threads) {
   const int64_t budget = subBatchBudgetBytes() * std::max(1, threads);
   if (f.bytesPerImage * batch <= budget)
     return batch;
-  const int64_t fits =
-      std::max(kMinSubBatch, budget / std::max<int64_t>(1, f.bytesPerImage));
-  if (fits >= batch)
+  // Each thread computes its share of every layer: where not even
+  // kMinSubBatch images per thread fit the budget, slices keep no layer in
+  // cache and only cost the whole batch's kernel efficiency.
+  const int64_t fits = budget / std::max<int64_t>(1, f.bytesPerImage);
+  if (fits < kMinSubBatch * std::max(1, threads) || fits >= batch)
     return batch;
   const int64_t slices = (batch + fits - 1) / fits;
   return (batch + slices - 1) / slices;
