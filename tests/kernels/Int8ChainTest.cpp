@@ -64,15 +64,18 @@ TEST_CASE("Kernels: an int8 conv hands on, after any post-op chain, the u8 "
   TestTensor x({N, C, H, H}), w({K, C, 3, 3});
   x.set(randomVec(x.size(), 2300));
   w.set(randomVec(w.size(), 2301, -1.f / 12, 1.f / 12));
-  const KnobSpec knob = int8Knob(false, -1.f, 1.f);
-  for (int v = 0; v < TestPost::kVariants; ++v) {
-    TestPost post(v, K, {N, K, H, H}, 2302 + 10 * v);
+  for (int v = 0; v < 2 * TestPost::kVariants; ++v) {
+    // The writer int8 with a calibrated input, then int8_dyn.
+    const bool dyn = v >= TestPost::kVariants;
+    const KnobSpec knob = int8Knob(dyn, -1.f, 1.f);
+    TestPost post(v % TestPost::kVariants, K, {N, K, H, H}, 2302 + 10 * v);
     TestTensor y32({N, K, H, H});
     runConv(x.get(), w.get(), args, post.ops, knob, y32.get());
     const std::vector<float> want = y32.values();
     for (bool s8 : {false, true}) {
       const std::string what =
-          "post-op chain " + std::to_string(v) + (s8 ? ", s8" : ", u8");
+          "post-op chain " + std::to_string(v % TestPost::kVariants) +
+          (dyn ? " (int8_dyn)" : "") + (s8 ? ", s8" : ", u8");
       const float m = rangeOf(want, !s8);
       const float s = m > 0.f ? 0.9f * m / (s8 ? 127.f : 255.f) : 0.01f;
       PostOps chained = post.ops;
