@@ -5,6 +5,7 @@
 #include "approx/ConvGeometry.h"
 #include "kernels/Primitives.h"
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -12,11 +13,11 @@ namespace hpvm::rt::kern {
 
 namespace {
 
-/// The position along an axis of two that perforation skips: 0 or 1.
-int skippedOfTwo(const KnobSpec& knob) {
+/// Which of the two positions of an axis of two perforation computes.
+std::array<bool, 2> keptOfTwo(const KnobSpec& knob) {
   const std::vector<bool> kept =
       approx::perforationKept(2, knob.rate, knob.offset);
-  return kept[0] ? 1 : 0;
+  return {kept[0], kept[1]};
 }
 
 } // namespace
@@ -29,8 +30,7 @@ bool perforationIsCopy(const KnobSpec& knob, const PostOps& post,
   const int64_t len = knob.variant == Variant::PerfRow ? yd[2] : yd[3];
   if (len != 2)
     return false;
-  const std::vector<bool> kept =
-      approx::perforationKept(2, knob.rate, knob.offset);
+  const std::array<bool, 2> kept = keptOfTwo(knob);
   return kept[0] != kept[1];
 }
 
@@ -38,7 +38,7 @@ void copySkipped(Tensor* y, const KnobSpec& knob) {
   const Dims4 d = dims4(y);
   const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
   const bool rows = knob.variant == Variant::PerfRow;
-  const int64_t to = skippedOfTwo(knob), from = 1 - to;
+  const int64_t to = keptOfTwo(knob)[0] ? 1 : 0, from = 1 - to;
   TensorImpl& impl = implOf(y);
   // In place in y's stored layout where it is one of the activations'
   // (fp32 or bf16; NCHW, NHWC or nChw16c), else on the host copy.

@@ -37,8 +37,6 @@ bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd) {
       !(knob.precision == Precision::FP32 ||
         (knob.precision == Precision::BF16 && knob.rate == 2)))
     return false;
-  if (approx::perforationPath() != approx::PerforationPath::Auto)
-    return false;
   if (knob.precision == Precision::BF16 && numericsOf(knob).nativeBf16)
     return true;
   // The engines' reduced GEMM pays where it skips much arithmetic (rate 2)

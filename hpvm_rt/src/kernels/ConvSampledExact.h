@@ -22,7 +22,8 @@ namespace hpvm::rt::kern {
 /// more than the arithmetic they skip; bf16 at rate 2 (a kept weight
 /// doubled rounds to bf16 as the doubled rounded weight the engines use)
 /// wherever the CPU has native bf16 convolutions, which the engines' GEMM
-/// does not match. Never under setPerforationPath() other than Auto.
+/// does not match. (The variant also asks for setPerforationPath()'s
+/// Auto, as perf-as-exact does: tests force the engines with the others.)
 bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd);
 
 /// w (K x C x KH x KW) sampled under \p knob: the filter the exact

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -20,6 +21,31 @@ void appendTensorKey(std::string& key, const Tensor* t) {
   appendKey(key, static_cast<const void*>(t),
             t ? uint64_t(implOf(t).version) : uint64_t(0));
 }
+
+/// A derived entry's request in raw form (TensorImpl::Derived::raw): the
+/// folded tensors of \p post with their versions, matched before any key
+/// is built (a layer call at batch 1 must not pay for strings).
+struct RawRequest {
+  std::array<const Tensor*, 5> folded;
+  std::array<uint64_t, 5> versions{};
+  double eps;
+  explicit RawRequest(const PostOps& post)
+      : folded{post.bias, post.bnGamma, post.bnBeta, post.bnMean, post.bnVar},
+        eps(post.bnEps) {
+    for (size_t i = 0; i < folded.size(); ++i)
+      versions[i] = folded[i] ? implOf(folded[i]).version : 0;
+  }
+  bool matches(const TensorImpl::Derived& d) const {
+    return d.raw && d.folded == folded && d.foldedVersions == versions &&
+           d.eps == eps;
+  }
+  void record(TensorImpl::Derived& d) const {
+    d.raw = true;
+    d.folded = folded;
+    d.foldedVersions = versions;
+    d.eps = eps;
+  }
+};
 } // namespace
 
 std::string tensorKey(const Tensor* t) {
@@ -66,16 +92,23 @@ packedFilter(const Tensor* w, const PostOps& post, const char* name, int64_t K,
              const std::function<void(const float* folded, void* packed)>& pack,
              Precision roundBias) {
   TensorImpl& impl = implOf(w);
-  const std::string key = std::string(name) + "|" + foldKey(post);
-  if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return *found;
+  const RawRequest request(post);
+  const dnnl::memory::desc packed({packedElems}, packedType, tag::x);
+  for (const TensorImpl::Derived& d : impl.derived)
+    if (request.matches(d) && d.name && std::strcmp(d.name, name) == 0 &&
+        d.round == roundBias && d.want == packed)
+      return d;
   const float* wp = hostData(w);
   std::vector<float> wf(wp, wp + numElems(w)), bf;
   foldPostOps(post, K, perK, perK, 1, wf, bf);
   roundTo(roundBias, bf.data(), K);
   TensorImpl::Derived d;
-  d.key = key;
-  d.weights = dnnl::memory({{packedElems}, packedType, tag::x}, engine());
+  d.key = std::string(name) + "|" + foldKey(post);
+  request.record(d);
+  d.name = name;
+  d.round = roundBias;
+  d.want = packed;
+  d.weights = dnnl::memory(packed, engine());
   pack(wf.data(), d.weights.get_data_handle());
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::copy(bf.begin(), bf.end(),
@@ -118,15 +151,10 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
                                           int64_t kStride, int64_t kStep,
                                           Precision roundOperands) {
   TensorImpl& impl = implOf(w);
-  const std::array<const Tensor*, 5> folded{
-      post.bias, post.bnGamma, post.bnBeta, post.bnMean, post.bnVar};
-  std::array<uint64_t, 5> versions{};
-  for (size_t i = 0; i < folded.size(); ++i)
-    versions[i] = folded[i] ? implOf(folded[i]).version : 0;
+  const RawRequest request(post);
   for (const TensorImpl::Derived& d : impl.derived)
-    if (d.raw && d.round == roundOperands && d.folded == folded &&
-        d.foldedVersions == versions && d.eps == post.bnEps && d.want == want &&
-        d.plain == plain)
+    if (request.matches(d) && d.name == nullptr && d.round == roundOperands &&
+        d.want == want && d.plain == plain)
       return d;
   std::string key = descKey(want);
   appendKey(key, descKey(plain), roundOperands, foldKey(post));
@@ -146,13 +174,10 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
   reorder(dnnl::memory(plain, engine(), wf.data()), d.weights);
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
-  d.raw = true;
+  request.record(d);
   d.want = want;
   d.plain = plain;
   d.round = roundOperands;
-  d.folded = folded;
-  d.foldedVersions = versions;
-  d.eps = post.bnEps;
   return storeDerived(impl, std::move(d));
 }
 

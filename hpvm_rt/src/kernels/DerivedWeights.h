@@ -45,8 +45,9 @@ void foldPostOps(const PostOps& post, int64_t K, int64_t perK, int64_t kStride,
 /// channels of perK values) with the bias and batch norm of \p post
 /// folded in, handed to \p pack with the weights to fill (\p packedElems
 /// elements of \p packedType); the folded bias (f32, K elements) rounded
-/// to \p roundBias. Found under \p name and post's fold, else derived once
-/// and cached on w until any of the tensors involved changes.
+/// to \p roundBias. Found under \p name (a string literal naming the
+/// packing) and post's fold, else derived once and cached on w until any
+/// of the tensors involved changes.
 const TensorImpl::Derived&
 packedFilter(const Tensor* w, const PostOps& post, const char* name, int64_t K,
              int64_t perK, dnnl::memory::data_type packedType,

@@ -52,11 +52,14 @@ struct TensorImpl {
     /// The buffer behind `weights` where weightMemory() made it.
     std::shared_ptr<void> buffer;
     std::vector<float> scales; ///< int8: per-output-channel weight scales.
-    /// derivedWeights()'s request in raw form, matched before any key is
-    /// built (a layer call at batch 1 must not pay for strings): the
-    /// wanted and plain layouts, the rounding, and the folded tensors
-    /// with their versions. `raw` false: matched by `key` only.
+    /// derivedWeights()'s or packedFilter()'s request in raw form, matched
+    /// before any key is built (a layer call at batch 1 must not pay for
+    /// strings): the wanted and plain layouts (packedFilter: the packed
+    /// one), the rounding, the folded tensors with their versions, and
+    /// packedFilter's name (a string literal; null for derivedWeights).
+    /// `raw` false: matched by `key` only.
     bool raw = false;
+    const char* name = nullptr;
     dnnl::memory::desc want, plain;
     hpvm::rt::Precision round = hpvm::rt::Precision::FP32;
     std::array<const Tensor*, 5> folded{};
