@@ -115,6 +115,13 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     });
     return all ? shared : Int8Quant{true, 0.f};
   };
+  // Group g's result quantized as the readers of op o's output take it,
+  // where they all are such int8 convolutions.
+  auto quantizeFor = [&](Group& g, int o) {
+    const Int8Quant q = sharedInputQuant(o);
+    g.quantizeOut = q.scale;
+    g.quantizeS8 = !q.u8;
+  };
   // True when every reader of op o's output is a bf16 convolution (exact,
   // perforated or sampled) reading it as its input or as its residual.
   auto bf16Readers = [&](int o) {
@@ -145,9 +152,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
         g.inPlace == kNoOperand) {
       // A squeeze-and-excitation gate's product read only by int8
       // convolutions (runMultiply quantizes where it broadcasts a gate).
-      const Int8Quant q = sharedInputQuant(g.last);
-      g.quantizeOut = q.scale;
-      g.quantizeS8 = !q.u8;
+      quantizeFor(g, g.last);
       continue;
     }
     const bool bf16 = g.knob.precision == Precision::BF16;
@@ -166,9 +171,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
       next = readerOf(out);
     }
     if (!bf16) {
-      const Int8Quant q = sharedInputQuant(out);
-      g.quantizeOut = q.scale;
-      g.quantizeS8 = !q.u8;
+      quantizeFor(g, out);
       continue;
     }
     g.bf16Out = (next && next->x == out &&

@@ -87,7 +87,7 @@ blockedShape(const Tensor* x, const Tensor* w, const ConvArgs& a,
     // filter's quantization where it cannot apply.)
     if (knob.variant == Variant::Samp && (a.groups != 1 || xd[1] % 16 != 0))
       return std::nullopt;
-    const ActQuant aq = inputQuant(knob, x);
+    const Int8Quant aq = inputQuant(knob, x);
     bc.int8Type = aq.u8 ? dt::u8 : dt::s8;
     // (perforation runs convolutions, sampling a matmul)
     const Int8Code code = int8Code(bc.int8Type, knob.variant != Variant::Samp);
@@ -134,7 +134,7 @@ void convApproxBlocked(const Tensor* x, const Tensor* w, const ConvArgs& a,
   std::unique_ptr<PoolBuffer> int8In; // holds the quantized input
   if (int8) {
     // The input quantized once, into the NHWC the engines read int8 from.
-    const ActQuant aq = inputQuant(knob, x);
+    const Int8Quant aq = inputQuant(knob, x);
     const dnnl::memory::desc xq({xd[0], xd[1], xd[2], xd[3]}, bc.int8Type,
                                 tag::nhwc);
     int8In = std::make_unique<PoolBuffer>(xq.get_size());
@@ -181,7 +181,7 @@ void convApprox(const Tensor* x, const Tensor* w, const ConvArgs& a,
     // int8 where the blocked engine does not apply: the same quantized
     // operands, dequantized, through the fp32 engine (32-bit sums become
     // fp32 sums of exact products).
-    const ActQuant aq = inputQuant(knob, x);
+    const Int8Quant aq = inputQuant(knob, x);
     const float lo = aq.u8 ? 0.f : -128.f, hi = aq.u8 ? 255.f : 127.f;
     const float inv = 1.f / aq.scale; // as oneDNN's quantizing reorder
     xq.resize(static_cast<size_t>(numElems(x)));

@@ -305,8 +305,8 @@ template <typename T> inline T storeAs(float v, float inv) {
 /// of T in the same layout.
 template <typename T>
 void gateRows(const float* x, T* y, const dnnl_dims_t& s, int64_t N, int64_t C,
-              int64_t Cp, int64_t HW, int64_t W, int64_t B, bool nhwc,
-              const Dims4& gd, const float* g, float inv) {
+              int64_t Cp, int64_t HW, int64_t B, bool nhwc, const Dims4& gd,
+              const float* g, float inv) {
   // Gate value of image n, channel c (0 for the padding channels).
   auto gate = [&](int64_t n, int64_t c) {
     return c >= C ? 0.f
@@ -350,7 +350,6 @@ void gateRows(const float* x, T* y, const dnnl_dims_t& s, int64_t N, int64_t C,
     return;
   }
   // NHWC: a row of C values per pixel.
-  (void)W;
 #pragma omp parallel for schedule(static)
   for (int64_t np = 0; np < N * HW; ++np) {
     const int64_t n = np / HW;
@@ -407,20 +406,20 @@ void gateLoop(const dnnl::memory& src, const GateLayout& L, const Dims4& gd,
   const dnnl_memory_desc_t& m = src.get_desc().data;
   const auto* x = static_cast<const float*>(src.get_data_handle());
   void* y = dst.get_data_handle();
-  const int64_t N = m.dims[0], C = m.dims[1], W = m.dims[3];
-  const int64_t HW = m.dims[2] * W, Cp = m.padded_dims[1];
+  const int64_t N = m.dims[0], C = m.dims[1];
+  const int64_t HW = m.dims[2] * m.dims[3], Cp = m.padded_dims[1];
   const dnnl_dims_t& s = m.format_desc.blocking.strides;
   switch (dst.get_desc().data_type()) {
   case dt::s8:
-    gateRows(x, static_cast<int8_t*>(y), s, N, C, Cp, HW, W, L.B, L.nhwc, gd, g,
+    gateRows(x, static_cast<int8_t*>(y), s, N, C, Cp, HW, L.B, L.nhwc, gd, g,
              inv);
     break;
   case dt::u8:
-    gateRows(x, static_cast<uint8_t*>(y), s, N, C, Cp, HW, W, L.B, L.nhwc, gd,
-             g, inv);
+    gateRows(x, static_cast<uint8_t*>(y), s, N, C, Cp, HW, L.B, L.nhwc, gd, g,
+             inv);
     break;
   default:
-    gateRows(x, static_cast<float*>(y), s, N, C, Cp, HW, W, L.B, L.nhwc, gd, g,
+    gateRows(x, static_cast<float*>(y), s, N, C, Cp, HW, L.B, L.nhwc, gd, g,
              inv);
   }
 }

@@ -40,14 +40,14 @@ std::pair<float, float> valueRange(const Tensor* x) {
 
 } // namespace
 
-ActQuant inputQuant(const KnobSpec& knob, const Tensor* x) {
+Int8Quant inputQuant(const KnobSpec& knob, const Tensor* x) {
   if (knob.precision == Precision::INT8) {
     HPVM_ASSERT(knob.hasRange,
                 fmt::format("int8 knob {} has no calibrated range", knob.id));
     return int8QuantOf(knob.inLo, knob.inHi);
   }
   const auto [lo, hi] = valueRange(x);
-  ActQuant q = int8QuantOf(lo, hi);
+  Int8Quant q = int8QuantOf(lo, hi);
   // The batch's scale is rounded up to a grid of 16 steps per octave (at
   // most 4.4% of the 8-bit range unused): batches of similar ranges
   // quantize alike.
@@ -207,7 +207,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
               const PostOps& post, const KnobSpec& knob, Tensor* y,
               const Dims4& xd, const Dims4& wd, const Dims4& yd) {
   const int64_t G = args.groups, K = wd[0], Cg = wd[1];
-  const ActQuant aq = inputQuant(knob, x);
+  const Int8Quant aq = inputQuant(knob, x);
   const dt srcType = aq.u8 ? dt::u8 : dt::s8;
   dims wDims =
       G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
@@ -292,14 +292,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       dnnl::primitive_attr attr =
           chain == Chain::Tail
               ? postOpsAttr(post, how, residualF32, dyn, 1.f / qOut)
+          : chain == Chain::Sum
+              ? postOpsAttr(post, how, dst, dyn, 1.f, residualScale / qOut)
               : postOpsAttr(post, how, dst, dyn);
-      if (chain == Chain::Sum) {
-        dnnl::post_ops ops;
-        appendAct(ops, post.act, post.actLo, post.actHi);
-        ops.append_sum(residualScale / qOut);
-        appendAct(ops, post.act2, post.act2Lo, post.act2Hi);
-        attr.set_post_ops(ops);
-      }
       attr.set_output_scales(1 << 1, outScales);
       const auto pd = approx::convolutionPd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
@@ -393,7 +388,7 @@ void denseInt8(const Tensor* x, const Tensor* w, const PostOps& post,
                const KnobSpec& knob, Tensor* y) {
   const Dims4 xd = dims4(x), wd = dims4(w);
   const int64_t M = xd[0], K = xd[1] * xd[2] * xd[3], N = wd[3];
-  const ActQuant aq = inputQuant(knob, x);
+  const Int8Quant aq = inputQuant(knob, x);
   const dt srcType = aq.u8 ? dt::u8 : dt::s8;
   const dims wDims{N, xd[1], xd[2], xd[3]};
   const auto& plain = int8Plain(w, post, wDims, tag::ihwo, N, K, 1, N,

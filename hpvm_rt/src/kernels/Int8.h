@@ -13,12 +13,10 @@
 
 namespace hpvm::rt::kern {
 
-/// How an int8 knob quantizes a layer's input (base/KnobSpec.h).
-using ActQuant = Int8Quant;
-
-/// The quantization of an int8 layer's input: from the calibrated range
-/// (INT8) or from this batch's own range (INT8DYN).
-ActQuant inputQuant(const KnobSpec& knob, const Tensor* x);
+/// The quantization of an int8 layer's input (base/KnobSpec.h's Int8Quant):
+/// from the calibrated range (INT8) or from this batch's own range
+/// (INT8DYN).
+Int8Quant inputQuant(const KnobSpec& knob, const Tensor* x);
 
 /// x quantized into layout \p want (u8 or s8): q = saturate(round(x /
 /// scale)), in one reorder from x's current layout into \p buf. When the

@@ -60,7 +60,8 @@ void checkPerChannel(const Tensor* t, int64_t C, const char* what) {
 
 dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
                                  const dnnl::memory::desc& dst,
-                                 bool runtimeScale, float outScale) {
+                                 bool runtimeScale, float outScale,
+                                 float sumScale) {
   dnnl::post_ops ops;
   // A scale known only at run time (int8_dyn's input scale): a binary
   // multiply by a 1x1x1x1 tensor before everything else.
@@ -73,7 +74,7 @@ dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
     if (how == ResidualAs::Binary)
       ops.append_binary(dnnl::algorithm::binary_add, dst);
     else
-      ops.append_sum(1.f);
+      ops.append_sum(sumScale);
     appendAct(ops, post.act2, post.act2Lo, post.act2Hi, outScale);
   }
   dnnl::primitive_attr attr;

@@ -24,11 +24,11 @@ void checkPerChannel(const Tensor* t, int64_t C, const char* what);
 /// norm; the residual is added as \p how says (\p dst: the layout of the
 /// output, which a binary post-op's residual must have); the result
 /// multiplied by \p outScale (the last activation's eltwise scale where it
-/// may carry it).
+/// may carry it); a sum post-op's residual multiplied by \p sumScale.
 dnnl::primitive_attr postOpsAttr(const PostOps& post, ResidualAs how,
                                  const dnnl::memory::desc& dst = {},
                                  bool runtimeScale = false,
-                                 float outScale = 1.f);
+                                 float outScale = 1.f, float sumScale = 1.f);
 
 /// The index of the residual's binary add among \p attr's post-ops (the
 /// last binary one: an int8_dyn scale comes first, an activation may take
