@@ -5,6 +5,7 @@
 // channel-block edges of the kernel; elsewhere the emulation runs.
 #include "KernelTestUtil.h"
 #include "approx/Approx.h"
+#include "approx/ConvGeometry.h"
 #include "approx/HalfConv.h"
 #include "kernels/Reference.h"
 #include "kernels/TensorImpl.h"
@@ -158,4 +159,43 @@ TEST_CASE("Kernels: an fp16 chain stores a result as NHWC half where the "
   }
   CHECK(aValues[0] == aValues[1]);
   CHECK(bValues[0] == bValues[1]);
+}
+
+TEST_CASE("Kernels: samp_fp16 runs as the half-arithmetic convolution of "
+          "the sampled filter where the CPU has AVX512-FP16") {
+  // The sampled filter: the kept elements (approx::samplingKept, tested
+  // against the NumPy oracle) times rate / (rate - 1), the others zero.
+  const ConvArgs a{1, 1, 1, 1, 1};
+  const size_t N = 2, C = 32, K = 48, H = 7;
+  TestTensor x({N, C, H, H}), w({K, C, 3, 3});
+  x.set(randomVec(x.size(), 4300, -1.f, 1.f));
+  w.set(randomVec(w.size(), 4301, -0.2f, 0.2f));
+  for (int rate = 2; rate <= 4; ++rate)
+    for (int offset = 0; offset < rate; ++offset) {
+      const std::string what =
+          "rate " + std::to_string(rate) + ", offset " + std::to_string(offset);
+      TestPost post(1, static_cast<int64_t>(K), {N, K, H, H}, 4302);
+      TestTensor y({N, K, H, H});
+      runConv(x.get(), w.get(), a, post.ops,
+              knobOf(Variant::Samp, Precision::FP16, rate, offset), y.get());
+      const std::string ran = lastConvVariant();
+      CHECK_MESSAGE((ran == "samp-as-exact") == approx::halfConvAvailable(),
+                    what << " (" << ran << ")");
+      if (!approx::halfConvAvailable())
+        continue;
+      std::vector<float> sampled(w.size(), 0.f);
+      const std::vector<float> wv = w.values();
+      const size_t perK = C * 9;
+      for (size_t k = 0; k < K; ++k)
+        for (const int64_t e : approx::samplingKept(C, 3, 3, rate, offset))
+          sampled[k * perK + size_t(e)] =
+              wv[k * perK + size_t(e)] * approx::samplingScale(rate);
+      TestTensor ws({K, C, 3, 3}), yHalf({N, K, H, H});
+      ws.set(sampled);
+      runConv(x.get(), ws.get(), a, post.ops,
+              knobOf(Variant::Exact, Precision::FP16), yHalf.get());
+      CHECK_MESSAGE(lastConvVariant() == std::string("exact-fp16-native"),
+                    what);
+      CHECK_MESSAGE(y.values() == yHalf.values(), what);
+    }
 }

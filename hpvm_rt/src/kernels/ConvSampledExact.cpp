@@ -3,6 +3,7 @@
 #include "kernels/ConvSampledExact.h"
 
 #include "approx/ConvGeometry.h"
+#include "kernels/ConvHalf.h"
 #include "kernels/DerivedWeights.h"
 #include "kernels/Numerics.h"
 
@@ -32,9 +33,14 @@ struct OwnedTensor {
 
 } // namespace
 
-bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd) {
-  if (knob.variant != Variant::Samp || knob.rate <= 1 || groups != 1 ||
-      !(knob.precision == Precision::FP32 ||
+bool sampledAsExact(const KnobSpec& knob, const ConvArgs& a,
+                    const PostOps& post, const Dims4& xd, const Dims4& wd,
+                    const Dims4& yd) {
+  if (knob.variant != Variant::Samp || knob.rate <= 1 || a.groups != 1)
+    return false;
+  if (knob.precision == Precision::FP16)
+    return convHalfApplies(a, post, xd, wd, yd);
+  if (!(knob.precision == Precision::FP32 ||
         (knob.precision == Precision::BF16 && knob.rate == 2)))
     return false;
   if (knob.precision == Precision::BF16 && numericsOf(knob).nativeBf16)

@@ -22,9 +22,15 @@ namespace hpvm::rt::kern {
 /// more than the arithmetic they skip; bf16 at rate 2 (a kept weight
 /// doubled rounds to bf16 as the doubled rounded weight the engines use)
 /// wherever the CPU has native bf16 convolutions, which the engines' GEMM
-/// does not match. (The variant also asks for setPerforationPath()'s
-/// Auto, as perf-as-exact does: tests force the engines with the others.)
-bool sampledAsExact(const KnobSpec& knob, int groups, const Dims4& wd);
+/// does not match; fp16 wherever the exact fp16 convolution runs in half
+/// arithmetic (ConvHalf.h: HPVM's fp16 numerics, as the fp16 knob there,
+/// at 1.2-2.0x fp32 on VGG16's layers where the engines, fp32 arithmetic
+/// rounded to half, ran 0.6-1.2x). (The variant also asks for
+/// setPerforationPath()'s Auto, as perf-as-exact does: tests force the
+/// engines with the others.)
+bool sampledAsExact(const KnobSpec& knob, const ConvArgs& a,
+                    const PostOps& post, const Dims4& xd, const Dims4& wd,
+                    const Dims4& yd);
 
 /// w (K x C x KH x KW) sampled under \p knob: the filter the exact
 /// convolution computes filter sampling with. Derived once per version of
