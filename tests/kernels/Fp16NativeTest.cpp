@@ -199,3 +199,73 @@ TEST_CASE("Kernels: samp_fp16 runs as the half-arithmetic convolution of "
       CHECK_MESSAGE(y.values() == yHalf.values(), what);
     }
 }
+
+TEST_CASE("Kernels: perf_fp16 computes the kept rows or columns in half "
+          "arithmetic where the CPU has AVX512-FP16, and fills the others "
+          "from their neighbours") {
+  // Kept positions: bit for bit the exact fp16 convolution's (the same
+  // half sums and post-ops: a batch norm and tanh; a residual between two
+  // activations). Skipped ones, without post-ops: the average
+  // of the neighbours' sums, rounded to half: within half's rounding of
+  // the average of the exact result's (rounded) neighbours. Row 0 (column
+  // 0) copies its successor, the last its predecessor.
+  const ConvArgs a{1, 1, 1, 1, 1};
+  const size_t N = 2, C = 32, K = 48, H = 7, W = 9;
+  TestTensor x({N, C, H, W}), w({K, C, 3, 3});
+  x.set(randomVec(x.size(), 4400, -1.f, 1.f));
+  w.set(randomVec(w.size(), 4401, -0.2f, 0.2f));
+  for (const Variant v : {Variant::PerfRow, Variant::PerfCol})
+    for (int rate = 2; rate <= 4; ++rate)
+      for (int offset = 0; offset < rate; ++offset)
+        for (const int chain : {0, 2, 4}) {
+          const bool rows = v == Variant::PerfRow;
+          const std::string what = std::string(rows ? "rows" : "columns") +
+                                   ", rate " + std::to_string(rate) +
+                                   ", offset " + std::to_string(offset) +
+                                   ", post-op chain " + std::to_string(chain);
+          TestPost post(chain, static_cast<int64_t>(K), {N, K, H, W}, 4402);
+          TestTensor y({N, K, H, W}), yExact({N, K, H, W});
+          runConv(x.get(), w.get(), a, post.ops,
+                  knobOf(v, Precision::FP16, rate, offset), y.get());
+          const std::string ran = lastConvVariant();
+          CHECK_MESSAGE((ran == "perf-fp16-native") ==
+                            approx::halfConvAvailable(),
+                        what << " (" << ran << ")");
+          if (!approx::halfConvAvailable())
+            continue;
+          runConv(x.get(), w.get(), a, post.ops,
+                  knobOf(Variant::Exact, Precision::FP16), yExact.get());
+          const std::vector<float> got = y.values(), exact = yExact.values();
+          const size_t len = rows ? H : W;
+          const std::vector<bool> kept =
+              approx::perforationKept(int64_t(len), rate, offset);
+          size_t skippedChecked = 0;
+          for (size_t i = 0; i < got.size(); ++i) {
+            const size_t col = i % W, row = i / W % H;
+            const size_t at = rows ? row : col;
+            if (kept[at]) {
+              REQUIRE_MESSAGE(got[i] == exact[i], what << ", element " << i);
+              continue;
+            }
+            if (chain != 0)
+              continue;
+            const size_t lo = at == 0 ? 1 : at - 1;
+            const size_t hi = at == len - 1 ? len - 2 : at + 1;
+            const size_t step = rows ? W : 1;
+            const double want = (double(exact[i - (at - lo) * step]) +
+                                 double(exact[i + (hi - at) * step])) /
+                                2;
+            const double tol =
+                (std::fabs(double(exact[i - (at - lo) * step])) +
+                 std::fabs(double(exact[i + (hi - at) * step]))) /
+                    1024.0 +
+                1e-6;
+            REQUIRE_MESSAGE(std::fabs(got[i] - want) <= tol,
+                            what << ", element " << i << ": " << got[i]
+                                 << " vs " << want);
+            ++skippedChecked;
+          }
+          if (chain == 0)
+            CHECK_MESSAGE(skippedChecked > 0, what);
+        }
+}

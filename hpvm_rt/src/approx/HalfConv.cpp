@@ -13,6 +13,7 @@
 // pairs) stays in L1 while every tile of a work item passes over it.
 #include "approx/HalfConv.h"
 
+#include "approx/ConvGeometry.h"
 #include "approx/Isa.h"
 #include "approx/Scratch.h"
 #include "base/Errors.h"
@@ -173,6 +174,51 @@ HPVM_TARGET_AVX512_FP16 void halfRow(const float* row, int64_t wo, uint16_t* to,
                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+/// Where a skipped position i of an axis of len (len >= 2) is filled
+/// from: the average of positions lo and hi (equal: a copy).
+std::pair<int64_t, int64_t> neighbours(int64_t i, int64_t len) {
+  return {i == 0 ? 1 : i - 1, i == len - 1 ? len - 2 : i + 1};
+}
+
+/// out[0..n) = (a + b) * 0.5, as the perforation engines interpolate.
+HPVM_TARGET_AVX512 void average(const float* a, const float* b, float* out,
+                                int64_t n) {
+  const __m512 half = _mm512_set1_ps(0.5f);
+  for (int64_t i = 0; i < n; i += 16)
+    _mm512_storeu_ps(out + i,
+                     _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(a + i),
+                                                 _mm512_loadu_ps(b + i)),
+                                   half));
+}
+
+/// A perforated convolution's skipped rows (columns) of y, nChw16c fp32,
+/// filled from their computed neighbours; then the epilogue on every row.
+void fillPerforated(const HalfConv& hc, const std::vector<bool>& keptRows,
+                    const std::vector<bool>& keptCols, float* y,
+                    const BlockedEpilogue* epi) {
+  const int64_t Ho = hc.ho(), Wo = hc.wo(), KB = hc.k / 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t plane = 0; plane < hc.n * KB; ++plane) {
+    float* base = y + plane * Ho * Wo * 16;
+    for (int64_t oh = 0; oh < Ho; ++oh)
+      if (!keptRows[oh]) {
+        const auto [lo, hi] = neighbours(oh, Ho);
+        average(base + lo * Wo * 16, base + hi * Wo * 16, base + oh * Wo * 16,
+                Wo * 16);
+      }
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      float* row = base + oh * Wo * 16;
+      for (int64_t ow = 0; ow < Wo; ++ow)
+        if (!keptCols[ow]) {
+          const auto [lo, hi] = neighbours(ow, Wo);
+          average(row + lo * 16, row + hi * 16, row + ow * 16, 16);
+        }
+      if (epi)
+        epi->applyRow(plane / KB, plane % KB, oh, row, Wo);
+    }
+  }
+}
+
 /// The input (nChw16c fp32 or NHWC half) as zero-padded NHWC half: rows
 /// [row0, row1) of the N x Hp padded rows.
 HPVM_TARGET_AVX512_FP16 void padHalfRows(const HalfConv& hc,
@@ -214,7 +260,8 @@ bool halfConvApplies(const HalfConv& hc) {
   return hc.c > 0 && hc.c % 16 == 0 && hc.k > 0 && hc.k % 16 == 0 &&
          hc.kh >= 1 && hc.kw >= 1 && hc.strideH >= 1 && hc.strideW >= 1 &&
          hc.padH >= 0 && hc.padW >= 0 && hc.h + 2 * hc.padH >= hc.kh &&
-         hc.w + 2 * hc.padW >= hc.kw && hc.n >= 1;
+         hc.w + 2 * hc.padW >= hc.kw && hc.n >= 1 && hc.perfRate >= 1 &&
+         hc.perfOffset >= 0 && hc.perfOffset < hc.perfRate;
 }
 
 int64_t packedHalfFilterSize(const HalfConv& hc) {
@@ -279,6 +326,12 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
   // Each item's rows go to y, or to a staging buffer ([block][row][column]
   // x 16) before their conversion to half.
   const int64_t jStride = io.y ? Ho * Wo * 16 : rowsPerItem * Wo * 16;
+  const bool perforated = hc.perfRate > 1;
+  HPVM_ASSERT(!perforated || io.y, "a perforated convHalf writes fp32");
+  const std::vector<bool> keptRows =
+      perforationKept(Ho, hc.perfCols ? 1 : hc.perfRate, hc.perfOffset);
+  const std::vector<bool> keptCols =
+      perforationKept(Wo, hc.perfCols ? hc.perfRate : 1, hc.perfOffset);
 
 #pragma omp parallel
   {
@@ -301,11 +354,17 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
       pixOut.resize(P);
       offs.resize(P);
       // (Coordinates stepped, not divided: on small layers the divisions
-      // cost as much as the tiles.)
+      // cost as much as the tiles.) A perforated convolution lists its
+      // kept pixels only.
+      int64_t kept = 0;
       for (int64_t p = 0, n = r0 / Ho, oh = r0 % Ho, ow = 0; p < P; ++p) {
-        pixIn[p] = ((n * Hp + oh * hc.strideH) * Wp + ow * hc.strideW) * C;
-        pixOut[p] = io.y ? io.y + (((n * KB + ob * 4) * Ho + oh) * Wo + ow) * 16
-                         : stage.data() + p * 16;
+        if (!perforated || (keptRows[oh] && keptCols[ow])) {
+          pixIn[kept] = ((n * Hp + oh * hc.strideH) * Wp + ow * hc.strideW) * C;
+          pixOut[kept] =
+              io.y ? io.y + (((n * KB + ob * 4) * Ho + oh) * Wo + ow) * 16
+                   : stage.data() + p * 16;
+          ++kept;
+        }
         if (++ow == Wo) {
           ow = 0;
           if (++oh == Ho) {
@@ -315,8 +374,8 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
         }
       }
       // Tiles of mr pixels: each pixel's input relative to the tile's first.
-      for (int64_t p0 = 0; p0 < P; p0 += mr)
-        for (int64_t p = p0; p < std::min(P, p0 + mr); ++p)
+      for (int64_t p0 = 0; p0 < kept; p0 += mr)
+        for (int64_t p = p0; p < std::min(kept, p0 + mr); ++p)
           offs[p] = pixIn[p] - pixIn[p0];
       const uint16_t* wBlock = packed + ob * taps * pairs * kOcBlock * 2;
       for (size_t ci = 0; ci < chunks.size(); ++ci) {
@@ -324,12 +383,14 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
         const TileArgs ta{tapOff.data(), ch,
                           wBlock + (ch.t0 * pairs + ch.cp0) * nr * 32, jStride,
                           ci == 0 ? bias + ob * kOcBlock : nullptr};
-        for (int64_t p0 = 0; p0 < P; p0 += mr) {
-          const int m = static_cast<int>(std::min<int64_t>(mr, P - p0));
+        for (int64_t p0 = 0; p0 < kept; p0 += mr) {
+          const int m = static_cast<int>(std::min<int64_t>(mr, kept - p0));
           kTiles[nr - 1][m - 1](xp + pixIn[p0], offs.data() + p0,
                                 pixOut.data() + p0, ta);
         }
       }
+      if (perforated)
+        continue; // (The rows are finished below, once all are computed.)
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t n = r / Ho, oh = r % Ho;
         for (int j = 0; j < nr; ++j) {
@@ -344,6 +405,8 @@ void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
       }
     }
   }
+  if (perforated)
+    fillPerforated(hc, keptRows, keptCols, io.y, epi);
 }
 
 #endif // HPVM_HALF_KERNELS

@@ -32,6 +32,13 @@ struct HalfConv {
   int64_t n = 0, c = 0, h = 0, w = 0; ///< Input N x C x H x W.
   int64_t k = 0, kh = 0, kw = 0;      ///< Filter K x C x KH x KW.
   int64_t padH = 0, padW = 0, strideH = 1, strideW = 1;
+  /// Perforation (reference section 6.2) at rate perfRate > 1: only the
+  /// output rows (perfCols: columns) perforationKept() keeps are computed;
+  /// each skipped one is then the average (a + b) * 0.5 of its neighbours'
+  /// sums (row 0 copies row 1, the last row the one before), as the
+  /// perforation engines fill it, before the epilogue runs.
+  int perfRate = 1, perfOffset = 0;
+  bool perfCols = false;
   int64_t ho() const { return (h + 2 * padH - kh) / strideH + 1; }
   int64_t wo() const { return (w + 2 * padW - kw) / strideW + 1; }
 };
@@ -60,8 +67,9 @@ struct HalfConvIo {
 /// y = conv(x, filter) + bias with the numerics above, `packed` from
 /// packHalfFilter, bias K floats; epi->applyRow() (unless null) runs once
 /// on every output row (fp32, nChw16c rows), in cache, before a half
-/// output is converted. Only where halfConvAvailable() and
-/// halfConvApplies(hc).
+/// output is converted (a perforated one: after the skipped rows or
+/// columns are filled; its output is io.y). Only where halfConvAvailable()
+/// and halfConvApplies(hc).
 void convHalf(const HalfConv& hc, const HalfConvIo& io, const uint16_t* packed,
               const float* bias, const BlockedEpilogue* epi);
 

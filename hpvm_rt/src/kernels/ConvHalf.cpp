@@ -14,25 +14,35 @@ namespace hpvm::rt::kern {
 
 namespace {
 
-approx::HalfConv halfShape(const ConvArgs& a, const Dims4& xd,
-                           const Dims4& wd) {
-  return {xd[0], xd[1],  xd[2],  xd[3],     wd[0],    wd[2],
-          wd[3], a.padH, a.padW, a.strideH, a.strideW};
+approx::HalfConv halfShape(const KnobSpec& knob, const ConvArgs& a,
+                           const Dims4& xd, const Dims4& wd) {
+  approx::HalfConv hc{xd[0], xd[1],  xd[2],  xd[3],     wd[0],    wd[2],
+                      wd[3], a.padH, a.padW, a.strideH, a.strideW};
+  if (knob.variant == Variant::PerfRow || knob.variant == Variant::PerfCol) {
+    hc.perfRate = knob.rate;
+    hc.perfOffset = knob.offset;
+    hc.perfCols = knob.variant == Variant::PerfCol;
+  }
+  return hc;
 }
 
 } // namespace
 
-bool convHalfApplies(const ConvArgs& a, const PostOps& post, const Dims4& xd,
-                     const Dims4& wd, const Dims4& yd) {
-  return approx::halfConvAvailable() && a.groups == 1 &&
+bool convHalfApplies(const KnobSpec& knob, const ConvArgs& a,
+                     const PostOps& post, const Dims4& xd, const Dims4& wd,
+                     const Dims4& yd) {
+  return knob.precision == Precision::FP16 &&
+         (knob.variant == Variant::Exact || knob.variant == Variant::PerfRow ||
+          knob.variant == Variant::PerfCol) &&
+         approx::halfConvAvailable() && a.groups == 1 &&
          (!post.residual || dims4(post.residual) == yd) &&
-         approx::halfConvApplies(halfShape(a, xd, wd));
+         approx::halfConvApplies(halfShape(knob, a, xd, wd));
 }
 
 void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
-                 const PostOps& post, Tensor* y, const Dims4& xd,
-                 const Dims4& wd, const Dims4& yd) {
-  const approx::HalfConv hc = halfShape(a, xd, wd);
+                 const PostOps& post, const KnobSpec& knob, Tensor* y,
+                 const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  const approx::HalfConv hc = halfShape(knob, a, xd, wd);
   const TensorImpl::Derived& filter = packedFilter(
       w, post, "half-packed", hc.k, hc.c * hc.kh * hc.kw, dt::f16,
       approx::packedHalfFilterSize(hc),
@@ -71,7 +81,7 @@ void runConvHalf(const Tensor* x, const Tensor* w, const ConvArgs& a,
   }
   // The output: NHWC half for the fp16 convolutions reading it (an fp16
   // chain), else nChw16c.
-  if (post.halfOut)
+  if (post.halfOut && hc.perfRate == 1)
     io.yHalf = static_cast<uint16_t*>(
         outputMemory(y, {{yd[0], yd[1], yd[2], yd[3]}, dt::f16, tag::nhwc})
             .get_data_handle());

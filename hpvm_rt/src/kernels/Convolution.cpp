@@ -411,6 +411,20 @@ const ConvVariant kConvVariants[] = {
        const std::shared_ptr<const Tensor> w = sampledFilter(c.w, c.knob);
        runConv(c.x, w.get(), c.args, c.post, exactAt(c.knob), c.y);
      }},
+    // perf_fp16 in half arithmetic where the CPU has AVX512-FP16
+    // (ConvHalf.h): the kept rows (columns) on the half kernel, the skipped
+    // ones averaged from their neighbours before the post-ops, as the
+    // engines fill them.
+    {"perf-fp16-native",
+     [](const ConvCall& c) {
+       return approx::perforationPath() == approx::PerforationPath::Auto &&
+              (c.knob.variant == Variant::PerfRow ||
+               c.knob.variant == Variant::PerfCol) &&
+              convHalfApplies(c.knob, c.args, c.post, c.xd, c.wd, c.yd);
+     },
+     [](const ConvCall& c) {
+       runConvHalf(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
+     }},
     // Perforation and sampling on nChw16c activations, the post-ops in the
     // output pass (PerforationBlocked.cpp, SamplingBlocked.cpp).
     {"approx-blocked",
@@ -441,11 +455,11 @@ const ConvVariant kConvVariants[] = {
     // (ConvHalf.cpp), C and K in blocks of 16, no groups.
     {"exact-fp16-native",
      [](const ConvCall& c) {
-       return c.knob.precision == Precision::FP16 &&
-              convHalfApplies(c.args, c.post, c.xd, c.wd, c.yd);
+       return c.knob.variant == Variant::Exact &&
+              convHalfApplies(c.knob, c.args, c.post, c.xd, c.wd, c.yd);
      },
      [](const ConvCall& c) {
-       runConvHalf(c.x, c.w, c.args, c.post, c.y, c.xd, c.wd, c.yd);
+       runConvHalf(c.x, c.w, c.args, c.post, c.knob, c.y, c.xd, c.wd, c.yd);
      }},
     // Exact, a first layer (kTinyChannels input channels or fewer) padded
     // by at least its window (the F-MNIST nets' 28 -> 32 pixels): the
