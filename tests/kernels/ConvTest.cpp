@@ -241,3 +241,26 @@ TEST_CASE("Kernels: activation pairs around a residual share a post-op "
       actsChain(Act::HardSigmoid, 0.2f, 0.5f, Act::HardSigmoid, 0.4f, 0.45f));
   CHECK_FALSE(actsChain(Act::Relu, 0.f, 0.f, Act::LeakyRelu, -0.1f, 0.f));
 }
+
+TEST_CASE("Kernels: one filter serves fp32 convolutions of several batch "
+          "sizes, whatever kernel each batch size takes") {
+  // 3x3 at stride 1 with channels in blocks of 16: oneDNN's Winograd
+  // kernels, F(4x4, 3x3) at batch 8 and F(2x2, 3x3) at batch 2 (Intel Xeon
+  // with AMX), whose packed weights differ for the same filter dims; each
+  // batch must get its own (the derived-weights cache keys them apart).
+  TestTensor w({48, 32, 3, 3});
+  w.set(randomVec(w.size(), 501, -0.06f, 0.06f));
+  const ConvArgs a{1, 1, 1, 1, 1};
+  for (const size_t n : {8, 2, 8, 1}) {
+    Shape sh;
+    sh.num = {{"mb", int64_t(n)}, {"ic", 32}, {"ih", 12},
+              {"oc", 48},         {"kh", 3},  {"ph", 1}};
+    const ConvShape s = convShape(sh);
+    TestTensor x({n, 32, 12, 12}), y({n, 48, 12, 12});
+    x.set(randomVec(x.size(), 502 + unsigned(n)));
+    TestPost post(1, 48, {n, 48, 12, 12}, 503);
+    runConv(x.get(), w.get(), a, post.ops, KnobSpec{}, y.get());
+    checkClose(y.values(), refConv(s, x.values(), w.values(), post), kRtol,
+               kAtol, "batch " + std::to_string(n));
+  }
+}

@@ -139,6 +139,27 @@ bool isAmxImpl(const dnnl::primitive_desc_base& pd) {
   return std::strstr(pd.impl_info_str(), "amx") != nullptr;
 }
 
+/// Output pixels of a batch from which oneDNN's fp32 Winograd kernels
+/// beat its direct ones on a 3x3 window (1 thread, Intel Xeon with AMX:
+/// 1.1-3.1x from 14x14 at batch 1 up, 0.97x at 7x7).
+constexpr int64_t kWinogradMinPixels = 144;
+
+/// True where an exact fp32 convolution runs as Winograd's minimal
+/// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): 3x3 at
+/// stride 1, no groups, channels in blocks of 16, fp32 operands
+/// (emulated fp16 and bf16 numerics keep the direct products), enough
+/// output pixels. The same convolution, its sums rounded differently
+/// (within 1e-5 of the direct kernel's on these layers).
+bool useWinograd(const ConvCall& c, const Numerics& nm) {
+  return c.knob.precision == Precision::FP32 &&
+         c.knob.variant == Variant::Exact && !nm.nativeBf16 &&
+         nm.roundOperands == Precision::FP32 &&
+         nm.roundOutput == Precision::FP32 && c.args.groups == 1 &&
+         c.wd[2] == 3 && c.wd[3] == 3 && c.args.strideH == 1 &&
+         c.args.strideW == 1 && c.xd[1] % 16 == 0 && c.wd[0] % 16 == 0 &&
+         c.yd[0] * c.yd[2] * c.yd[3] >= kWinogradMinPixels;
+}
+
 /// The exact convolution's primitive for c in \p layout; null where the
 /// layout is Blocked or Nhwc and oneDNN has no fast kernel for it.
 const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
@@ -164,18 +185,21 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
       (layout == ConvLayout::Blocked && inType == dt::f32 && inputBlocked16(c));
   std::string key = "conv";
   key.reserve(160);
+  const bool winograd = layout == ConvLayout::Blocked && useWinograd(c, nm);
   appendKey(key, xd, wd, args.padH, args.padW, args.strideH, args.strideW, G,
-            inType, postKey(post), residualDims, bf16Out, layout, src16);
+            inType, postKey(post), residualDims, bf16Out, layout, src16,
+            winograd);
   const Prim& p = cachedPrim(key, [&] {
     dims wDims =
         G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
     dnnl::memory::desc wAny(wDims, inType, tag::any);
     dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
     auto makePd = [&](const dnnl::memory::desc& src,
-                      const dnnl::memory::desc& dst, ResidualAs how) {
+                      const dnnl::memory::desc& dst, ResidualAs how,
+                      dnnl::algorithm alg =
+                          dnnl::algorithm::convolution_direct) {
       dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference,
-          dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
+          dnnl::prop_kind::forward_inference, alg, src, wAny, biasDesc, dst,
           {args.strideH, args.strideW}, {args.padH, args.padW},
           {args.padH, args.padW});
       const dnnl::primitive_attr attr = postOpsAttr(post, how, dst);
@@ -205,6 +229,19 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
                                   nhwc ? tag::nhwc : tag::nChw16c);
       if (residualDims)
         hows.insert(hows.begin(), ResidualAs::Binary);
+      // fp32 3x3 windows at stride 1: oneDNN's Winograd kernels first
+      // (useWinograd()).
+      if (winograd)
+        for (ResidualAs how : hows) {
+          try {
+            Prim made = makePd(srcFixed, dstFixed, how,
+                               dnnl::algorithm::convolution_winograd);
+            if (!made.reference)
+              return made;
+          } catch (const dnnl::error&) {
+            // No Winograd kernel for this residual: try the next.
+          }
+        }
       // On NHWC, AMX brgconv first: oneDNN's older AMX kernel takes a
       // binary residual brgconv declines, at a fifth of its speed
       // (ResNet-18-CIFAR, 16 channels at 32x32, batch 64: 8 ms vs 1.5 ms).

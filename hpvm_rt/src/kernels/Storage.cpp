@@ -393,6 +393,22 @@ std::string descKey(const dnnl::memory::desc& d) {
     put(&b.inner_nblks, sizeof b.inner_nblks);
     put(b.inner_idxs, nb * sizeof(b.inner_idxs[0]));
     put(b.inner_blks, nb * sizeof(b.inner_blks[0]));
+  } else if (c.format_kind == dnnl_format_kind_wino) {
+    // A Winograd kernel's weights: the kernel's own packing (F(2x2, 3x3)
+    // and F(4x4, 3x3) ones differ for the same dims), field by field.
+    const dnnl_wino_desc_t& w = c.format_desc.wino_desc;
+    const int32_t fields[9] = {static_cast<int32_t>(w.wino_format),
+                               w.r,
+                               w.alpha,
+                               w.ic,
+                               w.oc,
+                               w.ic_block,
+                               w.oc_block,
+                               w.ic2_block,
+                               w.oc2_block};
+    put(fields, sizeof fields);
+    put(&w.adj_scale, sizeof w.adj_scale);
+    put(&w.size, sizeof w.size);
   }
   // The extra part: a signed-source int8 convolution's weights carry
   // compensation after the values (a larger buffer than without).
