@@ -139,14 +139,17 @@ bool isAmxImpl(const dnnl::primitive_desc_base& pd) {
   return std::strstr(pd.impl_info_str(), "amx") != nullptr;
 }
 
-/// Output pixels of a batch from which oneDNN's fp32 Winograd kernels
-/// beat its direct ones on a 3x3 window (1 thread, Intel Xeon with AMX:
-/// 1.1-3.1x from 14x14 at batch 1 up, 0.97x at 7x7).
+/// Output pixels of a batch, and input and output channels, from which
+/// oneDNN's fp32 Winograd kernels beat its direct ones on a 3x3 window
+/// (1 thread, Intel Xeon with AMX: 1.1-3.1x from 14x14 at batch 1 up,
+/// 0.97x at 7x7; 1.3-2.0x with 32 channels or more, 0.83-0.96x with 16).
 constexpr int64_t kWinogradMinPixels = 144;
+constexpr int64_t kWinogradMinChannels = 32;
 
 /// True where an exact fp32 convolution runs as Winograd's minimal
 /// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): 3x3 at
-/// stride 1, no groups, channels in blocks of 16, fp32 operands
+/// stride 1, no groups, channels in blocks of 16 and at least 32 of them
+/// in and out, fp32 operands
 /// (emulated fp16 and bf16 numerics keep the direct products), enough
 /// output pixels. The same convolution, its sums rounded differently
 /// (within 1e-5 of the direct kernel's on these layers).
@@ -157,6 +160,7 @@ bool useWinograd(const ConvCall& c, const Numerics& nm) {
          nm.roundOutput == Precision::FP32 && c.args.groups == 1 &&
          c.wd[2] == 3 && c.wd[3] == 3 && c.args.strideH == 1 &&
          c.args.strideW == 1 && c.xd[1] % 16 == 0 && c.wd[0] % 16 == 0 &&
+         c.xd[1] >= kWinogradMinChannels && c.wd[0] >= kWinogradMinChannels &&
          c.yd[0] * c.yd[2] * c.yd[3] >= kWinogradMinPixels;
 }
 
