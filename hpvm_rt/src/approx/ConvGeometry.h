@@ -39,6 +39,23 @@ ConvGeometry checkConv(const char* who, int64_t N, int64_t C, int64_t H,
 /// always computed).
 std::vector<bool> perforationKept(int64_t len, int rate, int offset);
 
+/// Where a skipped position i of a perforated axis of length len (>= 2)
+/// takes its value from: the average of positions lo and hi, index 0 from
+/// index 1 and the last from the one before it (lo == hi: a copy).
+struct SkippedSource {
+  int64_t lo, hi;
+};
+inline SkippedSource skippedSource(int64_t i, int64_t len) {
+  return {i == 0 ? 1 : i - 1, i == len - 1 ? len - 2 : i + 1};
+}
+
+/// out[0..n) = (a + b) * 0.5, the interpolation of a skipped position.
+inline void averageInto(const float* a, const float* b, float* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = (a[i] + b[i]) * 0.5f;
+}
+
 /// For filter sampling over one output channel's filter of cg x kh x kw
 /// elements, flattened (c, i, j): the indices of the kept elements in
 /// increasing order (section 6.3; regular variant when kh*kw is divisible

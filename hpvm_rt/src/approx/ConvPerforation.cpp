@@ -158,18 +158,13 @@ void fillPlane(float* plane, int64_t n, int64_t k, const ConvGeometry& g,
   const int64_t ho = g.ho, wo = g.wo, len = rows ? ho : wo;
   for (int64_t r = 0; r < (rows ? 1 : ho); ++r)
     for (int64_t i : skipped) {
-      const int64_t lo = i == 0 ? 1 : i - 1;
-      const int64_t hi = i == len - 1 ? len - 2 : i + 1;
+      const SkippedSource from = skippedSource(i, len);
       if (rows) {
-        float* dst = plane + i * wo;
-        const float* a = plane + lo * wo;
-        const float* b = plane + hi * wo;
-#pragma omp simd
-        for (int64_t x = 0; x < wo; ++x)
-          dst[x] = (a[x] + b[x]) * 0.5f;
+        averageInto(plane + from.lo * wo, plane + from.hi * wo, plane + i * wo,
+                    wo);
       } else {
         float* row = plane + r * wo;
-        row[i] = (row[lo] + row[hi]) * 0.5f;
+        row[i] = (row[from.lo] + row[from.hi]) * 0.5f;
       }
     }
   if (epi)
@@ -302,11 +297,7 @@ void writeOutput(const std::vector<const float*>& dst,
           std::memcpy(t, at(n, a, b), K * sizeof(float));
           continue;
         }
-        const float* lo = at(n, s.lo, b);
-        const float* hi = at(n, s.hi, b);
-#pragma omp simd
-        for (int64_t k = 0; k < K; ++k)
-          t[k] = (lo[k] + hi[k]) * 0.5f;
+        averageInto(at(n, s.lo, b), at(n, s.hi, b), t, K);
       }
       transposeRow(tile.data(), wo, K, out, ho * wo);
       finish();

@@ -174,23 +174,6 @@ HPVM_TARGET_AVX512_FP16 void halfRow(const float* row, int64_t wo, uint16_t* to,
                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-/// Where a skipped position i of an axis of len (len >= 2) is filled
-/// from: the average of positions lo and hi (equal: a copy).
-std::pair<int64_t, int64_t> neighbours(int64_t i, int64_t len) {
-  return {i == 0 ? 1 : i - 1, i == len - 1 ? len - 2 : i + 1};
-}
-
-/// out[0..n) = (a + b) * 0.5, as the perforation engines interpolate.
-HPVM_TARGET_AVX512 void average(const float* a, const float* b, float* out,
-                                int64_t n) {
-  const __m512 half = _mm512_set1_ps(0.5f);
-  for (int64_t i = 0; i < n; i += 16)
-    _mm512_storeu_ps(out + i,
-                     _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(a + i),
-                                                 _mm512_loadu_ps(b + i)),
-                                   half));
-}
-
 /// A perforated convolution's skipped rows (columns) of y, nChw16c fp32,
 /// filled from their computed neighbours; then the epilogue on every row.
 void fillPerforated(const HalfConv& hc, const std::vector<bool>& keptRows,
@@ -202,16 +185,17 @@ void fillPerforated(const HalfConv& hc, const std::vector<bool>& keptRows,
     float* base = y + plane * Ho * Wo * 16;
     for (int64_t oh = 0; oh < Ho; ++oh)
       if (!keptRows[oh]) {
-        const auto [lo, hi] = neighbours(oh, Ho);
-        average(base + lo * Wo * 16, base + hi * Wo * 16, base + oh * Wo * 16,
-                Wo * 16);
+        const SkippedSource from = skippedSource(oh, Ho);
+        averageInto(base + from.lo * Wo * 16, base + from.hi * Wo * 16,
+                    base + oh * Wo * 16, Wo * 16);
       }
     for (int64_t oh = 0; oh < Ho; ++oh) {
       float* row = base + oh * Wo * 16;
       for (int64_t ow = 0; ow < Wo; ++ow)
         if (!keptCols[ow]) {
-          const auto [lo, hi] = neighbours(ow, Wo);
-          average(row + lo * 16, row + hi * 16, row + ow * 16, 16);
+          const SkippedSource from = skippedSource(ow, Wo);
+          averageInto(row + from.lo * 16, row + from.hi * 16, row + ow * 16,
+                      16);
         }
       if (epi)
         epi->applyRow(plane / KB, plane % KB, oh, row, Wo);

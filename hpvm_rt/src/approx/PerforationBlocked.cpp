@@ -260,13 +260,6 @@ inline void streamRow(const float* from, float* to, int64_t n) {
     std::memcpy(to, from, static_cast<size_t>(n) * sizeof(float));
 }
 
-/// out[0..n) = (a + b) * 0.5, the interpolation of a skipped position.
-inline void average(const float* a, const float* b, float* out, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = (a[i] + b[i]) * 0.5f;
-}
-
 /// The output pass over the images n0.. of one chunk (geometry gc): every
 /// nChw16c row (image, channel block, row) written once, from the classes'
 /// results (nChw16c, or NHWC where `nhwc`), then `epi` on it.
@@ -314,7 +307,7 @@ void writeChunk(const std::vector<const float*>& dsts,
             s.cls >= 0 ? nullptr : at(from[s.hi].cls, n, b, from[s.hi].t, 0);
         for (int64_t w = 0; w < wo; ++w) {
           if (z)
-            average(a + w * step, z + w * step, tile + w * 16, 16);
+            averageInto(a + w * step, z + w * step, tile + w * 16, 16);
           else
             std::memcpy(tile + w * 16, a + w * step, 16 * sizeof(float));
         }
@@ -327,8 +320,8 @@ void writeChunk(const std::vector<const float*>& dsts,
           } else {
             const Source& lo = from[s.lo];
             const Source& hi = from[s.hi];
-            average(colValue(lo.cls, n, b, h, lo.t),
-                    colValue(hi.cls, n, b, h, hi.t), tile + w * 16, 16);
+            averageInto(colValue(lo.cls, n, b, h, lo.t),
+                        colValue(hi.cls, n, b, h, hi.t), tile + w * 16, 16);
           }
         }
       }

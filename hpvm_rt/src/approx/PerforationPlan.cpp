@@ -231,8 +231,9 @@ std::vector<Source> sourcesOf(const std::vector<bool>& kept,
   for (int64_t i = 0; i < len; ++i) {
     if (kept[i])
       continue;
-    src[i].lo = i == 0 ? 1 : i - 1;
-    src[i].hi = i == len - 1 ? len - 2 : i + 1;
+    const SkippedSource from = skippedSource(i, len);
+    src[i].lo = from.lo;
+    src[i].hi = from.hi;
   }
   return src;
 }

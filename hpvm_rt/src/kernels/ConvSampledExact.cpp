@@ -38,13 +38,8 @@ bool sampledAsExact(const KnobSpec& knob, const ConvArgs& a,
                     const Dims4& yd) {
   if (knob.variant != Variant::Samp || knob.rate <= 1 || a.groups != 1)
     return false;
-  if (knob.precision == Precision::FP16) {
-    KnobSpec exact = knob;
-    exact.variant = Variant::Exact;
-    exact.rate = 1;
-    exact.offset = 0;
-    return convHalfApplies(exact, a, post, xd, wd, yd);
-  }
+  if (knob.precision == Precision::FP16)
+    return convHalfApplies(exactAt(knob), a, post, xd, wd, yd);
   if (!(knob.precision == Precision::FP32 ||
         (knob.precision == Precision::BF16 && knob.rate == 2)))
     return false;

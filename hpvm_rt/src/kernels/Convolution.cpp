@@ -149,15 +149,12 @@ constexpr int64_t kWinogradMinChannels = 32;
 /// True where an exact fp32 convolution runs as Winograd's minimal
 /// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): 3x3 at
 /// stride 1, no groups, channels in blocks of 16 and at least 32 of them
-/// in and out, fp32 operands
-/// (emulated fp16 and bf16 numerics keep the direct products), enough
-/// output pixels. The same convolution, its sums rounded differently
-/// (within 1e-5 of the direct kernel's on these layers).
-bool useWinograd(const ConvCall& c, const Numerics& nm) {
+/// in and out, the fp32 knob (emulated fp16 and bf16 numerics keep the
+/// direct products), enough output pixels. The same convolution, its sums
+/// rounded differently (within 1e-5 of the direct kernel's on these layers).
+bool useWinograd(const ConvCall& c) {
   return c.knob.precision == Precision::FP32 &&
-         c.knob.variant == Variant::Exact && !nm.nativeBf16 &&
-         nm.roundOperands == Precision::FP32 &&
-         nm.roundOutput == Precision::FP32 && c.args.groups == 1 &&
+         c.knob.variant == Variant::Exact && c.args.groups == 1 &&
          c.wd[2] == 3 && c.wd[3] == 3 && c.args.strideH == 1 &&
          c.args.strideW == 1 && c.xd[1] % 16 == 0 && c.wd[0] % 16 == 0 &&
          c.xd[1] >= kWinogradMinChannels && c.wd[0] >= kWinogradMinChannels &&
@@ -189,7 +186,7 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
       (layout == ConvLayout::Blocked && inType == dt::f32 && inputBlocked16(c));
   std::string key = "conv";
   key.reserve(160);
-  const bool winograd = layout == ConvLayout::Blocked && useWinograd(c, nm);
+  const bool winograd = layout == ConvLayout::Blocked && useWinograd(c);
   appendKey(key, xd, wd, args.padH, args.padW, args.strideH, args.strideW, G,
             inType, postKey(post), residualDims, bf16Out, layout, src16,
             winograd);
@@ -372,16 +369,6 @@ constexpr int64_t kAmxMinPixels = 64;
 /// ... and below which it loses even to the direct avx512_bf16 kernels on
 /// nChw16c (512x2x2 > 512, batch 16: brgconv 0.77x fp32, direct 1.4x).
 constexpr int64_t kBrgconvMinPixels = 16;
-
-/// The exact knob of \p knob's precision (perforation and sampling computed
-/// as an exact convolution).
-KnobSpec exactAt(const KnobSpec& knob) {
-  KnobSpec exact = knob;
-  exact.variant = Variant::Exact;
-  exact.rate = 1;
-  exact.offset = 0;
-  return exact;
-}
 
 /// One way of computing a convolution, in oneDNN's implementation-list
 /// style: applies() says whether it computes this call (reading no

@@ -136,6 +136,16 @@ void bindChannelView(Tensor* part, Tensor* whole, int64_t offset);
 
 // --- Layers (outputs have dims set by the caller; storage is the kernel's) -
 
+/// The exact knob of \p knob's precision (perforation and sampling computed
+/// as an exact convolution).
+inline KnobSpec exactAt(const KnobSpec& knob) {
+  KnobSpec exact = knob;
+  exact.variant = Variant::Exact;
+  exact.rate = 1;
+  exact.offset = 0;
+  return exact;
+}
+
 /// y = post(conv(x, w)) with the given knob (exact, perforated, sampled,
 /// fp16/bf16 numerics). x: NxCxHxW, w: Kx(C/g)xKHxKW, y: NxKxHoxWo.
 void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
