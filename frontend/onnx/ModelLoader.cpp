@@ -9,17 +9,18 @@
 #include "onnx/OpAttrs.h"
 #include "onnx/ProtoConversion.h"
 #include "onnx/Sha256.h"
+#include "onnx/ShapeInference.h"
 #include "support/Diagnostics.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -560,7 +561,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
                         ")");
       try {
         // The adapters need shapes (Softmax 12 -> 13, for one).
-        onnx::shape_inference::InferShapes(model);
+        inferShapes(model, /*strict=*/false);
         model = onnx::version_conversion::ConvertVersion(
             model, static_cast<int>(opts.targetOpset));
       } catch (const std::exception& e) {
@@ -575,12 +576,14 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
     }
 
     try {
-      onnx::ShapeInferenceOptions options(/*check_type=*/true,
-                                          /*strict_mode=*/1);
-      onnx::shape_inference::InferShapes(
-          model, onnx::OpSchemaRegistry::Instance(), options);
+      inferShapes(model, /*strict=*/true);
     } catch (const std::exception& e) {
-      throw UserError(path + ": shape inference failed: " + e.what());
+      // ONNX ends a list of node errors with a newline.
+      std::string what = e.what();
+      while (!what.empty() &&
+             std::isspace(static_cast<unsigned char>(what.back())))
+        what.pop_back();
+      throw UserError(path + ": shape inference failed: " + what);
     }
 
     std::unique_ptr<Graph> g = buildGraph(model, scan, path, opts.maxBytes);

@@ -251,6 +251,23 @@ def _(w):
                                inputs=[x], outputs=[y]))
 
 
+@case("model: Conv input and weight of different ranks",
+      "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
+      "inference error(s): (op_type:Conv, node name: conv): "
+      "[ShapeInferenceError] the input X has rank 3 but the weight W has "
+      "rank 4; they must have the same rank")
+def _(w):
+    # No kernel_shape: ONNX 1.12 takes the window from W and indexes X's
+    # spatial axes with it (a read out of bounds, found by fuzz_onnx).
+    shape = nh.from_array(np.array([1, 8, 8], np.int64), "shape")
+    weight = nh.from_array(np.ones((1, 8, 1, 1), np.float32), "w")
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 8])
+    return save(w, graph_model(
+        [h.make_node("Reshape", ["input", "shape"], ["x3"]),
+         h.make_node("Conv", ["x3", "w"], ["output"], name="conv")],
+        outputs=[y], inits=[shape, weight]))
+
+
 @case("model: raw_data shorter than dims", "{W}/model.onnx: initializer 'w' "
       "has 10 bytes of raw data; its shape needs 2560")
 def _(w):

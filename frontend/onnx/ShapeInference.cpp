@@ -1,0 +1,104 @@
+// ShapeInference.cpp - ONNX shape inference through a schema registry that
+// puts a check in front of the inference functions of the ONNX library
+// (Debian's 1.12) that index shapes without checking them. Found by the
+// fuzzer (tests/fuzz/FuzzOnnx.cpp); each check has a hostile-input case.
+#include "onnx/ShapeInference.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace hpvm::fe {
+
+namespace {
+
+using onnx::InferenceContext;
+
+/// The rank of input \p i when shape inference knows it, else -1.
+int knownRank(InferenceContext& ctx, size_t i) {
+  if (i >= ctx.getNumInputs())
+    return -1;
+  const onnx::TypeProto* type = ctx.getInputType(i);
+  if (type == nullptr || !type->has_tensor_type() ||
+      !type->tensor_type().has_shape())
+    return -1;
+  return type->tensor_type().shape().dim_size();
+}
+
+/// Conv without kernel_shape takes the window from the weight's shape, and
+/// ONNX then indexes the input's spatial axes (and dilations) with it.
+void checkConv(InferenceContext& ctx) {
+  const int x = knownRank(ctx, 0);
+  const int w = knownRank(ctx, 1);
+  if (x >= 0 && w >= 0 && x != w)
+    fail_shape_inference("the input X has rank ", x, " but the weight W has "
+                         "rank ", w, "; they must have the same rank");
+}
+
+/// The operators checked, by ONNX name (default domain, every version).
+struct Guard {
+  const char* op;
+  void (*check)(InferenceContext&);
+};
+constexpr Guard kGuards[] = {
+    {"Conv", checkConv},
+};
+
+/// The ONNX registry's schemas, with a guarded copy for each operator of
+/// kGuards: its check runs first, then ONNX's own inference function.
+class GuardedRegistry final : public onnx::ISchemaRegistry {
+public:
+  const onnx::OpSchema* GetSchema(const std::string& key,
+                                  const int maxInclusiveVersion,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(key, maxInclusiveVersion, domain);
+    if (schema == nullptr || !(domain.empty() || domain == "ai.onnx"))
+      return schema;
+    for (const Guard& guard : kGuards)
+      if (key == guard.op)
+        return guarded(*schema, guard.check);
+    return schema;
+  }
+
+private:
+  const onnx::OpSchema* guarded(const onnx::OpSchema& schema,
+                                void (*check)(InferenceContext&)) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<onnx::OpSchema>& copy =
+        copies_[{schema.Name(), schema.SinceVersion()}];
+    if (copy == nullptr) {
+      copy = std::make_unique<onnx::OpSchema>(schema);
+      onnx::InferenceFunction inner = schema.GetTypeAndShapeInferenceFunction();
+      copy->TypeAndShapeInferenceFunction(
+          [inner, check](InferenceContext& ctx) {
+            check(ctx);
+            if (inner)
+              inner(ctx);
+          });
+    }
+    return copy.get();
+  }
+
+  mutable std::mutex mutex_;
+  mutable std::map<std::pair<std::string, int>,
+                   std::unique_ptr<onnx::OpSchema>>
+      copies_;
+};
+
+} // namespace
+
+void inferShapes(onnx::ModelProto& model, bool strict) {
+  static const GuardedRegistry registry;
+  onnx::ShapeInferenceOptions options(/*check_type=*/strict,
+                                      /*strict_mode=*/strict ? 1 : 0);
+  onnx::shape_inference::InferShapes(model, &registry, options);
+}
+
+} // namespace hpvm::fe
