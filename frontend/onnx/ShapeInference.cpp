@@ -37,8 +37,9 @@ void checkConv(InferenceContext& ctx) {
   const int x = knownRank(ctx, 0);
   const int w = knownRank(ctx, 1);
   if (x >= 0 && w >= 0 && x != w)
-    fail_shape_inference("the input X has rank ", x, " but the weight W has "
-                         "rank ", w, "; they must have the same rank");
+    fail_shape_inference("the input X has rank ", x,
+                         " but the weight W has rank ", w,
+                         "; they must have the same rank");
 }
 
 /// The operators checked, by ONNX name (default domain, every version).
@@ -87,8 +88,7 @@ private:
   }
 
   mutable std::mutex mutex_;
-  mutable std::map<std::pair<std::string, int>,
-                   std::unique_ptr<onnx::OpSchema>>
+  mutable std::map<std::pair<std::string, int>, std::unique_ptr<onnx::OpSchema>>
       copies_;
 };
 

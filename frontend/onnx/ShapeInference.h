@@ -8,9 +8,10 @@
 namespace hpvm::fe {
 
 /// Infers the shapes of \p model's values in place; \p strict checks types
-/// and throws on any inconsistency, otherwise inference does what it can. Nodes whose ONNX inference function would read
-/// out of bounds on inconsistent shapes (listed in ShapeInference.cpp) are
-/// checked first. Throws onnx::InferenceError (or another std::exception).
+/// and throws on any inconsistency, otherwise inference does what it can. Nodes
+/// whose ONNX inference function would read out of bounds on inconsistent
+/// shapes (listed in ShapeInference.cpp) are checked first. Throws
+/// onnx::InferenceError (or another std::exception).
 void inferShapes(onnx::ModelProto& model, bool strict);
 
 } // namespace hpvm::fe
