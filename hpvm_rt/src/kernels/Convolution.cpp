@@ -146,19 +146,27 @@ bool isAmxImpl(const dnnl::primitive_desc_base& pd) {
 constexpr int64_t kWinogradMinPixels = 144;
 constexpr int64_t kWinogradMinChannels = 32;
 
+} // namespace
+
+bool kern::winogradShape(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
+                         const Dims4& yd) {
+  return a.groups == 1 && wd[2] == 3 && wd[3] == 3 && a.strideH == 1 &&
+         a.strideW == 1 && xd[1] % 16 == 0 && wd[0] % 16 == 0 &&
+         xd[1] >= kWinogradMinChannels && wd[0] >= kWinogradMinChannels &&
+         yd[0] * yd[2] * yd[3] >= kWinogradMinPixels;
+}
+
+namespace {
+
 /// True where an exact fp32 convolution runs as Winograd's minimal
-/// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): 3x3 at
-/// stride 1, no groups, channels in blocks of 16 and at least 32 of them
-/// in and out, the fp32 knob (emulated fp16 and bf16 numerics keep the
-/// direct products), enough output pixels. The same convolution, its sums
-/// rounded differently (within 1e-5 of the direct kernel's on these layers).
+/// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): the fp32
+/// knob (emulated fp16 and bf16 numerics keep the direct products) on a
+/// winogradShape(). The same convolution, its sums rounded differently
+/// (within 1e-5 of the direct kernel's on these layers).
 bool useWinograd(const ConvCall& c) {
   return c.knob.precision == Precision::FP32 &&
-         c.knob.variant == Variant::Exact && c.args.groups == 1 &&
-         c.wd[2] == 3 && c.wd[3] == 3 && c.args.strideH == 1 &&
-         c.args.strideW == 1 && c.xd[1] % 16 == 0 && c.wd[0] % 16 == 0 &&
-         c.xd[1] >= kWinogradMinChannels && c.wd[0] >= kWinogradMinChannels &&
-         c.yd[0] * c.yd[2] * c.yd[3] >= kWinogradMinPixels;
+         c.knob.variant == Variant::Exact &&
+         winogradShape(c.args, c.xd, c.wd, c.yd);
 }
 
 /// The exact convolution's primitive for c in \p layout; null where the
