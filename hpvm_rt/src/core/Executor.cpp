@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace hpvm::rt {
 
@@ -93,7 +94,7 @@ void buildSchedule(Plan& p, const Trace& t, const LaunchSettings& settings) {
   s.knobs =
       resolveKnobs(p, settings.configuration(), settings.configurationPath(),
                    settings.calibration(), st.rootName);
-  formGroups(p, t, s);
+  formGroups(p, t, s, settings.gateFolding());
   planChannelViews(p, t, s, settings.channelViews());
   recordOps(p, t, s);
   st.keepBytes = keepStorageBytes();
@@ -112,7 +113,7 @@ Tensor* operand(const Plan& p, const Trace& t, int32_t code) {
 
 void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
   auto in = [&](int32_t c) { return operand(p, t, c); };
-  const TraceOp& first = p.ops[g.members[0]];
+  const TraceOp& first = p.ops[primaryOp(g)];
   if (isDense(g.kind)) {
     PostOps post;
     post.bias = in(g.bias);
@@ -134,6 +135,7 @@ void runGroup(Plan& p, const Trace& t, const Group& g, Tensor* out) {
     post.quantizeS8 = g.quantizeS8;
     post.bf16Out = g.bf16Out;
     post.halfOut = g.halfOut;
+    post.gate = in(g.gate);
     if (g.kind == HpvmOp::Mul)
       runDense(in(g.x), in(g.w), post, g.knob, out);
     else
@@ -201,9 +203,21 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings,
                      g.kind == HpvmOp::Mul)) {
       Tensor* x = operand(p, t, g.x);
       ensureHost(x);
-      observer(observerContext, p.fused[p.fusedOf[g.members[0]]].ordinal,
-               g.kind, static_cast<const float*>(x->host_data),
-               int64_t(x->num_elems));
+      const float* seen = static_cast<const float*>(x->host_data);
+      std::vector<float> gated;
+      if (g.gate != kNoOperand) {
+        // The layer's input is x times the gate (one image).
+        Tensor* gate = operand(p, t, g.gate);
+        ensureHost(gate);
+        const float* gv = static_cast<const float*>(gate->host_data);
+        const size_t C = gate->num_elems, plane = x->num_elems / C;
+        gated.resize(x->num_elems);
+        for (size_t i = 0; i < gated.size(); ++i)
+          gated[i] = seen[i] * gv[i / plane];
+        seen = gated.data();
+      }
+      observer(observerContext, p.fused[p.fusedOf[primaryOp(g)]].ordinal,
+               g.kind, seen, int64_t(x->num_elems));
     }
     if (!recording) {
       runGroup(p, t, g, out);
@@ -412,6 +426,9 @@ void traceEnd(std::vector<api::Value>& rootOutputs) {
   if (p.sched.settingsStamp != settings.scheduleStamp())
     buildSchedule(p, t, settings);
   results.channelViews = p.sched.numViews;
+  results.gatesFolded =
+      std::count_if(p.sched.groups.begin(), p.sched.groups.end(),
+                    [](const Group& g) { return g.gate != kNoOperand; });
   // A batch whose activations overflow the cache runs in sub-batches
   // (not while calibration observes the inputs whole).
   bool split = false;

@@ -6,6 +6,7 @@
 
 #include "approx/HalfConv.h"
 
+#include "kernels/ConvGated.h"
 #include "kernels/Kernels.h"
 
 #include <algorithm>
@@ -182,11 +183,69 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
   }
 }
 
+/// Squeeze-and-excitation gates folded into the convolution that reads
+/// their product, one image at a time: an exact fp32 multiply of an
+/// activation by its 1 x C x 1 x 1 gate (no activation, not in place, not
+/// quantized) whose only reader is an exact fp32 convolution without
+/// groups, reading it as its input, joins that convolution's group where
+/// the filter is smaller per channel than the activation
+/// (gateFoldsIntoFilter): the convolution scales its filter by the gate
+/// and reads the activation as it is, and the multiply's pass over the
+/// activation goes (EfficientNet-B0 at batch 1: its widest activations).
+void foldGateMultiplies(const Plan& p, const Trace& t,
+                        std::vector<Group>& groups) {
+  auto shapeOf = [&](int32_t c) {
+    return c >= 0 ? p.ops[c].out : t.extShapes[-c - 1];
+  };
+  std::unordered_map<int, size_t> byMember;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    byMember[groups[gi].members[0]] = gi;
+  std::vector<char> folded(groups.size(), 0);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& m = groups[gi];
+    const TraceOp& op = p.ops[m.members[0]];
+    if (m.kind != HpvmOp::Multiply || m.members.size() != 1 || op.numIn != 2 ||
+        m.knob.precision != Precision::FP32 ||
+        m.knob.variant != Variant::Exact || m.act != Act::None ||
+        m.inPlace != kNoOperand || m.quantizeOut != 0 ||
+        p.consumers[m.last] != 1 || p.isRootOut[m.last])
+      continue;
+    auto reader = byMember.find(p.consumer[m.last]);
+    if (reader == byMember.end())
+      continue;
+    Group& conv = groups[reader->second];
+    if (conv.kind != HpvmOp::Conv || conv.x != m.last ||
+        conv.residual == m.last || conv.knob.precision != Precision::FP32 ||
+        conv.knob.variant != Variant::Exact || conv.quantizeOut != 0 ||
+        conv.bf16Out || conv.halfOut || conv.gate != kNoOperand ||
+        convArgs(conv.kind, p.ops[conv.members[0]].scalars).groups != 1)
+      continue;
+    // (The multiply broadcasts its second operand only.)
+    const int32_t x = op.in[0], gate = op.in[1];
+    if (gate == x ||
+        !kern::gateFoldsIntoFilter(shapeOf(gate), shapeOf(x),
+                                   shapeOf(p.ops[conv.members[0]].in[1])))
+      continue;
+    conv.members.insert(conv.members.begin(), m.members[0]);
+    conv.x = x;
+    conv.gate = gate;
+    folded[gi] = 1;
+  }
+  size_t kept = 0;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    if (!folded[gi]) {
+      if (kept != gi)
+        groups[kept] = std::move(groups[gi]);
+      ++kept;
+    }
+  groups.resize(kept);
+}
+
 } // namespace
 
 /// Forms the execution groups of \p p's ops under the knobs \p s.knobs
 /// (a primary op with the post-ops that may join it), in execution order.
-void formGroups(const Plan& p, const Trace& t, Schedule& s) {
+void formGroups(const Plan& p, const Trace& t, Schedule& s, bool foldGates) {
   s.groups.clear();
   size_t n = p.ops.size();
   std::vector<char> taken(n, 0);
@@ -295,6 +354,8 @@ void formGroups(const Plan& p, const Trace& t, Schedule& s) {
     s.groups.push_back(std::move(g));
   }
   chainLowPrecision(p, s.groups);
+  if (foldGates)
+    foldGateMultiplies(p, t, s.groups);
   // A group runs where its last op was traced: every value it reads from
   // outside is a group output traced earlier.
   std::stable_sort(

@@ -37,6 +37,11 @@ void LaunchSettings::setChannelViews(bool on) {
   scheduleStamp_ = newScheduleStamp();
 }
 
+void LaunchSettings::setGateFolding(bool on) {
+  gateFolding_ = on;
+  scheduleStamp_ = newScheduleStamp();
+}
+
 void LaunchSettings::setRecording(bool on) {
   recording_ = on;
   if (!on)

@@ -47,6 +47,10 @@ struct LaunchResults {
   /// concatenation's buffer (zero-copy concatenation); for tests and
   /// diagnostics.
   int64_t channelViews = 0;
+  /// Number of squeeze-and-excitation gates the last launch's plan folded
+  /// into the convolution reading their product (Groups.cpp foldGates);
+  /// for tests and diagnostics.
+  int64_t gatesFolded = 0;
   /// Plan whose nodes are in `nodes` (they are copied when it changes).
   uint64_t nodesOfPlan = 0;
 };
@@ -81,6 +85,12 @@ public:
   void setChannelViews(bool on);
   bool channelViews() const { return channelViews_; }
 
+  /// Turns the folding of squeeze-and-excitation gates into the
+  /// convolution reading their product on (the default) or off (the
+  /// multiply runs as an op); for tests comparing the two.
+  void setGateFolding(bool on);
+  bool gateFolding() const { return gateFolding_; }
+
   /// Turns per-op timing records on or off (off: no timing overhead, and
   /// results().records is emptied).
   void setRecording(bool on);
@@ -92,8 +102,8 @@ public:
   void* observerContext() const { return observerContext_; }
 
   /// Identifies the settings a plan's schedule depends on (configuration,
-  /// calibration, channel views): a new value, unique in the process, at
-  /// construction and at every change of them.
+  /// calibration, channel views, gate folding): a new value, unique in the
+  /// process, at construction and at every change of them.
   uint64_t scheduleStamp() const { return scheduleStamp_; }
 
   /// What the launches under these settings reported.
@@ -105,6 +115,7 @@ private:
   std::string configPath_;
   const Int8Calibration* calibration_ = nullptr;
   bool channelViews_ = true;
+  bool gateFolding_ = true;
   bool recording_ = false;
   InputObserver observer_ = nullptr;
   void* observerContext_ = nullptr;

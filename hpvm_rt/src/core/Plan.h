@@ -73,6 +73,10 @@ struct Group {
   Act act = Act::None;
   float actLo = 0, actHi = 0;
   int32_t residual = kNoOperand;
+  /// A squeeze-and-excitation gate multiplying x before a convolution: the
+  /// multiply is the group's first member, folded into the filter
+  /// (PostOps::gate).
+  int32_t gate = kNoOperand;
   Act act2 = Act::None;
   float act2Lo = 0, act2Hi = 0;
   int32_t inPlace = kNoOperand; ///< Operand whose storage the output reuses.
@@ -85,6 +89,11 @@ struct Group {
   double flops = 0;
   std::vector<int> release; ///< Ops whose storage dies after this group.
 };
+
+/// The op whose kernel group \p g runs (after a gate multiply folded in).
+inline int primaryOp(const Group& g) {
+  return g.members[g.gate != kNoOperand ? 1 : 0];
+}
 
 /// Where an op's output lives when a concatenation is computed without
 /// copies: channels [offset, offset + C) of the output of op `whole` (a

@@ -25,6 +25,7 @@
 #include "base/Errors.h"
 #include "kernels/ConvApprox.h"
 #include "kernels/ConvDepthwise.h"
+#include "kernels/ConvGated.h"
 #include "kernels/ConvHalf.h"
 #include "kernels/ConvIm2col.h"
 #include "kernels/ConvPerforatedExact.h"
@@ -161,11 +162,13 @@ namespace {
 /// True where an exact fp32 convolution runs as Winograd's minimal
 /// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): the fp32
 /// knob (emulated fp16 and bf16 numerics keep the direct products) on a
-/// winogradShape(). The same convolution, its sums rounded differently
-/// (within 1e-5 of the direct kernel's on these layers).
+/// winogradShape(), no gate folded in (its weights are transformed, not
+/// laid out: ConvGated.h scales laid-out ones). The same convolution, its
+/// sums rounded differently (within 1e-5 of the direct kernel's on these
+/// layers).
 bool useWinograd(const ConvCall& c) {
   return c.knob.precision == Precision::FP32 &&
-         c.knob.variant == Variant::Exact &&
+         c.knob.variant == Variant::Exact && c.post.gate == nullptr &&
          winogradShape(c.args, c.xd, c.wd, c.yd);
 }
 
@@ -295,6 +298,10 @@ void runExact(const ConvCall& c, const Prim& p,
   const auto& wts =
       derivedWeights(c.w, c.post, wPlain, p.weights, K, Cg * wd[2] * wd[3],
                      Cg * wd[2] * wd[3], 1, nm.roundOperands);
+  const dnnl::memory bias = wts.bias;
+  // (gatedWeights() may store a derived entry: wts is not used after it.)
+  const dnnl::memory weights =
+      c.post.gate ? gatedWeights(c.w, wts.weights, c.post.gate) : wts.weights;
   // Source: reordered only if its current layout is not the chosen one.
   std::vector<float> scratch;
   std::unique_ptr<PoolBuffer> srcHold;
@@ -312,8 +319,8 @@ void runExact(const ConvCall& c, const Prim& p,
   dnnl::memory dst = outputMemory(c.y, p.dst);
   executeLayer(p, c.post,
                {{DNNL_ARG_SRC, src},
-                {DNNL_ARG_WEIGHTS, wts.weights},
-                {DNNL_ARG_BIAS, wts.bias},
+                {DNNL_ARG_WEIGHTS, weights},
+                {DNNL_ARG_BIAS, bias},
                 {DNNL_ARG_DST, dst}});
   // With 16 channels, NHWC is byte for byte nChw16c: say so, and the next
   // layer (blocked, like every fp32 layer) reads it without a reorder (a
@@ -594,6 +601,13 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
               "conv output must not alias its input or residual");
   const ConvCall call{x, w, args, post, knob, y, dims4(x), dims4(w), dims4(y)};
   checkConvShapes(call.xd, call.wd, call.yd, args);
+  // A gate folds into the filter of the exact fp32 convolution only
+  // (runExact).
+  HPVM_ASSERT(!post.gate ||
+                  (knob.precision == Precision::FP32 &&
+                   knob.variant == Variant::Exact && args.groups == 1 &&
+                   gateFoldsIntoFilter(dims4(post.gate), call.xd, call.wd)),
+              "a gate this convolution cannot fold into its filter");
   for (const ConvVariant& v : kConvVariants)
     if (v.applies(call)) {
       v.run(call);

@@ -89,6 +89,10 @@ struct PostOps {
   /// it compute in half arithmetic and take that layout). Ignored where the
   /// convolution does not run in half arithmetic (ConvHalf.h).
   bool halfOut = false;
+  /// Not a post-op: convolutions only (no groups, one image), a 1 x C x 1 x
+  /// 1 gate that multiplies the input's channels before the convolution (a
+  /// squeeze-and-excitation product folded in: ConvGated.h).
+  const Tensor* gate = nullptr;
 };
 
 /// True when PostOps may hold activation a and, after the residual, b: the
