@@ -88,8 +88,8 @@ TEST_CASE("Kernels: a gate folds where the filter is at most a quarter of "
                                         {65, 32, 1, 1}));
   CHECK_FALSE(kern::gateFoldsIntoFilter({2, 32, 1, 1}, {2, 32, 16, 16},
                                         {16, 32, 1, 1}));
-  CHECK_FALSE(kern::gateFoldsIntoFilter({1, 1, 1, 1}, {1, 32, 16, 16},
-                                        {16, 32, 1, 1}));
+  CHECK_FALSE(
+      kern::gateFoldsIntoFilter({1, 1, 1, 1}, {1, 32, 16, 16}, {16, 32, 1, 1}));
   CHECK_FALSE(kern::gateFoldsIntoFilter({1, 32, 2, 1}, {1, 32, 16, 16},
                                         {16, 32, 1, 1}));
 }

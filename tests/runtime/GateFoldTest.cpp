@@ -2,9 +2,9 @@
 // convolution reading their product (Groups.cpp, ConvGated.h): a graph of
 // two gated blocks (a 1x1 projection with batch norm and a residual; a
 // 3x3 convolution with padding and 4 output channels) and a gated
-// convolution whose filter is too large to fold. At batch 1 the foldable gates fold and the outputs agree
-// with the unfolded plan's; at batch 2 nothing folds; calibration sees
-// the gated activation either way.
+// convolution whose filter is too large to fold. At batch 1 the foldable gates
+// fold and the outputs agree with the unfolded plan's; at batch 2 nothing
+// folds; calibration sees the gated activation either way.
 #include "GraphTestUtil.h"
 #include "core/Core.h"
 #include "core/Launch.h"
@@ -111,7 +111,8 @@ void observe(void*, int ordinal, hpvm::rt::HpvmOp op, const float* data,
 } // namespace
 
 TEST_CASE("Gate folding: foldable gates fold at batch 1 and agree with "
-          "the multiply, over repeated launches; nothing folds at batch 2") {
+          "the multiply over repeated launches, and nothing folds at batch "
+          "2") {
   hpvm::rt::LaunchSettings settings;
   hpvm::rt::LaunchScope scope(settings);
   for (int64_t N : {1, 2}) {

@@ -39,9 +39,9 @@ std::vector<int32_t> channelMap(const dnnl::memory::desc& want) {
     for (int64_t c = 0; c < C; ++c)
       std::fill_n(numbered.begin() + (k * C + c) * window, window,
                   static_cast<float>(c + 1));
-  dnnl::memory plain({d, dnnl::memory::data_type::f32,
-                      dnnl::memory::format_tag::oihw},
-                     engine(), numbered.data());
+  dnnl::memory plain(
+      {d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::oihw},
+      engine(), numbered.data());
   dnnl::memory laid(want, engine());
   reorder(plain, laid);
   const size_t n = want.get_size() / sizeof(float);

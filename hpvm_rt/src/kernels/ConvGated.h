@@ -23,10 +23,10 @@ namespace hpvm::rt::kern {
 bool gateFoldsIntoFilter(const Dims4& gd, const Dims4& xd, const Dims4& wd);
 
 /// \p weights (the derived filter of w, K x C x KH x KW in the blocked
-/// layout a primitive takes, folded and cached; not Winograd's transform) times \p gate (1 x C x 1 x 1) along
-/// C, written into a buffer kept with w's derived weights and reused on
-/// every call. (\p weights by value: storing that buffer may move w's
-/// derived entries, \p weights' own among them.)
+/// layout a primitive takes, folded and cached; not Winograd's transform) times
+/// \p gate (1 x C x 1 x 1) along C, written into a buffer kept with w's derived
+/// weights and reused on every call. (\p weights by value: storing that buffer
+/// may move w's derived entries, \p weights' own among them.)
 dnnl::memory gatedWeights(const Tensor* w, dnnl::memory weights,
                           const Tensor* gate);
 
