@@ -1,7 +1,7 @@
 // GatedConvTest.cpp - a squeeze-and-excitation gate folded into a
 // convolution (PostOps::gate, ConvGated.h): the result equals the
-// convolution of the gated input, with and without batch norm, residual
-// and activations, on 1x1 and 3x3 filters, output channels that do not
+// convolution of the gated input, with every post-op chain of the kernel
+// tests, on 1x1 and 3x3 filters, output channels that do not
 // fill a block of 16 (padding elements in the filter's layout), a shape
 // the ungated convolution runs as Winograd, and a new gate on the same
 // filter.
@@ -20,61 +20,44 @@ TEST_CASE("Kernels: a convolution with a folded gate equals the "
     const char* name;
     size_t C, K, H, KH;
     int pad;
-    bool post; ///< batch norm, ReLU, residual and a second ReLU
   };
   const KnobSpec fp32 = knobOf(Variant::Exact, Precision::FP32);
   for (const Case& c : std::vector<Case>{
-           {"pointwise 32 -> 24", 32, 24, 16, 1, 0, true},
-           {"pointwise 64 -> 64", 64, 64, 16, 1, 0, false},
-           {"3x3 16 -> 4", 16, 4, 12, 3, 1, true},
-           {"3x3 32 -> 32, Winograd-shaped", 32, 32, 36, 3, 1, false},
+           {"pointwise 32 -> 24", 32, 24, 16, 1, 0},
+           {"pointwise 64 -> 64", 64, 64, 16, 1, 0},
+           {"3x3 16 -> 4", 16, 4, 12, 3, 1},
+           {"3x3 32 -> 32, Winograd-shaped", 32, 32, 36, 3, 1},
        }) {
-    INFO(c.name);
     const size_t Ho = c.H + 2 * c.pad - c.KH + 1;
     REQUIRE(kern::gateFoldsIntoFilter(
         {1, int64_t(c.C), 1, 1}, {1, int64_t(c.C), int64_t(c.H), int64_t(c.H)},
         {int64_t(c.K), int64_t(c.C), int64_t(c.KH), int64_t(c.KH)}));
     const ConvArgs args{c.pad, c.pad, 1, 1, 1};
     TestTensor x({1, c.C, c.H, c.H}), w({c.K, c.C, c.KH, c.KH});
-    TestTensor gamma({1, c.K, 1, 1}), beta({1, c.K, 1, 1}),
-        mean({1, c.K, 1, 1}), var({1, c.K, 1, 1}), res({1, c.K, Ho, Ho});
     x.set(randomVec(x.size(), 2500));
     w.set(randomVec(w.size(), 2501, -0.3f, 0.3f));
-    gamma.set(randomVec(c.K, 2502, 0.5f, 1.5f));
-    beta.set(randomVec(c.K, 2503));
-    mean.set(randomVec(c.K, 2504));
-    var.set(randomVec(c.K, 2505, 0.2f, 1.f));
-    res.set(randomVec(res.size(), 2506));
-    PostOps post;
-    if (c.post) {
-      post.bnGamma = gamma.get();
-      post.bnBeta = beta.get();
-      post.bnMean = mean.get();
-      post.bnVar = var.get();
-      post.bnEps = 1e-5;
-      post.act = Act::Relu;
-      post.residual = res.get();
-      post.act2 = Act::Relu;
-    }
-    // Two gates in turn on the same filter: the gated filter is scaled
-    // anew from the filter each time.
-    for (unsigned seed : {2510u, 2520u}) {
-      const std::string what =
-          std::string(c.name) + " gate seed " + std::to_string(seed);
-      TestTensor gate({1, c.C, 1, 1}), gated({1, c.C, c.H, c.H});
-      const std::vector<float> g = randomVec(c.C, seed, 0.f, 1.f);
-      gate.set(g);
-      std::vector<float> xg = x.values();
-      for (size_t i = 0; i < xg.size(); ++i)
-        xg[i] *= g[i / (c.H * c.H)];
-      gated.set(xg);
-      TestTensor want({1, c.K, Ho, Ho}), got({1, c.K, Ho, Ho});
-      runConv(gated.get(), w.get(), args, post, fp32, want.get());
-      PostOps withGate = post;
-      withGate.gate = gate.get();
-      runConv(x.get(), w.get(), args, withGate, fp32, got.get());
-      checkClose(got.values(), want.values(), 1e-5, 1e-5, what);
-    }
+    // Every post-op chain of the kernel tests; two gates in turn on the
+    // same filter (the gated filter scaled anew each time).
+    for (int chain = 0; chain < TestPost::kVariants; ++chain)
+      for (unsigned seed : {2510u, 2520u}) {
+        const std::string what = std::string(c.name) + " chain " +
+                                 std::to_string(chain) + " gate seed " +
+                                 std::to_string(seed);
+        TestPost post(chain, int64_t(c.K), {1, c.K, Ho, Ho}, 2530 + chain);
+        TestTensor gate({1, c.C, 1, 1}), gated({1, c.C, c.H, c.H});
+        const std::vector<float> g = randomVec(c.C, seed, 0.f, 1.f);
+        gate.set(g);
+        std::vector<float> xg = x.values();
+        for (size_t i = 0; i < xg.size(); ++i)
+          xg[i] *= g[i / (c.H * c.H)];
+        gated.set(xg);
+        TestTensor want({1, c.K, Ho, Ho}), got({1, c.K, Ho, Ho});
+        runConv(gated.get(), w.get(), args, post.ops, fp32, want.get());
+        PostOps withGate = post.ops;
+        withGate.gate = gate.get();
+        runConv(x.get(), w.get(), args, withGate, fp32, got.get());
+        checkClose(got.values(), want.values(), 1e-5, 1e-5, what);
+      }
   }
 }
 
