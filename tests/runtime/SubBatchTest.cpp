@@ -151,6 +151,10 @@ TEST_CASE("Sub-batches: a batch run in slices gives the whole batch's "
 }
 
 TEST_CASE("Sub-batches: the op table decides which graphs are split") {
+  // Settings of its own: exact everywhere, whatever an earlier test left
+  // in the process's unbound settings.
+  hpvm::rt::LaunchSettings settings;
+  hpvm::rt::LaunchScope scope(settings);
   void* x = randomTensor({10, 8, 6, 6}, 50, -1.f, 1.f);
   std::vector<float> whole, wholeAttend;
   {
