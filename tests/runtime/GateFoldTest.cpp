@@ -157,7 +157,9 @@ TEST_CASE("Gate folding: an input observer (calibration) sees the gated "
   launch(settings, x, true, folded);
   CHECK(folded == 2);
   REQUIRE(seen.size() == multiplied.size());
-  for (const auto& [ordinal, want] : multiplied) {
+  for (const auto& entry : multiplied) {
+    const int ordinal = entry.first;
+    const std::vector<float>& want = entry.second;
     INFO("fused node " << ordinal);
     REQUIRE(seen.count(ordinal) == 1);
     checkClose(seen[ordinal], want, 1e-6);
