@@ -16,6 +16,12 @@ namespace hpvm::rt {
 
 namespace {
 
+/// The shape of operand \p code: an op's output, or an external tensor of
+/// trace \p t.
+const Shape& shapeOf(const Plan& p, const Trace& t, int32_t code) {
+  return code >= 0 ? p.ops[code].out : t.extShapes[-code - 1];
+}
+
 /// Sets \p act, \p lo and \p hi to what activation op \p q is as a post-op:
 /// its Act and its parameters (actParam).
 void setAct(const TraceOp& q, Act& act, float& lo, float& hi) {
@@ -194,9 +200,6 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
 /// activation goes (EfficientNet-B0 at batch 1: its widest activations).
 void foldGateMultiplies(const Plan& p, const Trace& t,
                         std::vector<Group>& groups) {
-  auto shapeOf = [&](int32_t c) {
-    return c >= 0 ? p.ops[c].out : t.extShapes[-c - 1];
-  };
   std::unordered_map<int, size_t> byMember;
   for (size_t gi = 0; gi < groups.size(); ++gi)
     byMember[groups[gi].members[0]] = gi;
@@ -223,8 +226,8 @@ void foldGateMultiplies(const Plan& p, const Trace& t,
     // (The multiply broadcasts its second operand only.)
     const int32_t x = op.in[0], gate = op.in[1];
     if (gate == x ||
-        !kern::gateFoldsIntoFilter(shapeOf(gate), shapeOf(x),
-                                   shapeOf(p.ops[conv.members[0]].in[1])))
+        !kern::gateFoldsIntoFilter(shapeOf(p, t, gate), shapeOf(p, t, x),
+                                   shapeOf(p, t, p.ops[conv.members[0]].in[1])))
       continue;
     conv.members.insert(conv.members.begin(), m.members[0]);
     conv.x = x;
@@ -286,8 +289,7 @@ void formGroups(const Plan& p, const Trace& t, Schedule& s, bool foldGates) {
           if (q.in[0] == q.in[1])
             break;
           int32_t other = q.in[0] == cur ? q.in[1] : q.in[0];
-          int64_t oe = other >= 0 ? numElements(p.ops[other].out)
-                                  : numElements(t.extShapes[-other - 1]);
+          int64_t oe = numElements(shapeOf(p, t, other));
           if (oe == elems && stage < 4) {
             g.residual = other;
             stage = 4;
@@ -366,9 +368,6 @@ void formGroups(const Plan& p, const Trace& t, Schedule& s, bool foldGates) {
 /// Each op's record (shapes, knob, FLOPs) and each group's FLOPs.
 void recordOps(const Plan& p, const Trace& t, Schedule& s) {
   const size_t n = p.ops.size();
-  auto shapeOfCode = [&](int32_t c) {
-    return c >= 0 ? p.ops[c].out : t.extShapes[-c - 1];
-  };
   s.records.assign(n, OpRecord{});
   for (size_t i = 0; i < n; ++i) {
     const TraceOp& op = p.ops[i];
@@ -380,7 +379,7 @@ void recordOps(const Plan& p, const Trace& t, Schedule& s) {
     r.knob = s.knobs[i];
     Shape in[kMaxTensorArgs];
     for (int k = 0; k < op.numIn; ++k) {
-      in[k] = shapeOfCode(op.in[k]);
+      in[k] = shapeOf(p, t, op.in[k]);
       r.inputShapes.emplace_back(in[k].begin(), in[k].end());
     }
     r.outputShape.assign(op.out.begin(), op.out.end());
