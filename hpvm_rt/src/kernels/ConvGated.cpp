@@ -16,8 +16,6 @@ namespace hpvm::rt::kern {
 
 namespace {
 
-/// Gates of up to this many channels are copied to the stack.
-constexpr int64_t kMaxGateChannels = 1024;
 /// Filters of this many elements or more are scaled on every thread.
 constexpr int64_t kParallelElems = 1 << 16;
 
@@ -85,22 +83,16 @@ dnnl::memory gatedWeights(const Tensor* w, dnnl::memory weights,
   // 0 for the padding, then the gate's values.
   const int64_t C = want.dims()[1];
   const float* g = hostData(gate);
-  float gates[kMaxGateChannels + 1];
-  std::vector<float> many;
-  float* byIndex = gates;
-  if (C > kMaxGateChannels) {
-    many.resize(static_cast<size_t>(C + 1));
-    byIndex = many.data();
-  }
-  byIndex[0] = 0.f;
-  std::copy(g, g + C, byIndex + 1);
+  std::vector<float> byIndex(static_cast<size_t>(C + 1), 0.f);
+  std::copy(g, g + C, byIndex.begin() + 1);
   const auto* from = static_cast<const float*>(weights.get_data_handle());
   auto* to = static_cast<float*>(entry->weights.get_data_handle());
   const int32_t* channel = scratch.channelOf.data();
+  const float* gates = byIndex.data();
   const int64_t n = static_cast<int64_t>(scratch.channelOf.size());
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElems)
   for (int64_t i = 0; i < n; ++i)
-    to[i] = from[i] * byIndex[channel[i]];
+    to[i] = from[i] * gates[channel[i]];
   return entry->weights;
 }
 
