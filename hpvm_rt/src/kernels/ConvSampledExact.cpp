@@ -3,7 +3,6 @@
 #include "kernels/ConvSampledExact.h"
 
 #include "approx/ConvGeometry.h"
-#include "approx/Isa.h"
 #include "kernels/ConvHalf.h"
 #include "kernels/DerivedWeights.h"
 #include "kernels/Numerics.h"
@@ -51,9 +50,7 @@ bool sampledAsExact(const KnobSpec& knob, const ConvArgs& a,
   // engines' reduced GEMM at every rate (VGG16 (F-MNIST), batch 64, 1
   // thread, Intel Xeon (AMX): the engines ran 0.4-1.2x the Winograd
   // layers' exact time).
-  // (oneDNN's fp32 Winograd kernels need AVX-512.)
-  if (knob.precision == Precision::FP32 && approx::haveAvx512() &&
-      winogradShape(a, xd, wd, yd))
+  if (knob.precision == Precision::FP32 && winogradApplies(a, xd, wd, yd))
     return true;
   // The engines' reduced GEMM pays where it skips much arithmetic (rate 2)
   // of a wide filter. Batch 64, 1 thread, Intel Xeon (AMX), VGG16- and

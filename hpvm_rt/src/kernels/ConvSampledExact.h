@@ -20,9 +20,9 @@ namespace hpvm::rt::kern {
 /// sampling engines, and computes the same products there: fp32 on narrow
 /// filters or at rates 3 and 4, where the engines' gather and GEMM cost
 /// more than the arithmetic they skip, and wherever the exact convolution
-/// runs on oneDNN's Winograd kernels (winogradShape()); bf16 at rate 2 (a kept
-/// weight doubled rounds to bf16 as the doubled rounded weight the engines use)
-/// wherever the CPU has native bf16 convolutions, which the engines' GEMM
+/// runs on oneDNN's Winograd kernels (winogradApplies()); bf16 at rate 2 (a
+/// kept weight doubled rounds to bf16 as the doubled rounded weight the engines
+/// use) wherever the CPU has native bf16 convolutions, which the engines' GEMM
 /// does not match; fp16 wherever the exact fp16 convolution runs in half
 /// arithmetic (ConvHalf.h: HPVM's fp16 numerics, as the fp16 knob there,
 /// at 1.2-2.0x fp32 on VGG16's layers where the engines, fp32 arithmetic

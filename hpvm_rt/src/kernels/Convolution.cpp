@@ -149,11 +149,12 @@ constexpr int64_t kWinogradMinChannels = 32;
 
 } // namespace
 
-bool kern::winogradShape(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
-                         const Dims4& yd) {
-  return a.groups == 1 && wd[2] == 3 && wd[3] == 3 && a.strideH == 1 &&
-         a.strideW == 1 && xd[1] % 16 == 0 && wd[0] % 16 == 0 &&
-         xd[1] >= kWinogradMinChannels && wd[0] >= kWinogradMinChannels &&
+bool kern::winogradApplies(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
+                           const Dims4& yd) {
+  return approx::haveAvx512() && a.groups == 1 && wd[2] == 3 && wd[3] == 3 &&
+         a.strideH == 1 && a.strideW == 1 && xd[1] % 16 == 0 &&
+         wd[0] % 16 == 0 && xd[1] >= kWinogradMinChannels &&
+         wd[0] >= kWinogradMinChannels &&
          yd[0] * yd[2] * yd[3] >= kWinogradMinPixels;
 }
 
@@ -162,14 +163,14 @@ namespace {
 /// True where an exact fp32 convolution runs as Winograd's minimal
 /// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): the fp32
 /// knob (emulated fp16 and bf16 numerics keep the direct products) on a
-/// winogradShape(), no gate folded in (its weights are transformed, not
+/// winogradApplies(), no gate folded in (its weights are transformed, not
 /// laid out: ConvGated.h scales laid-out ones). The same convolution, its
 /// sums rounded differently (within 1e-5 of the direct kernel's on these
 /// layers).
 bool useWinograd(const ConvCall& c) {
   return c.knob.precision == Precision::FP32 &&
          c.knob.variant == Variant::Exact && c.post.gate == nullptr &&
-         winogradShape(c.args, c.xd, c.wd, c.yd);
+         winogradApplies(c.args, c.xd, c.wd, c.yd);
 }
 
 /// The exact convolution's primitive for c in \p layout; null where the

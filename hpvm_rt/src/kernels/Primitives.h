@@ -23,11 +23,12 @@ using tag = dnnl::memory::format_tag;
 using dims = dnnl::memory::dims;
 
 /// True where an exact fp32 convolution of these dims runs on oneDNN's
-/// Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3); Convolution.cpp): a 3x3
-/// window at stride 1, no groups, 32 or more channels in blocks of 16 in
-/// and out, and enough output pixels per batch.
-bool winogradShape(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
-                   const Dims4& yd);
+/// Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3); Convolution.cpp): a CPU
+/// with AVX-512 (oneDNN has them for no other), a 3x3 window at stride 1,
+/// no groups, 32 or more channels in blocks of 16 in and out, and enough
+/// output pixels per batch.
+bool winogradApplies(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
+                     const Dims4& yd);
 
 /// How a primitive adds PostOps::residual.
 enum class ResidualAs : uint8_t {
