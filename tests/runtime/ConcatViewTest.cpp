@@ -81,21 +81,6 @@ void* denseGraph(void* x) {
   return __hpvm_rt__tensor_concat(4, c2, g, odd, t2);
 }
 
-void denseLeaf(void* x, size_t) {
-  __hpvm__hint(hpvm::TENSOR_TARGET);
-  void* r = denseGraph(x);
-  __hpvm__return(2, r, (size_t)0);
-}
-
-void denseRoot(void*, size_t) {
-  __hpvm__hint(hpvm::CPU_TARGET);
-  void* n = __hpvm__createNodeND(0, denseLeaf);
-  __hpvm__bindIn(n, 0, 0, 0);
-  __hpvm__bindIn(n, 1, 1, 0);
-  __hpvm__bindOut(n, 0, 0, 0);
-  __hpvm__bindOut(n, 1, 1, 0);
-}
-
 /// One launch of the graph on x under \p settings (bound), with or without
 /// channel views; returns the output's values and sets \p views to the
 /// plan's channel views.
@@ -103,7 +88,7 @@ std::vector<float> launch(hpvm::rt::LaunchSettings& settings, void* x,
                           bool channelViews, int64_t& views) {
   settings.setChannelViews(channelViews);
   OneIn args{x, 0, {nullptr, 0}};
-  __hpvm__wait(__hpvm__launch(0, denseRoot, (void*)&args));
+  __hpvm__wait(__hpvm__launch(0, rootOf<leafOf<denseGraph>>, (void*)&args));
   views = settings.results().channelViews;
   std::vector<float> out = valuesOf(args.r.tensor);
   freeTensor(args.r.tensor);

@@ -59,28 +59,13 @@ void* gatedGraph(void* x) {
               randomTensor({8, 4, 3, 3}, 14, -0.3f, 0.3f), 1);
 }
 
-void gatedLeaf(void* x, size_t) {
-  __hpvm__hint(hpvm::TENSOR_TARGET);
-  void* r = gatedGraph(x);
-  __hpvm__return(2, r, (size_t)0);
-}
-
-void gatedRoot(void*, size_t) {
-  __hpvm__hint(hpvm::CPU_TARGET);
-  void* n = __hpvm__createNodeND(0, gatedLeaf);
-  __hpvm__bindIn(n, 0, 0, 0);
-  __hpvm__bindIn(n, 1, 1, 0);
-  __hpvm__bindOut(n, 0, 0, 0);
-  __hpvm__bindOut(n, 1, 1, 0);
-}
-
 /// One launch of the graph on x with or without gate folding; sets
 /// \p folded to the plan's folded gates.
 std::vector<float> launch(hpvm::rt::LaunchSettings& settings, void* x,
                           bool fold, int64_t& folded) {
   settings.setGateFolding(fold);
   OneIn args{x, 0, {nullptr, 0}};
-  __hpvm__wait(__hpvm__launch(0, gatedRoot, (void*)&args));
+  __hpvm__wait(__hpvm__launch(0, rootOf<leafOf<gatedGraph>>, (void*)&args));
   folded = settings.results().gatesFolded;
   std::vector<float> out = valuesOf(args.r.tensor);
   freeTensor(args.r.tensor);

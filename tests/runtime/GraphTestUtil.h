@@ -1,10 +1,12 @@
 // GraphTestUtil.h - helpers of the runtime tests that launch HPVM-C graphs:
 // seeded random tensors, a tensor's values, the launch struct of a root
-// with one tensor input and one tensor output.
+// with one tensor input and one tensor output, and the leaf and root node
+// functions of a one-node graph.
 #ifndef HPVM_TESTS_RUNTIME_GRAPHTESTUTIL_H
 #define HPVM_TESTS_RUNTIME_GRAPHTESTUTIL_H
 
 #include "core/Core.h"
+#include "hpvm.h"
 #include "tensor_runtime.h"
 
 #include <cstddef>
@@ -43,6 +45,24 @@ struct __attribute__((__packed__)) OneIn {
     size_t bytes;
   } r;
 };
+
+/// A leaf node (TENSOR_TARGET) returning \p Graph of its one tensor input.
+template <void* (*Graph)(void*)> void leafOf(void* x, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* r = Graph(x);
+  __hpvm__return(2, r, (size_t)0);
+}
+
+/// A root node (OneIn's launch struct) running the leaf node \p Leaf on
+/// its tensor and returning the leaf's.
+template <void (*Leaf)(void*, size_t)> void rootOf(void*, size_t) {
+  __hpvm__hint(hpvm::CPU_TARGET);
+  void* n = __hpvm__createNodeND(0, Leaf);
+  __hpvm__bindIn(n, 0, 0, 0);
+  __hpvm__bindIn(n, 1, 1, 0);
+  __hpvm__bindOut(n, 0, 0, 0);
+  __hpvm__bindOut(n, 1, 1, 0);
+}
 
 } // namespace hpvm::rt::test
 

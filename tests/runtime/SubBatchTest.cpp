@@ -62,15 +62,6 @@ template <bool Attend> void tokenLeaf(void* x, size_t) {
   __hpvm__return(2, y, (size_t)0);
 }
 
-template <void (*Leaf)(void*, size_t)> void rootOf(void*, size_t) {
-  __hpvm__hint(hpvm::CPU_TARGET);
-  void* n = __hpvm__createNodeND(0, Leaf);
-  __hpvm__bindIn(n, 0, 0, 0);
-  __hpvm__bindIn(n, 1, 1, 0);
-  __hpvm__bindOut(n, 0, 0, 0);
-  __hpvm__bindOut(n, 1, 1, 0);
-}
-
 /// HPVM_RT_SUB_BATCH set for a scope.
 class SubBatchEnv {
 public:
