@@ -100,74 +100,78 @@ TEST_CASE("Kernels: an int8 conv adding a quantized or fp32 residual hands "
   // next layers take it) or fp32. B: y = act2(act(conv(x2) + bias) + A's
   // result), stored quantized at scale sB. A residual stored in B's output
   // type goes through the sum post-op (scaled), any other through a binary
-  // add.
+  // add, or on AMX into a small output (H 10: 6,400 values) by a sum into
+  // fp32 and a quantization after (convInt8's Chain::Requant).
   const ConvArgs args{1, 1, 1, 1, 1};
-  const size_t N = 2, C = 16, K = 32, H = 10;
-  TestTensor x({N, C, H, H}), x2({N, K, H, H}), wA({K, C, 3, 3}),
-      wB({K, K, 3, 3}), bA({1, K, 1, 1}), bB({1, K, 1, 1});
-  x.set(randomVec(x.size(), 2100));
-  x2.set(randomVec(x2.size(), 2101, 0.f, 1.f));
-  wA.set(randomVec(wA.size(), 2102, -1.f / 12, 1.f / 12));
-  wB.set(randomVec(wB.size(), 2103, -1.f / 17, 1.f / 17));
-  bA.set(randomVec(bA.size(), 2104, -0.2f, 0.2f));
-  bB.set(randomVec(bB.size(), 2105, -0.4f, 0.1f));
-  const KnobSpec knobA = int8Knob(false, -1.f, 1.f),
-                 knobB = int8Knob(false, 0.f, 1.f);
+  const size_t N = 2, C = 16, K = 32;
+  for (const size_t H : {size_t{10}, size_t{30}}) {
+    INFO("H " << H);
+    TestTensor x({N, C, H, H}), x2({N, K, H, H}), wA({K, C, 3, 3}),
+        wB({K, K, 3, 3}), bA({1, K, 1, 1}), bB({1, K, 1, 1});
+    x.set(randomVec(x.size(), 2100));
+    x2.set(randomVec(x2.size(), 2101, 0.f, 1.f));
+    wA.set(randomVec(wA.size(), 2102, -1.f / 12, 1.f / 12));
+    wB.set(randomVec(wB.size(), 2103, -1.f / 17, 1.f / 17));
+    bA.set(randomVec(bA.size(), 2104, -0.2f, 0.2f));
+    bB.set(randomVec(bB.size(), 2105, -0.4f, 0.1f));
+    const KnobSpec knobA = int8Knob(false, -1.f, 1.f),
+                   knobB = int8Knob(false, 0.f, 1.f);
 
-  PostOps postA;
-  postA.bias = bA.get();
-  postA.act = Act::Relu;
-  TestTensor a32({N, K, H, H});
-  runConv(x.get(), wA.get(), args, postA, knobA, a32.get());
+    PostOps postA;
+    postA.bias = bA.get();
+    postA.act = Act::Relu;
+    TestTensor a32({N, K, H, H});
+    runConv(x.get(), wA.get(), args, postA, knobA, a32.get());
 
-  for (bool s8 : {false, true}) {
-    for (bool quantizedResidual : {true, false}) {
-      for (Act act : {Act::None, Act::Relu}) {
-        for (Act act2 : {Act::Relu, Act::None}) {
-          const std::string what = std::string(s8 ? "s8" : "u8") + " result, " +
-                                   (quantizedResidual ? "quantized" : "fp32") +
-                                   " residual, activation before the add " +
-                                   (act == Act::Relu ? "relu" : "none") +
-                                   ", after it " +
-                                   (act2 == Act::Relu ? "relu" : "none");
-          INFO(what);
-          const float sA =
-              rangeOf(a32.values(), !s8) * 0.9f / (s8 ? 127.f : 255.f);
-          TestTensor a({N, K, H, H});
-          PostOps chainA = postA;
-          if (quantizedResidual) {
-            chainA.quantizeOut = sA;
-            chainA.quantizeS8 = s8;
+    for (bool s8 : {false, true}) {
+      for (bool quantizedResidual : {true, false}) {
+        for (Act act : {Act::None, Act::Relu}) {
+          for (Act act2 : {Act::Relu, Act::None}) {
+            const std::string what =
+                std::string(s8 ? "s8" : "u8") + " result, " +
+                (quantizedResidual ? "quantized" : "fp32") +
+                " residual, activation before the add " +
+                (act == Act::Relu ? "relu" : "none") + ", after it " +
+                (act2 == Act::Relu ? "relu" : "none");
+            INFO(what);
+            const float sA =
+                rangeOf(a32.values(), !s8) * 0.9f / (s8 ? 127.f : 255.f);
+            TestTensor a({N, K, H, H});
+            PostOps chainA = postA;
+            if (quantizedResidual) {
+              chainA.quantizeOut = sA;
+              chainA.quantizeS8 = s8;
+            }
+            runConv(x.get(), wA.get(), args, chainA, knobA, a.get());
+            const dt aType = kern::storedMemory(a.get()).get_desc().data_type();
+            REQUIRE(aType == (!quantizedResidual ? dt::f32
+                              : s8               ? dt::s8
+                                                 : dt::u8));
+            // The residual's values as B reads them (q * sA when quantized).
+            const std::vector<float> res = a.values();
+            TestTensor resF({N, K, H, H});
+            resF.set(res);
+
+            PostOps postB;
+            postB.bias = bB.get();
+            postB.act = act;
+            postB.residual = resF.get();
+            postB.act2 = act2;
+            TestTensor y32({N, K, H, H});
+            runConv(x2.get(), wB.get(), args, postB, knobB, y32.get());
+            const std::vector<float> want = y32.values();
+            const float sB = rangeOf(want, !s8) * 0.8f / (s8 ? 127.f : 255.f);
+
+            postB.residual = a.get();
+            postB.quantizeOut = sB;
+            postB.quantizeS8 = s8;
+            TestTensor y({N, K, H, H});
+            runConv(x2.get(), wB.get(), args, postB, knobB, y.get());
+            CHECK(kern::storedMemory(y.get()).get_desc().data_type() ==
+                  (s8 ? dt::s8 : dt::u8));
+            CHECK(kern::implOf(y.get()).memScale == sB);
+            CHECK(checkCodes(y.values(), want, sB, s8, what) > 0);
           }
-          runConv(x.get(), wA.get(), args, chainA, knobA, a.get());
-          const dt aType = kern::storedMemory(a.get()).get_desc().data_type();
-          REQUIRE(aType == (!quantizedResidual ? dt::f32
-                            : s8               ? dt::s8
-                                               : dt::u8));
-          // The residual's values as B reads them (q * sA when quantized).
-          const std::vector<float> res = a.values();
-          TestTensor resF({N, K, H, H});
-          resF.set(res);
-
-          PostOps postB;
-          postB.bias = bB.get();
-          postB.act = act;
-          postB.residual = resF.get();
-          postB.act2 = act2;
-          TestTensor y32({N, K, H, H});
-          runConv(x2.get(), wB.get(), args, postB, knobB, y32.get());
-          const std::vector<float> want = y32.values();
-          const float sB = rangeOf(want, !s8) * 0.8f / (s8 ? 127.f : 255.f);
-
-          postB.residual = a.get();
-          postB.quantizeOut = sB;
-          postB.quantizeS8 = s8;
-          TestTensor y({N, K, H, H});
-          runConv(x2.get(), wB.get(), args, postB, knobB, y.get());
-          CHECK(kern::storedMemory(y.get()).get_desc().data_type() ==
-                (s8 ? dt::s8 : dt::u8));
-          CHECK(kern::implOf(y.get()).memScale == sB);
-          CHECK(checkCodes(y.values(), want, sB, s8, what) > 0);
         }
       }
     }

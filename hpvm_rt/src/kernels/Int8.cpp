@@ -194,6 +194,10 @@ struct Int8Args {
   }
 };
 
+/// The largest output (values) on which convInt8 adds an fp32 residual by
+/// a sum post-op into fp32, then quantizes (Chain::Requant).
+constexpr int64_t kRequantMaxElems = 32768;
+
 /// "sx<bits>" of an input scale, for primitive keys.
 std::string scaleKey(float sx) {
   uint32_t bits;
@@ -238,11 +242,19 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   //    activations commute with the scale;
   //  Tail: any other: the fp32 post-ops as they are (a residual by a
   //    binary add), the last activation's result scaled by 1 / qOut
-  //    (postOpsAttr).
+  //    (postOpsAttr);
+  //  Requant: as Tail, on a small output (kRequantMaxElems): the fp32
+  //    result with the residual by a sum post-op into a pooled buffer, then
+  //    one scaled reorder into y. oneDNN 2.6's brgconv takes no full-tensor
+  //    binary add, and the kernel that does (jit:avx512_core_amx) costs a
+  //    fixed 8 us a call on AMX (it executes CPUID, 5.8 us in this VM):
+  //    ResNet-18's downsampling blocks at batch 1, [1,32,16,16] and
+  //    [1,64,8,8]: 11.4 and 10.6 us against 5.0 and 3.4 us; above 32K
+  //    output values the extra passes cost more than that.
   float qOut = post.quantizeOut;
   const dt outType = post.quantizeS8 ? dt::s8 : dt::u8;
   const bool residualDims = post.residual && dims4(post.residual) == yd;
-  enum class Chain : uint8_t { None, Folded, Sum, Tail };
+  enum class Chain : uint8_t { None, Folded, Sum, Tail, Requant };
   Chain chain = Chain::None;
   float residualScale = 0.f; // Sum: the quantized residual's scale sr
   dnnl::memory residualQ;
@@ -259,6 +271,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       chain = Chain::Sum;
       residualScale = ri.memScale;
       residualQ = ri.mem;
+    } else if (!dyn && approx::isaLevel() >= approx::IsaLevel::Amx &&
+               yd[0] * yd[1] * yd[2] * yd[3] <= kRequantMaxElems) {
+      chain = Chain::Requant;
     }
   } else {
     qOut = 0.f;
@@ -310,7 +325,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     if (K % 16 == 0)
       dsts.insert(dsts.begin(), dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
                                                    dt::f32, tag::nChw16c));
-    if (chain != Chain::None)
+    if (chain == Chain::Requant)
+      dsts = {residualF32};
+    else if (chain != Chain::None)
       dsts = {
           dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, outType, tag::nhwc),
           dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, outType, tag::any)};
@@ -323,6 +340,8 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       hows = {ResidualAs::Sum};
     } else if (chain == Chain::Tail) {
       hows = {ResidualAs::Binary};
+    } else if (chain == Chain::Requant) {
+      hows = {ResidualAs::Sum};
     }
     std::optional<Prim> fallback;
     for (const auto& dst : dsts) {
@@ -349,7 +368,12 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   dnnl::memory weights = int8Weights(w, plain, p.weights);
   PoolBuffer srcBuf(p.src.get_size());
   dnnl::memory src = quantizedSource(x, p.src, aq.scale, srcBuf);
-  dnnl::memory dst = outputMemory(y, p.dst);
+  std::optional<PoolBuffer> resultBuf;
+  if (chain == Chain::Requant)
+    resultBuf.emplace(p.dst.get_size());
+  dnnl::memory dst = chain == Chain::Requant
+                         ? dnnl::memory(p.dst, engine(), resultBuf->get())
+                         : outputMemory(y, p.dst);
   dnnl::memory bias({{K}, dt::f32, tag::x}, engine(),
                     const_cast<float*>(ia.bias.data()));
   float inScale = aq.scale;
@@ -377,6 +401,12 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   } else {
     executeLayer(p, post, std::move(execArgs));
   }
+  if (chain == Chain::Requant)
+    reorderScaled(
+        dst,
+        outputMemory(y, dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
+                                           outType, tag::nhwc)),
+        1.f / qOut);
   if (qOut > 0.f)
     implOf(y).memScale = qOut;
   if (chain == Chain::None && post.residual && p.residual == ResidualAs::Split)
