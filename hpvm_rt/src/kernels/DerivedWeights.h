@@ -8,6 +8,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,6 +26,31 @@ std::string foldKey(const PostOps& post);
 /// w's derived entry named \p key, or null.
 const TensorImpl::Derived* findDerived(TensorImpl& impl,
                                        const std::string& key);
+
+/// A derived entry's request in raw form (TensorImpl::Derived::raw): the
+/// folded tensors of \p post with their versions, matched before any key
+/// is built (a layer call at batch 1 must not pay for strings).
+struct RawRequest {
+  std::array<const Tensor*, 5> folded;
+  std::array<uint64_t, 5> versions{};
+  double eps;
+  explicit RawRequest(const PostOps& post)
+      : folded{post.bias, post.bnGamma, post.bnBeta, post.bnMean, post.bnVar},
+        eps(post.bnEps) {
+    for (size_t i = 0; i < folded.size(); ++i)
+      versions[i] = folded[i] ? implOf(folded[i]).version : 0;
+  }
+  bool matches(const TensorImpl::Derived& d) const {
+    return d.raw && d.folded == folded && d.foldedVersions == versions &&
+           d.eps == eps;
+  }
+  void record(TensorImpl::Derived& d) const {
+    d.raw = true;
+    d.folded = folded;
+    d.foldedVersions = versions;
+    d.eps = eps;
+  }
+};
 
 /// Keeps \p d with w's derived entries, a handful at most: the oldest one
 /// (other than \p keep) makes room. Entries move: references taken before

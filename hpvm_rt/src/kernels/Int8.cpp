@@ -80,6 +80,16 @@ Int8Code int8Code(dt srcType, bool convolution) {
 
 namespace {
 
+/// The name (a string literal, TensorImpl::Derived::name) of int8 weights
+/// quantized with \p code, plain or reordered.
+const char* int8Name(Int8Code code) {
+  HPVM_ASSERT(code.qmax == 127.f || code.qmax == 63.f,
+              fmt::format("int8 code qmax {}", code.qmax));
+  if (code.qmax == 127.f)
+    return code.doubled ? "int8x2" : "int8";
+  return code.doubled ? "int8-63x2" : "int8-63";
+}
+
 /// The int8 weights of a conv or dense layer in their plain layout
 /// \p plainTag: bias and batch norm folded in (foldPostOps), then each
 /// output channel quantized symmetrically to -qmax..qmax with its own scale
@@ -92,7 +102,14 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
                                      int64_t kStep, Int8Code code) {
   TensorImpl& impl = implOf(w);
   // (The same weights serve a dense layer on 2-D and on 4-D inputs: the
-  // plain layout is part of the key.)
+  // plain layout is part of the request.)
+  const RawRequest request(post);
+  const char* name = int8Name(code);
+  const dnnl::memory::desc plainDesc(wDims, dt::s8, plainTag);
+  for (const TensorImpl::Derived& d : impl.derived)
+    if (request.matches(d) && d.name == name && d.want == plainDesc &&
+        d.plain == plainDesc)
+      return d;
   std::string key =
       fmt::format(FMT_COMPILE("int8|{}|{}{}|{}|{}"), foldKey(post), code.qmax,
                   code.doubled ? "x2" : "", fmt::join(wDims, "x"),
@@ -122,6 +139,9 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
   }
   d.bias = dnnl::memory({{K}, dt::f32, tag::x}, engine());
   std::memcpy(d.bias.get_data_handle(), bf.data(), K * sizeof(float));
+  request.record(d);
+  d.name = name;
+  d.want = d.plain = plainDesc;
   return storeDerived(impl, std::move(d));
 }
 
@@ -165,6 +185,17 @@ namespace {
 dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
                          const dnnl::memory::desc& want) {
   TensorImpl& impl = implOf(w);
+  // Matched raw (the plain entry's request, layout and name), before any
+  // key is built.
+  auto sameRequest = [&](const TensorImpl::Derived& d) {
+    return d.raw && d.folded == plain.folded &&
+           d.foldedVersions == plain.foldedVersions && d.eps == plain.eps &&
+           d.name == plain.name && d.plain == plain.plain;
+  };
+  if (plain.raw)
+    for (const TensorImpl::Derived& d : impl.derived)
+      if (sameRequest(d) && d.want == want)
+        return d.weights;
   const std::string key = plain.key + "|" + descKey(want);
   if (const TensorImpl::Derived* found = findDerived(impl, key))
     return found->weights;
@@ -172,6 +203,15 @@ dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
   d.key = key;
   d.weights = weightMemory(want, d);
   reorder(plain.weights, d.weights);
+  if (plain.raw) {
+    d.raw = true;
+    d.folded = plain.folded;
+    d.foldedVersions = plain.foldedVersions;
+    d.eps = plain.eps;
+    d.name = plain.name;
+    d.plain = plain.plain;
+    d.want = want;
+  }
   // The plain entry stays (it is what the reordered one comes from).
   return storeDerived(impl, std::move(d), &plain).weights;
 }
@@ -197,13 +237,6 @@ struct Int8Args {
 /// The largest output (values) on which convInt8 adds an fp32 residual by
 /// a sum post-op into fp32, then quantizes (Chain::Requant).
 constexpr int64_t kRequantMaxElems = 32768;
-
-/// "sx<bits>" of an input scale, for primitive keys.
-std::string scaleKey(float sx) {
-  uint32_t bits;
-  std::memcpy(&bits, &sx, sizeof bits);
-  return fmt::format(FMT_COMPILE("sx{:08x}"), bits);
-}
 
 } // namespace
 
@@ -258,8 +291,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   Chain chain = Chain::None;
   float residualScale = 0.f; // Sum: the quantized residual's scale sr
   dnnl::memory residualQ;
-  const dnnl::memory::desc residualF32({yd[0], yd[1], yd[2], yd[3]}, dt::f32,
-                                       tag::nhwc);
+  auto residualF32 = [&] {
+    return dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, dt::f32, tag::nhwc);
+  };
   auto commutes = [](Act a) { return a == Act::None || a == Act::Relu; };
   if (qOut > 0.f && !post.residual) {
     chain = commutes(post.act) ? Chain::Folded : Chain::Tail;
@@ -278,23 +312,20 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   } else {
     qOut = 0.f;
   }
-  std::vector<float> outScales = dyn ? plain.scales : ia.scales;
-  if (chain == Chain::Folded || chain == Chain::Sum)
-    for (float& f : outScales)
-      f /= qOut;
   // The output scales are fixed in the primitive: its key names the
   // version of w (whose weight scales they hold) and the input scale.
-  std::string key = fmt::format(
-      FMT_COMPILE(
-          "conv8|{}x{}x{}x{}|{}x{}x{}x{}|p{},{}s{},{}g{}|{}|{}{}|{}@{}|{}|{}"),
-      xd[0], xd[1], xd[2], xd[3], K, Cg, wd[2], wd[3], args.padH, args.padW,
-      args.strideH, args.strideW, G, static_cast<int>(srcType), postKey(post),
-      residualDims, tensorKey(w), plain.key,
-      dyn ? std::string("dyn") : scaleKey(aq.scale), scaleKey(qOut));
-  appendKey(key, chain, outType);
+  std::string key = "conv8";
+  key.reserve(256);
+  appendKey(key, xd, K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
+            args.strideW, G, srcType, postKey(post), residualDims, tensorKey(w),
+            foldKey(post), dyn, dyn ? 0.f : aq.scale, qOut, chain, outType);
   if (chain == Chain::Sum)
-    appendKey(key, scaleKey(residualScale), descKey(residualQ.get_desc()));
+    appendKey(key, residualScale, descKey(residualQ.get_desc()));
   const Prim& p = cachedPrim(key, [&] {
+    std::vector<float> outScales = dyn ? plain.scales : ia.scales;
+    if (chain == Chain::Folded || chain == Chain::Sum)
+      for (float& f : outScales)
+        f /= qOut;
     dnnl::memory::desc src({xd[0], xd[1], xd[2], xd[3]}, srcType, tag::any);
     dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
     dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
@@ -306,7 +337,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
           {args.padH, args.padW});
       dnnl::primitive_attr attr =
           chain == Chain::Tail
-              ? postOpsAttr(post, how, residualF32, dyn, 1.f / qOut)
+              ? postOpsAttr(post, how, residualF32(), dyn, 1.f / qOut)
           : chain == Chain::Sum
               ? postOpsAttr(post, how, dst, dyn, 1.f, residualScale / qOut)
               : postOpsAttr(post, how, dst, dyn);
@@ -326,7 +357,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
       dsts.insert(dsts.begin(), dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]},
                                                    dt::f32, tag::nChw16c));
     if (chain == Chain::Requant)
-      dsts = {residualF32};
+      dsts = {residualF32()};
     else if (chain != Chain::None)
       dsts = {
           dnnl::memory::desc({yd[0], yd[1], yd[2], yd[3]}, outType, tag::nhwc),
@@ -388,7 +419,7 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   if (post.residual && (chain == Chain::Sum || chain == Chain::Tail)) {
     if (chain == Chain::Tail)
       execArgs[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binaryIndex) | DNNL_ARG_SRC_1] =
-          memoryAs(post.residual, residualF32, residualHold);
+          memoryAs(post.residual, residualF32(), residualHold);
     else if (residualQ.get_desc() == p.dst)
       // The sum post-op adds what dst holds: the residual, copied in.
       parallelCopy(dst.get_data_handle(), residualQ.get_data_handle(),

@@ -23,6 +23,15 @@
 
 namespace hpvm::rt {
 
+/// Loops over fewer values than this run on the calling thread, outside
+/// any OpenMP parallel region: a region costs a team start, a barrier and
+/// (libgomp) a heap allocation, more than the work it would split, and
+/// with libgomp an `if` clause does not avoid that (GOMP_parallel is
+/// called with a team of one). At batch 1 the small nets make dozens of
+/// such calls a launch (ResNet-18 int8 on F-MNIST: 3% of its samples in
+/// GOMP_parallel, for copies of 16 KB and a 10-class softmax).
+constexpr int64_t kParallelMinElems = 1 << 15;
+
 /// True for the activations the layers compute with oneDNN's vectorised
 /// eltwise over whole outputs (a scalar loop of std::tanh or std::exp costs
 /// more than the convolution) rather than in their output pass.

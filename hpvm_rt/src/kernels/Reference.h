@@ -199,10 +199,8 @@ inline void act(const float* x, int64_t n, Act act, float lo, float hi,
 }
 
 inline void softmax(const float* x, int64_t N, int64_t D, float* y) {
-#pragma omp parallel for schedule(static)
-  // Loop over rows: subtract the row max, exponentiate, sum in double,
-  // divide.
-  for (int64_t n = 0; n < N; ++n) {
+  // A row: subtract the row max, exponentiate, sum in double, divide.
+  auto row = [&](int64_t n) {
     const float* xr = x + n * D;
     float* yr = y + n * D;
     float mx = -std::numeric_limits<float>::infinity();
@@ -215,7 +213,15 @@ inline void softmax(const float* x, int64_t N, int64_t D, float* y) {
     }
     for (int64_t d = 0; d < D; ++d)
       yr[d] = static_cast<float>(yr[d] / sum);
+  };
+  if (N * D < kParallelMinElems) {
+    for (int64_t n = 0; n < N; ++n)
+      row(n);
+    return;
   }
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    row(n);
 }
 
 /// Layer normalization over C of x (N x C x HW), per pixel.

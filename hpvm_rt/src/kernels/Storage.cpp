@@ -359,6 +359,10 @@ dnnl::memory sameLayoutOutput(const Tensor* x, const dnnl::memory& src,
 
 void parallelCopy(void* to, const void* from, size_t bytes) {
   constexpr size_t kChunk = size_t(1) << 20;
+  if (bytes <= kChunk) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
   const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < chunks; ++i) {
