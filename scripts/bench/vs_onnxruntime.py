@@ -31,10 +31,16 @@ Models (--models, comma separated):
                                random weights); batches 1 and 64
 
 Measurement: every (model, batch, threads) configuration is visited in
-each of --rounds rounds, each visit timing every engine in turn (fastest of
---repeat batches after WARMUP = 2 untimed ones, the same for every
-engine); a configuration's figure per engine is its best over the rounds,
-and the per-round ratios are kept (their spread is the noise). Before each
+each of --rounds rounds, each visit timing every engine in turn: the
+fastest of at least --repeat batches filling at least --min-seconds, after
+untimed ones filling a quarter of that (WARMUP = 2 at least), the same
+rule for every engine; the batch counts come from an untimed probe of
+each engine on its first visit. A configuration's figure per engine is its
+best over the rounds, and the per-round ratios are kept (their spread is
+the noise). (A fixed handful of batches measured batch 1 while the
+programs still warmed up: ResNet-18 int8 at batch 1 here takes 0.47,
+0.35, 0.30, 0.29 ms in launches 3 to 6 and 0.26 ms from the 15th on; ONNX
+Runtime likewise, less so.) Before each
 visit the script waits until no compiler or build tool has run for
 --quiet-seconds (as tv_classifiers.py). PyTorch runs with
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset and its thread count set.
@@ -206,33 +212,64 @@ class Model:
 WARMUP = 2
 
 
-def time_ours(m, engine, batch, threads, repeat):
+# The most batches one timing runs (warm-up included).
+MAX_BATCHES = 3000
+
+
+def batch_counts(seconds_per_batch, repeat, min_seconds):
+    """(warm-up, timed) batch counts for an engine taking about
+    seconds_per_batch (None: not measured yet, the minimum counts)."""
+    if not seconds_per_batch:
+        return WARMUP, repeat
+    warm = max(WARMUP, math.ceil(min_seconds / 4 / seconds_per_batch))
+    timed = max(repeat, math.ceil(min_seconds / seconds_per_batch))
+    timed = min(timed, MAX_BATCHES - warm)
+    return min(warm, MAX_BATCHES - timed), timed
+
+
+def time_ours(m, engine, batch, threads, warm, repeat):
     # The summary's minimum covers the warm-up launches too (ORT's and
     # TorchScript's do not); they do the one-time work, so they are the
     # slowest ones, not the minimum.
     cmd = [m.binary, "test", "--batch-size", str(batch), "--limit",
-           str(batch), "--repeat", str(repeat + WARMUP), "--print-time",
+           str(batch), "--repeat", str(repeat + warm), "--print-time",
            "--threads", str(threads), "--quiet"] + m.our_config(engine)
     text = run(cmd, f"{m.key} {engine}", cwd=m.out)
     return batch / bvp.print_time_summary(text, cmd)["min_s"]
 
 
-def time_ort(model, batch, threads, repeat):
+def time_ort(model, batch, threads, warm, repeat):
     out = run(["node", os.path.join(HERE, "ort_run.js"), "time", model,
-               str(batch), str(threads), str(WARMUP), str(repeat)],
+               str(batch), str(threads), str(warm), str(repeat)],
               "ONNX Runtime")
     return json.loads(out)["images_per_s"]
 
 
-def time_engine(m, engine, batch, threads, repeat):
+def time_engine(m, engine, batch, threads, warm, repeat):
     if engine in ("exact", "int8", "tuned"):
-        return time_ours(m, engine, batch, threads, repeat)
+        return time_ours(m, engine, batch, threads, warm, repeat)
     if engine == "ort_fp32":
-        return time_ort(m.ort_fp32, batch, threads, repeat)
+        return time_ort(m.ort_fp32, batch, threads, warm, repeat)
     if engine == "ort_int8":
-        return time_ort(m.ort_int8, batch, threads, repeat)
-    r = bvp.run_torch(m.net, batch, threads, repeat, WARMUP)
+        return time_ort(m.ort_int8, batch, threads, warm, repeat)
+    r = bvp.run_torch(m.net, batch, threads, repeat, warm)
     return r["frozen"]["images_per_s"]
+
+
+def timed_visit(m, engines, batch, threads, args, pace):
+    """Times every engine once (batch counts from \p pace, the seconds per
+    batch each took before, probed first where unknown); updates pace."""
+    out = {}
+    for e in engines:
+        slot = (m.key, batch, threads, e)
+        if slot not in pace:
+            ips = time_engine(m, e, batch, threads,
+                              *batch_counts(None, 3, args.min_seconds))
+            pace[slot] = batch / ips
+        warm, timed = batch_counts(pace[slot], args.repeat, args.min_seconds)
+        out[e] = time_engine(m, e, batch, threads, warm, timed)
+        pace[slot] = batch / out[e]
+    return out
 
 
 def accuracy(m, engine):
@@ -290,8 +327,12 @@ def markdown(result):
          f"`scripts/bench/vs_onnxruntime.py` ({result['date']}); "
          f"{result['machine']}; oneDNN ISA: {result['isa']}. Images/s: best "
          f"of {result['rounds']} interleaved rounds, each the fastest of "
-         f"{result['repeat']} batches after {result.get('warmup', 1)} "
-         f"untimed ones; ratios in brackets: the per-round "
+         + (f"at least {result['repeat']} batches filling at least "
+            f"{result['min_seconds']} s after untimed ones filling a "
+            f"quarter of that (2 at least)" if "min_seconds" in result else
+            f"{result['repeat']} batches after {result.get('warmup', 1)} "
+            f"untimed ones")
+         + f"; ratios in brackets: the per-round "
          f"range.{' PARTIAL: interrupted.' if result['partial'] else ''}",
          "", "## Exact FP32", "",
          "| model | batch | threads | ours img/s | ORT img/s | ours/ORT "
@@ -374,6 +415,7 @@ def write_results(args, models, visits, acc, partial, ort_version):
               "machine": "%s, %d CPUs" % (tv.cpu_model(), os.cpu_count()),
               "isa": args.isa, "ort_version": ort_version,
               "rounds": args.rounds, "repeat": args.repeat, "warmup": WARMUP,
+              "min_seconds": args.min_seconds,
               "partial": partial, "results": results, "accuracy": acc}
     tv.write_atomic(args.out + ".json", json.dumps(result, indent=1) + "\n")
     md = markdown(result)
@@ -392,7 +434,10 @@ def main():
                     "1 and 16 at 224x224)")
     ap.add_argument("--threads", type=tv.int_list, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=10,
+                    help="timed batches per timing, at least (default 10)")
+    ap.add_argument("--min-seconds", type=float, default=0.5,
+                    help="timed seconds per timing, at least (default 0.5)")
     ap.add_argument("--quiet-seconds", type=float, default=10)
     ap.add_argument("--engines", default=",".join(ENGINES),
                     help="engines to time (default: all of %s; exact and "
@@ -438,13 +483,14 @@ def main():
                                                  models[k].batches)
                for t in args.threads]
     visits = {c: [] for c in configs}
+    pace = {}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     for rnd in range(1, args.rounds + 1):
         for key, batch, threads in configs:
             m = models[key]
             tv.wait_quiet(args.quiet_seconds)
-            v = {e: time_engine(m, e, batch, threads, args.repeat)
-                 for e in m.engines(wanted)}
+            v = timed_visit(m, m.engines(wanted), batch, threads, args,
+                            pace)
             visits[(key, batch, threads)].append(v)
             write_results(args, models, visits, acc, True, ort_version)
             log(f"round {rnd}/{args.rounds} {key} b{batch} t{threads}: " +
