@@ -2,14 +2,16 @@
 // a MobileNet-like graph (convolution with a broadcast bias, depthwise
 // convolution, residual add, pooling, dense layer, softmax) split into
 // slices gives the whole batch's outputs, profile records cover the whole
-// batch, the op table's Batch column decides which graphs split, and the
-// split size follows the cache budget.
+// batch, the op table's Batch column decides which graphs split, the split
+// size follows the cache budget, and one thread takes a batch too large for
+// slices image by image unless a layer is batch-bound.
 #include "core/SubBatch.h"
 #include "GraphTestUtil.h"
 #include "core/Core.h"
 #include "core/Executor.h"
 #include "core/Launch.h"
 #include "hpvm.h"
+#include "kernels/Primitives.h"
 #include "tensor_runtime.h"
 
 #include <doctest/doctest.h>
@@ -188,12 +190,22 @@ TEST_CASE("Sub-batches: the split follows the cache budget") {
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == hpvm::rt::kMinSubBatch);
   CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 2 * hpvm::rt::kMinSubBatch);
   CHECK(hpvm::rt::subBatchSize(f, 4, 1) == 4);
-  // They overflow it (as an image that alone overflows it): no slices.
+  // They overflow it (as an image that alone overflows it): on one thread
+  // image by image, on more no slices; a batch-bound layer (Winograd)
+  // keeps the batch whole on one thread too.
   f.bytesPerImage = budget / hpvm::rt::kMinSubBatch + 1;
-  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 1);
   CHECK(hpvm::rt::subBatchSize(f, 64, 2) == 64);
   f.bytesPerImage = budget * 4;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 1);
+  CHECK(hpvm::rt::subBatchSize(f, 16, 2) == 16);
+  CHECK(hpvm::rt::subBatchSize(f, 4, 1) == 4);
+  f.batchBound = true;
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
+  f.bytesPerImage = budget / 16;
+  CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 16); // slices that fit: as before
+  f.batchBound = false;
+  f.bytesPerImage = budget * 4;
   f.separable = false;
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
   f.separable = true;
@@ -201,4 +213,70 @@ TEST_CASE("Sub-batches: the split follows the cache budget") {
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 64);
   SubBatchEnv fixed("8");
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 8);
+}
+
+namespace {
+
+// x: N x 32 x H x W; a 3x3 convolution of 32 channels (on Winograd's
+// algorithm where the CPU has AVX-512) or, when \p Depthwise, a depthwise
+// one (never on Winograd), then a ReLU.
+template <bool Depthwise> void wideLeaf(void* x, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* w = randomTensor({32, Depthwise ? 1 : 32, 3, 3}, 60, -0.2f, 0.2f);
+  void* y = Depthwise
+                ? __hpvm__tensor_group_convolution(x, w, 1, 1, 1, 1, 1, 32)
+                : __hpvm__tensor_convolution(x, w, 1, 1, 1, 1);
+  __hpvm__return(2, __hpvm__tensor_relu(y), (size_t)0);
+}
+
+/// The kernels' thread count set for a scope.
+class ThreadsScope {
+public:
+  explicit ThreadsScope(int n) : saved_(hpvm::rt::numThreads()) {
+    hpvm::rt::setNumThreads(n);
+  }
+  ~ThreadsScope() { hpvm::rt::setNumThreads(saved_); }
+
+private:
+  int saved_;
+};
+
+} // namespace
+
+TEST_CASE("Sub-batches: one thread takes a batch too large for slices image "
+          "by image, unless a layer runs faster on the whole batch") {
+  hpvm::rt::LaunchSettings settings;
+  hpvm::rt::LaunchScope scope(settings);
+  SubBatchEnv env(nullptr);
+  ThreadsScope one(1);
+  // Input plus output of an image (2 x 32 x H x H floats) over a quarter
+  // of the budget: not even kMinSubBatch images fit it.
+  const int64_t budget = hpvm::rt::subBatchBudgetBytes();
+  int64_t H = 16;
+  while (2 * 32 * H * H * 4 <= budget / hpvm::rt::kMinSubBatch)
+    H += 16;
+  const int64_t N = 6;
+  void* x = randomTensor({N, 32, H, H}, 61, -1.f, 1.f);
+  // The depthwise graph is split: the whole batch's plan, then one image's.
+  int64_t before = hpvm::rt::plansBuilt();
+  const std::vector<float> depthwise = launch<wideLeaf<true>>(x);
+  CHECK(hpvm::rt::plansBuilt() - before == 2);
+  // The full convolution stays whole where it runs on Winograd.
+  const bool winograd = hpvm::rt::kern::winogradApplies(
+      hpvm::rt::ConvArgs{1, 1, 1, 1, 1}, {N, 32, H, H}, {32, 32, 3, 3},
+      {N, 32, H, H});
+  before = hpvm::rt::plansBuilt();
+  const std::vector<float> full = launch<wideLeaf<false>>(x);
+  CHECK(hpvm::rt::plansBuilt() - before == (winograd ? 1 : 2));
+  // The same outputs as unsplit.
+  SubBatchEnv off("0");
+  const std::vector<float> depthwiseWhole = launch<wideLeaf<true>>(x);
+  REQUIRE(depthwiseWhole.size() == depthwise.size());
+  double worst = 0;
+  for (size_t i = 0; i < depthwise.size(); ++i)
+    worst =
+        std::max(worst, double(std::fabs(depthwise[i] - depthwiseWhole[i])));
+  CHECK(worst <= 1e-6);
+  CHECK(full.size() == size_t(N * 32 * H * H));
+  freeTensor(x);
 }

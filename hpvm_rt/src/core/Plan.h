@@ -110,6 +110,10 @@ struct BatchFacts {
   bool separable = false;    ///< Every op computes each image on its own.
   std::vector<int> inputs;   ///< Trace::ext slots of the batch's images.
   int64_t bytesPerImage = 0; ///< Largest input + output of one group.
+  /// A layer runs faster per image on the whole batch: an exact fp32
+  /// convolution on Winograd's algorithm (F(4x4, 3x3) above batch 1,
+  /// F(2x2, 3x3) at 1; some none at all on a small slice).
+  bool batchBound = false;
 };
 
 /// The part of a plan that depends on the launch's settings.

@@ -2,6 +2,7 @@
 #include "core/SubBatch.h"
 
 #include "base/Errors.h"
+#include "kernels/Primitives.h"
 
 #include <unistd.h>
 
@@ -63,7 +64,16 @@ BatchFacts batchFactsOf(const Plan& p, const Trace& t) {
     return f;
   // The largest input plus output of a group, per image, as stored.
   std::vector<int64_t> width(p.ops.size(), 4);
+  auto shape = [&](int32_t code) -> const Shape& {
+    return code >= 0 ? p.ops[size_t(code)].out : t.extShapes[size_t(-code - 1)];
+  };
   for (const Group& g : p.sched.groups) {
+    if (g.kind == HpvmOp::Conv && g.knob.precision == Precision::FP32 &&
+        g.knob.variant == Variant::Exact && g.gate == kNoOperand &&
+        kern::winogradApplies(
+            convArgs(g.kind, p.ops[size_t(primaryOp(g))].scalars), shape(g.x),
+            shape(g.w), p.ops[size_t(g.last)].out))
+      f.batchBound = true;
     width[size_t(g.last)] = storedBytes(g);
     const int32_t in = g.x != kNoOperand ? g.x : p.ops[g.members[0]].in[0];
     const int64_t inBytes =
@@ -106,8 +116,15 @@ int64_t subBatchSize(const BatchFacts& f, int64_t batch, int threads) {
     return batch;
   // Each thread computes its share of every layer: where not even
   // kMinSubBatch images per thread fit the budget, slices keep no layer in
-  // cache and only cost the whole batch's kernel efficiency.
+  // cache and only cost the whole batch's kernel efficiency; except on one
+  // thread, where a layer's call costs no team start, and image by image
+  // keeps the smaller layers in cache and a squeeze-and-excitation gate
+  // folds into its convolution's filter (batch 1 only), unless a layer
+  // runs faster per image on the whole batch (BatchFacts::batchBound).
   const int64_t fits = budget / std::max<int64_t>(1, f.bytesPerImage);
+  if (fits < kMinSubBatch * std::max(1, threads) && threads <= 1 &&
+      !f.batchBound)
+    return 1;
   if (fits < kMinSubBatch * std::max(1, threads) || fits >= batch)
     return batch;
   const int64_t slices = (batch + fits - 1) / fits;

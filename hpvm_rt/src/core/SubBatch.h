@@ -25,11 +25,16 @@ BatchFacts batchFactsOf(const Plan& p, const Trace& t);
 
 /// Images per sub-batch for a batch of \p batch images on \p threads
 /// threads: the batch itself when it fits the cache budget
-/// (subBatchBudgetBytes() per thread), when not even kMinSubBatch images
-/// per thread fit it (EfficientNet-B0 and ResNet-50 at 224x224, int8 and
-/// fp32: slices of 4 to 6 were up to 15% slower than the whole batch of
-/// 16), or when it cannot be split; else equal slices that fit it.
-/// HPVM_RT_SUB_BATCH fixes it (0: never split).
+/// (subBatchBudgetBytes() per thread) or when it cannot be split; equal
+/// slices that fit it where kMinSubBatch images per thread do. Where not
+/// even those fit (the 224x224 nets): on one thread one image at a time,
+/// unless a layer is batch-bound (BatchFacts::batchBound), else the whole
+/// batch. Batch 16, one thread, Intel Xeon (AMX), against the whole batch:
+/// EfficientNet-B0 1.09x (fp32) and 1.18x (int8), MobileNet v3 1.09x and
+/// 1.10x, DenseNet-121 and ResNet-50 int8 1.31x and 1.16x; on two threads,
+/// one image per thread ran 0.76-1.12x (DenseNet-121 int8 the lowest), and
+/// ResNet-50 in fp32 0.82x (its Winograd layers). HPVM_RT_SUB_BATCH fixes
+/// it (0: never split).
 int64_t subBatchSize(const BatchFacts& f, int64_t batch, int threads);
 
 /// Bytes of activations one thread's sub-batch may touch per layer: four
