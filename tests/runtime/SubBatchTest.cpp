@@ -97,12 +97,44 @@ std::vector<float> launch(void* x) {
   return out;
 }
 
+/// The largest |a[i] - b[i]| (a and b of one size).
+double maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+  return worst;
+}
+
 double flopsOf(const hpvm::rt::LaunchSettings& s) {
   double sum = 0;
   for (const hpvm::rt::OpRecord& r : s.results().records)
     sum += r.flops;
   return sum;
 }
+
+// x: N x 32 x H x W; a 3x3 convolution of 32 channels (on Winograd's
+// algorithm where the CPU has AVX-512) or, when \p Depthwise, a depthwise
+// one (never on Winograd), then a ReLU.
+template <bool Depthwise> void wideLeaf(void* x, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* w = randomTensor({32, Depthwise ? 1 : 32, 3, 3}, 60, -0.2f, 0.2f);
+  void* y = Depthwise
+                ? __hpvm__tensor_group_convolution(x, w, 1, 1, 1, 1, 1, 32)
+                : __hpvm__tensor_convolution(x, w, 1, 1, 1, 1);
+  __hpvm__return(2, __hpvm__tensor_relu(y), (size_t)0);
+}
+
+/// The kernels' thread count set for a scope.
+class ThreadsScope {
+public:
+  explicit ThreadsScope(int n) : saved_(hpvm::rt::numThreads()) {
+    hpvm::rt::setNumThreads(n);
+  }
+  ~ThreadsScope() { hpvm::rt::setNumThreads(saved_); }
+
+private:
+  int saved_;
+};
 
 } // namespace
 
@@ -129,10 +161,7 @@ TEST_CASE("Sub-batches: a batch run in slices gives the whole batch's "
     for (int round = 0; round < 2; ++round) {
       const std::vector<float> split = launch(x);
       REQUIRE(split.size() == whole.size());
-      double worst = 0;
-      for (size_t i = 0; i < split.size(); ++i)
-        worst = std::max(worst, double(std::fabs(split[i] - whole[i])));
-      CHECK(worst <= 1e-6);
+      CHECK(maxAbsDiff(split, whole) <= 1e-6);
       CHECK(settings.results().records.size() == wholeRecords);
       CHECK(flopsOf(settings) == doctest::Approx(wholeFlops).epsilon(1e-9));
     }
@@ -161,10 +190,7 @@ TEST_CASE("Sub-batches: the op table decides which graphs are split") {
   std::vector<float> split = launch<tokenLeaf<false>>(x);
   CHECK(hpvm::rt::plansBuilt() - before == 2);
   REQUIRE(split.size() == whole.size());
-  double worst = 0;
-  for (size_t i = 0; i < split.size(); ++i)
-    worst = std::max(worst, double(std::fabs(split[i] - whole[i])));
-  CHECK(worst <= 1e-6);
+  CHECK(maxAbsDiff(split, whole) <= 1e-6);
   // Attention (Batch Whole) keeps the batch whole: no new plan.
   before = hpvm::rt::plansBuilt();
   split = launch<tokenLeaf<true>>(x);
@@ -215,34 +241,6 @@ TEST_CASE("Sub-batches: the split follows the cache budget") {
   CHECK(hpvm::rt::subBatchSize(f, 64, 1) == 8);
 }
 
-namespace {
-
-// x: N x 32 x H x W; a 3x3 convolution of 32 channels (on Winograd's
-// algorithm where the CPU has AVX-512) or, when \p Depthwise, a depthwise
-// one (never on Winograd), then a ReLU.
-template <bool Depthwise> void wideLeaf(void* x, size_t) {
-  __hpvm__hint(hpvm::TENSOR_TARGET);
-  void* w = randomTensor({32, Depthwise ? 1 : 32, 3, 3}, 60, -0.2f, 0.2f);
-  void* y = Depthwise
-                ? __hpvm__tensor_group_convolution(x, w, 1, 1, 1, 1, 1, 32)
-                : __hpvm__tensor_convolution(x, w, 1, 1, 1, 1);
-  __hpvm__return(2, __hpvm__tensor_relu(y), (size_t)0);
-}
-
-/// The kernels' thread count set for a scope.
-class ThreadsScope {
-public:
-  explicit ThreadsScope(int n) : saved_(hpvm::rt::numThreads()) {
-    hpvm::rt::setNumThreads(n);
-  }
-  ~ThreadsScope() { hpvm::rt::setNumThreads(saved_); }
-
-private:
-  int saved_;
-};
-
-} // namespace
-
 TEST_CASE("Sub-batches: one thread takes a batch too large for slices image "
           "by image, unless a layer runs faster on the whole batch") {
   hpvm::rt::LaunchSettings settings;
@@ -272,11 +270,7 @@ TEST_CASE("Sub-batches: one thread takes a batch too large for slices image "
   SubBatchEnv off("0");
   const std::vector<float> depthwiseWhole = launch<wideLeaf<true>>(x);
   REQUIRE(depthwiseWhole.size() == depthwise.size());
-  double worst = 0;
-  for (size_t i = 0; i < depthwise.size(); ++i)
-    worst =
-        std::max(worst, double(std::fabs(depthwise[i] - depthwiseWhole[i])));
-  CHECK(worst <= 1e-6);
+  CHECK(maxAbsDiff(depthwise, depthwiseWhole) <= 1e-6);
   CHECK(full.size() == size_t(N * 32 * H * H));
   freeTensor(x);
 }
