@@ -40,6 +40,10 @@ struct RawRequest {
     for (size_t i = 0; i < folded.size(); ++i)
       versions[i] = folded[i] ? implOf(folded[i]).version : 0;
   }
+  /// The request entry \p d was recorded with (d.raw): what entries
+  /// derived from it in turn record.
+  explicit RawRequest(const TensorImpl::Derived& d)
+      : folded(d.folded), versions(d.foldedVersions), eps(d.eps) {}
   bool matches(const TensorImpl::Derived& d) const {
     return d.raw && d.folded == folded && d.foldedVersions == versions &&
            d.eps == eps;

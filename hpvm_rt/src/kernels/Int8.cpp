@@ -110,19 +110,12 @@ const TensorImpl::Derived& int8Plain(const Tensor* w, const PostOps& post,
     if (request.matches(d) && d.name == name && d.want == plainDesc &&
         d.plain == plainDesc)
       return d;
-  std::string key =
-      fmt::format(FMT_COMPILE("int8|{}|{}{}|{}|{}"), foldKey(post), code.qmax,
-                  code.doubled ? "x2" : "", fmt::join(wDims, "x"),
-                  static_cast<int>(plainTag));
-  if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return *found;
   const float* wp = hostData(w);
   std::vector<float> wf(wp, wp + numElems(w)), bf;
   foldPostOps(post, K, perK, kStride, kStep, wf, bf);
   TensorImpl::Derived d;
-  d.key = std::move(key);
   d.scales.assign(static_cast<size_t>(K), 1.f);
-  d.weights = weightMemory({wDims, dt::s8, plainTag}, d);
+  d.weights = weightMemory(plainDesc, d);
   int8_t* q = static_cast<int8_t*>(d.weights.get_data_handle());
   for (int64_t k = 0; k < K; ++k) {
     float m = 0.f;
@@ -185,33 +178,21 @@ namespace {
 dnnl::memory int8Weights(const Tensor* w, const TensorImpl::Derived& plain,
                          const dnnl::memory::desc& want) {
   TensorImpl& impl = implOf(w);
-  // Matched raw (the plain entry's request, layout and name), before any
-  // key is built.
-  auto sameRequest = [&](const TensorImpl::Derived& d) {
-    return d.raw && d.folded == plain.folded &&
-           d.foldedVersions == plain.foldedVersions && d.eps == plain.eps &&
-           d.name == plain.name && d.plain == plain.plain;
-  };
-  if (plain.raw)
-    for (const TensorImpl::Derived& d : impl.derived)
-      if (sameRequest(d) && d.want == want)
-        return d.weights;
-  const std::string key = plain.key + "|" + descKey(want);
-  if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return found->weights;
+  // Matched raw, as int8Plain() matches: the plain entry's request, name
+  // and layout, and \p want.
+  HPVM_ASSERT(plain.raw, "int8 weights without their raw request");
+  const RawRequest request(plain);
+  for (const TensorImpl::Derived& d : impl.derived)
+    if (request.matches(d) && d.name == plain.name && d.plain == plain.plain &&
+        d.want == want)
+      return d.weights;
   TensorImpl::Derived d;
-  d.key = key;
   d.weights = weightMemory(want, d);
   reorder(plain.weights, d.weights);
-  if (plain.raw) {
-    d.raw = true;
-    d.folded = plain.folded;
-    d.foldedVersions = plain.foldedVersions;
-    d.eps = plain.eps;
-    d.name = plain.name;
-    d.plain = plain.plain;
-    d.want = want;
-  }
+  request.record(d);
+  d.name = plain.name;
+  d.plain = plain.plain;
+  d.want = want;
   // The plain entry stays (it is what the reordered one comes from).
   return storeDerived(impl, std::move(d), &plain).weights;
 }
