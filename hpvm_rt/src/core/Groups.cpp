@@ -16,12 +16,6 @@ namespace hpvm::rt {
 
 namespace {
 
-/// The shape of operand \p code: an op's output, or an external tensor of
-/// trace \p t.
-const Shape& shapeOf(const Plan& p, const Trace& t, int32_t code) {
-  return code >= 0 ? p.ops[code].out : t.extShapes[-code - 1];
-}
-
 /// Sets \p act, \p lo and \p hi to what activation op \p q is as a post-op:
 /// its Act and its parameters (actParam).
 void setAct(const TraceOp& q, Act& act, float& lo, float& hi) {

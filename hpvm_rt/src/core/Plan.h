@@ -157,6 +157,12 @@ struct Plan {
   }
 };
 
+/// The shape of operand \p code: an op's output, or an external tensor of
+/// trace \p t.
+inline const Shape& shapeOf(const Plan& p, const Trace& t, int32_t code) {
+  return code >= 0 ? p.ops[size_t(code)].out : t.extShapes[size_t(-code - 1)];
+}
+
 /// An op's part in HPVM's fusion rule (hpvm_rt/Fusion.h; Ops.def Fuse
 /// column).
 inline FuseRole fuseRole(HpvmOp op) { return opInfo(op).facts->fuse; }

@@ -64,21 +64,17 @@ BatchFacts batchFactsOf(const Plan& p, const Trace& t) {
     return f;
   // The largest input plus output of a group, per image, as stored.
   std::vector<int64_t> width(p.ops.size(), 4);
-  auto shape = [&](int32_t code) -> const Shape& {
-    return code >= 0 ? p.ops[size_t(code)].out : t.extShapes[size_t(-code - 1)];
-  };
   for (const Group& g : p.sched.groups) {
-    if (g.kind == HpvmOp::Conv && g.knob.precision == Precision::FP32 &&
-        g.knob.variant == Variant::Exact && g.gate == kNoOperand &&
-        kern::winogradApplies(
-            convArgs(g.kind, p.ops[size_t(primaryOp(g))].scalars), shape(g.x),
-            shape(g.w), p.ops[size_t(g.last)].out))
+    if (g.kind == HpvmOp::Conv &&
+        kern::useWinograd(g.knob, g.gate != kNoOperand,
+                          convArgs(g.kind, p.ops[size_t(primaryOp(g))].scalars),
+                          shapeOf(p, t, g.x), shapeOf(p, t, g.w),
+                          p.ops[size_t(g.last)].out))
       f.batchBound = true;
     width[size_t(g.last)] = storedBytes(g);
     const int32_t in = g.x != kNoOperand ? g.x : p.ops[g.members[0]].in[0];
     const int64_t inBytes =
-        in >= 0 ? numElements(p.ops[size_t(in)].out) * width[size_t(in)]
-                : numElements(t.extShapes[size_t(-in - 1)]) * 4;
+        numElements(shapeOf(p, t, in)) * (in >= 0 ? width[size_t(in)] : 4);
     const int64_t outBytes =
         numElements(p.ops[size_t(g.last)].out) * width[size_t(g.last)];
     f.bytesPerImage = std::max(f.bytesPerImage, (inBytes + outBytes) / batch);

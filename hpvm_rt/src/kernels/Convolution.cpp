@@ -158,20 +158,13 @@ bool kern::winogradApplies(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
          yd[0] * yd[2] * yd[3] >= kWinogradMinPixels;
 }
 
-namespace {
-
-/// True where an exact fp32 convolution runs as Winograd's minimal
-/// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): the fp32
-/// knob (emulated fp16 and bf16 numerics keep the direct products) on a
-/// winogradApplies(), no gate folded in (its weights are transformed, not
-/// laid out: ConvGated.h scales laid-out ones). The same convolution, its
-/// sums rounded differently (within 1e-5 of the direct kernel's on these
-/// layers).
-bool useWinograd(const ConvCall& c) {
-  return c.knob.precision == Precision::FP32 &&
-         c.knob.variant == Variant::Exact && c.post.gate == nullptr &&
-         winogradApplies(c.args, c.xd, c.wd, c.yd);
+bool kern::useWinograd(const KnobSpec& knob, bool gated, const ConvArgs& a,
+                       const Dims4& xd, const Dims4& wd, const Dims4& yd) {
+  return knob.precision == Precision::FP32 && knob.variant == Variant::Exact &&
+         !gated && winogradApplies(a, xd, wd, yd);
 }
+
+namespace {
 
 /// The exact convolution's primitive for c in \p layout; null where the
 /// layout is Blocked or Nhwc and oneDNN has no fast kernel for it.
@@ -198,7 +191,9 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
       (layout == ConvLayout::Blocked && inType == dt::f32 && inputBlocked16(c));
   std::string key = "conv";
   key.reserve(160);
-  const bool winograd = layout == ConvLayout::Blocked && useWinograd(c);
+  const bool winograd =
+      layout == ConvLayout::Blocked &&
+      kern::useWinograd(c.knob, post.gate != nullptr, args, xd, wd, yd);
   appendKey(key, xd, wd, args.padH, args.padW, args.strideH, args.strideW, G,
             inType, postKey(post), residualDims, bf16Out, layout, src16,
             winograd);
@@ -243,7 +238,7 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
       if (residualDims)
         hows.insert(hows.begin(), ResidualAs::Binary);
       // fp32 3x3 windows at stride 1: oneDNN's Winograd kernels first
-      // (useWinograd()).
+      // (kern::useWinograd()).
       if (winograd)
         for (ResidualAs how : hows) {
           try {

@@ -30,6 +30,16 @@ using dims = dnnl::memory::dims;
 bool winogradApplies(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
                      const Dims4& yd);
 
+/// True where a convolution at \p knob runs as Winograd's minimal
+/// filtering (oneDNN's F(2x2, 3x3) or F(4x4, 3x3) on nChw16c): the exact
+/// fp32 knob (emulated fp16 and bf16 numerics keep the direct products) on
+/// a winogradApplies(), no gate folded in (\p gated: its weights are
+/// transformed, not laid out; ConvGated.h scales laid-out ones). The same
+/// convolution, its sums rounded differently (within 1e-5 of the direct
+/// kernel's on these layers).
+bool useWinograd(const KnobSpec& knob, bool gated, const ConvArgs& a,
+                 const Dims4& xd, const Dims4& wd, const Dims4& yd);
+
 /// How a primitive adds PostOps::residual.
 enum class ResidualAs : uint8_t {
   Binary, ///< A binary-add post-op reading the residual in place.
