@@ -257,7 +257,7 @@ def time_engine(m, engine, batch, threads, warm, repeat):
 
 
 def timed_visit(m, engines, batch, threads, args, pace):
-    """Times every engine once (batch counts from \p pace, the seconds per
+    """Times every engine once (batch counts from pace, the seconds per
     batch each took before, probed first where unknown); updates pace."""
     out = {}
     for e in engines:
