@@ -439,7 +439,7 @@ def errors():
          [node("Relu", ["input"], ["r"], "relu"),
           node("Elu", ["r"], ["l"], "elu"),
           node("Conv", ["l", "w"], ["c"], "dilated", kernel_shape=[3, 3],
-               dilations=[2, 2]),
+               dilations=[0, 2]),
           node("Softsign", ["c"], ["y"], "")],
          [X], io("y", [1, 2, 2, 2]), [weights("w", [2, 2, 3, 3], 40)])
     save("errors/unknown_attribute.onnxtxt",

@@ -86,8 +86,14 @@ std::string lowerConv(Lowering& L, Node* n) {
     return "weight shape " + formatShape(w) + " does not fit " +
            std::to_string(C) + " input channels in " + std::to_string(group) +
            " groups";
+  // Dilated taps: the window spans (k - 1) * d + 1 pixels.
+  const std::vector<int64_t> dil = attrs.getInts("dilations");
+  if (dil.size() != 2)
+    return "dilations " + formatInts(dil) + " do not describe a 2-D window";
+  const bool dilated = dil[0] != 1 || dil[1] != 1;
   Axis h, wd;
-  if (auto r = windowGeometry(attrs, x->shape, w[2], w[3], false, h, wd);
+  if (auto r = windowGeometry(attrs, x->shape, (w[2] - 1) * dil[0] + 1,
+                              (w[3] - 1) * dil[1] + 1, false, h, wd);
       !r.empty())
     return r;
   if (!h.symmetric)
@@ -111,7 +117,13 @@ std::string lowerConv(Lowering& L, Node* n) {
       Scalar::integer(h.pad), Scalar::integer(wd.pad),
       Scalar::integer(h.stride), Scalar::integer(wd.stride)};
   OpKind kind = OpKind::Conv;
-  if (group != 1) {
+  if (dilated) {
+    // HPVM's convolutions have no dilation: our runtime's extension.
+    kind = OpKind::DilatedConv;
+    scalars.push_back(Scalar::integer(dil[0]));
+    scalars.push_back(Scalar::integer(dil[1]));
+    scalars.push_back(Scalar::integer(group));
+  } else if (group != 1) {
     kind = OpKind::GroupConv;
     scalars.push_back(Scalar::integer(1));
     scalars.push_back(Scalar::integer(group));

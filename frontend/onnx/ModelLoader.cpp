@@ -138,7 +138,7 @@ void checkAttributes(OpKind kind, OpAttrs& a,
   // and type was checked against the op's declarations (OpAttrs).
   if (kind == OpKind::OnnxConv) {
     autoPad();
-    onlyOnes("dilations");
+    positive("dilations");
     if (a.getInt("group") < 1)
       reasons.push_back("group " + std::to_string(a.getInt("group")) +
                         " must be positive");
@@ -311,6 +311,13 @@ std::shared_ptr<const TensorData> optionalDefault(OpKind kind, int index,
     return scalar(DataType::Bool, uint8_t{0}); // training_mode: false
   if (kind == OpKind::OnnxPad && index == 2)
     return asAttribute("value");
+  if (kind == OpKind::OnnxResize && (index == 1 || index == 2)) {
+    // roi, scales: absent (Resize takes sizes then).
+    auto empty = std::make_shared<TensorData>();
+    empty->dtype = DataType::Float;
+    empty->dims = {0};
+    return empty;
+  }
   return nullptr;
 }
 

@@ -135,6 +135,27 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {floatAttr("ratio", 0.5)};
     return decls;
   }
+  case OpKind::OnnxResize: {
+    static const Decls decls = {
+        intAttr("antialias", 0),
+        intsAttr("axes", {}),
+        stringAttr("coordinate_transformation_mode", "half_pixel"),
+        floatAttr("cubic_coeff_a", -0.75),
+        intAttr("exclude_outside", 0),
+        floatAttr("extrapolation_value", 0.0),
+        stringAttr("keep_aspect_ratio_policy", "stretch"),
+        stringAttr("mode", "nearest"),
+        stringAttr("nearest_mode", "round_prefer_floor"),
+    };
+    return decls;
+  }
+  case OpKind::OnnxUpsample: {
+    static const Decls decls = {
+        stringAttr("mode", "nearest"),
+        floatsAttr("scales"), // opset 7-8; an input from 9 on
+    };
+    return decls;
+  }
   case OpKind::OnnxPad: {
     // pads (opset 2-10) or paddings (opset 1), required; inputs from 11 on.
     static const Decls decls = {

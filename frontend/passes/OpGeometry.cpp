@@ -5,6 +5,7 @@
 #include "ir/Printer.h"
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cmath>
@@ -380,6 +381,173 @@ std::string padFoldBlocker(const Node& pad, int64_t opset) {
       pads[3] + own[1] >= kernel[1] || pads[7] + own[3] >= kernel[1])
     return "zero padding before MaxPool is only folded when every window "
            "overlaps the image (pads smaller than the window)";
+  return "";
+}
+
+} // namespace hpvm::fe
+
+namespace hpvm::fe {
+
+namespace {
+
+/// The enumerator whose ONNX name is \p name, or -1.
+template <size_t N>
+int indexOfName(const std::string_view (&names)[N], const std::string& name) {
+  for (size_t i = 0; i < N; ++i)
+    if (names[i] == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+/// The constant operand \p i of \p n, when present and non-empty.
+const TensorData* constantOperand(const Node& n, size_t i, bool& computed) {
+  if (i >= n.inputs.size())
+    return nullptr;
+  const Value* v = n.inputs[i];
+  if (!v->isConstant()) {
+    computed = true;
+    return nullptr;
+  }
+  return v->constant->numElements() == 0 ? nullptr : v->constant.get();
+}
+
+} // namespace
+
+std::string resizeGeometry(const Node& n, int64_t opset,
+                           const std::vector<int64_t>& x, ResizeGeometry& g) {
+  using hpvm::rt::NearestRounding;
+  using hpvm::rt::ResizeCoord;
+  OpAttrs a(n, opset);
+  std::vector<std::string> why;
+  const bool upsample = n.kind == OpKind::OnnxUpsample;
+  if (x.size() != 4 || x[2] < 1 || x[3] < 1)
+    return "input has shape " + formatShape(x) +
+           "; only 4-D inputs of known height and width are resized";
+  // The mode.
+  const std::string mode = a.getString("mode");
+  g.linear = mode == "linear" || mode == "bilinear";
+  if (!g.linear && mode != "nearest")
+    why.push_back("mode '" + escapeName(mode) +
+                  "' is not supported (nearest and linear are)");
+  // Coordinates: Upsample and Resize-10 map asymmetrically; their nearest
+  // pixel is ONNX Runtime's: floor upsampling, ceil downsampling.
+  const bool legacy = upsample || opset < 11;
+  if (!legacy) {
+    const std::string coord = a.getString("coordinate_transformation_mode");
+    const int c = indexOfName(hpvm::rt::kResizeCoordNames, coord);
+    if (c < 0)
+      why.push_back("coordinate_transformation_mode '" + escapeName(coord) +
+                    "' is not supported" +
+                    (coord == "tf_crop_and_resize"
+                         ? " (it crops to a region of interest)"
+                         : ""));
+    else
+      g.coord = static_cast<ResizeCoord>(c);
+    const std::string nearest = a.getString("nearest_mode");
+    const int r = indexOfName(hpvm::rt::kNearestRoundingNames, nearest);
+    if (r < 0)
+      why.push_back("nearest_mode '" + escapeName(nearest) +
+                    "' is not supported");
+    else
+      g.rounding = static_cast<NearestRounding>(r);
+  } else {
+    g.coord = ResizeCoord::Asymmetric;
+  }
+  // Scales (attribute of Upsample-7, input 1 of Upsample-9 and Resize-10,
+  // input 2 later) or sizes (input 3).
+  bool computed = false;
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  if (upsample && n.inputs.size() < 2) {
+    scales = a.getFloats("scales");
+  } else if (const TensorData* s =
+                 constantOperand(n, legacy ? 1 : 2, computed)) {
+    for (float f : s->toFloats())
+      scales.push_back(f);
+  }
+  if (!legacy)
+    if (const TensorData* s = constantOperand(n, 3, computed))
+      sizes = s->toInts();
+  if (computed)
+    why.push_back("its scales or sizes are computed at run time; only "
+                  "constants (or values folded from known shapes) are "
+                  "supported");
+  else if (scales.empty() == sizes.empty())
+    why.push_back("it needs exactly one of scales and sizes");
+  // axes (opset 18): scales or sizes of those axes only.
+  std::vector<int64_t> axes =
+      legacy ? std::vector<int64_t>{} : a.getInts("axes");
+  const size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (axes.empty())
+    for (size_t i = 0; i < given; ++i)
+      axes.push_back(int64_t(i));
+  if (!computed && given != 0 && axes.size() != given)
+    why.push_back("it has " + std::to_string(given) + " scales or sizes for " +
+                  std::to_string(axes.size()) + " axes");
+  if (!why.empty()) {
+    std::string all = why[0];
+    for (size_t i = 1; i < why.size(); ++i)
+      all += "; " + why[i];
+    return all;
+  }
+  double scale[4] = {1, 1, 1, 1};
+  int64_t out[4] = {x[0], x[1], x[2], x[3]};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + 4 : axes[i];
+    if (axis < 0 || axis > 3)
+      return "axis " + std::to_string(axes[i]) + " is not one of the input's";
+    if (!scales.empty()) {
+      scale[axis] = scales[i];
+      if (!(scales[i] > 0) || !std::isfinite(scales[i]))
+        return "scale " + formatScalar(Scalar::real(scales[i])) +
+               " is not a positive number";
+      out[axis] = axis < 2 ? x[axis]
+                           : static_cast<int64_t>(std::floor(
+                                 static_cast<double>(x[axis]) * scales[i]));
+    } else {
+      // A folded Shape gives 0 for an unknown batch.
+      out[axis] = axis == 0 && sizes[i] <= 0 ? x[0] : sizes[i];
+      if (axis >= 2)
+        scale[axis] = double(float(sizes[i]) / float(x[axis]));
+    }
+  }
+  if (!sizes.empty() && !legacy) {
+    const std::string policy = a.getString("keep_aspect_ratio_policy");
+    if (policy == "not_larger" || policy == "not_smaller") {
+      const double s = policy == "not_larger" ? std::min(scale[2], scale[3])
+                                              : std::max(scale[2], scale[3]);
+      for (int axis = 2; axis < 4; ++axis) {
+        scale[axis] = s;
+        out[axis] = static_cast<int64_t>(std::floor(double(x[axis]) * s + 0.5));
+      }
+    } else if (policy != "stretch") {
+      return "keep_aspect_ratio_policy '" + escapeName(policy) +
+             "' is not one of ONNX's";
+    }
+  }
+  if (scale[0] != 1 || scale[1] != 1 || (out[0] != x[0] && x[0] > 0) ||
+      out[1] != x[1])
+    return "it resizes the batch or channel axis (only height and width are "
+           "resized)";
+  if (out[2] < 1 || out[3] < 1 || out[2] > (int64_t(1) << 24) ||
+      out[3] > (int64_t(1) << 24))
+    return "output size " + std::to_string(out[2]) + " x " +
+           std::to_string(out[3]) + " is not between 1 and 2^24";
+  if (g.linear && !legacy && a.getInt("antialias") != 0 &&
+      (scale[2] < 1 || scale[3] < 1))
+    return "antialias=1 on a downsampling linear resize is not supported";
+  if (legacy && !g.linear) {
+    if ((scale[2] < 1) != (scale[3] < 1))
+      return "it upsamples one axis and downsamples the other, which opset " +
+             std::to_string(opset) +
+             " rounds differently (give opset 11 or "
+             "later's nearest_mode)";
+    g.rounding = scale[2] < 1 ? NearestRounding::Ceil : NearestRounding::Floor;
+  }
+  g.outH = out[2];
+  g.outW = out[3];
+  g.scaleH = static_cast<float>(scale[2]);
+  g.scaleW = static_cast<float>(scale[3]);
   return "";
 }
 

@@ -6,6 +6,8 @@
 
 #include "ir/Graph.h"
 
+#include "hpvm_rt/Resize.h"
+
 #include <string>
 #include <vector>
 
@@ -81,6 +83,24 @@ std::string resolveAxis(Axis& a, const std::string& autoPad, bool ceilMode,
 std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
                            int64_t kh, int64_t kw, bool ceilMode, Axis& h,
                            Axis& w);
+
+/// What an ONNX Resize (opsets 10-19) or Upsample (7-9) of a 4-D input
+/// computes: its output size, the scales its coordinates map with, and
+/// the modes (hpvm_rt/Resize.h).
+struct ResizeGeometry {
+  bool linear = false;
+  int64_t outH = 0, outW = 0;
+  float scaleH = 1.f, scaleW = 1.f;
+  hpvm::rt::ResizeCoord coord = hpvm::rt::ResizeCoord::HalfPixel;
+  hpvm::rt::NearestRounding rounding =
+      hpvm::rt::NearestRounding::RoundPreferFloor;
+};
+
+/// Reads Resize or Upsample node \p n over input dims \p x (batch may be
+/// unknown); returns every reason it cannot be computed ("; "-separated),
+/// or "". Its scales or sizes must be constants (folded from shapes).
+std::string resizeGeometry(const Node& n, int64_t opset,
+                           const std::vector<int64_t>& x, ResizeGeometry& g);
 
 } // namespace hpvm::fe
 

@@ -161,6 +161,11 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       channels = w[0];
       if (kernel.empty())
         kernel = {w[2], w[3]};
+      // Dilated taps span (k - 1) * d + 1 pixels.
+      const std::vector<int64_t> d = a.getInts("dilations");
+      if (d.size() != 2 || kernel.size() != 2)
+        return {};
+      kernel = {(kernel[0] - 1) * d[0] + 1, (kernel[1] - 1) * d[1] + 1};
     }
     Axis h, w;
     const bool ceil = k != OpKind::OnnxConv && a.getInt("ceil_mode") != 0;
@@ -168,6 +173,12 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
         !windowGeometry(a, x, kernel[0], kernel[1], ceil, h, w).empty())
       return {};
     return {x[0], channels, h.out, w.out};
+  }
+  if (k == OpKind::OnnxResize || k == OpKind::OnnxUpsample) {
+    ResizeGeometry geo;
+    if (!resizeGeometry(*n, opset, x, geo).empty())
+      return {};
+    return {x[0], x[1], geo.outH, geo.outW};
   }
   if (k == OpKind::OnnxGlobalAveragePool && x.size() == 4)
     return {x[0], x[1], 1, 1};

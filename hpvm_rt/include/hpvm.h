@@ -104,6 +104,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 #define HPVM_RT_SCALARS_4(T) , T, T, T, T
 #define HPVM_RT_SCALARS_5(T) , T, T, T, T, T
 #define HPVM_RT_SCALARS_6(T) , T, T, T, T, T, T
+#define HPVM_RT_SCALARS_7(T) , T, T, T, T, T, T, T
 #define HPVM_RT_SCALARS_8(T) , T, T, T, T, T, T, T, T
 
 extern "C" {
@@ -126,6 +127,7 @@ extern "C" {
 #undef HPVM_RT_SCALARS_4
 #undef HPVM_RT_SCALARS_5
 #undef HPVM_RT_SCALARS_6
+#undef HPVM_RT_SCALARS_7
 #undef HPVM_RT_SCALARS_8
 
 #endif // HPVM_RT_HPVM_H

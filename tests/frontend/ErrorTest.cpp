@@ -38,8 +38,8 @@ TEST_CASE("Frontend: every unsupported node is listed in one error") {
             ": 3 unsupported nodes:\n"
             "  node 'elu' (Elu, #1): operator Elu is not "
             "supported\n"
-            "  node 'dilated' (Conv, #2): dilations [2, 2] are not "
-            "supported (only 1)\n"
+            "  node 'dilated' (Conv, #2): dilations [0, 2] must be "
+            "positive\n"
             "  node '#3' (Softsign, #3): operator Softsign is not supported");
 }
 

@@ -32,11 +32,12 @@ TEST_CASE("Ops: the rst table has one row per ONNX operator") {
           std::string::npos);
   CHECK(rst.find("   * - ``Conv``\n"
                  "     - 1\n"
-                 "     - conv | group_conv [+ add]\n"
+                 "     - conv | group_conv | dilated_conv [+ add]\n"
                  "     - ``__hpvm__tensor_convolution``, "
                  "``__hpvm__tensor_group_convolution``, "
+                 "``__hpvm_rt__tensor_dilated_convolution`` (hpvm_rt only), "
                  "``__hpvm__tensor_add``\n"
-                 "     - ``conv``, ``group_conv``, ``add``\n"
+                 "     - ``conv``, ``group_conv``, ``dilated_conv``, ``add``\n"
                  "     - 11-12, 121-138, 151-168, 231-239, 261-269, 301, "
                  "311-312, 321-338, 421-438, 531-539, 631-639\n") !=
         std::string::npos);
@@ -84,7 +85,7 @@ TEST_CASE("Ops: the json table lists every op and knob") {
   CHECK(j["knobs"].size() == knobTable().size());
   CHECK(j["onnx_ops"][0]["onnx_op"] == "Conv");
   CHECK(j["onnx_ops"][0]["hpvm_ops"] ==
-        nlohmann::ordered_json({"conv", "group_conv", "add"}));
+        nlohmann::ordered_json({"conv", "group_conv", "dilated_conv", "add"}));
   // hard_sigmoid: an hpvm_rt extension whose alpha and beta are scalars.
   bool found = false;
   for (const auto& op : j["hpvm_ops"])

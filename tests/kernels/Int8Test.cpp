@@ -280,11 +280,13 @@ struct RefLayer {
             for (int64_t c = 0; c < Cg; ++c) { // input channel of group
               const int64_t ci = k / Kg * Cg + c;
               for (int64_t r = 0; r < s.KH; ++r) { // filter row
-                const int64_t ih = oh * s.args.strideH - s.args.padH + r;
+                const int64_t ih =
+                    oh * s.args.strideH - s.args.padH + r * s.args.dilH;
                 if (ih < 0 || ih >= s.H)
                   continue;
                 for (int64_t t = 0; t < s.KW; ++t) { // filter column
-                  const int64_t iw = ow * s.args.strideW - s.args.padW + t;
+                  const int64_t iw =
+                      ow * s.args.strideW - s.args.padW + t * s.args.dilW;
                   if (iw < 0 || iw >= s.W)
                     continue;
                   acc += A(a[((n * s.C + ci) * s.H + ih) * s.W + iw]) *

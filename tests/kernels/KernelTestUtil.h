@@ -168,8 +168,12 @@ inline std::vector<Shape> readShapes(const std::string& file) {
 struct ConvShape {
   int64_t N, C, H, W, K, KH, KW;
   ConvArgs args;
-  int64_t Ho() const { return 1 + (H + 2 * args.padH - KH) / args.strideH; }
-  int64_t Wo() const { return 1 + (W + 2 * args.padW - KW) / args.strideW; }
+  int64_t Ho() const {
+    return 1 + (H + 2 * args.padH - args.spanH(KH)) / args.strideH;
+  }
+  int64_t Wo() const {
+    return 1 + (W + 2 * args.padW - args.spanW(KW)) / args.strideW;
+  }
 };
 
 inline ConvShape convShape(const Shape& s) {
@@ -186,6 +190,9 @@ inline ConvShape convShape(const Shape& s) {
   c.args.strideW = static_cast<int>(s.get("sw", c.args.strideH));
   c.args.padH = static_cast<int>(s.get("ph", 0));
   c.args.padW = static_cast<int>(s.get("pw", c.args.padH));
+  // benchdnn's dh/dw count from 0 (oneDNN's dilation): taps dh + 1 apart.
+  c.args.dilH = static_cast<int>(s.get("dh", 0)) + 1;
+  c.args.dilW = static_cast<int>(s.get("dw", c.args.dilH - 1)) + 1;
   return c;
 }
 

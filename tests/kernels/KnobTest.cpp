@@ -146,7 +146,8 @@ struct ConvCase {
 
 TEST_CASE("Kernels: fp16 conv and dense round operands and results to "
           "binary16") {
-  for (const char* name : {"tail13", "depthwise", "stride2", "fmnist_first"}) {
+  for (const char* name : {"tail13", "depthwise", "stride2", "fmnist_first",
+                           "dilated2", "dilated4_depthwise"}) {
     ConvCase c(name, 700);
     for (int v : {0, 2, 3}) {
       TestPost post(v, c.s.K, c.yDims, 710 + v);
@@ -174,7 +175,8 @@ TEST_CASE("Kernels: fp16 conv and dense round operands and results to "
 TEST_CASE("Kernels: bf16 conv and dense stay within bf16 epsilon of fp32 "
           "and differ from it") {
   for (const char* name : {"vgg_first", "tail13", "grouped2", "depthwise",
-                           "fmnist_first", "padded_by_window"}) {
+                           "fmnist_first", "padded_by_window", "dilated2",
+                           "dilated4_depthwise", "dilated_rectangular"}) {
     ConvCase c(name, 800);
     TestPost post(1, c.s.K, c.yDims, 810);
     std::vector<float> got =

@@ -106,7 +106,8 @@ TEST_CASE("Calibration: every malformed file gets its exact message") {
   CHECK(errorOf(kHead + "node 1 conv nan 1\n") ==
         "F:2: node 1: range [nan, 1] is not a finite interval");
   CHECK(errorOf(kHead + "node 1 relu 0 1\n") ==
-        "F:2: node 1: relu has no int8 knob (conv, group_conv and mul have)");
+        "F:2: node 1: relu has no int8 knob (conv, group_conv, dilated_conv "
+        "and mul have)");
   CHECK(errorOf(kHead + "node 1 conv 0 1\n\nnode 1 mul 0 1\n") ==
         "F:4: node 1 listed twice (first on line 2)");
   CHECK(errorOf(kHead + "scale 3\n") ==

@@ -75,6 +75,22 @@ OpCase caseFor(HpvmOp op) {
                 ConvArgs{1, 1, 1, 1, 4}, c.want.data());
     break;
   }
+  case HpvmOp::DilatedConv: { // dilations 2, 3; 2 groups
+    void* w = randomTensor({4, 2, 3, 2}, 3, -1, 1);
+    c.in = {x, w};
+    c.out = {2, 4, 5, 5};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_dilated_convolution(t[0], t[1], 1, 1, 1, 1, 2, 3,
+                                                   2);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 5 * 5);
+    ConvArgs a{1, 1, 1, 1, 2};
+    a.dilH = 2;
+    a.dilW = 3;
+    ref::conv2d(hostOf(x), 2, 4, 7, 6, hostOf(w), 4, 3, 2, a, c.want.data());
+    break;
+  }
   case HpvmOp::Mul: {
     void* w = randomTensor({1, 1, 168, 5}, 4, -1, 1);
     c.in = {x, w};
@@ -351,6 +367,31 @@ OpCase caseFor(HpvmOp op) {
       for (int64_t r = 1; r < 7; r += 2)
         for (int64_t col = 0; col < 6; col += 2)
           c.want.push_back(hostOf(x)[i * 42 + r * 6 + col]);
+    break;
+  case HpvmOp::ResizeNearest: // 7 x 6 -> 10 x 4, half pixel, halves up
+    c.in = {x};
+    c.out = {2, 4, 10, 4};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_resize_nearest(t[0], 10.f, 4.f, 10.f / 7,
+                                              4.f / 6, 0.f, 1.f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 10 * 4);
+    ref::resize(hostOf(x), 2, 4, 7, 6, 10, 4, 10.f / 7, 4.f / 6,
+                ResizeCoord::HalfPixel, false, NearestRounding::RoundPreferCeil,
+                c.want.data());
+    break;
+  case HpvmOp::ResizeLinear: // 7 x 6 -> 14 x 9, align corners
+    c.in = {x};
+    c.out = {2, 4, 14, 9};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_resize_linear(t[0], 14.f, 9.f, 2.f, 1.5f, 2.f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 14 * 9);
+    ref::resize(hostOf(x), 2, 4, 7, 6, 14, 9, 2.f, 1.5f,
+                ResizeCoord::AlignCorners, true, NearestRounding::Floor,
+                c.want.data());
     break;
   case HpvmOp::SelectToken: // pixel 9: row 1, column 3
     c.in = {x};

@@ -240,6 +240,16 @@ constexpr const KnobInfo* knobByName(std::string_view confName) {
 constexpr bool knobAppliesTo(const KnobInfo& knob, HpvmOp op) {
   return knobFits(knob.applies, opInfo(op).facts->knobs);
 }
+/// The convolution rows (conv, group_conv, dilated_conv): one kernel,
+/// runConv, with the geometry of their scalars.
+constexpr bool isConvOp(HpvmOp op) {
+  return op == HpvmOp::Conv || op == HpvmOp::GroupConv ||
+         op == HpvmOp::DilatedConv;
+}
+/// The ops with int8 knobs (the convolutions and HPVM's dense mul).
+constexpr bool hasInt8Knob(HpvmOp op) {
+  return knobAppliesTo(*knobByName("int8"), op);
+}
 
 } // namespace hpvm::rt
 

@@ -46,10 +46,17 @@ inline float int8UnsignedScale(const KnobSpec& k) {
   return q.u8 ? q.scale : 0.f;
 }
 
-/// Convolution geometry (NCHW input, OIHW filter, zero padding, no
-/// dilation). groups == C == K is depthwise.
+/// Convolution geometry (NCHW input, OIHW filter, zero padding). groups ==
+/// C == K is depthwise. Dilation d spreads the filter's taps d pixels
+/// apart (1: adjacent), so a window of k taps spans (k - 1) * d + 1 pixels.
 struct ConvArgs {
   int padH = 0, padW = 0, strideH = 1, strideW = 1, groups = 1;
+  int dilH = 1, dilW = 1;
+
+  bool dilated() const { return dilH != 1 || dilW != 1; }
+  /// The pixels a window of \p taps spans along H (W).
+  int64_t spanH(int64_t taps) const { return (taps - 1) * dilH + 1; }
+  int64_t spanW(int64_t taps) const { return (taps - 1) * dilW + 1; }
 };
 
 } // namespace hpvm::rt

@@ -58,7 +58,8 @@ bool fusesActivation(HpvmOp op);
 /// executor group but the convolutions' and mul's.
 void runSingleOp(HpvmOp op, const OpCall& call);
 
-/// Convolution geometry of a Conv/GroupConv op's scalar operands.
+/// Convolution geometry of a convolution row's scalar operands
+/// (isConvOp).
 ConvArgs convArgs(HpvmOp op, const double* scalars);
 /// Pooling geometry of a pooling op's scalar operands.
 PoolArgs poolArgs(HpvmOp op, const double* scalars);

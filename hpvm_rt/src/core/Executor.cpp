@@ -199,8 +199,7 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings,
   }
   for (const Group& g : s.groups) {
     Tensor* out = outputOf(p, t, g);
-    if (observer && (g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv ||
-                     g.kind == HpvmOp::Mul)) {
+    if (observer && hasInt8Knob(g.kind)) {
       Tensor* x = operand(p, t, g.x);
       ensureHost(x);
       const float* seen = static_cast<const float*>(x->host_data);

@@ -72,9 +72,7 @@ void chainLowPrecision(const Plan& p, std::vector<Group>& groups) {
     auto it = byFirst.find(p.consumer[o]);
     return it == byFirst.end() ? nullptr : &groups[it->second];
   };
-  auto anyConv = [](const Group& g) {
-    return g.kind == HpvmOp::Conv || g.kind == HpvmOp::GroupConv;
-  };
+  auto anyConv = [](const Group& g) { return isConvOp(g.kind); };
   auto exactConv = [&](const Group& g) {
     return anyConv(g) && g.knob.variant == Variant::Exact;
   };

@@ -5,6 +5,7 @@
 #include "Executor.h"
 #include "base/Errors.h"
 #include "hpvm.h"
+#include "hpvm_rt/Resize.h"
 #include "kernels/Kernels.h"
 #include "tensor_runtime.h"
 
@@ -14,7 +15,9 @@
 namespace hpvm::rt {
 
 ConvArgs convArgs(HpvmOp op, const double* s) {
-  return convArgsOf(s, op == HpvmOp::GroupConv);
+  return convArgsOf(s, op == HpvmOp::GroupConv     ? ConvScalars::Grouped
+                       : op == HpvmOp::DilatedConv ? ConvScalars::Dilated
+                                                   : ConvScalars::Plain);
 }
 
 PoolArgs poolArgs(HpvmOp op, const double* s) {
@@ -79,12 +82,16 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   const Shape& x = in[0];
   switch (op) {
   case HpvmOp::Conv:
-  case HpvmOp::GroupConv: {
+  case HpvmOp::GroupConv:
+  case HpvmOp::DilatedConv: {
     const Shape& w = in[1];
     ConvArgs a = convArgs(op, s);
     if (a.groups < 1)
       throw UserError(where() + ": group count " + std::to_string(a.groups) +
                       " must be >= 1");
+    if (a.dilH < 1 || a.dilW < 1)
+      throw UserError(where() + ": dilations " + std::to_string(a.dilH) + ", " +
+                      std::to_string(a.dilW) + " must be >= 1");
     if (w[1] * a.groups != x[1] || w[0] % a.groups != 0)
       throw UserError(
           where() + ": input " + shapeText(x) + " does not fit filter " +
@@ -92,9 +99,9 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
           " group(s) (need input channels = filter dim 1 x groups and "
           "filter dim 0 divisible by groups)");
     return {x[0], w[0],
-            windowExtent(x[2], w[2], a.padH, a.padH, a.strideH, false,
+            windowExtent(x[2], a.spanH(w[2]), a.padH, a.padH, a.strideH, false,
                          "vertical", where),
-            windowExtent(x[3], w[3], a.padW, a.padW, a.strideW, false,
+            windowExtent(x[3], a.spanW(w[3]), a.padW, a.padW, a.strideW, false,
                          "horizontal", where)};
   }
   case HpvmOp::Mul: {
@@ -263,6 +270,29 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
           " (need begins >= 0, steps and sizes >= 1, the last pixel inside)");
     return {x[0], x[1], nh, nw};
   }
+  case HpvmOp::ResizeNearest:
+  case HpvmOp::ResizeLinear: {
+    auto whole = [](double v, double lo, double hi) {
+      return v >= lo && v <= hi && v == std::floor(v);
+    };
+    if (!whole(s[0], 1, 1e9) || !whole(s[1], 1, 1e9))
+      throw UserError(where() + ": output size " + std::to_string(s[0]) +
+                      " x " + std::to_string(s[1]) +
+                      " is not two whole numbers >= 1");
+    if (!(s[2] > 0 && s[3] > 0 && std::isfinite(s[2]) && std::isfinite(s[3])))
+      throw UserError(where() + ": scales " + std::to_string(s[2]) + ", " +
+                      std::to_string(s[3]) + " must be finite and > 0");
+    const double coords = std::size(kResizeCoordNames) - 1;
+    const double roundings = std::size(kNearestRoundingNames) - 1;
+    if (!whole(s[4], 0, coords) ||
+        (op == HpvmOp::ResizeNearest && !whole(s[5], 0, roundings)))
+      throw UserError(where() + ": coordinate mode " + std::to_string(s[4]) +
+                      (op == HpvmOp::ResizeNearest
+                           ? " or rounding " + std::to_string(s[5])
+                           : std::string()) +
+                      " is not one of hpvm_rt/Resize.h's");
+    return {x[0], x[1], int64_t(s[0]), int64_t(s[1])};
+  }
   case HpvmOp::SelectToken: {
     const int64_t index = int64_t(s[0]);
     if (index < 0 || index >= x[2] * x[3])
@@ -378,6 +408,7 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SPARAMS_4(T) , T s0, T s1, T s2, T s3
 #define HPVM_RT_SPARAMS_5(T) , T s0, T s1, T s2, T s3, T s4
 #define HPVM_RT_SPARAMS_6(T) , T s0, T s1, T s2, T s3, T s4, T s5
+#define HPVM_RT_SPARAMS_7(T) , T s0, T s1, T s2, T s3, T s4, T s5, T s6
 #define HPVM_RT_SPARAMS_8(T) , T s0, T s1, T s2, T s3, T s4, T s5, T s6, T s7
 #define HPVM_RT_SLIST_0 0.0
 #define HPVM_RT_SLIST_1 double(s0)
@@ -387,6 +418,9 @@ using hpvm::rt::HpvmOp;
   double(s0), double(s1), double(s2), double(s3), double(s4)
 #define HPVM_RT_SLIST_6                                                        \
   double(s0), double(s1), double(s2), double(s3), double(s4), double(s5)
+#define HPVM_RT_SLIST_7                                                        \
+  double(s0), double(s1), double(s2), double(s3), double(s4), double(s5),      \
+      double(s6)
 #define HPVM_RT_SLIST_8                                                        \
   double(s0), double(s1), double(s2), double(s3), double(s4), double(s5),      \
       double(s6), double(s7)

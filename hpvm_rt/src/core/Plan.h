@@ -171,9 +171,7 @@ inline bool isAct(HpvmOp op) { return fuseRole(op) == FuseRole::Activation; }
 
 /// The convolutions and HPVM's dense mul: oneDNN primitives that take
 /// their group's bias, batch norm, activations and residual as post-ops.
-inline bool isDense(HpvmOp op) {
-  return op == HpvmOp::Conv || op == HpvmOp::GroupConv || op == HpvmOp::Mul;
-}
+inline bool isDense(HpvmOp op) { return isConvOp(op) || op == HpvmOp::Mul; }
 
 /// The signature of trace \p t of a launch of \p root: equal signatures
 /// have equal plans.

@@ -128,10 +128,9 @@ Int8Calibration readCalibration(const std::string& path) {
         fail(number, fmt::format("node {}: range [{}, {}] is not a finite "
                                  "interval",
                                  r.ordinal, shown(w[3]), shown(w[4])));
-      if (op->op != HpvmOp::Conv && op->op != HpvmOp::GroupConv &&
-          op->op != HpvmOp::Mul)
+      if (!hasInt8Knob(op->op))
         fail(number, fmt::format("node {}: {} has no int8 knob (conv, "
-                                 "group_conv and mul have)",
+                                 "group_conv, dilated_conv and mul have)",
                                  r.ordinal, op->confName));
       for (const Int8Range& other : cal.nodes)
         if (other.ordinal == r.ordinal)

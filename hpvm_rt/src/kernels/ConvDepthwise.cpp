@@ -69,6 +69,7 @@ std::optional<approx::ChannelBlocks>
 convDepthwiseInput(const Tensor* x, const ConvArgs& a, const PostOps& post,
                    const KnobSpec& knob, const Dims4& xd, const Dims4& wd) {
   if (a.groups != xd[1] || wd[0] != xd[1] || wd[1] != 1 || post.residual ||
+      a.dilated() ||
       (knob.precision != Precision::FP32 &&
        knob.precision != Precision::BF16) ||
       !epilogueOf(post) || !approx::depthwiseApplies(dwShape(a, xd, wd)))

@@ -34,7 +34,7 @@ bool convHalfApplies(const KnobSpec& knob, const ConvArgs& a,
   return knob.precision == Precision::FP16 &&
          (knob.variant == Variant::Exact || knob.variant == Variant::PerfRow ||
           knob.variant == Variant::PerfCol) &&
-         approx::halfConvAvailable() && a.groups == 1 &&
+         approx::halfConvAvailable() && a.groups == 1 && !a.dilated() &&
          (!post.residual || dims4(post.residual) == yd) &&
          approx::halfConvApplies(halfShape(knob, a, xd, wd));
 }

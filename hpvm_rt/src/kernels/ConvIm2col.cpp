@@ -55,7 +55,7 @@ bool convIm2colBf16Applies(const ConvArgs& a, const PostOps& post,
   return knob.variant == Variant::Exact && knob.precision == Precision::BF16 &&
          numericsOf(knob).nativeBf16 &&
          approx::isaLevel() >= approx::IsaLevel::Amx && a.groups == 1 &&
-         !post.residual;
+         !a.dilated() && !post.residual;
 }
 
 const Prim* im2colPrim(const PostOps& post, const Dims4& xd, const Dims4& wd,

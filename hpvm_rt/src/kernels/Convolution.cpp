@@ -55,19 +55,20 @@ void checkConvShapes(const Dims4& xd, const Dims4& wd, const Dims4& yd,
                      const ConvArgs& a) {
   auto shapes = [&] {
     return fmt::format("x {}x{}x{}x{}, w {}x{}x{}x{}, y {}x{}x{}x{}, pad {}x{}"
-                       ", stride {}x{}, groups {}",
+                       ", stride {}x{}, dilation {}x{}, groups {}",
                        xd[0], xd[1], xd[2], xd[3], wd[0], wd[1], wd[2], wd[3],
                        yd[0], yd[1], yd[2], yd[3], a.padH, a.padW, a.strideH,
-                       a.strideW, a.groups);
+                       a.strideW, a.dilH, a.dilW, a.groups);
   };
   HPVM_ASSERT(a.groups >= 1 && a.strideH >= 1 && a.strideW >= 1 &&
-                  a.padH >= 0 && a.padW >= 0,
+                  a.padH >= 0 && a.padW >= 0 && a.dilH >= 1 && a.dilW >= 1,
               "bad conv arguments: " + shapes());
   HPVM_ASSERT(xd[1] == wd[1] * a.groups && wd[0] % a.groups == 0,
               "conv channels do not match the groups: " + shapes());
-  int64_t Ho = 1 + (xd[2] + 2 * a.padH - wd[2]) / a.strideH;
-  int64_t Wo = 1 + (xd[3] + 2 * a.padW - wd[3]) / a.strideW;
-  HPVM_ASSERT(xd[2] + 2 * a.padH >= wd[2] && xd[3] + 2 * a.padW >= wd[3],
+  const int64_t spanH = a.spanH(wd[2]), spanW = a.spanW(wd[3]);
+  int64_t Ho = 1 + (xd[2] + 2 * a.padH - spanH) / a.strideH;
+  int64_t Wo = 1 + (xd[3] + 2 * a.padW - spanW) / a.strideW;
+  HPVM_ASSERT(xd[2] + 2 * a.padH >= spanH && xd[3] + 2 * a.padW >= spanW,
               "conv window larger than the padded input: " + shapes());
   HPVM_ASSERT(yd[0] == xd[0] && yd[1] == wd[0] && yd[2] == Ho && yd[3] == Wo,
               "conv output dims wrong: " + shapes());
@@ -151,8 +152,8 @@ constexpr int64_t kWinogradMinChannels = 32;
 
 bool kern::winogradApplies(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
                            const Dims4& yd) {
-  return approx::haveAvx512() && a.groups == 1 && wd[2] == 3 && wd[3] == 3 &&
-         a.strideH == 1 && a.strideW == 1 && xd[1] % 16 == 0 &&
+  return approx::haveAvx512() && a.groups == 1 && !a.dilated() && wd[2] == 3 &&
+         wd[3] == 3 && a.strideH == 1 && a.strideW == 1 && xd[1] % 16 == 0 &&
          wd[0] % 16 == 0 && xd[1] >= kWinogradMinChannels &&
          wd[0] >= kWinogradMinChannels &&
          yd[0] * yd[2] * yd[3] >= kWinogradMinPixels;
@@ -195,8 +196,8 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
       layout == ConvLayout::Blocked &&
       kern::useWinograd(c.knob, post.gate != nullptr, args, xd, wd, yd);
   appendKey(key, xd, wd, args.padH, args.padW, args.strideH, args.strideW, G,
-            inType, postKey(post), residualDims, bf16Out, layout, src16,
-            winograd);
+            args.dilH, args.dilW, inType, postKey(post), residualDims, bf16Out,
+            layout, src16, winograd);
   const Prim& p = cachedPrim(key, [&] {
     dims wDims =
         G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, K / G, Cg, wd[2], wd[3]};
@@ -206,10 +207,8 @@ const Prim* exactPrim(const ConvCall& c, ConvLayout layout) {
                       const dnnl::memory::desc& dst, ResidualAs how,
                       dnnl::algorithm alg =
                           dnnl::algorithm::convolution_direct) {
-      dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference, alg, src, wAny, biasDesc, dst,
-          {args.strideH, args.strideW}, {args.padH, args.padW},
-          {args.padH, args.padW});
+      const dnnl::convolution_forward::desc desc =
+          convForwardDesc(alg, src, wAny, biasDesc, dst, args);
       const dnnl::primitive_attr attr = postOpsAttr(post, how, dst);
       const auto pd = approx::convolutionPd(desc, attr, engine());
       Prim made{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
@@ -599,9 +598,14 @@ void runConv(const Tensor* x, const Tensor* w, const ConvArgs& args,
   checkConvShapes(call.xd, call.wd, call.yd, args);
   // A gate folds into the filter of the exact fp32 convolution only
   // (runExact).
+  // Dilated taps: the exact precisions only (Ops.def's dilated_conv row),
+  // on oneDNN's kernels (the variants of our own kernels decline them).
+  HPVM_ASSERT(!args.dilated() || knob.variant == Variant::Exact,
+              "a dilated convolution with an approximate knob");
   HPVM_ASSERT(!post.gate ||
                   (knob.precision == Precision::FP32 &&
                    knob.variant == Variant::Exact && args.groups == 1 &&
+                   !args.dilated() &&
                    gateFoldsIntoFilter(dims4(post.gate), call.xd, call.wd)),
               "a gate this convolution cannot fold into its filter");
   for (const ConvVariant& v : kConvVariants)

@@ -43,13 +43,19 @@ void activation(const OpCall& c, const OpFacts& f) {
 #undef HPVM_RT_ENTRY_Pool
 #undef HPVM_RT_ENTRY_Other
 
-ConvArgs convArgsOf(const double* s, bool grouped) {
+ConvArgs convArgsOf(const double* s, ConvScalars form) {
   ConvArgs a;
   a.padH = asInt(s[0]);
   a.padW = asInt(s[1]);
   a.strideH = asInt(s[2]);
   a.strideW = asInt(s[3]);
-  a.groups = grouped ? asInt(s[5]) : 1;
+  if (form == ConvScalars::Grouped)
+    a.groups = asInt(s[5]); // s[4]: HPVM's conv_mode
+  if (form == ConvScalars::Dilated) {
+    a.dilH = asInt(s[4]);
+    a.dilW = asInt(s[5]);
+    a.groups = asInt(s[6]);
+  }
   return a;
 }
 
@@ -71,12 +77,16 @@ PoolArgs poolArgsOf(const double* s, PoolArgs::Kind kind, bool ownPads) {
 
 // Convolution and dense.
 void runConv(const OpCall& c) {
-  runConv(c.in[0], c.in[1], convArgsOf(c.scalars, false), PostOps{}, c.knob,
-          c.out);
+  runConv(c.in[0], c.in[1], convArgsOf(c.scalars, ConvScalars::Plain),
+          PostOps{}, c.knob, c.out);
 }
 void runGroupConv(const OpCall& c) {
-  runConv(c.in[0], c.in[1], convArgsOf(c.scalars, true), PostOps{}, c.knob,
-          c.out);
+  runConv(c.in[0], c.in[1], convArgsOf(c.scalars, ConvScalars::Grouped),
+          PostOps{}, c.knob, c.out);
+}
+void runDilatedConv(const OpCall& c) {
+  runConv(c.in[0], c.in[1], convArgsOf(c.scalars, ConvScalars::Dilated),
+          PostOps{}, c.knob, c.out);
 }
 void runMul(const OpCall& c) {
   runDense(c.in[0], c.in[1], PostOps{}, c.knob, c.out);

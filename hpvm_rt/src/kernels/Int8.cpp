@@ -298,8 +298,9 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
   std::string key = "conv8";
   key.reserve(256);
   appendKey(key, xd, K, Cg, wd[2], wd[3], args.padH, args.padW, args.strideH,
-            args.strideW, G, srcType, postKey(post), residualDims, tensorKey(w),
-            foldKey(post), dyn, dyn ? 0.f : aq.scale, qOut, chain, outType);
+            args.strideW, args.dilH, args.dilW, G, srcType, postKey(post),
+            residualDims, tensorKey(w), foldKey(post), dyn,
+            dyn ? 0.f : aq.scale, qOut, chain, outType);
   if (chain == Chain::Sum)
     appendKey(key, residualScale, descKey(residualQ.get_desc()));
   const Prim& p = cachedPrim(key, [&] {
@@ -311,11 +312,8 @@ void convInt8(const Tensor* x, const Tensor* w, const ConvArgs& args,
     dnnl::memory::desc wAny(wDims, dt::s8, tag::any);
     dnnl::memory::desc biasDesc({K}, dt::f32, tag::x);
     auto makePd = [&](const dnnl::memory::desc& dst, ResidualAs how) {
-      dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference,
-          dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst,
-          {args.strideH, args.strideW}, {args.padH, args.padW},
-          {args.padH, args.padW});
+      const dnnl::convolution_forward::desc desc = convForwardDesc(
+          dnnl::algorithm::convolution_direct, src, wAny, biasDesc, dst, args);
       dnnl::primitive_attr attr =
           chain == Chain::Tail
               ? postOpsAttr(post, how, residualF32(), dyn, 1.f / qOut)

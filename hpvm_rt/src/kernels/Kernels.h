@@ -260,9 +260,12 @@ struct OpCall {
 #define HPVM_OP(Kind, ...) void run##Kind(const OpCall& call);
 #include "hpvm_rt/Ops.def"
 
-/// Convolution geometry of a conv's scalar operands (pads, strides; a
-/// group conv's groups after its mode).
-ConvArgs convArgsOf(const double* scalars, bool grouped);
+/// The scalar operands of the three convolution rows: pads and strides
+/// (conv); then HPVM's mode and groups (group_conv); then dilations and
+/// groups (dilated_conv).
+enum class ConvScalars : uint8_t { Plain, Grouped, Dilated };
+/// Convolution geometry of a conv's scalar operands.
+ConvArgs convArgsOf(const double* scalars, ConvScalars form);
 /// Pooling geometry of a pool's scalar operands: window, pads (the same at
 /// both ends, or \p ownPads: top, left, bottom, right, and the mean counts
 /// only the input), strides.

@@ -5,6 +5,17 @@
 
 namespace hpvm::rt::kern {
 
+dnnl::convolution_forward::desc
+convForwardDesc(dnnl::algorithm alg, const dnnl::memory::desc& src,
+                const dnnl::memory::desc& weights,
+                const dnnl::memory::desc& bias, const dnnl::memory::desc& dst,
+                const ConvArgs& a) {
+  return dnnl::convolution_forward::desc(
+      dnnl::prop_kind::forward_inference, alg, src, weights, bias, dst,
+      {a.strideH, a.strideW}, {a.dilH - 1, a.dilW - 1}, {a.padH, a.padW},
+      {a.padH, a.padW});
+}
+
 bool isRefImpl(const dnnl::primitive_desc_base& pd) {
   return std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
 }

@@ -40,6 +40,14 @@ bool winogradApplies(const ConvArgs& a, const Dims4& xd, const Dims4& wd,
 bool useWinograd(const KnobSpec& knob, bool gated, const ConvArgs& a,
                  const Dims4& xd, const Dims4& wd, const Dims4& yd);
 
+/// oneDNN's forward-inference convolution of geometry \p a (its dilation
+/// counted from 0: oneDNN's d is our d - 1).
+dnnl::convolution_forward::desc
+convForwardDesc(dnnl::algorithm alg, const dnnl::memory::desc& src,
+                const dnnl::memory::desc& weights,
+                const dnnl::memory::desc& bias, const dnnl::memory::desc& dst,
+                const ConvArgs& a);
+
 /// How a primitive adds PostOps::residual.
 enum class ResidualAs : uint8_t {
   Binary, ///< A binary-add post-op reading the residual in place.

@@ -9,6 +9,7 @@
 #ifndef HPVM_RT_KERNELS_REFERENCE_H
 #define HPVM_RT_KERNELS_REFERENCE_H
 
+#include "hpvm_rt/Resize.h"
 #include "kernels/Kernels.h"
 
 #include <algorithm>
@@ -23,8 +24,8 @@ inline void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                    const ConvArgs& a, float* y) {
   const int64_t G = a.groups;
   const int64_t Cg = C / G, Kg = K / G;
-  const int64_t Ho = 1 + (H + 2 * a.padH - KH) / a.strideH;
-  const int64_t Wo = 1 + (W + 2 * a.padW - KW) / a.strideW;
+  const int64_t Ho = 1 + (H + 2 * a.padH - a.spanH(KH)) / a.strideH;
+  const int64_t Wo = 1 + (W + 2 * a.padW - a.spanW(KW)) / a.strideW;
 #pragma omp parallel for collapse(2) schedule(static)
   // Loop over images and output channels.
   for (int64_t n = 0; n < N; ++n)
@@ -41,11 +42,11 @@ inline void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
           for (int64_t c = 0; c < Cg; ++c) {
             const float* xc = x + (n * C + g * Cg + c) * H * W;
             for (int64_t i = 0; i < KH; ++i) {
-              int64_t ih = oh * a.strideH - a.padH + i;
+              int64_t ih = oh * a.strideH - a.padH + i * a.dilH;
               if (ih < 0 || ih >= H)
                 continue;
               for (int64_t j = 0; j < KW; ++j) {
-                int64_t iw = ow * a.strideW - a.padW + j;
+                int64_t iw = ow * a.strideW - a.padW + j * a.dilW;
                 if (iw < 0 || iw >= W)
                   continue;
                 acc += xc[ih * W + iw] * wk[(c * KH + i) * KW + j];
@@ -396,6 +397,36 @@ inline void spatialSlice(const float* x, int64_t N, int64_t C, int64_t H,
 }
 
 /// y (N x C) = token \p index of x (N x C x T).
+/// resize_nearest (\p linear false, rounding \p r) and resize_linear of
+/// every channel to Ho x Wo, pixel by pixel: linear as ONNX's four-tap
+/// blend, each weight a product of the two axes' weights.
+inline void resize(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                   int64_t Ho, int64_t Wo, float scaleH, float scaleW,
+                   ResizeCoord coord, bool linear, NearestRounding r,
+                   float* y) {
+  for (int64_t p = 0; p < N * C; ++p)
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j) {
+        const float ch = resizeSource(coord, i, scaleH, H, Ho);
+        const float cw = resizeSource(coord, j, scaleW, W, Wo);
+        const float* xp = x + p * H * W;
+        float& out = y[(p * Ho + i) * Wo + j];
+        if (!linear) {
+          out = xp[nearestIndex(r, ch, H) * W + nearestIndex(r, cw, W)];
+          continue;
+        }
+        const float h = std::clamp(ch, 0.f, float(H - 1));
+        const float w = std::clamp(cw, 0.f, float(W - 1));
+        const int64_t h0 = int64_t(std::floor(h)), w0 = int64_t(std::floor(w));
+        const int64_t h1 = std::min(h0 + 1, H - 1),
+                      w1 = std::min(w0 + 1, W - 1);
+        const float dh = h - float(h0), dw = w - float(w0);
+        out = xp[h0 * W + w0] * (1 - dh) * (1 - dw) +
+              xp[h0 * W + w1] * (1 - dh) * dw +
+              xp[h1 * W + w0] * dh * (1 - dw) + xp[h1 * W + w1] * dh * dw;
+      }
+}
+
 inline void selectToken(const float* x, int64_t N, int64_t C, int64_t T,
                         int64_t index, float* y) {
   for (int64_t b = 0; b < N; ++b)
