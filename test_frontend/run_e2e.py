@@ -90,6 +90,27 @@ def cmd_model(args):
     H.discard(work)
 
 
+def export_model(spec, args, work, onnx_path, tune_in, test_in):
+    """torch2hpvm-export of the test's model into WORK/out; returns it."""
+    out_dir = os.path.join(work, "out")
+    cmd = H.export_cmd(args.exporter, onnx_path, tune_in, test_in, out_dir)
+    proc = H.run(cmd, args.export_timeout, what="torch2hpvm-export")
+    H.check_ok(proc, cmd, "torch2hpvm-export")
+    H.log(f"[{spec.name}] exported and built in {proc.seconds:.1f} s")
+    return out_dir
+
+
+def run_model(spec, args, work, out_dir):
+    """The exported program's test set: (its --output, final_accuracy)."""
+    run_dir = H.fresh_dir(os.path.join(work, "run"))
+    ours, acc, proc = H.run_binary(
+        H.binary_path(out_dir, spec.name), run_dir,
+        os.path.join(run_dir, "output.npy"), args.run_timeout,
+        ["--batch-size", str(spec.batch)])
+    H.log(f"[{spec.name}] ran in {proc.seconds:.1f} s")
+    return ours, acc
+
+
 def model_test(spec, work, args):
     """PyTorch -> ONNX -> torch2hpvm-export -> binary -> compare."""
     import numpy as np
@@ -102,6 +123,8 @@ def model_test(spec, work, args):
 
     model = build_model(spec.build, spec.shape, seed,
                         spec.calib_images or (4 if big else 16))
+    if spec.dense:
+        return dense_model_test(spec, work, args, model, seed)
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
                               os.path.join(work, spec.name + ".onnx"),
                               **H.EXPORTS[spec.export])
@@ -117,11 +140,7 @@ def model_test(spec, work, args):
             torch.from_numpy(x).double()).numpy()
     _, noise, _ = H.compare(ref, ref64)
 
-    out_dir = os.path.join(work, "out")
-    cmd = H.export_cmd(args.exporter, onnx_path, tune_in, test_in, out_dir)
-    proc = H.run(cmd, args.export_timeout, what="torch2hpvm-export")
-    H.check_ok(proc, cmd, "torch2hpvm-export")
-    H.log(f"[{spec.name}] exported and built in {proc.seconds:.1f} s")
+    out_dir = export_model(spec, args, work, onnx_path, tune_in, test_in)
     if spec.hpvm_ops:
         conf = os.path.join(args.hpvm_configs, spec.name + ".txt")
         if not os.path.isfile(conf):
@@ -136,12 +155,7 @@ def model_test(spec, work, args):
         H.log(f"[{spec.name}] {len(ours)} ops, in the order of HPVM's "
               f"{os.path.basename(conf)}")
 
-    run_dir = H.fresh_dir(os.path.join(work, "run"))
-    ours, acc, proc = H.run_binary(
-        H.binary_path(out_dir, spec.name), run_dir,
-        os.path.join(run_dir, "output.npy"), args.run_timeout,
-        ["--batch-size", str(spec.batch)])
-    H.log(f"[{spec.name}] ran in {proc.seconds:.1f} s")
+    ours, acc = run_model(spec, args, work, out_dir)
 
     abs_err, rel_err, worst = H.compare(ours, ref)
     ours = ours.reshape(ref.shape)
@@ -151,14 +165,8 @@ def model_test(spec, work, args):
           f"scaled by max|torch| = {rel_err:.3g} (tolerance {H.TOLERANCE:g});"
           f" vs float64 PyTorch: ours {exact_err:.3g}, torch's float32 "
           f"{noise:.3g}; top-1 {agree}/{len(labels)}; final_accuracy {acc}")
-    problems = []
-    if not H.within_tolerance(rel_err, exact_err, noise):
-        problems.append(
-            f"output differs from PyTorch: worst element {worst} is "
-            f"{ours[worst]:.9g}, expected {ref[worst]:.9g} (error "
-            f"{rel_err:.3g} of max|output|, tolerance {H.TOLERANCE:g}; "
-            f"{exact_err:.3g} from float64 PyTorch, more than "
-            f"{H.NOISE_FACTOR}x PyTorch float32's {noise:.3g})")
+    problems = [p for p in [H.tolerance_problem(ours, ref, worst, rel_err,
+                                                exact_err, noise)] if p]
     if agree != len(labels):
         bad = np.nonzero(np.argmax(ours, axis=1) != labels)[0]
         problems.append(f"top-1 differs from PyTorch on images "
@@ -168,6 +176,58 @@ def model_test(spec, work, args):
     elif abs(acc - 100.0) > 1e-3:
         problems.append(f"final_accuracy is {acc}, expected 100.0 (labels "
                         f"are PyTorch's top-1)")
+    if problems:
+        raise H.TestFailure("; ".join(problems))
+    H.log(f"[{spec.name}] PASS")
+
+
+def dense_model_test(spec, work, args, model, seed):
+    """A per-pixel model (ModelSpec.dense): seeded N(0,1) inputs, every
+    output element within tolerance of PyTorch, and the per-pixel argmax
+    PyTorch's wherever its top two scores are not within rounding."""
+    import numpy as np
+    import torch
+    onnx_path = H.export_onnx(model, spec.shape, spec.opset,
+                              os.path.join(work, spec.name + ".onnx"),
+                              **H.EXPORTS[spec.export])
+    gen = torch.Generator().manual_seed(seed + 3)
+    x = torch.randn((spec.images,) + tuple(spec.shape), generator=gen)
+    with torch.no_grad():
+        ref = model(x).numpy()
+        ref64 = copy.deepcopy(model).double()(x.double()).numpy()
+    x = x.numpy()
+    # No class labels (the programs still take a labels file: zeros).
+    zeros = np.zeros(len(x), np.int32)
+    test_in, _ = H.write_dataset(work, "test", x, zeros)
+    tune_in, _ = H.write_dataset(work, "tune", x[:1], zeros[:1])
+    _, noise, _ = H.compare(ref, ref64)
+    out_dir = export_model(spec, args, work, onnx_path, tune_in, test_in)
+    ours, _ = run_model(spec, args, work, out_dir)
+    if ours.size != ref.size:
+        raise H.TestFailure(f"the program wrote {ours.size} values, PyTorch "
+                            f"{ref.size} (shape {ref.shape})")
+    ours = ours.reshape(ref.shape)
+    abs_err, rel_err, worst = H.compare(ours, ref)
+    _, exact_err, _ = H.compare(ours, ref64)
+    # Pixels whose class may flip by rounding: top two within 1e-4 of the
+    # largest score.
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    close = (top2[:, 1] - top2[:, 0]) <= 1e-4 * np.abs(ref).max()
+    flipped = (np.argmax(ours, 1) != np.argmax(ref, 1)) & ~close
+    H.log(f"[{spec.name}] output {ref.shape}, std {ref.std():.3g}; max "
+          f"|ours - torch| = {abs_err:.3g} at {worst}; scaled by max|torch| "
+          f"= {rel_err:.3g} (tolerance {H.TOLERANCE:g}); vs float64 "
+          f"PyTorch: ours {exact_err:.3g}, torch's float32 {noise:.3g}; "
+          f"per-pixel argmax differs at {int(flipped.sum())} of "
+          f"{flipped.size} pixels ({int(close.sum())} near ties skipped)")
+    problems = [p for p in [H.tolerance_problem(ours, ref, worst, rel_err,
+                                                exact_err, noise)] if p]
+    if flipped.any():
+        problems.append(f"per-pixel argmax differs from PyTorch's at "
+                        f"{int(flipped.sum())} pixels")
+    if not ref.std() > 1e-3 * np.abs(ref).max():
+        problems.append("PyTorch's output is nearly constant: the random "
+                        "network is degenerate, the test would prove little")
     if problems:
         raise H.TestFailure("; ".join(problems))
     H.log(f"[{spec.name}] PASS")

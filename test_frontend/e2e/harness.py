@@ -240,6 +240,19 @@ def run_binary(binary, cwd, output, timeout, extra=()):
     return ours, acc, proc
 
 
+def tolerance_problem(ours, ref, worst, rel_err, exact_err, noise):
+    """Why output `ours` (error `rel_err` from float32 `ref` at `worst`,
+    `exact_err` from float64, against PyTorch float32's own `noise`) fails
+    within_tolerance, or None."""
+    if within_tolerance(rel_err, exact_err, noise):
+        return None
+    return (f"output differs from PyTorch: worst element {worst} is "
+            f"{ours[worst]:.9g}, expected {ref[worst]:.9g} (error "
+            f"{rel_err:.3g} of max|output|, tolerance {TOLERANCE:g}; "
+            f"{exact_err:.3g} from float64 PyTorch, more than "
+            f"{NOISE_FACTOR}x PyTorch float32's {noise:.3g})")
+
+
 def compare(ours, ref, tolerance=TOLERANCE):
     """Returns (max abs error, error scaled by max|ref|, index of the worst
     element); raises TestFailure on a shape mismatch."""

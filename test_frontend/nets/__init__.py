@@ -29,6 +29,9 @@ class ModelSpec:
     #   user's torch.onnx.export: eval, batch norm folded, constants folded)
     calib_images: int = 0           # images nets/init.py calibrates the
     #   random weights on; 0: 4 at ImageNet size (>= 100 pixels), else 16
+    dense: bool = False             # a per-pixel output (N x classes x H x
+    #   W: segmentation) compared element by element and by per-pixel
+    #   argmax, on plain random inputs (no top-1, no labels to match)
 
     def __post_init__(self):
         if self.export not in ("hpvm", "pytorch"):
@@ -222,3 +225,43 @@ MODELS += [
         (SMALL, 6, 4, True, "(windows padded)"),
         (IMAGENET, 3, 2, False, "(windows tile the image)")]
 ]
+
+
+def _tv_segmentation(name, **kwargs):
+    """A torchvision segmentation network with fresh random weights, its
+    'out' head only (the aux head is a second graph output)."""
+    import torch.nn as nn
+
+    class OutHead(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = getattr(torchvision.models.segmentation, name)(
+                weights=None, weights_backbone=None, num_classes=21,
+                **kwargs)
+
+        def forward(self, x):
+            return self.net(x)["out"]
+
+    return OutHead
+
+
+# Segmentation: per-pixel class scores at the input's size (Resize, linear,
+# half_pixel, after the head), atrous (dilated) convolutions in the backbone
+# (MobileNet v3's last stage; ResNet-50's layer3 and layer4) and DeepLab's
+# ASPP (dilations 12, 24, 36 and a pooled branch resized back up).
+MODELS += [
+    ModelSpec(f"pt_{name}_{shape[1]}", _tv_segmentation(name, **kw), shape,
+              13, images, batch, ci=ci, about=f"torchvision {name} at "
+              f"{shape[1]}x{shape[1]}, PyTorch-style export: {about}",
+              export="pytorch", dense=True)
+    for name, shape, images, batch, ci, about, kw in [
+        ("lraspp_mobilenet_v3_large", (3, 96, 96), 3, 2, True,
+         "LR-ASPP head, dilated depthwise convs, 2 resizes", {}),
+        ("deeplabv3_mobilenet_v3_large", (3, 96, 96), 3, 2, True,
+         "ASPP (dilations 12/24/36, pooled branch), dilated depthwise "
+         "convs", {}),
+        ("fcn_resnet50", (3, 64, 64), 2, 1, True,
+         "dilated ResNet-50 (output stride 8), FCN head", {}),
+    ]
+]
+
