@@ -32,11 +32,14 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("fuse-gelus", fuseGelus);
   run("fuse-silus", fuseSilus);
   run("make-channel-first", makeChannelFirst);
-  if (g.output == g.input || g.output->isConstant())
-    throw UserError(g.source.path + ": the output '" +
-                    escapeName(g.output->name) + "' is " +
-                    (g.output == g.input ? "the input itself" : "a constant") +
-                    "; the model computes nothing");
+  for (const GraphOutput& o : g.outputs)
+    if (o.value == g.input || o.value->isConstant())
+      throw UserError(g.source.path + ": the output '" + escapeName(o.name) +
+                      "' is " +
+                      (o.value == g.input ? "the input itself" : "a constant") +
+                      (g.outputs.size() == 1
+                           ? "; the model computes nothing"
+                           : "; every output must be computed by the model"));
   run("lower", lowerNodes);
   run("eliminate-dead-nodes", eliminateDeadNodes);
   checkOperandRanges(g, opts.maxBytes);

@@ -291,8 +291,26 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
 /// (hpvm_rt extensions, Ops.def Hpvm column), naming each node once with
 /// the intrinsic HPVM lacks.
 void checkToolchain(const Options& opts, const Graph& g) {
-  if (opts.toolchain != Toolchain::Hpvm)
+  // Several graph outputs: an hpvm_rt extension, and more than the inspect
+  // target's FIFO protocol carries (one tensor per batch).
+  const bool inspect = opts.target == Target::HpvmTensorInspect;
+  std::string outputs;
+  if (g.outputs.size() > 1 && (opts.toolchain == Toolchain::Hpvm || inspect)) {
+    std::string names;
+    for (const GraphOutput& o : g.outputs)
+      names += (names.empty() ? "'" : ", '") + escapeName(o.name) + "'";
+    outputs = g.source.path + ": the model has " +
+              std::to_string(g.outputs.size()) + " outputs (" + names + "); " +
+              (inspect ? "the hpvm_tensor_inspect target's protocol carries "
+                         "one (use --target hpvm_tensor)"
+                       : "several outputs are an hpvm_rt extension "
+                         "(--toolchain clang builds them)");
+  }
+  if (opts.toolchain != Toolchain::Hpvm) {
+    if (!outputs.empty())
+      throw UserError(outputs);
     return;
+  }
   ErrorList errors(g.source.path);
   std::set<std::pair<int, std::string>> seen;
   for (const auto& n : g.nodes()) {
@@ -304,6 +322,9 @@ void checkToolchain(const Options& opts, const Graph& g) {
                              " is an hpvm_rt extension; --toolchain clang "
                              "builds it)");
   }
+  if (!outputs.empty())
+    throw UserError(errors.empty() ? outputs
+                                   : outputs + "\n" + errors.message());
   errors.throwIfAny();
 }
 
@@ -400,10 +421,16 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
     files.push_back(e);
   }
   progress(streams, "copying the tune and test sets");
-  copyFileAtomic(tune.inputPath, tmp + "/tune_input.bin");
-  copyFileAtomic(tune.labelsPath, tmp + "/tune_labels.bin");
-  copyFileAtomic(test.inputPath, tmp + "/test_input.bin");
-  copyFileAtomic(test.labelsPath, tmp + "/test_labels.bin");
+  // Labels where the sets have them (a model without classes has none).
+  std::vector<std::string> sets;
+  for (const Dataset* ds : {&tune, &test}) {
+    sets.push_back(ds->role + "_input.bin");
+    copyFileAtomic(ds->inputPath, tmp + "/" + sets.back());
+    if (!ds->labelsPath.empty()) {
+      sets.push_back(ds->role + "_labels.bin");
+      copyFileAtomic(ds->labelsPath, tmp + "/" + sets.back());
+    }
+  }
   if (hasConfig)
     copyFileAtomic(opts.configFile, tmp + "/tuner_confs.txt");
   // The sources, and their copies as the next regeneration's merge base
@@ -422,12 +449,17 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
   }
   for (const char* f : {"hpvm_c.cpp", "CMakeLists.txt", "ops.json"})
     files.push_back(fileEntry(tmp, f, true));
-  for (const char* f : {"tune_input.bin", "tune_labels.bin", "test_input.bin",
-                        "test_labels.bin"})
+  for (const std::string& f : sets)
     files.push_back(fileEntry(tmp, f, true));
   if (hasConfig)
     files.push_back(fileEntry(tmp, "tuner_confs.txt", true));
   return files;
+}
+
+/// The labels file of \p ds for the manifest: its path, or null.
+nlohmann::ordered_json labelsJson(const Dataset& ds) {
+  return ds.labelsPath.empty() ? nlohmann::ordered_json(nullptr)
+                               : nlohmann::ordered_json(ds.labelsPath);
 }
 
 /// Writes manifest.json, which lists \p files, into \p tmp.
@@ -453,11 +485,11 @@ void writeManifest(const std::string& tmp, const Options& opts, const Graph& g,
   m["ops"] = layout.nodes.size();
   m["datasets"] = {{"tune",
                     {{"input", tune.inputPath},
-                     {"labels", tune.labelsPath},
+                     {"labels", labelsJson(tune)},
                      {"images", tune.count}}},
                    {"test",
                     {{"input", test.inputPath},
-                     {"labels", test.labelsPath},
+                     {"labels", labelsJson(test)},
                      {"images", test.count}}}};
   m["config"] = opts.configFile;
   m["files"] = files;
@@ -580,12 +612,14 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
       g->source.sha256.empty() ? sha256File(opts.model) : g->source.sha256;
 
   // Datasets, checked before anything is written.
+  // (Labels name classes of output 0.)
+  const int64_t classes = layout.outputs.front().elems;
   Dataset tune =
       checkDataset("tune", opts.tuneInput, opts.tuneLabels, layout.channels,
-                   layout.height, layout.width, layout.numClasses);
+                   layout.height, layout.width, classes);
   Dataset test =
       checkDataset("test", opts.testInput, opts.testLabels, layout.channels,
-                   layout.height, layout.width, layout.numClasses);
+                   layout.height, layout.width, classes);
 
   // Render everything in memory first, then write into a temporary sibling
   // directory, merge the user's edits there, build there, and move it into

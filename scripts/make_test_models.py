@@ -91,6 +91,24 @@ def op_fixtures():
          [node("Flatten", ["input"], ["f"], "flatten", axis=1),
           node("MatMul", ["f", "w"], ["y"], "matmul")],
          [X], io("y", [1, 5]), [weights("w", [72, 5], 5)])
+    # Resizing: sizes (linear, half_pixel, a segmentation head's), then
+    # scales (nearest, asymmetric, floor).
+    save("Resize.onnxtxt",
+         [node("Resize", ["input", "", "", "sizes"], ["r"], "to_size",
+               mode="linear", coordinate_transformation_mode="half_pixel"),
+          node("Resize", ["r", "", "scales"], ["y"], "by_scale",
+               mode="nearest", coordinate_transformation_mode="asymmetric",
+               nearest_mode="floor")],
+         [X], io("y", [1, 2, 18, 18]),
+         [ints("sizes", [1, 2, 9, 9]),
+          helper.make_tensor("scales", TensorProto.FLOAT, [4],
+                             [1.0, 1.0, 2.0, 2.0])])
+    # Upsample (opset 9: scales as an input; nearest, asymmetric, floor).
+    save("Upsample.onnxtxt",
+         [node("Upsample", ["input", "scales"], ["y"], "up", mode="nearest")],
+         [X], io("y", [1, 2, 12, 18]),
+         [helper.make_tensor("scales", TensorProto.FLOAT, [4],
+                             [1.0, 1.0, 2.0, 3.0])], opset=9)
     # Pooling.
     # HPVM's pool_max, then GoogLeNet's ceil_mode pool (pool_max_pads).
     save("MaxPool.onnxtxt",

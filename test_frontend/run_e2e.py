@@ -182,9 +182,10 @@ def model_test(spec, work, args):
 
 
 def dense_model_test(spec, work, args, model, seed):
-    """A per-pixel model (ModelSpec.dense): seeded N(0,1) inputs, every
-    output element within tolerance of PyTorch, and the per-pixel argmax
-    PyTorch's wherever its top two scores are not within rounding."""
+    """Per-pixel models (ModelSpec.dense): seeded N(0,1) inputs and no
+    labels files; every output (one .npy, or several in a .npz) within
+    tolerance of PyTorch, per-pixel argmax PyTorch's wherever its top two
+    scores are not within rounding, and no final_accuracy written."""
     import numpy as np
     import torch
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
@@ -192,42 +193,65 @@ def dense_model_test(spec, work, args, model, seed):
                               **H.EXPORTS[spec.export])
     gen = torch.Generator().manual_seed(seed + 3)
     x = torch.randn((spec.images,) + tuple(spec.shape), generator=gen)
+
+    def heads(out):
+        return [o.numpy() for o in out] if isinstance(out, tuple) \
+            else [out.numpy()]
     with torch.no_grad():
-        ref = model(x).numpy()
-        ref64 = copy.deepcopy(model).double()(x.double()).numpy()
+        refs = heads(model(x))
+        refs64 = heads(copy.deepcopy(model).double()(x.double()))
     x = x.numpy()
-    # No class labels (the programs still take a labels file: zeros).
-    zeros = np.zeros(len(x), np.int32)
-    test_in, _ = H.write_dataset(work, "test", x, zeros)
-    tune_in, _ = H.write_dataset(work, "tune", x[:1], zeros[:1])
-    _, noise, _ = H.compare(ref, ref64)
+    # Inputs only: a segmentation model has no class labels.
+    test_in = os.path.join(work, "test_input.bin")
+    tune_in = os.path.join(work, "tune_input.bin")
+    H.write_bin(test_in, x, np.float32)
+    H.write_bin(tune_in, x[:1], np.float32)
     out_dir = export_model(spec, args, work, onnx_path, tune_in, test_in)
-    ours, _ = run_model(spec, args, work, out_dir)
-    if ours.size != ref.size:
-        raise H.TestFailure(f"the program wrote {ours.size} values, PyTorch "
-                            f"{ref.size} (shape {ref.shape})")
-    ours = ours.reshape(ref.shape)
-    abs_err, rel_err, worst = H.compare(ours, ref)
-    _, exact_err, _ = H.compare(ours, ref64)
-    # Pixels whose class may flip by rounding: top two within 1e-4 of the
-    # largest score.
-    top2 = np.sort(ref, axis=1)[:, -2:]
-    close = (top2[:, 1] - top2[:, 0]) <= 1e-4 * np.abs(ref).max()
-    flipped = (np.argmax(ours, 1) != np.argmax(ref, 1)) & ~close
-    H.log(f"[{spec.name}] output {ref.shape}, std {ref.std():.3g}; max "
-          f"|ours - torch| = {abs_err:.3g} at {worst}; scaled by max|torch| "
-          f"= {rel_err:.3g} (tolerance {H.TOLERANCE:g}); vs float64 "
-          f"PyTorch: ours {exact_err:.3g}, torch's float32 {noise:.3g}; "
-          f"per-pixel argmax differs at {int(flipped.sum())} of "
-          f"{flipped.size} pixels ({int(close.sum())} near ties skipped)")
-    problems = [p for p in [H.tolerance_problem(ours, ref, worst, rel_err,
-                                                exact_err, noise)] if p]
-    if flipped.any():
-        problems.append(f"per-pixel argmax differs from PyTorch's at "
-                        f"{int(flipped.sum())} pixels")
-    if not ref.std() > 1e-3 * np.abs(ref).max():
-        problems.append("PyTorch's output is nearly constant: the random "
-                        "network is degenerate, the test would prove little")
+    run_dir = H.fresh_dir(os.path.join(work, "run"))
+    output = os.path.join(run_dir, "output.npy" if len(refs) == 1
+                          else "output.npz")
+    ours, acc, proc = H.run_binary(
+        H.binary_path(out_dir, spec.name), run_dir, output,
+        args.run_timeout, ["--batch-size", str(spec.batch)])
+    H.log(f"[{spec.name}] ran in {proc.seconds:.1f} s")
+    outs = [ours] if len(refs) == 1 else [ours[k] for k in ours.files]
+    problems = []
+    if acc is not None:
+        problems.append(f"the program wrote final_accuracy ({acc}) for a "
+                        f"test set without labels")
+    if len(outs) != len(refs):
+        raise H.TestFailure(f"the program wrote {len(outs)} outputs, "
+                            f"PyTorch has {len(refs)}")
+    for k, (got, ref, ref64) in enumerate(zip(outs, refs, refs64)):
+        if got.shape != ref.shape:
+            raise H.TestFailure(f"output {k} has shape {got.shape}, "
+                                f"PyTorch's {ref.shape}")
+        _, noise, _ = H.compare(ref, ref64)
+        abs_err, rel_err, worst = H.compare(got, ref)
+        _, exact_err, _ = H.compare(got, ref64)
+        # Pixels whose class may flip by rounding: top two within 1e-4 of
+        # the largest score.
+        top2 = np.sort(ref, axis=1)[:, -2:]
+        close = (top2[:, 1] - top2[:, 0]) <= 1e-4 * np.abs(ref).max()
+        flipped = (np.argmax(got, 1) != np.argmax(ref, 1)) & ~close
+        H.log(f"[{spec.name}] output {k} {ref.shape}, std {ref.std():.3g}; "
+              f"max |ours - torch| = {abs_err:.3g} at {worst}; scaled by "
+              f"max|torch| = {rel_err:.3g} (tolerance {H.TOLERANCE:g}); vs "
+              f"float64 PyTorch: ours {exact_err:.3g}, torch's float32 "
+              f"{noise:.3g}; per-pixel argmax differs at "
+              f"{int(flipped.sum())} of {flipped.size} pixels "
+              f"({int(close.sum())} near ties skipped)")
+        problem = H.tolerance_problem(got, ref, worst, rel_err, exact_err,
+                                      noise)
+        if problem:
+            problems.append(f"output {k}: {problem}")
+        if flipped.any():
+            problems.append(f"output {k}: per-pixel argmax differs from "
+                            f"PyTorch's at {int(flipped.sum())} pixels")
+        if not ref.std() > 1e-3 * np.abs(ref).max():
+            problems.append(f"output {k}: PyTorch's output is nearly "
+                            f"constant: the random network is degenerate, "
+                            f"the test would prove little")
     if problems:
         raise H.TestFailure("; ".join(problems))
     H.log(f"[{spec.name}] PASS")

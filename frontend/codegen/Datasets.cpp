@@ -41,8 +41,16 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   Dataset ds;
   ds.role = role;
   ds.inputPath = inputPath;
+  // Labels are optional: a file HPVM's naming points to is used when it
+  // exists (a model without classes has none); one given must exist.
   bool derived = labelsPath.empty();
-  ds.labelsPath = derived ? defaultLabelsPath(inputPath, role) : labelsPath;
+  ds.labelsPath = labelsPath;
+  if (derived) {
+    std::filesystem::path p(inputPath);
+    const std::string file = p.filename().string();
+    if (file.rfind("input") != std::string::npos)
+      ds.labelsPath = defaultLabelsPath(inputPath, role);
+  }
 
   const int64_t inBytes = static_cast<int64_t>(
       InputFile(inputPath, role + " input '" + escapeName(inputPath) + "'")
@@ -68,10 +76,11 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   ds.inputBytes = inBytes;
   ds.count = inBytes / imageBytes;
 
-  if (derived && ::access(ds.labelsPath.c_str(), F_OK) != 0)
-    throw UserError(role + " labels file '" + ds.labelsPath +
-                    "' not found (derived from '" + inputPath + "'; give --" +
-                    role + "-labels FILE)");
+  if (derived &&
+      (ds.labelsPath.empty() || ::access(ds.labelsPath.c_str(), F_OK) != 0)) {
+    ds.labelsPath.clear(); // no labels
+    return ds;
+  }
   const InputFile labelsFile(
       ds.labelsPath, role + " labels '" + escapeName(ds.labelsPath) + "'");
   const int64_t labelBytes = static_cast<int64_t>(labelsFile.size());

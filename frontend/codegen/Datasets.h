@@ -12,7 +12,7 @@ namespace hpvm::fe {
 struct Dataset {
   std::string role;       ///< "tune" or "test".
   std::string inputPath;  ///< As given.
-  std::string labelsPath; ///< As given or derived.
+  std::string labelsPath; ///< As given or derived; "" when there are none.
   int64_t count = 0;      ///< Images (N).
   int64_t inputBytes = 0; ///< Size of the input file.
 };
@@ -25,9 +25,10 @@ std::string defaultLabelsPath(const std::string& inputPath,
 
 /// Checks dataset \p role ("tune"/"test"): the input exists and holds a
 /// positive whole number of C x H x W float32 images, the labels file (given,
-/// or derived with defaultLabelsPath() when \p labelsPath is empty) holds
-/// exactly one int32 per image, each in [0, numClasses). Throws UserError
-/// with the file, expected and actual sizes.
+/// or derived with defaultLabelsPath() when \p labelsPath is empty, if that
+/// exists) holds exactly one int32 per image, each in [0, numClasses) (the
+/// classes of output 0). Throws UserError with the file, expected and
+/// actual sizes.
 Dataset checkDataset(const std::string& role, const std::string& inputPath,
                      const std::string& labelsPath, int64_t channels,
                      int64_t height, int64_t width, int64_t numClasses);

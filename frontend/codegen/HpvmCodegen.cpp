@@ -144,6 +144,32 @@ TemplateData programContext(const ProgramLayout& layout,
   }
   ctx.set("nodes", makeList(std::move(nodes)));
   ctx.set("lastVar", layout.nodes.back().var);
+  // The graph outputs: root result fields tensor/bytes, then tensor1/bytes1
+  // and so on (output k in fields 2k, 2k + 1).
+  std::vector<TemplateData> outputs;
+  std::vector<std::string> fields;
+  for (size_t k = 0; k < layout.outputs.size(); ++k) {
+    const OutputLayout& o = layout.outputs[k];
+    const std::string suffix = k == 0 ? "" : str(static_cast<int64_t>(k));
+    TemplateData item;
+    item.set("index", str(static_cast<int64_t>(k)));
+    item.set("var", layout.nodes[static_cast<size_t>(o.node)].var);
+    item.set("name", o.name);
+    item.set("tensorField", "tensor" + suffix);
+    item.set("bytesField", "bytes" + suffix);
+    item.set("field", str(static_cast<int64_t>(2 * k)));
+    item.set("fieldBytes", str(static_cast<int64_t>(2 * k + 1)));
+    item.set("rank", str(static_cast<int64_t>(o.dims.size())));
+    std::vector<std::string> dims;
+    for (int64_t d : o.dims)
+      dims.push_back(str(d));
+    item.set("dims", dims.empty() ? "0" : join(dims));
+    fields.push_back("args->r.tensor" + suffix);
+    outputs.push_back(item);
+  }
+  ctx.set("outputs", makeList(std::move(outputs)));
+  ctx.set("numOutputs", str(static_cast<int64_t>(layout.outputs.size())));
+  ctx.set("outputFields", join(fields));
 
   // Root parameters: the input, then every weight in first-use order.
   std::vector<std::string> rootNames = {layout.inputIdent};

@@ -78,10 +78,6 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
   layout.height = g.input->shape[2];
   layout.width = g.input->shape[3];
 
-  const Value* out = g.output;
-  HPVM_ASSERT(out && out->shape.size() == 4, "graph output is not 4-D");
-  layout.numClasses = out->shape[1] * out->shape[2] * out->shape[3];
-
   IdentifierTable idents(templateNames(g.nodes().size()));
   layout.inputIdent = idents.claim(g.input->name, {"_bytes"});
 
@@ -146,8 +142,32 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
     producerOf[node.output] = static_cast<int>(n);
     layout.nodes.push_back(std::move(nl));
   }
-  HPVM_ASSERT(g.output == g.nodes().back()->output,
-              "graph output is not the last node's output");
+  for (const GraphOutput& o : g.outputs) {
+    const Value* v = o.value;
+    auto it = producerOf.find(v);
+    HPVM_ASSERT(it != producerOf.end() && v->shape.size() == 4,
+                "graph output '" + o.name + "' is not a node's 4-D result");
+    OutputLayout out;
+    out.name = escapeText(o.name);
+    out.node = it->second;
+    out.elems = v->shape[1] * v->shape[2] * v->shape[3];
+    // The declared dims where they hold these values (a classifier's
+    // N x K), else the computed N x C x H x W.
+    int64_t declared = 1;
+    bool known = o.declared.size() >= 2 && o.declared.size() <= 5;
+    for (size_t d = 1; known && d < o.declared.size(); ++d) {
+      known = o.declared[d] > 0;
+      declared *= o.declared[d];
+    }
+    if (known && declared == out.elems)
+      out.dims.assign(o.declared.begin() + 1, o.declared.end());
+    else
+      out.dims.assign(v->shape.begin() + 1, v->shape.end());
+    layout.numClasses += out.elems;
+    layout.outputs.push_back(std::move(out));
+  }
+  HPVM_ASSERT(g.isOutput(g.nodes().back()->output),
+              "the last node's output is not a graph output");
   return layout;
 }
 

@@ -41,13 +41,23 @@ struct NodeLayout {
   std::string origin; ///< Escaped "ONNX node 'x' (Conv, #3)" text.
 };
 
+/// One graph output of the program.
+struct OutputLayout {
+  std::string name;          ///< ONNX's name, escaped for a C string.
+  int node = -1;             ///< Index of the node computing it.
+  std::vector<int64_t> dims; ///< Per image (batch left out), as declared.
+  int64_t elems = 0;         ///< Values per image.
+};
+
 /// The whole program.
 struct ProgramLayout {
   std::string inputIdent;            ///< Root pair 0: the input batch.
   std::vector<WeightLayout> weights; ///< Root pairs 1..n, first-use order.
   std::vector<NodeLayout> nodes;     ///< In HPVM op order.
   int64_t channels = 0, height = 0, width = 0; ///< Per-image input shape.
-  int64_t numClasses = 0; ///< Output elements per image (C*H*W of output).
+  /// Output values per image, all outputs (numClasses of ModelInfo).
+  int64_t numClasses = 0;
+  std::vector<OutputLayout> outputs; ///< In ONNX's order.
 };
 
 /// Lays out lowered graph \p g (only HPVM kinds, see lowerToHpvm()). Throws

@@ -163,8 +163,16 @@ void Graph::replaceAllUses(Value* from, Value* to) {
       to->users.push_back(user);
   }
   from->users.clear();
-  if (output == from)
-    output = to;
+  for (GraphOutput& o : outputs)
+    if (o.value == from)
+      o.value = to;
+}
+
+bool Graph::isOutput(const Value* v) const {
+  for (const GraphOutput& o : outputs)
+    if (o.value == v)
+      return true;
+  return false;
 }
 
 int Graph::position(const Node* node) const {
@@ -179,7 +187,7 @@ void Graph::eraseNode(Node* node) {
   HPVM_ASSERT(node->output == nullptr || node->output->users.empty(),
               "erasing a node whose output '" + node->output->name +
                   "' is still used");
-  HPVM_ASSERT(node->output != output, "erasing the graph output's producer");
+  HPVM_ASSERT(!isOutput(node->output), "erasing a graph output's producer");
   for (Value* in : node->inputs) {
     auto& users = in->users;
     users.erase(std::remove(users.begin(), users.end(), node), users.end());
@@ -197,7 +205,7 @@ void Graph::pruneValues() {
                                [this](const std::unique_ptr<Value>& v) {
                                  return v->users.empty() &&
                                         v->producer == nullptr &&
-                                        v.get() != input && v.get() != output;
+                                        v.get() != input && !isOutput(v.get());
                                }),
                 values_.end());
 }

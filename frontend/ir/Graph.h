@@ -112,6 +112,14 @@ struct ModelSource {
   std::string graphName;
 };
 
+/// One graph output: its ONNX name, the value computing it, and the shape
+/// ONNX declares for it (empty if none; -1 for a symbolic dim).
+struct GraphOutput {
+  std::string name;
+  Value* value = nullptr;
+  std::vector<int64_t> declared;
+};
+
 /// The owning graph. `nodes()` is kept in topological order (ONNX node order
 /// for nodes that came from ONNX; new nodes are inserted next to their
 /// origin), which is also HPVM op numbering order after lowering.
@@ -142,8 +150,16 @@ public:
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
 
-  Value* input = nullptr;  ///< The single graph input (image batch).
-  Value* output = nullptr; ///< The single graph output.
+  /// True if \p v is one of the graph outputs.
+  bool isOutput(const Value* v) const;
+  /// Makes \p v the single graph output, named after it.
+  void setOutput(Value* v) { outputs = {GraphOutput{v->name, v, {}}}; }
+  /// The first graph output's value.
+  Value* output0() const { return outputs.front().value; }
+
+  Value* input = nullptr; ///< The single graph input (image batch).
+  /// The graph outputs, in ONNX's order (at least one).
+  std::vector<GraphOutput> outputs;
   ModelSource source;
 
 private:

@@ -123,8 +123,8 @@ std::string dumpIr(const Graph& g) {
     }
     out << "\n";
   }
-  if (g.output != nullptr)
-    out << "return " << name(g.output) << ": " << formatShape(g.output->shape)
+  for (const GraphOutput& o : g.outputs)
+    out << "return " << name(o.value) << ": " << formatShape(o.value->shape)
         << "\n";
   return out.str();
 }

@@ -13,12 +13,14 @@ namespace hpvm::fe {
 
 void verify(const Graph& g) {
   HPVM_ASSERT(g.input != nullptr, "graph without an input");
-  HPVM_ASSERT(g.output != nullptr, "graph without an output");
+  HPVM_ASSERT(!g.outputs.empty(), "graph without an output");
   std::unordered_set<const Value*> owned;
   for (const auto& v : g.values())
     owned.insert(v.get());
-  HPVM_ASSERT(owned.count(g.input) && owned.count(g.output),
-              "graph input or output not owned by the graph");
+  HPVM_ASSERT(owned.count(g.input), "graph input not owned by the graph");
+  for (const GraphOutput& o : g.outputs)
+    HPVM_ASSERT(owned.count(o.value),
+                "graph output '" + o.name + "' not owned by the graph");
 
   bool lowered = true;
   std::unordered_set<const Value*> defined = {g.input};
@@ -82,12 +84,14 @@ void verify(const Graph& g) {
       HPVM_ASSERT(nodes.count(user), "value '" + v->name +
                                          "' lists a user that is not in the "
                                          "graph");
-  HPVM_ASSERT(g.output == g.input || g.output->isConstant() ||
-                  defined.count(g.output),
-              "graph output is not computed");
+  for (const GraphOutput& o : g.outputs)
+    HPVM_ASSERT(o.value == g.input || o.value->isConstant() ||
+                    defined.count(o.value),
+                "graph output '" + o.name + "' is not computed");
+  // Nodes after the last output's producer would be dead.
   if (lowered && !g.nodes().empty())
-    HPVM_ASSERT(g.nodes().back()->output == g.output,
-                "the graph output is not the last node's output");
+    HPVM_ASSERT(g.isOutput(g.nodes().back()->output),
+                "the last node's output is not a graph output");
 }
 
 } // namespace hpvm::fe

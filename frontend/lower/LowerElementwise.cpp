@@ -83,7 +83,7 @@ std::string binaryOperands(Node* n, Value*& a, Value*& b) {
 Node* hardSwishGate(const Graph& g, Value* gate, Value* x) {
   Node* hs = gate->producer;
   if (hs == nullptr || hs->kind != OpKind::HardSigmoid || hs->inputs[0] != x ||
-      gate->users.size() != 1 || gate == g.output)
+      gate->users.size() != 1 || g.isOutput(gate))
     return nullptr;
   const float alpha = static_cast<float>(hs->scalars[0].d);
   const float beta = static_cast<float>(hs->scalars[1].d);

@@ -11,8 +11,7 @@ std::string lowerResizing(Lowering& L, Node* n) {
   if (auto r = needActivation(x, "input"); !r.empty())
     return r;
   ResizeGeometry geo;
-  if (auto r = resizeGeometry(*n, L.g.source.opset, x->shape, geo);
-      !r.empty())
+  if (auto r = resizeGeometry(*n, L.g.source.opset, x->shape, geo); !r.empty())
     return r;
   std::vector<Scalar> scalars = {
       Scalar::integer(geo.outH), Scalar::integer(geo.outW),
@@ -32,8 +31,6 @@ std::string lowerResizing(Lowering& L, Node* n) {
 
 std::string lowerResize(Lowering& L, Node* n) { return lowerResizing(L, n); }
 
-std::string lowerUpsample(Lowering& L, Node* n) {
-  return lowerResizing(L, n);
-}
+std::string lowerUpsample(Lowering& L, Node* n) { return lowerResizing(L, n); }
 
 } // namespace hpvm::fe

@@ -49,6 +49,8 @@ void lowerNodes(Graph& g) {
       reason = lowerNode(L, n);
     } catch (const AttrError& e) {
       reason = e.what();
+    } catch (const LoweringRefusal& e) {
+      reason = e.what();
     }
     if (!reason.empty())
       errors.add(origin, reason);

@@ -11,11 +11,18 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace hpvm::fe {
+
+/// Why a lowering cannot stand, thrown by Lowering::finish() and reported
+/// as the node's reason.
+struct LoweringRefusal : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// State of one lowering run.
 struct Lowering {
@@ -71,18 +78,25 @@ struct Lowering {
     return out;
   }
 
-  /// Replaces ONNX node \p n by the HPVM value \p result.
+  /// Replaces ONNX node \p n by the HPVM value \p result; throws
+  /// LoweringRefusal where the model declares other dims for it.
   void finish(Node* n, Value* result) {
     // ONNX's dims, where it knows them (Flatten of a value it could not
-    // infer: ?x1000), must be the lowering's.
+    // infer: ?x1000), must be the lowering's: a model may declare a graph
+    // output with batch 1 while its input's batch is symbolic.
     const std::vector<int64_t>& onnx = form4d(n->output->shape);
     bool same = onnx.size() == result->shape.size();
     for (size_t i = 0; same && i < onnx.size(); ++i)
       same = onnx[i] < 0 || onnx[i] == result->shape[i];
-    HPVM_ASSERT(onnx.empty() || same,
-                std::string(opKindName(n->kind)) + " lowered to shape " +
-                    formatShape(result->shape) + ", ONNX infers " +
-                    formatShape(n->output->shape));
+    if (!onnx.empty() && !same)
+      throw LoweringRefusal(
+          "the model declares its output '" + escapeName(n->output->name) +
+          "' as " + formatShape(n->output->shape) + " but it computes " +
+          formatShape(result->shape) +
+          (result->shape[0] < 0 && onnx[0] >= 0
+               ? " (the input's batch is symbolic: declare the output's "
+                 "batch symbolic too, or fix the input's)"
+               : ""));
     g.replaceAllUses(n->output, result);
     g.eraseNode(n);
   }

@@ -390,23 +390,24 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   g->input = g->addValue(in.name(), DataType::Float, inType.shape);
   values[in.name()] = g->input;
 
-  if (graph.output_size() != 1) {
-    std::vector<std::string> names;
+  if (graph.output_size() < 1)
+    throw UserError(path + ": the model has no outputs; it computes nothing");
+  {
+    std::unordered_set<std::string> seen;
     for (const auto& vi : graph.output())
-      names.push_back(vi.name());
-    throw UserError(path + ": the model has " +
-                    std::to_string(graph.output_size()) + " outputs" +
-                    (names.empty() ? "" : " (" + quotedList(names) + ")") +
-                    "; torch2hpvm needs exactly one");
+      if (!seen.insert(vi.name()).second)
+        throw UserError(path + ": output '" + escapeName(vi.name()) +
+                        "' is listed twice among the graph outputs");
   }
 
-  // Names read by some node or by the graph output: extra node outputs
+  // Names read by some node or by a graph output: extra node outputs
   // (Dropout's mask, MaxPool's indices) must not be among them.
   std::unordered_set<std::string> used;
   for (const NodeProto& node : graph.node())
     for (const std::string& name : node.input())
       used.insert(name);
-  used.insert(graph.output(0).name());
+  for (const auto& vi : graph.output())
+    used.insert(vi.name());
 
   ErrorList errors(path);
   for (int i = 0; i < graph.node_size(); ++i) {
@@ -461,14 +462,27 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   }
   errors.throwIfAny();
 
-  auto outIt = values.find(graph.output(0).name());
-  HPVM_ASSERT(outIt != values.end(), "checked model has an undefined output");
-  g->output = outIt->second;
-  if (g->output == g->input || g->output->isConstant())
-    throw UserError(
-        path + ": output '" + escapeName(g->output->name) + "' is " +
-        (g->output == g->input ? "the input itself" : "a constant") +
-        "; the model computes nothing");
+  std::vector<std::string> idle;
+  for (const auto& vi : graph.output()) {
+    auto outIt = values.find(vi.name());
+    HPVM_ASSERT(outIt != values.end(), "checked model has an undefined output");
+    Value* v = outIt->second;
+    const TypeInfo t = typeInfo(vi.type());
+    g->outputs.push_back(
+        GraphOutput{vi.name(), v, t.known ? t.shape : std::vector<int64_t>{}});
+    if (v == g->input || v->isConstant())
+      idle.push_back("'" + escapeName(vi.name()) + "' is " +
+                     (v == g->input ? "the input itself" : "a constant"));
+  }
+  if (!idle.empty()) {
+    std::string list = idle[0];
+    for (size_t i = 1; i < idle.size(); ++i)
+      list += ", " + idle[i];
+    throw UserError(path + ": output " + list +
+                    (graph.output_size() == 1
+                         ? "; the model computes nothing"
+                         : "; every output must be computed by the model"));
+  }
   return g;
 }
 

@@ -33,7 +33,7 @@ Value* filterOf(Graph& g, const Value* w, bool transposed) {
 /// Appends \p n to \p nodes if it is a \p k node whose output is not the
 /// graph's; false otherwise (the matchers' step).
 bool takeInto(const Graph& g, std::vector<Node*>& nodes, Node* n, OpKind k) {
-  if (!n || n->kind != k || n->output == g.output)
+  if (!n || n->kind != k || g.isOutput(n->output))
     return false;
   nodes.push_back(n);
   return true;
@@ -95,7 +95,7 @@ Node* matchRoll(const Graph& g, Value* v, int64_t axis, int64_t& shift,
     return nullptr;
   Node* cat = soleUser(v->users[0]->output);
   if (!cat || cat->kind != OpKind::OnnxConcat || cat->inputs.size() != 2 ||
-      cat->output == g.output ||
+      g.isOutput(cat->output) ||
       channelFirstAxis(OpAttrs(*cat, opset).getInt("axis")) !=
           channelFirstAxis(axis))
     return nullptr;

@@ -36,7 +36,7 @@ void fuseChannelShuffles(Graph& g) {
     Node* r2 = soleUser(t->output);
     if (!r1 || !r2 || r1->kind != OpKind::OnnxReshape ||
         r2->kind != OpKind::OnnxReshape || soleUser(r1->output) != t ||
-        t->output == g.output || r1->output == g.output)
+        g.isOutput(t->output) || g.isOutput(r1->output))
       continue;
     const std::vector<int64_t>& x = r1->inputs[0]->shape;
     const std::vector<int64_t>& mid = r1->output->shape;
@@ -119,7 +119,7 @@ void fuseLayerNorms(Graph& g) {
         chain.push_back(add);
       }
     }
-    if (chain.back()->output == g.output && chain.back() != tail &&
+    if (g.isOutput(chain.back()->output) && chain.back() != tail &&
         chain.back()->kind != OpKind::OnnxAdd)
       continue;
     auto constant = [&](const Value* v, float fill, const char* what) {
@@ -188,7 +188,7 @@ void fuseSilus(Graph& g) {
   std::unordered_set<Node*> erased;
   for (Node* sigmoid : nodeList(g)) {
     if (erased.count(sigmoid) || sigmoid->kind != OpKind::OnnxSigmoid ||
-        sigmoid->output == g.output)
+        g.isOutput(sigmoid->output))
       continue;
     // x * Sigmoid(x), either operand first; the sigmoid read by the
     // product only (a squeeze-and-excitation gate multiplies another

@@ -243,7 +243,7 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
   while (!work.empty()) {
     Value* v = work.back();
     work.pop_back();
-    if (v == g.output)
+    if (g.isOutput(v))
       return std::nullopt;
     for (Node* u : v->users) {
       if (!seen.insert(u).second)
@@ -289,7 +289,7 @@ void makeChannelFirst(Graph& g) {
   for (Node* enter : nodeList(g)) {
     if (erased.count(enter) || enter->kind != OpKind::OnnxTranspose ||
         enter->inputs[0]->shape.size() != 4 || enter->inputs[0]->isConstant() ||
-        permOf(enter) != toLast || enter->output == g.output)
+        permOf(enter) != toLast || g.isOutput(enter->output))
       continue;
     // The region: every node reachable from the channel-last value before
     // a Transpose back; each must work per pixel on the last axis.
@@ -366,7 +366,7 @@ void makeTokensChannelFirst(Graph& g) {
                           ? otherInput(pos, cat->output)
                           : nullptr;
     if ((catAxis != 1 && catAxis != -2) || !isConstantOf(posValue, T * D, D) ||
-        pos->output == g.output ||
+        g.isOutput(pos->output) ||
         pos->output->shape != std::vector<int64_t>{B, T, D})
       continue;
     // The region: every node reachable from the tokens before they leave

@@ -40,8 +40,9 @@ bool isIdentitySlice(const Node& n, int64_t opset) {
 void eliminateDeadNodes(Graph& g) {
   std::unordered_set<const Node*> live;
   std::vector<const Node*> work;
-  if (g.output->producer != nullptr)
-    work.push_back(g.output->producer);
+  for (const GraphOutput& o : g.outputs)
+    if (o.value->producer != nullptr)
+      work.push_back(o.value->producer);
   while (!work.empty()) {
     const Node* n = work.back();
     work.pop_back();

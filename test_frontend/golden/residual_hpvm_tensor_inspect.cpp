@@ -197,7 +197,7 @@ typedef struct __attribute__((__packed__)) {
   void *bn_var;
   size_t bn_var_bytes;
   struct ret_t {
-    void *tensor;
+    void *tensor; // output 'pool'
     size_t bytes;
   } r;
 } RootIn;
@@ -205,6 +205,11 @@ typedef struct __attribute__((__packed__)) {
 // The model as hpvm_rt runs it: main() below, and the program's shared
 // library (lib<program>.so beside it, for Python's torch2hpvm.load()).
 const hpvm_rt::Model &hpvm_rt::programModel() {
+  static RootIn *args = new RootIn();
+  // Each graph output's name and shape per image.
+  static const hpvm_rt::OutputInfo outputs[] = {
+      {"pool", 3, { 2, 1, 1 }},
+  };
   static const hpvm_rt::ModelInfo info = {
       /*name=*/"residual",
       /*modelDir=*/"../",
@@ -213,8 +218,12 @@ const hpvm_rt::Model &hpvm_rt::programModel() {
       /*tuneCount=*/100, /*testCount=*/200,
       /*defaultBatch=*/16,
       /*defaultConfig=*/"tuner_confs.txt",
-      /*numOps=*/9, /*inspect=*/1};
-  static RootIn *args = new RootIn();
+      /*numOps=*/9, /*inspect=*/1,
+      /*numOutputs=*/1, /*outputs=*/outputs,
+      /*outputOf=*/[](int k) -> void * {
+        void *const results[] = { args->r.tensor };
+        return results[k];
+      }};
   auto loadWeights = [](const std::string &dir) {
     // 'w1' (ONNX initializer 0)
     args->w1 = readTrainedWeights(

@@ -147,7 +147,7 @@ typedef struct __attribute__((__packed__)) {
   void *fc_bias;
   size_t fc_bias_bytes;
   struct ret_t {
-    void *tensor;
+    void *tensor; // output 's'
     size_t bytes;
   } r;
 } RootIn;
@@ -155,6 +155,11 @@ typedef struct __attribute__((__packed__)) {
 // The model as hpvm_rt runs it: main() below, and the program's shared
 // library (lib<program>.so beside it, for Python's torch2hpvm.load()).
 const hpvm_rt::Model &hpvm_rt::programModel() {
+  static RootIn *args = new RootIn();
+  // Each graph output's name and shape per image.
+  static const hpvm_rt::OutputInfo outputs[] = {
+      {"s", 3, { 10, 1, 1 }},
+  };
   static const hpvm_rt::ModelInfo info = {
       /*name=*/"tiny",
       /*modelDir=*/"../",
@@ -163,8 +168,12 @@ const hpvm_rt::Model &hpvm_rt::programModel() {
       /*tuneCount=*/100, /*testCount=*/200,
       /*defaultBatch=*/0,
       /*defaultConfig=*/"",
-      /*numOps=*/7, /*inspect=*/0};
-  static RootIn *args = new RootIn();
+      /*numOps=*/7, /*inspect=*/0,
+      /*numOutputs=*/1, /*outputs=*/outputs,
+      /*outputOf=*/[](int k) -> void * {
+        void *const results[] = { args->r.tensor };
+        return results[k];
+      }};
   auto loadWeights = [](const std::string &dir) {
     // 'conv1.weight' (ONNX initializer 0)
     args->conv1_weight = readTrainedWeights(

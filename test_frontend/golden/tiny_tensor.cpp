@@ -20,8 +20,11 @@ struct Weights {
   void *fc_bias = nullptr;
 };
 
+// The graph outputs of the last batch.
+static void *outputs[1];
+
 // Runs the model on one input batch: one direct tensor runtime call per HPVM
-// op, in op order.
+// op, in op order; returns output 0.
 static void *runGraph(void *input, const Weights &w) {
   // HPVM op 1: conv | ONNX node 'Conv_0' (Conv, #0)
   void *var_0 = tensorConvolution(input, w.conv1_weight, 1, 1, 1, 1, 1, 1);
@@ -37,12 +40,17 @@ static void *runGraph(void *input, const Weights &w) {
   void *var_5 = tensorAdd(var_4, w.fc_bias);
   // HPVM op 7: softmax | ONNX node 'Softmax_5' (Softmax, #5)
   void *var_6 = tensorSoftmax(var_5);
-  return var_6;
+  outputs[0] = var_6; // output 's'
+  return outputs[0];
 } // runGraph
 
 // The model as hpvm_rt runs it: main() below, and the program's shared
 // library (lib<program>.so beside it, for Python's torch2hpvm.load()).
 const hpvm_rt::Model &hpvm_rt::programModel() {
+  // Each graph output's name and shape per image.
+  static const hpvm_rt::OutputInfo outputInfo[] = {
+      {"s", 3, { 10, 1, 1 }},
+  };
   static const hpvm_rt::ModelInfo info = {
       /*name=*/"tiny",
       /*modelDir=*/"../",
@@ -51,7 +59,9 @@ const hpvm_rt::Model &hpvm_rt::programModel() {
       /*tuneCount=*/100, /*testCount=*/200,
       /*defaultBatch=*/0,
       /*defaultConfig=*/"",
-      /*numOps=*/7, /*inspect=*/0};
+      /*numOps=*/7, /*inspect=*/0,
+      /*numOutputs=*/1, /*outputs=*/outputInfo,
+      /*outputOf=*/[](int k) -> void * { return outputs[k]; }};
   static Weights weights;
   auto loadWeights = [](const std::string &dir) {
     // 'conv1.weight' (ONNX initializer 0)

@@ -29,9 +29,9 @@ class ModelSpec:
     #   user's torch.onnx.export: eval, batch norm folded, constants folded)
     calib_images: int = 0           # images nets/init.py calibrates the
     #   random weights on; 0: 4 at ImageNet size (>= 100 pixels), else 16
-    dense: bool = False             # a per-pixel output (N x classes x H x
-    #   W: segmentation) compared element by element and by per-pixel
-    #   argmax, on plain random inputs (no top-1, no labels to match)
+    dense: bool = False             # per-pixel outputs (N x classes x H x
+    #   W: segmentation; one or several) compared element by element and by
+    #   per-pixel argmax, on plain random inputs, with no labels files
 
     def __post_init__(self):
         if self.export not in ("hpvm", "pytorch"):
@@ -228,11 +228,12 @@ MODELS += [
 
 
 def _tv_segmentation(name, **kwargs):
-    """A torchvision segmentation network with fresh random weights, its
-    'out' head only (the aux head is a second graph output)."""
+    """A torchvision segmentation network with fresh random weights: its
+    'out' head, and with aux_loss=True its 'aux' head too (a second graph
+    output)."""
     import torch.nn as nn
 
-    class OutHead(nn.Module):
+    class Heads(nn.Module):
         def __init__(self):
             super().__init__()
             self.net = getattr(torchvision.models.segmentation, name)(
@@ -240,9 +241,11 @@ def _tv_segmentation(name, **kwargs):
                 **kwargs)
 
         def forward(self, x):
-            return self.net(x)["out"]
+            heads = self.net(x)
+            return (heads["out"], heads["aux"]) if "aux" in heads \
+                else heads["out"]
 
-    return OutHead
+    return Heads
 
 
 # Segmentation: per-pixel class scores at the input's size (Resize, linear,
@@ -261,7 +264,8 @@ MODELS += [
          "ASPP (dilations 12/24/36, pooled branch), dilated depthwise "
          "convs", {}),
         ("fcn_resnet50", (3, 64, 64), 2, 1, True,
-         "dilated ResNet-50 (output stride 8), FCN head", {}),
+         "dilated ResNet-50 (output stride 8), FCN head and the auxiliary "
+         "head (two graph outputs)", {"aux_loss": True}),
     ]
 ]
 

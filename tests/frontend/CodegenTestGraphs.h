@@ -90,7 +90,7 @@ inline std::unique_ptr<Graph> makeTinyNet(const TinyNetNames& names = {}) {
                         {gemm});
   Node* s = g->addNode(OpKind::Softmax, {a2->output}, val("s", {-1, 10, 1, 1}),
                        {softmax});
-  g->output = s->output;
+  g->setOutput(s->output);
   return g;
 }
 
@@ -142,7 +142,7 @@ inline std::unique_ptr<Graph> makeResidualNet() {
                  {{"gap", "GlobalAveragePool", 6}});
   pool->scalars = {Scalar::integer(4), Scalar::integer(4), Scalar::integer(0),
                    Scalar::integer(0), Scalar::integer(1), Scalar::integer(1)};
-  g->output = pool->output;
+  g->setOutput(pool->output);
   return g;
 }
 

@@ -43,7 +43,7 @@ TEST_CASE("IrPrinter: one line per node with shapes, operands and origins") {
   Value* r = g.addValue("r", DataType::Float, {-1, 32, 14, 14});
   Node* clip = g.addNode(OpKind::ClippedRelu, {b}, r, {{"clip", "Clip", 4}});
   clip->scalars = {Scalar::real(0.0), Scalar::real(6.0)};
-  g.output = r;
+  g.setOutput(r);
   verify(g);
   CHECK(dumpIr(g) ==
         "%1 = Conv(%input: 1x1x28x28, %conv1.weight: 32x1x5x5) -> 1x32x28x28"
@@ -66,7 +66,7 @@ TEST_CASE("IrPrinter: ONNX-level nodes print their attributes") {
   n->attrs["kernel_shape"] = std::vector<int64_t>{2, 2};
   n->attrs["auto_pad"] = std::string("NOTSET");
   n->attrs["scale"] = 0.1;
-  g.output = y;
+  g.setOutput(y);
   CHECK(dumpIr(g) == "%1 = OnnxMaxPool(%x: 1x3x8x8) -> 1x3x4x4  "
                      "[auto_pad='NOTSET' kernel_shape=[2 2] scale=0.1]  # #5\n"
                      "return %1: 1x3x4x4\n");

@@ -141,8 +141,8 @@ TEST_CASE("ModelLoader: a text fixture becomes ONNX-level nodes") {
   CHECK(conv.inputs[1]->isConstant());
   CHECK(conv.inputs[1]->initializerIndex == 0);
   CHECK(conv.inputs[1]->constant->dims == std::vector<int64_t>{3, 2, 3, 3});
-  CHECK(g->output == conv.output);
-  CHECK(g->output->shape == std::vector<int64_t>{1, 3, 3, 3});
+  CHECK(g->output0() == conv.output);
+  CHECK(g->output0()->shape == std::vector<int64_t>{1, 3, 3, 3});
 }
 
 TEST_CASE("ModelLoader: binary models with raw_data and typed initializers") {
@@ -198,7 +198,7 @@ TEST_CASE("ModelLoader: a symbolic batch dimension is kept as -1") {
   std::unique_ptr<Graph> g = loadModel(path, {});
   CHECK(g->input->shape == std::vector<int64_t>{-1, 2, 3, 3});
   lowerToHpvm(*g);
-  CHECK(g->output->shape == std::vector<int64_t>{-1, 1, 3, 3});
+  CHECK(g->output0()->shape == std::vector<int64_t>{-1, 1, 3, 3});
 }
 
 TEST_CASE("ModelLoader: models convert to a requested opset") {

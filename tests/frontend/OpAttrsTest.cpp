@@ -341,10 +341,10 @@ TEST_CASE("Passes: Concat without axis before opset 4 folds along axis 1") {
   g.input = g.addValue("input", DataType::Float, {1, 2, 6, 6});
   Value* out = g.addValue("cat", DataType::Float, {});
   g.addNode(OpKind::OnnxConcat, {a, b}, out, {Origin{"cat", "Concat", 0}});
-  g.output = out;
+  g.setOutput(out);
   foldConstants(g);
-  REQUIRE(g.output->isConstant());
-  CHECK(g.output->constant->dims == std::vector<int64_t>{2, 4});
-  CHECK(g.output->constant->toFloats() ==
+  REQUIRE(g.output0()->isConstant());
+  CHECK(g.output0()->constant->dims == std::vector<int64_t>{2, 4});
+  CHECK(g.output0()->constant->toFloats() ==
         std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2});
 }

@@ -15,12 +15,12 @@ struct Geometry {
 
 /// Runs one resize op on x (n x c x h x w) and returns its output.
 std::vector<float> runResize(bool linear, const Geometry& g, float scaleH,
-                             float scaleW, ResizeCoord coord,
-                             NearestRounding r, const std::vector<float>& x) {
+                             float scaleW, ResizeCoord coord, NearestRounding r,
+                             const std::vector<float>& x) {
   TestTensor in({size_t(g.n), size_t(g.c), size_t(g.h), size_t(g.w)});
   TestTensor out({size_t(g.n), size_t(g.c), size_t(g.ho), size_t(g.wo)});
   in.set(x);
-  const double scalars[] = {double(g.ho), double(g.wo), scaleH,
+  const double scalars[] = {double(g.ho), double(g.wo),       scaleH,
                             scaleW,       double(int(coord)), double(int(r))};
   Tensor* operands[] = {in.get()};
   const OpCall call{operands, 1, scalars, PostAct{}, KnobSpec{}, out.get()};
@@ -34,11 +34,11 @@ std::vector<float> runResize(bool linear, const Geometry& g, float scaleH,
 TEST_CASE("Resize: both rows match the reference for every coordinate mode, "
           "rounding and geometry") {
   const Geometry geometries[] = {
-      {2, 3, 5, 7, 10, 14},  // 2x up
-      {1, 2, 7, 6, 3, 4},    // down, uneven
-      {1, 3, 6, 5, 13, 11},  // non-integer up
-      {2, 1, 9, 9, 1, 1},    // one output pixel
-      {1, 2, 1, 1, 4, 5},    // one input pixel
+      {2, 3, 5, 7, 10, 14},    // 2x up
+      {1, 2, 7, 6, 3, 4},      // down, uneven
+      {1, 3, 6, 5, 13, 11},    // non-integer up
+      {2, 1, 9, 9, 1, 1},      // one output pixel
+      {1, 2, 1, 1, 4, 5},      // one input pixel
       {1, 17, 32, 24, 64, 48}, // a segmentation head's 2x, 17 channels
   };
   int cases = 0;
@@ -46,14 +46,14 @@ TEST_CASE("Resize: both rows match the reference for every coordinate mode, "
     const std::vector<float> x =
         randomVec(size_t(g.n * g.c * g.h * g.w), unsigned(g.h * 31 + g.wo));
     // Scales as sizes give them, and the given scales of scale inputs.
-    const float scaleH = float(g.ho) / float(g.h), scaleW = float(g.wo) / float(g.w);
+    const float scaleH = float(g.ho) / float(g.h),
+                scaleW = float(g.wo) / float(g.w);
     for (size_t m = 0; m < std::size(kResizeCoordNames); ++m) {
       const auto coord = static_cast<ResizeCoord>(m);
       for (size_t r = 0; r <= std::size(kNearestRoundingNames); ++r) {
         // r == the count: the linear row.
         const bool linear = r == std::size(kNearestRoundingNames);
-        const auto rounding =
-            static_cast<NearestRounding>(linear ? 0 : int(r));
+        const auto rounding = static_cast<NearestRounding>(linear ? 0 : int(r));
         std::vector<float> want(size_t(g.n * g.c * g.ho * g.wo));
         ref::resize(x.data(), g.n, g.c, g.h, g.w, g.ho, g.wo, scaleH, scaleW,
                     coord, linear, rounding, want.data());
@@ -95,7 +95,8 @@ TEST_CASE("Resize: nearest rounds halves as its mode says, linear blends "
   const std::vector<float> corners = runResize(
       true, g, 1.f, 2.f, ResizeCoord::AlignCorners, NearestRounding::Floor, x);
   for (int o = 0; o < 8; ++o)
-    CHECK(corners[size_t(o)] == doctest::Approx(10 + o * 3.0 / 7).epsilon(1e-6));
+    CHECK(corners[size_t(o)] ==
+          doctest::Approx(10 + o * 3.0 / 7).epsilon(1e-6));
 }
 
 } // namespace

@@ -35,15 +35,15 @@ enum class NearestRounding : uint8_t {
 
 /// The ONNX attribute values, in enumerator order.
 inline constexpr std::string_view kResizeCoordNames[] = {
-    "half_pixel",   "pytorch_half_pixel",        "align_corners",
-    "asymmetric",   "tf_half_pixel_for_nearest", "half_pixel_symmetric"};
+    "half_pixel", "pytorch_half_pixel",        "align_corners",
+    "asymmetric", "tf_half_pixel_for_nearest", "half_pixel_symmetric"};
 inline constexpr std::string_view kNearestRoundingNames[] = {
     "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
 /// The input coordinate of output index \p o (float arithmetic, as ONNX
 /// Runtime computes it).
-inline float resizeSource(ResizeCoord mode, int64_t o, float scale,
-                          int64_t in, int64_t out) {
+inline float resizeSource(ResizeCoord mode, int64_t o, float scale, int64_t in,
+                          int64_t out) {
   const float x = static_cast<float>(o);
   switch (mode) {
   case ResizeCoord::HalfPixel:

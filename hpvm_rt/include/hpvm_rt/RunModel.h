@@ -13,6 +13,14 @@
 
 namespace hpvm_rt {
 
+/// One graph output of the model: its name (ONNX's) and its shape per
+/// image, as the model declares it (rank 0 to 4, batch left out).
+struct OutputInfo {
+  const char* name;
+  int rank;
+  int64_t dims[4];
+};
+
 /// What the generated program tells the runtime about its model.
 struct ModelInfo {
   /// Model name (file stem), for messages and JSON reports.
@@ -24,7 +32,9 @@ struct ModelInfo {
   const char* modelDir;
   /// Input image shape (per image).
   int64_t channels, height, width;
-  /// Number of classes (columns of the output).
+  /// Output values per image: the classes of a classifier; with several
+  /// outputs, all of them, in order (each image's row holds its outputs
+  /// one after another).
   int64_t numClasses;
   /// Images in the tune and test sets (checked against the files).
   int64_t tuneCount, testCount;
@@ -38,6 +48,12 @@ struct ModelInfo {
   int64_t numOps;
   /// Program kind: 0 = normal run, 1 = HPVM tuner inspect protocol (FIFOs).
   int inspect;
+  /// The graph outputs (hpvm_rt extension; programs of older exporters
+  /// leave them 0: one output of numClasses values). Output 0 is
+  /// runBatch's result; outputOf(k) is output k of the last runBatch.
+  int numOutputs;
+  const OutputInfo* outputs;
+  void* (*outputOf)(int k);
 };
 
 /// Loads every weight; called once, with modelDir (ending in '/').

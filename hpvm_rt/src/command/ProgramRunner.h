@@ -47,8 +47,10 @@ public:
   /// The fused nodes of the program's last launch (empty before the first
   /// pass).
   virtual const std::vector<FusedNodeInfo>& programNodes() const = 0;
-  /// Labels of the whole set.
+  /// Labels of the whole set (empty when it has none).
   virtual const std::vector<int32_t>& labels(const std::string& set) = 0;
+  /// The model's graph outputs (each image's row holds them in order).
+  virtual int outputs() const { return 1; }
   virtual int64_t setSize(const std::string& set) const = 0;
   virtual int64_t classes() const = 0;
   virtual int64_t batchSize() const = 0;

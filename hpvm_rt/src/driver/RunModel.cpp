@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <unistd.h>
@@ -233,6 +234,54 @@ chooseConfiguration(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
   return config;
 }
 
+/// Writes the kept outputs of \p result to \p path: each graph output with
+/// its shape (the images first), one in a .npy, several in a .npz (each
+/// image's row holds its outputs one after another).
+void writeOutputs(const std::string& path, const hpvm_rt::ModelInfo& info,
+                  const RunResult& result) {
+  const bool described = info.numOutputs >= 1 && info.outputs;
+  const int count = described ? info.numOutputs : 1;
+  auto shapeOf = [&](int k) {
+    std::vector<int64_t> shape = {result.images};
+    if (!described)
+      shape.push_back(info.numClasses);
+    else
+      for (int d = 0; d < info.outputs[k].rank; ++d)
+        shape.push_back(info.outputs[k].dims[d]);
+    return shape;
+  };
+  const bool npz =
+      path.size() >= 4 && path.compare(path.size() - 4, 4, ".npz") == 0;
+  if (count == 1 && !npz) {
+    writeNpy(path, shapeOf(0), result.outputs.data());
+    return;
+  }
+  if (!npz)
+    throw UserError(fmt::format("--output {}: the model has {} outputs; give "
+                                "a .npz file to hold them all",
+                                path, count));
+  // Each output's values, image by image, out of the rows.
+  std::vector<std::vector<float>> parts(static_cast<size_t>(count));
+  std::vector<NpzArray> arrays;
+  int64_t offset = 0;
+  for (int k = 0; k < count; ++k) {
+    const std::vector<int64_t> shape = shapeOf(k);
+    int64_t elems = 1;
+    for (size_t d = 1; d < shape.size(); ++d)
+      elems *= shape[d];
+    std::vector<float>& part = parts[static_cast<size_t>(k)];
+    part.reserve(static_cast<size_t>(result.images * elems));
+    for (int64_t i = 0; i < result.images; ++i) {
+      const float* row = result.outputs.data() + i * info.numClasses + offset;
+      part.insert(part.end(), row, row + elems);
+    }
+    offset += elems;
+    arrays.push_back(
+        {described ? info.outputs[k].name : "output", shape, part.data()});
+  }
+  writeNpz(path, arrays);
+}
+
 /// Writes a run's files, each atomically: final_accuracy,
 /// profile_info.txt, and those the options ask for (--output, --profile,
 /// --trace, --log-calls, --json).
@@ -240,11 +289,16 @@ void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
                    const Dataset& ds, const RunResult& result, int64_t batch,
                    const Profiler& profiler, const Configuration* config,
                    const ConfigFile* file) {
-  writeFileAtomic("final_accuracy", fmt::format("{:.6f}", result.accuracy()));
+  // Without labels there is no accuracy: no final_accuracy (an earlier
+  // run's would look like this one's).
+  std::error_code ignored;
+  if (result.labeled)
+    writeFileAtomic("final_accuracy", fmt::format("{:.6f}", result.accuracy()));
+  else
+    std::filesystem::remove("final_accuracy", ignored);
   RuntimeController::get().writeProfile("profile_info.txt");
   if (!opts.outputNpy.empty())
-    writeNpy(opts.outputNpy, {result.images, info.numClasses},
-             result.outputs.data());
+    writeOutputs(opts.outputNpy, info, result);
   if (!opts.profileFile.empty())
     writeJson(opts.profileFile, profiler.profileJson());
   if (!opts.traceFile.empty())
@@ -265,8 +319,10 @@ void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
                {"threads", numThreads()},
                {"isa", approx::isaName(approx::isaLevel())},
                {"fp16", approx::halfConvAvailable() ? "half" : "emulated"},
-               {"accuracy", result.accuracy()},
-               {"correct", result.correct},
+               {"accuracy", result.labeled ? nlohmann::json(result.accuracy())
+                                           : nlohmann::json(nullptr)},
+               {"correct", result.labeled ? nlohmann::json(result.correct)
+                                          : nlohmann::json(nullptr)},
                {"config", configJson(config, file)},
                {"time_ms", timeJson(timeStats(result.batchSeconds))},
                {"batch_times_ms", batchMs},
@@ -302,9 +358,13 @@ int runOnce(Runner& runner, const RunOptions& opts,
                                 profiling ? &profiler : nullptr, nullptr);
   settings.setRecording(false);
 
-  std::printf("Accuracy: %.6f%% (%lld of %lld images)\n", result.accuracy(),
-              static_cast<long long>(result.correct),
-              static_cast<long long>(result.images));
+  if (result.labeled)
+    std::printf("Accuracy: %.6f%% (%lld of %lld images)\n", result.accuracy(),
+                static_cast<long long>(result.correct),
+                static_cast<long long>(result.images));
+  else
+    std::printf("No accuracy: the %s set has no labels (%s)\n", ds.name.c_str(),
+                ds.labelsPath.c_str());
   if (opts.printTime)
     printTimes(result, batch, result.images * opts.repeat);
   if (!opts.profileFile.empty() && !opts.quiet)

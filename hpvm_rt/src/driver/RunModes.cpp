@@ -60,6 +60,10 @@ int runInspect(Runner& runner, const RunOptions& opts,
     active = std::move(file);
 
     Dataset ds = runner.openDataset(request, std::nullopt);
+    if (!ds.labeled)
+      throw UserError(fmt::format("{}: no such labels file; HPVM's tuner "
+                                  "reads the accuracy they give",
+                                  ds.labelsPath));
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(
         std::fopen(writePath.c_str(), "wb"), &std::fclose);
     if (!out)
@@ -100,6 +104,10 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
                   const Dataset& ds) {
   for (const Configuration& config : file.configs)
     checkOpCount(config, file.path, info.numOps);
+  if (!ds.labeled)
+    throw UserError(fmt::format("--all-configs reports accuracy, and the {} "
+                                "set has no labels ({})",
+                                ds.name, ds.labelsPath));
   const int64_t batch = runner.batchSize(ds);
   if (!opts.quiet)
     std::printf("%s: %s set, %lld images in batches of %lld, %zu "

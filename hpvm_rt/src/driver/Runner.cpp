@@ -97,12 +97,6 @@ Dataset Runner::openDataset(const std::string& set,
         "{}: {} bytes, expected {} images x {}x{}x{} float32 = {} bytes",
         ds.inputPath, have, count, info_.channels, info_.height, info_.width,
         want));
-  want = static_cast<uint64_t>(count) * 4;
-  have = fileSize(ds.labelsPath, "labels file");
-  if (have != want)
-    throw UserError(fmt::format("{}: {} bytes, expected {} labels x int32 "
-                                "= {} bytes",
-                                ds.labelsPath, have, count, want));
   ds.count = count;
   if (limit) {
     if (*limit > count)
@@ -111,17 +105,28 @@ Dataset Runner::openDataset(const std::string& set,
                                   *limit, count, set));
     ds.count = *limit;
   }
+  // Labels are optional (a model without classes has none).
+  std::error_code missing;
+  if (!std::filesystem::exists(ds.labelsPath, missing))
+    return ds;
+  ds.labeled = true;
+  want = static_cast<uint64_t>(count) * 4;
+  have = fileSize(ds.labelsPath, "labels file");
+  if (have != want)
+    throw UserError(fmt::format("{}: {} bytes, expected {} labels x int32 "
+                                "= {} bytes",
+                                ds.labelsPath, have, count, want));
   ds.labels.resize(static_cast<size_t>(ds.count));
   std::ifstream in(ds.labelsPath, std::ios::binary);
   if (!in.read(reinterpret_cast<char*>(ds.labels.data()),
                static_cast<std::streamsize>(ds.count * 4)))
     throw UserError(fmt::format("{}: cannot read labels", ds.labelsPath));
   for (size_t i = 0; i < ds.labels.size(); ++i)
-    if (ds.labels[i] < 0 || ds.labels[i] >= info_.numClasses)
+    if (ds.labels[i] < 0 || ds.labels[i] >= outputElems(0))
       throw UserError(fmt::format("{}: label {} at index {} is out of "
                                   "range; the model has {} classes",
                                   ds.labelsPath, ds.labels[i], i,
-                                  info_.numClasses));
+                                  outputElems(0)));
   return ds;
 }
 
@@ -145,6 +150,7 @@ RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
     throw UserError(fmt::format("{}: cannot open dataset file: {}",
                                 ds.inputPath, std::strerror(errno)));
   std::vector<float> staging(static_cast<size_t>(batch) * imageElems());
+  std::vector<float> rows; // a batch's outputs, image by image
   if (keepOutputs)
     result.outputs.reserve(static_cast<size_t>(ds.count * info_.numClasses));
   ProgressBar progress("", ds.count * repeat, !opts_.quiet, "images");
@@ -168,19 +174,27 @@ RunResult Runner::run(const Dataset& ds, int64_t repeat, bool keepOutputs,
 
       const auto t0 = Clock::now();
       auto* out = static_cast<Tensor*>(runBatch_(input));
-      if (!out)
-        throw UserError(fmt::format("images {} to {}: the program returned "
-                                    "no output tensor",
-                                    start, start + n));
-      hpvm_request_tensor(out, 0);
+      std::vector<Tensor*> outs = {out};
+      for (int k = 1; k < numOutputs(); ++k)
+        outs.push_back(static_cast<Tensor*>(info_.outputOf(k)));
+      for (size_t k = 0; k < outs.size(); ++k) {
+        if (!outs[k])
+          throw UserError(fmt::format("images {} to {}: the program returned "
+                                      "no output tensor {}",
+                                      start, start + n, k));
+        hpvm_request_tensor(outs[k], 0);
+      }
       const double seconds = secondsSince(t0);
       result.batchSeconds.push_back(seconds);
 
-      checkOutput(out, n, start);
+      for (size_t k = 0; k < outs.size(); ++k)
+        checkOutput(outs[k], static_cast<int>(k), n, start);
       if (pass == 0) {
-        result.correct += countCorrect(out, ds, start, n);
+        const float* data = batchRows(outs, n, rows);
+        result.labeled = ds.labeled;
+        if (ds.labeled)
+          result.correct += countCorrect(data, ds, start, n);
         result.images += n;
-        const float* data = static_cast<const float*>(out->host_data);
         if (keepOutputs)
           result.outputs.insert(result.outputs.end(), data,
                                 data + n * info_.numClasses);
@@ -208,25 +222,57 @@ uint64_t Runner::imageElems() const {
   return static_cast<uint64_t>(info_.channels * info_.height * info_.width);
 }
 
-void Runner::checkOutput(const Tensor* out, int64_t n, int64_t start) const {
-  uint64_t want = static_cast<uint64_t>(n * info_.numClasses);
+int Runner::numOutputs() const {
+  return info_.numOutputs > 1 && info_.outputs && info_.outputOf
+             ? info_.numOutputs
+             : 1;
+}
+
+int64_t Runner::outputElems(int k) const {
+  if (numOutputs() == 1)
+    return info_.numClasses;
+  const hpvm_rt::OutputInfo& o = info_.outputs[k];
+  int64_t elems = 1;
+  for (int d = 0; d < o.rank; ++d)
+    elems *= o.dims[d];
+  return elems;
+}
+
+void Runner::checkOutput(const Tensor* out, int k, int64_t n,
+                         int64_t start) const {
+  uint64_t want = static_cast<uint64_t>(n * outputElems(k));
   if (out->dims.num_dims < 1 ||
       out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
       out->num_elems != want)
     throw UserError(fmt::format(
-        "images {} to {}: the program's output has {} values with batch "
-        "dimension {}, expected {} images x {} classes",
-        start, start + n, out->num_elems,
-        out->dims.num_dims ? out->dims.dim_sizes[0] : 0, n, info_.numClasses));
+        "images {} to {}: the program's output{} has {} values with batch "
+        "dimension {}, expected {} images x {} {}",
+        start, start + n, numOutputs() > 1 ? fmt::format(" {}", k) : "",
+        out->num_elems, out->dims.num_dims ? out->dims.dim_sizes[0] : 0, n,
+        outputElems(k), numOutputs() > 1 ? "values" : "classes"));
 }
 
-int64_t Runner::countCorrect(const Tensor* out, const Dataset& ds,
+const float* Runner::batchRows(const std::vector<Tensor*>& outs, int64_t n,
+                               std::vector<float>& rows) const {
+  if (outs.size() == 1)
+    return static_cast<const float*>(outs[0]->host_data);
+  rows.resize(static_cast<size_t>(n * info_.numClasses));
+  float* row = rows.data();
+  for (int64_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const int64_t elems = outputElems(static_cast<int>(k));
+      const float* from = static_cast<const float*>(outs[k]->host_data);
+      row = std::copy(from + i * elems, from + (i + 1) * elems, row);
+    }
+  return rows.data();
+}
+
+int64_t Runner::countCorrect(const float* rows, const Dataset& ds,
                              int64_t start, int64_t n) const {
-  const float* data = static_cast<const float*>(out->host_data);
-  const int64_t classes = info_.numClasses;
+  const int64_t classes = outputElems(0);
   int64_t correct = 0;
   for (int64_t i = 0; i < n; ++i) {
-    correct += top1(data + i * classes, classes) ==
+    correct += top1(rows + i * info_.numClasses, classes) ==
                ds.labels[static_cast<size_t>(start + i)];
   }
   return correct;

@@ -48,6 +48,9 @@ struct Dataset {
   std::string name; ///< "test" or "tune".
   std::string inputPath, labelsPath;
   int64_t count = 0;
+  /// False when the set has no labels file (a segmentation or detection
+  /// model's): no accuracy then.
+  bool labeled = false;
   std::vector<int32_t> labels;
   /// Images per batch when over 0 (the tuner's timing passes); else
   /// --batch-size or the model's default.
@@ -57,8 +60,9 @@ struct Dataset {
 /// What one pass (or --repeat passes) over a dataset measured.
 struct RunResult {
   int64_t images = 0, correct = 0;
+  bool labeled = false; ///< The set had labels: correct counts.
   std::vector<double> batchSeconds;
-  std::vector<float> outputs; ///< images x classes, if kept.
+  std::vector<float> outputs; ///< images x numClasses, if kept.
   double accuracy() const {
     return images ? 100.0 * static_cast<double>(correct) / images : 0.0;
   }
@@ -96,7 +100,13 @@ public:
   /// The calibration in use (nullptr: none).
   const Int8Calibration* calibration() const { return calibration_.get(); }
 
-  /// Checks the files of \p set and reads its labels (first \p limit).
+  /// The model's graph outputs (1 for programs of older exporters).
+  int numOutputs() const;
+  /// Values per image of output \p k.
+  int64_t outputElems(int k) const;
+
+  /// Checks the files of \p set and reads its labels (first \p limit),
+  /// if it has a labels file.
   Dataset openDataset(const std::string& set,
                       std::optional<int64_t> limit) const;
 
@@ -110,8 +120,14 @@ public:
 
 private:
   uint64_t imageElems() const;
-  void checkOutput(const Tensor* out, int64_t n, int64_t start) const;
-  int64_t countCorrect(const Tensor* out, const Dataset& ds, int64_t start,
+  void checkOutput(const Tensor* out, int k, int64_t n, int64_t start) const;
+  /// The batch's outputs \p outs as rows of numClasses values, one per
+  /// image (output 0's own data when it is the only one, else assembled
+  /// in \p rows).
+  const float* batchRows(const std::vector<Tensor*>& outs, int64_t n,
+                         std::vector<float>& rows) const;
+  /// Images among \p n whose output 0's top-1 is their label.
+  int64_t countCorrect(const float* rows, const Dataset& ds, int64_t start,
                        int64_t n) const;
 
   const RunOptions& opts_;

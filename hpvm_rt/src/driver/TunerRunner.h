@@ -29,6 +29,7 @@ public:
   const std::vector<int32_t>& labels(const std::string& set) override {
     return dataset(set).labels;
   }
+  int outputs() const override { return runner_.numOutputs(); }
   int64_t setSize(const std::string& set) const override {
     return set == "tune" ? info_.tuneCount : info_.testCount;
   }

@@ -4,8 +4,8 @@
 // computed once per call (an index, and for linear a second index and a
 // weight, per output row and column), then every channel's rows are a
 // gather, or two gathers and a blend, of two input rows.
-#include "base/Errors.h"
 #include "hpvm_rt/Resize.h"
+#include "base/Errors.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
 #include "kernels/TensorImpl.h"
@@ -41,13 +41,13 @@ ResizeScalars scalarsOf(const OpCall& c) {
           static_cast<ResizeCoord>(static_cast<int>(c.scalars[4]))};
 }
 
-Taps nearestTaps(ResizeCoord coord, NearestRounding r, float scale,
-                 int64_t in, int64_t out) {
+Taps nearestTaps(ResizeCoord coord, NearestRounding r, float scale, int64_t in,
+                 int64_t out) {
   Taps t;
   t.i0.resize(size_t(out));
   for (int64_t o = 0; o < out; ++o)
-    t.i0[size_t(o)] = nearestIndex(r, resizeSource(coord, o, scale, in, out),
-                                   in);
+    t.i0[size_t(o)] =
+        nearestIndex(r, resizeSource(coord, o, scale, in, out), in);
   return t;
 }
 
@@ -72,10 +72,10 @@ Taps linearTaps(ResizeCoord coord, float scale, int64_t in, int64_t out) {
 
 void checkShapes(const OpCall& c, const ResizeScalars& s) {
   const Dims4 xd = dims4(c.in[0]), yd = dims4(c.out);
-  HPVM_ASSERT(yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == s.outH &&
-                  yd[3] == s.outW && xd[2] >= 1 && xd[3] >= 1,
-              fmt::format("resize of {} into {}", dimsStr(c.in[0]),
-                          dimsStr(c.out)));
+  HPVM_ASSERT(
+      yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == s.outH && yd[3] == s.outW &&
+          xd[2] >= 1 && xd[3] >= 1,
+      fmt::format("resize of {} into {}", dimsStr(c.in[0]), dimsStr(c.out)));
 }
 
 } // namespace

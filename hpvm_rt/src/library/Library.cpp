@@ -252,6 +252,12 @@ hpvm_rt_model* hpvm_rt_open(const char* model_dir) {
     if (!std::filesystem::is_directory(dir + "weights", ec))
       throw UserError(dir + ": not a model directory (it has no weights/ "
                             "folder)");
+    const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+    if (info.numOutputs > 1)
+      throw UserError(std::string(info.name) + " has " +
+                      std::to_string(info.numOutputs) +
+                      " outputs; the library runs single-output programs "
+                      "(run the program itself: --output FILE.npz)");
     LibraryState& s = state();
     const std::string canonical =
         std::filesystem::weakly_canonical(dir, ec).string();

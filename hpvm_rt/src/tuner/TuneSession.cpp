@@ -48,6 +48,21 @@ TuneSession::TuneSession(const TuneOptions& opts, ProgramRunner& runner)
       std::min(opts.timingBatch.value_or(std::min(batch_, kDefaultTimingBatch)),
                tuneCount_);
   classes_ = runner.classes();
+  if (spec_.metric == M::Top1 || spec_.metric == M::Top5) {
+    // Top-k compares a classifier's scores with its labels.
+    if (runner.outputs() > 1)
+      throw UserError(fmt::format(
+          "--qos {} needs a classifier's single output; this model has {} "
+          "outputs: tune against the exact outputs with --qos relerr or psnr",
+          opts.metric, runner.outputs()));
+    for (const char* set : {"tune", "test"})
+      if ((std::string(set) == "tune" || testCount_ > 0) &&
+          runner.labels(set).empty())
+        throw UserError(fmt::format(
+            "--qos {} needs labels, and the {} set has none: tune against "
+            "the exact outputs with --qos relerr or psnr",
+            opts.metric, set));
+  }
 }
 
 bool TuneSession::pastLimit(double share, const char* phase, double upcoming) {
@@ -276,10 +291,15 @@ void TuneSession::profile() {
   std::vector<int> choices;
   for (const auto& k : knobs_)
     choices.push_back(int(k.size()));
+  // The profiled images' labels (none for a model without them: its
+  // metric compares outputs).
+  const std::vector<int32_t>& tuneLabels = runner_.labels("tune");
   predictor_ = std::make_unique<Predictor>(
       spec_, choices, exactProfile_,
-      std::vector<int32_t>(runner_.labels("tune").begin(),
-                           runner_.labels("tune").begin() + profileImages_),
+      tuneLabels.empty()
+          ? std::vector<int32_t>{}
+          : std::vector<int32_t>(tuneLabels.begin(),
+                                 tuneLabels.begin() + profileImages_),
       classes_, exactBatchMs_);
   size_t toProfile =
       size_t(std::count_if(pairs_.begin(), pairs_.end(),
