@@ -58,16 +58,39 @@ Value* emitGlobalMean(Lowering& L, const Node* n, Value* x, int& pos) {
                 {x->shape[0], x->shape[1], 1, 1}, n->output->name, *n, pos);
 }
 
-} // namespace
-
-std::string lowerConv(Lowering& L, Node* n) {
-  Value* x = n->inputs[0];
+/// The activation and constant weight of a Conv or ConvTranspose \p n;
+/// why they are not, or "".
+std::string filterOperands(Node* n, Value*& x, Value*& wv) {
+  x = n->inputs[0];
   if (auto r = needActivation(x, "input"); !r.empty())
     return r;
   if (n->inputs.size() < 2)
-    return "Conv has no weight";
-  Value* wv = n->inputs[1];
-  if (auto r = needConstant(wv, "weight"); !r.empty())
+    return n->origins.front().opType + " has no weight";
+  wv = n->inputs[1];
+  return needConstant(wv, "weight");
+}
+
+/// The optional constant bias of \p n (input 2, K values) as 1 x K x 1 x 1
+/// (null when absent); why it cannot be, or "".
+std::string biasOperand(Lowering& L, Node* n, int64_t K, Value*& bias) {
+  bias = nullptr;
+  if (n->inputs.size() <= 2)
+    return "";
+  Value* b = n->inputs[2];
+  if (auto r = needConstant(b, "bias"); !r.empty())
+    return r;
+  if (b->constant->numElements() != K)
+    return "bias has shape " + formatShape(b->constant->dims) + ", expected " +
+           std::to_string(K);
+  bias = L.constantAs(b, {1, K, 1, 1});
+  return "";
+}
+
+} // namespace
+
+std::string lowerConv(Lowering& L, Node* n) {
+  Value *x = nullptr, *wv = nullptr;
+  if (auto r = filterOperands(n, x, wv); !r.empty())
     return r;
   const std::vector<int64_t>& w = wv->constant->dims;
   if (w.size() != 4)
@@ -101,15 +124,8 @@ std::string lowerConv(Lowering& L, Node* n) {
   if (!wd.symmetric)
     return asymmetricPads(wd, "width");
   Value* bias = nullptr;
-  if (n->inputs.size() > 2) {
-    Value* b = n->inputs[2];
-    if (auto r = needConstant(b, "bias"); !r.empty())
-      return r;
-    if (b->constant->numElements() != K)
-      return "bias has shape " + formatShape(b->constant->dims) +
-             ", expected " + std::to_string(K);
-    bias = L.constantAs(b, {1, K, 1, 1});
-  }
+  if (auto r = biasOperand(L, n, K, bias); !r.empty())
+    return r;
   Value* filter = L.constantAs(wv, w);
   int pos = L.position(n);
   std::vector<int64_t> shape = {x->shape[0], K, h.out, wd.out};
@@ -131,6 +147,37 @@ std::string lowerConv(Lowering& L, Node* n) {
   const std::string& name = n->output->name;
   Value* out = L.emit(kind, {x, filter}, scalars, shape,
                       bias ? name + ".conv" : name, *n, pos);
+  if (bias)
+    out = L.emit(OpKind::Add, {out, bias}, {}, shape, name, *n, pos);
+  L.finish(n, out);
+  return "";
+}
+
+/// ConvTranspose: conv_transpose (hpvm_rt's), then the bias as an add.
+std::string lowerConvTranspose(Lowering& L, Node* n) {
+  Value *x = nullptr, *wv = nullptr;
+  if (auto r = filterOperands(n, x, wv); !r.empty())
+    return r;
+  const std::vector<int64_t>& w = wv->constant->dims;
+  TransposeGeometry geo;
+  if (auto r = transposeGeometry(*n, L.g.source.opset, x->shape, w, geo);
+      !r.empty())
+    return r;
+  const int64_t K = w[1] * geo.groups;
+  Value* bias = nullptr;
+  if (auto r = biasOperand(L, n, K, bias); !r.empty())
+    return r;
+  int pos = L.position(n);
+  const std::vector<int64_t> shape = {x->shape[0], K, geo.outH, geo.outW};
+  const std::string& name = n->output->name;
+  Value* out =
+      L.emit(OpKind::ConvTranspose, {x, L.constantAs(wv, w)},
+             {Scalar::integer(geo.padTop), Scalar::integer(geo.padLeft),
+              Scalar::integer(geo.padBottom), Scalar::integer(geo.padRight),
+              Scalar::integer(geo.strideH), Scalar::integer(geo.strideW),
+              Scalar::integer(geo.dilH), Scalar::integer(geo.dilW),
+              Scalar::integer(geo.groups)},
+             shape, bias ? name + ".deconv" : name, *n, pos);
   if (bias)
     out = L.emit(OpKind::Add, {out, bias}, {}, shape, name, *n, pos);
   L.finish(n, out);

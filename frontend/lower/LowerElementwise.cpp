@@ -282,18 +282,69 @@ std::string lowerClip(Lowering& L, Node* n) {
       return std::string(i == 1 ? "min" : "max") + " is not a constant scalar";
     (i == 1 ? lo : hi) = v->constant->asDouble(0);
   }
-  // opset < 11 spells "no bound" as the float range's limits.
+  // opset < 11 spells "no bound" as the float range's limits (and
+  // exporters write them for an absent bound).
   if (hi >= std::numeric_limits<float>::max())
     hi = inf;
+  if (lo <= std::numeric_limits<float>::lowest())
+    lo = -inf;
   if (lo == 0.0 && hi == inf)
     return lowerUnary(L, n, OpKind::Relu);
-  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi)
-    return "Clip(" + std::to_string(lo) + ", " + std::to_string(hi) +
-           ") is not supported (only finite bounds, or min 0 without max)";
-  return lowerUnary(L, n, OpKind::ClippedRelu,
-                    {Scalar::real(shortestFloat(static_cast<float>(lo))),
-                     Scalar::real(shortestFloat(static_cast<float>(hi)))});
+  if (std::isnan(lo) || std::isnan(hi) || lo > hi)
+    return "Clip(" + formatScalar(Scalar::real(lo)) + ", " +
+           formatScalar(Scalar::real(hi)) +
+           ") is not supported (min must not exceed max, neither NaN)";
+  // One bound or none: the other infinite (clipped_relu clamps to both).
+  auto bound = [](double v) {
+    return Scalar::real(std::isinf(v) ? v
+                                      : shortestFloat(static_cast<float>(v)));
+  };
+  return lowerUnary(L, n, OpKind::ClippedRelu, {bound(lo), bound(hi)});
 }
+
+namespace {
+
+/// Max or Min of an activation and a constant scalar: a clamp from below
+/// (Max) or above (Min), clipped_relu with the other bound infinite.
+std::string lowerBound(Lowering& L, Node* n, bool max) {
+  Value* x = nullptr;
+  double c = 0;
+  int constants = 0;
+  for (Value* v : n->inputs) {
+    if (v->isConstant() && v->constant->numElements() == 1) {
+      c = v->constant->asDouble(0);
+      ++constants;
+    } else if (!x) {
+      x = v;
+    } else {
+      x = nullptr;
+      break;
+    }
+  }
+  if (!x || constants != 1 || n->inputs.size() != 2)
+    return std::string("only ") + (max ? "Max" : "Min") +
+           " of an activation and a constant scalar is supported (a clamp "
+           "from " +
+           (max ? "below)" : "above)");
+  if (std::isnan(c))
+    return "the constant is NaN";
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const Scalar bound = Scalar::real(shortestFloat(static_cast<float>(c)));
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::ClippedRelu, {x},
+                     max ? std::vector<Scalar>{bound, Scalar::real(inf)}
+                         : std::vector<Scalar>{Scalar::real(-inf), bound},
+                     form4d(x->shape), n->output->name, *n, pos));
+  return "";
+}
+
+} // namespace
+
+std::string lowerMax(Lowering& L, Node* n) { return lowerBound(L, n, true); }
+
+std::string lowerMin(Lowering& L, Node* n) { return lowerBound(L, n, false); }
 
 std::string lowerSoftmax(Lowering& L, Node* n) {
   const Value* x = n->inputs[0];

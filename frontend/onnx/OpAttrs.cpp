@@ -58,6 +58,19 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     };
     return decls;
   }
+  case OpKind::OnnxConvTranspose: {
+    static const Decls decls = {
+        stringAttr("auto_pad", "NOTSET"),
+        intsAttr("dilations", {1, 1}),
+        intAttr("group", 1),
+        intsAttr("kernel_shape", {}), // absent: the weight's spatial dims
+        intsAttr("output_padding", {0, 0}),
+        intsAttr("output_shape", {}),
+        intsAttr("pads", {0, 0, 0, 0}),
+        intsAttr("strides", {1, 1}),
+    };
+    return decls;
+  }
   case OpKind::OnnxGemm: {
     static const Decls decls = {
         floatAttr("alpha", 1.0), floatAttr("beta", 1.0),
@@ -253,6 +266,8 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxErf:
   case OpKind::OnnxGlobalAveragePool:
   case OpKind::OnnxRelu:
+  case OpKind::OnnxMax:
+  case OpKind::OnnxMin:
   case OpKind::OnnxTanh:
   case OpKind::OnnxSigmoid:
   case OpKind::OnnxHardSwish:

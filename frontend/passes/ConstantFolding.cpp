@@ -256,6 +256,8 @@ std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
                    : k == OpKind::OnnxSub ? x - y
                    : k == OpKind::OnnxMul ? x * y
                    : k == OpKind::OnnxDiv ? x / y
+                   : k == OpKind::OnnxMax ? std::max(x, y)
+                   : k == OpKind::OnnxMin ? std::min(x, y)
                                           : std::pow(float(x), float(y)));
     } else if (k == OpKind::OnnxPow) {
       int64_t x = a.asInt(ia), y = b.asInt(ib), r = 1;
@@ -271,6 +273,8 @@ std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
       iv.push_back(k == OpKind::OnnxAdd   ? x + y
                    : k == OpKind::OnnxSub ? x - y
                    : k == OpKind::OnnxMul ? x * y
+                   : k == OpKind::OnnxMax ? std::max(x, y)
+                   : k == OpKind::OnnxMin ? std::min(x, y)
                                           : x / y);
     }
     nextIndex(index, od);
@@ -573,7 +577,8 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
   if (k == OpKind::OnnxReshape)
     return foldReshape(n, opset);
   if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
-      k == OpKind::OnnxDiv || k == OpKind::OnnxPow)
+      k == OpKind::OnnxDiv || k == OpKind::OnnxPow || k == OpKind::OnnxMax ||
+      k == OpKind::OnnxMin)
     return foldArithmetic(n);
   if ((k == OpKind::OnnxSqrt || k == OpKind::OnnxErf) &&
       n->inputs[0]->isConstant() &&

@@ -551,4 +551,84 @@ std::string resizeGeometry(const Node& n, int64_t opset,
   return "";
 }
 
+std::string transposeGeometry(const Node& n, int64_t opset,
+                              const std::vector<int64_t>& x,
+                              const std::vector<int64_t>& w,
+                              TransposeGeometry& g) {
+  OpAttrs a(n, opset);
+  if (x.size() != 4 || w.size() != 4)
+    return "input " + formatShape(x) + " and filter " + formatShape(w) +
+           " are not those of a 2-D transposed convolution (4-D both)";
+  g.groups = a.getInt("group");
+  if (g.groups < 1 || x[1] != w[0] || x[1] % g.groups != 0)
+    return "filter " + formatShape(w) + " does not fit " +
+           std::to_string(x[1]) + " input channels in " +
+           std::to_string(g.groups) + " groups";
+  std::vector<int64_t> kernel = a.getInts("kernel_shape");
+  if (kernel.empty())
+    kernel = {w[2], w[3]};
+  const std::vector<int64_t> strides = a.getInts("strides"),
+                             dil = a.getInts("dilations"),
+                             outPad = a.getInts("output_padding"),
+                             pads = a.getInts("pads");
+  std::vector<int64_t> outShape = a.getInts("output_shape");
+  if (outShape.size() == 4)
+    outShape.erase(outShape.begin(), outShape.begin() + 2);
+  if (kernel != std::vector<int64_t>{w[2], w[3]} || strides.size() != 2 ||
+      dil.size() != 2 || outPad.size() != 2 || pads.size() != 4 ||
+      (!outShape.empty() && outShape.size() != 2))
+    return "kernel_shape " + formatInts(kernel) + ", strides " +
+           formatInts(strides) + ", dilations " + formatInts(dil) +
+           ", output_padding " + formatInts(outPad) + ", pads " +
+           formatInts(pads) + " or output_shape " + formatInts(outShape) +
+           " do not describe this 2-D filter " + formatShape(w);
+  for (int64_t v : {strides[0], strides[1], dil[0], dil[1]})
+    if (v < 1)
+      return "strides and dilations must be positive";
+  for (size_t i = 0; i < 2; ++i)
+    if (outPad[i] < 0 || outPad[i] >= std::max(strides[i], dil[i]))
+      return "output_padding " + formatInts(outPad) +
+             " must be below the stride or the dilation";
+  const std::string autoPad = a.getString("auto_pad");
+  int64_t begin[2], end[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t in = x[2 + i];
+    const int64_t full =
+        strides[i] * (in - 1) + outPad[i] + (kernel[i] - 1) * dil[i] + 1;
+    if (!outShape.empty() || autoPad == "SAME_UPPER" ||
+        autoPad == "SAME_LOWER") {
+      const int64_t want = outShape.empty() ? in * strides[i] : outShape[i];
+      const int64_t total = full - want;
+      const bool upper = autoPad == "SAME_UPPER";
+      // A larger output_shape than the scatter covers: zeros after it
+      // (a negative end pad), as ONNX's reference computes it.
+      begin[i] = total < 0 ? 0 : upper ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    } else if (autoPad == "VALID") {
+      begin[i] = end[i] = 0;
+    } else {
+      begin[i] = pads[i];
+      end[i] = pads[i + 2];
+    }
+    if (begin[i] < 0 || (end[i] < 0 && outShape.empty()))
+      return "pads " + formatInts(pads) + " must not be negative";
+  }
+  g.strideH = strides[0];
+  g.strideW = strides[1];
+  g.dilH = dil[0];
+  g.dilW = dil[1];
+  g.padTop = begin[0];
+  g.padLeft = begin[1];
+  g.padBottom = end[0] - outPad[0];
+  g.padRight = end[1] - outPad[1];
+  g.outH = strides[0] * (x[2] - 1) + outPad[0] + (kernel[0] - 1) * dil[0] + 1 -
+           begin[0] - end[0];
+  g.outW = strides[1] * (x[3] - 1) + outPad[1] + (kernel[1] - 1) * dil[1] + 1 -
+           begin[1] - end[1];
+  if (g.outH < 1 || g.outW < 1)
+    return "the pads leave an output of " + std::to_string(g.outH) + " x " +
+           std::to_string(g.outW);
+  return "";
+}
+
 } // namespace hpvm::fe

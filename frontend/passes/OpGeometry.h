@@ -84,6 +84,22 @@ std::string windowGeometry(OpAttrs& attrs, const std::vector<int64_t>& x,
                            int64_t kh, int64_t kw, bool ceilMode, Axis& h,
                            Axis& w);
 
+/// What an ONNX ConvTranspose of a 4-D input computes: the pads the
+/// output keeps of the full scatter (begin; end less output_padding, so
+/// possibly negative), strides, dilations, groups, and the output size.
+struct TransposeGeometry {
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t strideH = 1, strideW = 1, dilH = 1, dilW = 1, groups = 1;
+  int64_t outH = 0, outW = 0;
+};
+
+/// Reads ConvTranspose node \p n over input dims \p x and filter dims \p w
+/// (C x K/groups x KH x KW); returns why it cannot be computed, or "".
+std::string transposeGeometry(const Node& n, int64_t opset,
+                              const std::vector<int64_t>& x,
+                              const std::vector<int64_t>& w,
+                              TransposeGeometry& g);
+
 /// What an ONNX Resize (opsets 10-19) or Upsample (7-9) of a 4-D input
 /// computes: its output size, the scales its coordinates map with, and
 /// the modes (hpvm_rt/Resize.h).

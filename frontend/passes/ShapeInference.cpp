@@ -112,7 +112,8 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
     return out;
   }
   if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
-      k == OpKind::OnnxDiv || k == OpKind::OnnxPow) {
+      k == OpKind::OnnxDiv || k == OpKind::OnnxPow || k == OpKind::OnnxMax ||
+      k == OpKind::OnnxMin) {
     if (n->inputs.size() != 2)
       return {};
     std::vector<int64_t> y = n->inputs[1]->isConstant()
@@ -173,6 +174,14 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
         !windowGeometry(a, x, kernel[0], kernel[1], ceil, h, w).empty())
       return {};
     return {x[0], channels, h.out, w.out};
+  }
+  if (k == OpKind::OnnxConvTranspose && n->inputs.size() >= 2 &&
+      n->inputs[1]->isConstant()) {
+    const std::vector<int64_t>& w = n->inputs[1]->constant->dims;
+    TransposeGeometry geo;
+    if (!transposeGeometry(*n, opset, x, w, geo).empty())
+      return {};
+    return {x[0], w[1] * geo.groups, geo.outH, geo.outW};
   }
   if (k == OpKind::OnnxResize || k == OpKind::OnnxUpsample) {
     ResizeGeometry geo;

@@ -105,6 +105,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 #define HPVM_RT_SCALARS_5(T) , T, T, T, T, T
 #define HPVM_RT_SCALARS_6(T) , T, T, T, T, T, T
 #define HPVM_RT_SCALARS_7(T) , T, T, T, T, T, T, T
+#define HPVM_RT_SCALARS_9(T) , T, T, T, T, T, T, T, T, T
 #define HPVM_RT_SCALARS_8(T) , T, T, T, T, T, T, T, T
 
 extern "C" {
@@ -128,6 +129,7 @@ extern "C" {
 #undef HPVM_RT_SCALARS_5
 #undef HPVM_RT_SCALARS_6
 #undef HPVM_RT_SCALARS_7
+#undef HPVM_RT_SCALARS_9
 #undef HPVM_RT_SCALARS_8
 
 #endif // HPVM_RT_HPVM_H

@@ -266,6 +266,65 @@ MODELS += [
         ("fcn_resnet50", (3, 64, 64), 2, 1, True,
          "dilated ResNet-50 (output stride 8), FCN head and the auxiliary "
          "head (two graph outputs)", {"aux_loss": True}),
+        # The full set (and scripts/bench/vs_onnxruntime.py's segmentation
+        # rows): 224x224.
+        ("lraspp_mobilenet_v3_large", IMAGENET, 2, 1, False,
+         "LR-ASPP head, dilated depthwise convs, 2 resizes", {}),
+        ("deeplabv3_mobilenet_v3_large", IMAGENET, 2, 1, False,
+         "ASPP (dilations 12/24/36, pooled branch), dilated depthwise "
+         "convs", {}),
+        ("fcn_resnet50", IMAGENET, 2, 1, False,
+         "dilated ResNet-50 (output stride 8), FCN head", {}),
     ]
 ]
 
+
+
+def _unet():
+    """A small U-Net (segmentation, 4 classes): conv blocks (conv 3x3, batch
+    norm, ReLU, twice), max-pool down, ConvTranspose up (k2 s2; then k3 s2
+    with padding 1 and output_padding 1, FPN's way), skip concatenations,
+    a 1x1 classifier."""
+    import torch
+    import torch.nn as nn
+
+    def block(cin, cout):
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+            nn.BatchNorm2d(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+            nn.BatchNorm2d(cout), nn.ReLU())
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1, self.enc2 = block(3, 16), block(16, 32)
+            self.mid = block(32, 64)
+            self.pool = nn.MaxPool2d(2)
+            self.up2 = nn.ConvTranspose2d(64, 32, 2, stride=2)
+            self.dec2 = block(64, 32)
+            self.up1 = nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1,
+                                          output_padding=1)
+            self.dec1 = block(32, 16)
+            self.head = nn.Conv2d(16, 4, 1)
+
+        def forward(self, x):
+            e1 = self.enc1(x)
+            e2 = self.enc2(self.pool(e1))
+            m = self.mid(self.pool(e2))
+            d2 = self.dec2(torch.cat([self.up2(m), e2], 1))
+            d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
+            return self.head(d1)
+
+    return UNet()
+
+
+MODELS += [
+    ModelSpec(f"unet_{shape[1]}", _unet, shape, 13, images, batch, ci=ci,
+              about=f"a small U-Net at {shape[1]}x{shape[1]}, PyTorch-style "
+              f"export: ConvTranspose (k2 s2, and k3 s2 with output "
+              f"padding), skip concatenations, per-pixel classes",
+              export="pytorch", dense=True)
+    for shape, images, batch, ci in [(SMALL, 3, 2, True),
+                                     (IMAGENET, 2, 1, False)]
+]

@@ -295,9 +295,10 @@ TEST_CASE("Frontend: Clip without bounds is unbounded, as attributes and "
           "as inputs") {
   std::string relu = "%1 = Relu(%input: 1x2x6x6) -> 1x2x6x6  # clip\n"
                      "return %1: 1x2x6x6\n";
-  std::string noMin = "error: model: node 'clip' (Clip, #0): Clip(-inf, "
-                      "6.000000) is not supported (only finite bounds, or "
-                      "min 0 without max)";
+  // Without min: a clamp from above only (clipped_relu, min -inf).
+  std::string noMin = "%1 = ClippedRelu(%input: 1x2x6x6) -> 1x2x6x6  [min "
+                      "-inf max 6]  # clip\n"
+                      "return %1: 1x2x6x6\n";
   // Opset 6: attributes.
   auto clip6 = [](const std::string& attr) {
     return modelText(6, {1, 2, 6, 6},
@@ -320,6 +321,19 @@ TEST_CASE("Frontend: Clip without bounds is unbounded, as attributes and "
   };
   CHECK(lowered(clip13("input: 'bound'", "0")) == relu);
   CHECK(lowered(clip13("input: '' input: 'bound'", "6")) == noMin);
+  // A negative min without max (PaddleOCR's), and min above max.
+  CHECK(lowered(clip13("input: 'bound'", "-0.5")) ==
+        "%1 = ClippedRelu(%input: 1x2x6x6) -> 1x2x6x6  [min -0.5 max inf]  "
+        "# clip\nreturn %1: 1x2x6x6\n");
+  CHECK(lowered(modelText(13, {1, 2, 6, 6},
+                          "node { name: 'clip' op_type: 'Clip' input: "
+                          "'input' input: 'hi' input: 'lo' output: 'y' } "
+                          "initializer { name: 'lo' data_type: 1 float_data: "
+                          "1 } initializer { name: 'hi' data_type: 1 "
+                          "float_data: 2 }",
+                          {1, 2, 6, 6})) ==
+        "error: model: node 'clip' (Clip, #0): Clip(2, 1) is not supported "
+        "(min must not exceed max, neither NaN)");
 }
 
 TEST_CASE("Passes: Concat without axis before opset 4 folds along axis 1") {

@@ -91,6 +91,25 @@ OpCase caseFor(HpvmOp op) {
     ref::conv2d(hostOf(x), 2, 4, 7, 6, hostOf(w), 4, 3, 2, a, c.want.data());
     break;
   }
+  case HpvmOp::ConvTranspose: { // stride 2, pads 1 0 0 -1, 2 groups
+    void* w = randomTensor({4, 3, 3, 2}, 3, -1, 1);
+    c.in = {x, w};
+    TransposeArgs a;
+    a.padTop = 1;
+    a.padRight = -1;
+    a.strideH = a.strideW = 2;
+    a.groups = 2;
+    c.out = {2, 6, a.outH(7, 3), a.outW(6, 2)};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_conv_transpose(t[0], t[1], 1, 0, 0, -1, 2, 2, 1,
+                                              1, 2);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(size_t(2 * 6 * a.outH(7, 3) * a.outW(6, 2)));
+    ref::convTranspose(hostOf(x), 2, 4, 7, 6, hostOf(w), 3, 3, 2, a,
+                       c.want.data());
+    break;
+  }
   case HpvmOp::Mul: {
     void* w = randomTensor({1, 1, 168, 5}, 4, -1, 1);
     c.in = {x, w};

@@ -44,6 +44,11 @@ enum class ReduceOver : uint8_t {
   Weights, ///< K: dim 2 of the second operand (1 x 1 x K x N).
   Window,  ///< KH * KW: the first two scalars.
   Tokens,  ///< H * W: dims 2 and 3 of the first operand.
+  /// A transposed convolution's: every input value meets K/groups * KH *
+  /// KW taps (dims 1-3 of the second operand), so R = that times the
+  /// input's C * H * W over the output's values (taps a pad cuts off
+  /// counted too).
+  Transposed,
 };
 
 /// How an op treats the images of a batch (Ops.def Batch column): whether
@@ -62,7 +67,7 @@ enum class BatchRole : uint8_t {
 /// exporter splits a longer ONNX Concat into a tree of concats).
 inline constexpr int kMaxTensorArgs = 64;
 /// Most scalar operands of any op (Ops.def ScalarArgs).
-inline constexpr int kMaxScalarArgs = 8;
+inline constexpr int kMaxScalarArgs = 9;
 
 /// The facts of one HPVM_OP row that both sides compute with.
 struct OpFacts {
@@ -209,6 +214,11 @@ constexpr double opFlopsOf(const OpFacts& f, double outElems, const Dim* first,
     break;
   case ReduceOver::Tokens:
     reduce = double(first[2]) * double(first[3]);
+    break;
+  case ReduceOver::Transposed:
+    reduce = double(second[1]) * double(second[2]) * double(second[3]) *
+             double(first[1]) * double(first[2]) * double(first[3]) /
+             (outElems > 0 ? outElems : 1);
     break;
   }
   return outElems * (f.flopsPerElem + f.flopsPerReduce * reduce);

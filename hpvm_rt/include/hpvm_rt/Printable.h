@@ -17,12 +17,13 @@ constexpr size_t kMaxMessageBytes = 4000;
 
 /// \p text with control bytes other than '\n' escaped ("\x1b"), each line
 /// cut after kMaxMessageLineBytes ("...(N more bytes)") and the whole after
-/// kMaxMessageBytes ("... (N more bytes of this message not shown)").
-inline std::string printableMessage(std::string_view text) {
+/// \p maxBytes ("... (N more bytes of this message not shown)").
+inline std::string printableMessage(std::string_view text,
+                                    size_t maxBytes = kMaxMessageBytes) {
   std::string out;
   size_t lineStart = 0;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= kMaxMessageBytes) {
+    if (out.size() >= maxBytes) {
       out += "\n... (" + std::to_string(text.size() - i) +
              " more bytes of this message not shown)";
       break;

@@ -59,6 +59,23 @@ struct ConvArgs {
   int64_t spanW(int64_t taps) const { return (taps - 1) * dilW + 1; }
 };
 
+/// Transposed convolution geometry (conv_transpose: NCHW input, filter
+/// C x K/groups x KH x KW): output pixel (i, j) sums input pixel (h, w)
+/// times tap (r, t) where i = h * strideH - padTop + r * dilH (and so on
+/// for j); pads remove output rows and columns at either end (an ONNX
+/// output_padding is a negative bottom or right pad).
+struct TransposeArgs {
+  int padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int strideH = 1, strideW = 1, dilH = 1, dilW = 1, groups = 1;
+
+  int64_t outH(int64_t h, int64_t taps) const {
+    return (h - 1) * strideH + (taps - 1) * dilH + 1 - padTop - padBottom;
+  }
+  int64_t outW(int64_t w, int64_t taps) const {
+    return (w - 1) * strideW + (taps - 1) * dilW + 1 - padLeft - padRight;
+  }
+};
+
 } // namespace hpvm::rt
 
 #endif // HPVM_RT_BASE_KNOBSPEC_H

@@ -104,6 +104,26 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
             windowExtent(x[3], a.spanW(w[3]), a.padW, a.padW, a.strideW, false,
                          "horizontal", where)};
   }
+  case HpvmOp::ConvTranspose: {
+    const Shape& w = in[1];
+    const TransposeArgs a = transposeArgsOf(s);
+    if (a.groups < 1 || a.strideH < 1 || a.strideW < 1 || a.dilH < 1 ||
+        a.dilW < 1 || a.padTop < 0 || a.padLeft < 0)
+      throw UserError(where() + ": groups " + std::to_string(a.groups) +
+                      ", strides, dilations (>= 1) or top/left pads (>= 0) "
+                      "out of range");
+    if (w[0] != x[1] || x[1] % a.groups != 0)
+      throw UserError(where() + ": input " + shapeText(x) +
+                      " does not fit filter " + shapeText(w) + " with " +
+                      std::to_string(a.groups) +
+                      " group(s) (need input channels = filter dim 0, "
+                      "divisible by groups)");
+    const int64_t h = a.outH(x[2], w[2]), wo = a.outW(x[3], w[3]);
+    if (h < 1 || wo < 1)
+      throw UserError(where() + ": pads leave an output of " +
+                      std::to_string(h) + " x " + std::to_string(wo));
+    return {x[0], w[1] * a.groups, h, wo};
+  }
   case HpvmOp::Mul: {
     const Shape& w = in[1];
     int64_t k = x[1] * x[2] * x[3];
@@ -410,6 +430,8 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SPARAMS_6(T) , T s0, T s1, T s2, T s3, T s4, T s5
 #define HPVM_RT_SPARAMS_7(T) , T s0, T s1, T s2, T s3, T s4, T s5, T s6
 #define HPVM_RT_SPARAMS_8(T) , T s0, T s1, T s2, T s3, T s4, T s5, T s6, T s7
+#define HPVM_RT_SPARAMS_9(T)                                                   \
+  , T s0, T s1, T s2, T s3, T s4, T s5, T s6, T s7, T s8
 #define HPVM_RT_SLIST_0 0.0
 #define HPVM_RT_SLIST_1 double(s0)
 #define HPVM_RT_SLIST_2 double(s0), double(s1)
@@ -424,6 +446,9 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SLIST_8                                                        \
   double(s0), double(s1), double(s2), double(s3), double(s4), double(s5),      \
       double(s6), double(s7)
+#define HPVM_RT_SLIST_9                                                        \
+  double(s0), double(s1), double(s2), double(s3), double(s4), double(s5),      \
+      double(s6), double(s7), double(s8)
 
 extern "C" {
 #define HPVM_OP(Kind, ConfName, JsonType, Intrinsic, RtCall, TensorArgs,       \

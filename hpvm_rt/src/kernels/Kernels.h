@@ -266,6 +266,8 @@ struct OpCall {
 enum class ConvScalars : uint8_t { Plain, Grouped, Dilated };
 /// Convolution geometry of a conv's scalar operands.
 ConvArgs convArgsOf(const double* scalars, ConvScalars form);
+/// Transposed convolution geometry of conv_transpose's scalar operands.
+TransposeArgs transposeArgsOf(const double* scalars);
 /// Pooling geometry of a pool's scalar operands: window, pads (the same at
 /// both ends, or \p ownPads: top, left, bottom, right, and the mean counts
 /// only the input), strides.

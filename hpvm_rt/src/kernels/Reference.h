@@ -58,6 +58,33 @@ inline void conv2d(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
     }
 }
 
+/// conv_transpose: every input value scattered through the taps (filter
+/// C x K/G x KH x KW), the outputs the pads remove dropped.
+inline void convTranspose(const float* x, int64_t N, int64_t C, int64_t H,
+                          int64_t W, const float* w, int64_t Kg, int64_t KH,
+                          int64_t KW, const TransposeArgs& a, float* y) {
+  const int64_t G = a.groups, K = Kg * G, Cg = C / G;
+  const int64_t Ho = a.outH(H, KH), Wo = a.outW(W, KW);
+  std::fill(y, y + N * K * Ho * Wo, 0.f);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t v = 0; v < W; ++v) {
+          const float xv = x[((n * C + c) * H + h) * W + v];
+          for (int64_t k = 0; k < Kg; ++k)
+            for (int64_t r = 0; r < KH; ++r)
+              for (int64_t t = 0; t < KW; ++t) {
+                const int64_t i = h * a.strideH - a.padTop + r * a.dilH;
+                const int64_t j = v * a.strideW - a.padLeft + t * a.dilW;
+                if (i < 0 || i >= Ho || j < 0 || j >= Wo)
+                  continue;
+                const int64_t ko = c / Cg * Kg + k;
+                y[((n * K + ko) * Ho + i) * Wo + j] +=
+                    xv * w[((c * Kg + k) * KH + r) * KW + t];
+              }
+        }
+}
+
 inline void dense(const float* x, int64_t M, int64_t K, const float* w,
                   int64_t N, float* y) {
 #pragma omp parallel for schedule(static)
