@@ -13,8 +13,16 @@
 int main(int argc, char** argv) {
   using namespace hpvm::fe;
   installInterruptHandlers();
+  // A refusal lists every problem at once (ErrorList: grouped by op type,
+  // each group's first nodes; with -v every node): printed whole up to
+  // these sizes, which only hostile names reach.
+  size_t messageLimit = 64 * 1024;
   try {
     Options opts = parseOptions(std::vector<std::string>(argv, argv + argc));
+    if (opts.verbose) {
+      ErrorList::listEveryNode(true);
+      messageLimit = 16 * 1024 * 1024;
+    }
     if (!opts.exitText.empty()) {
       std::cout << opts.exitText;
       return ExitOk;
@@ -34,15 +42,15 @@ int main(int argc, char** argv) {
     return result.status;
   } catch (const UserError& e) {
     std::cout.flush();
-    std::cerr << "torch2hpvm-export: error: " << printableMessage(e.what())
-              << "\n";
+    std::cerr << "torch2hpvm-export: error: "
+              << printableMessage(e.what(), messageLimit) << "\n";
     return e.exitCode();
   } catch (const std::exception& e) {
     // File system and allocation failures: the user's environment, not a
     // bug in the model or in us.
     std::cout.flush();
-    std::cerr << "torch2hpvm-export: error: " << printableMessage(e.what())
-              << "\n";
+    std::cerr << "torch2hpvm-export: error: "
+              << printableMessage(e.what(), messageLimit) << "\n";
     return ExitUserError;
   }
 }

@@ -90,6 +90,11 @@ Options parseOptions(const std::vector<std::string>& args) {
       ->type_name("PATH");
   app.add_option("--cmake", o.cmake, "CMake [default: cmake on PATH]")
       ->type_name("PATH");
+  std::string inputShape;
+  app.add_option("--input-shape", inputShape,
+                 "The input's dims where the model leaves them symbolic, "
+                 "batch first: [NAME:]1x3x320x320")
+      ->type_name("SHAPE");
   app.add_flag("-v,--verbose", o.verbose,
                "Echo every external command before running it");
   app.add_option("--list-ops", o.listOps,
@@ -122,6 +127,23 @@ Options parseOptions(const std::vector<std::string>& args) {
       throw UserError(option + " must be " + what + ", got '" + text + "'");
     return static_cast<int64_t>(v);
   };
+  if (!inputShape.empty()) {
+    const size_t colon = inputShape.rfind(':');
+    o.inputShapeName =
+        colon == std::string::npos ? "" : inputShape.substr(0, colon);
+    const std::string dims =
+        colon == std::string::npos ? inputShape : inputShape.substr(colon + 1);
+    size_t at = 0;
+    while (at <= dims.size()) {
+      size_t x = dims.find('x', at);
+      if (x == std::string::npos)
+        x = dims.size();
+      o.inputShape.push_back(
+          parseCount(dims.substr(at, x - at), "--input-shape",
+                     "[NAME:]DxDx... with positive dims (1x3x320x320)"));
+      at = x + 1;
+    }
+  }
   if (!batch.empty())
     o.batchSize =
         parseCount(batch, "--batch-size", "a positive number of images");

@@ -52,6 +52,11 @@ struct Options {
   std::string cxx, cmake;
   /// -v: echo every external command before running it.
   bool verbose = false;
+  /// --input-shape [NAME:]DxDxDxD: the input's dims where the model leaves
+  /// them symbolic (tvmc's --input-shapes convention); NAME empty: the
+  /// model's one input.
+  std::string inputShapeName;
+  std::vector<int64_t> inputShape;
   /// --list-ops: print the operator table ("rst" or "json") and exit.
   std::string listOps;
   /// Set when --help or --version was asked: print this and exit 0.

@@ -273,6 +273,8 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
   LoadOptions load;
   load.targetOpset = opts.opset;
   load.maxBytes = opts.maxBytes;
+  load.inputShapeName = opts.inputShapeName;
+  load.inputShape = opts.inputShape;
   std::unique_ptr<Graph> g = loadModel(opts.model, load);
   progress(streams, "lowering to HPVM tensor ops");
   PipelineOptions passes;

@@ -82,6 +82,16 @@ def op_fixtures():
                pads=[1, 1, 1, 1], strides=[2, 2])],
          [X], io("y", [1, 3, 3, 3]), [weights("w", [3, 2, 3, 3], 1),
                                       weights("b", [3], 2)])
+    # U-Net's k2 s2, then k3 s2 with padding 1 and output_padding 1.
+    save("ConvTranspose.onnxtxt",
+         [node("ConvTranspose", ["input", "w", "b"], ["u"], "up2",
+               kernel_shape=[2, 2], strides=[2, 2]),
+          node("ConvTranspose", ["u", "w2"], ["y"], "up3",
+               kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+               output_padding=[1, 1])],
+         [X], io("y", [1, 3, 24, 24]),
+         [weights("w", [2, 4, 2, 2], 80), weights("b", [4], 81),
+          weights("w2", [4, 3, 3, 3], 82)])
     save("Gemm.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten", axis=1),
           node("Gemm", ["f", "w", "b"], ["y"], "fc", transB=1, alpha=0.5,
@@ -149,6 +159,18 @@ def op_fixtures():
          [X], io("z", [1, 2, 6, 6]),
          [helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0]),
           helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
+    # Max and Min with a constant scalar (clamps), and a Clip with a
+    # negative min and no max.
+    save("Max.onnxtxt",
+         [node("Max", ["input", "floor"], ["y"], "at_least")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("floor", TensorProto.FLOAT, [], [-0.5])])
+    save("Min.onnxtxt",
+         [node("Min", ["ceiling", "input"], ["m"], "at_most"),
+          node("Clip", ["m", "lo"], ["y"], "from_below")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("ceiling", TensorProto.FLOAT, [], [0.75]),
+          helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.25])])
     save("Tanh.onnxtxt", [node("Tanh", ["input"], ["y"], "tanh")], [X],
          io("y", [1, 2, 6, 6]))
     # A conv's post-op (fused) with alpha 0.2, then ONNX's default alpha.
@@ -460,6 +482,22 @@ def errors():
                dilations=[0, 2]),
           node("Softsign", ["c"], ["y"], "")],
          [X], io("y", [1, 2, 2, 2]), [weights("w", [2, 2, 3, 3], 40)])
+    # Symbolic height and width (fixed by --input-shape).
+    save("errors/symbolic_hw.onnxtxt",
+         [node("Conv", ["input", "w"], ["y"], "conv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1])],
+         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                        ["N", 2, "H", "W"])],
+         helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                       ["N", 3, "H", "W"]),
+         [weights("w", [3, 2, 3, 3], 41)])
+    # More refusals than a flat list holds: grouped by op type.
+    chain = [node("Elu", ["input" if i == 0 else f"e{i - 1}"], [f"e{i}"],
+                  f"elu{i}") for i in range(8)]
+    chain += [node("Softsign", ["e7"], ["s0"], "soft0"),
+              node("Softsign", ["s0"], ["y"], "soft1")]
+    save("errors/many_unsupported.onnxtxt", chain, [X],
+         io("y", [1, 2, 6, 6]))
     save("errors/unknown_attribute.onnxtxt",
          [node("Relu", ["input"], ["y"], "relu", alpha=0.5)],
          [X], io("y", [1, 2, 6, 6]))

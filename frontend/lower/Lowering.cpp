@@ -9,7 +9,9 @@
 #include "onnx/Attributes.h"
 #include "support/InputFile.h"
 
+#include <algorithm>
 #include <limits>
+#include <unordered_set>
 
 namespace hpvm::fe {
 
@@ -42,8 +44,8 @@ void lowerNodes(Graph& g) {
   for (const auto& n : g.nodes())
     if (!isHpvmOp(n->kind))
       nodes.push_back(n.get());
+  std::vector<std::pair<Node*, std::string>> refused;
   for (Node* n : nodes) {
-    Origin origin = n->origins.front();
     std::string reason;
     try {
       reason = lowerNode(L, n);
@@ -53,8 +55,46 @@ void lowerNodes(Graph& g) {
       reason = e.what();
     }
     if (!reason.empty())
-      errors.add(origin, reason);
+      refused.emplace_back(n, std::move(reason));
   }
+  // A refused node that reads what another computes (through any nodes)
+  // and has an operand of unknown shape is not reported: its problem would
+  // only be the other's, told again as an unknown shape. (Refused nodes
+  // stay in the graph, lowered ones were rewired in place: the paths are
+  // the model's.)
+  std::unordered_set<const Node*> after;
+  for (const auto& [n, reason] : refused) {
+    std::vector<const Value*> work = {n->output};
+    std::unordered_set<const Node*> seen;
+    while (!work.empty()) {
+      const Value* v = work.back();
+      work.pop_back();
+      for (const Node* u : v->users)
+        if (seen.insert(u).second) {
+          after.insert(u);
+          work.push_back(u->output);
+        }
+    }
+  }
+  auto unknownOperand = [](const Node* n) {
+    return std::any_of(n->inputs.begin(), n->inputs.end(), [](const Value* v) {
+      return !v->isConstant() &&
+             (v->shape.empty() ||
+              std::any_of(v->shape.begin() + 1, v->shape.end(),
+                          [](int64_t d) { return d < 0; }));
+    });
+  };
+  int64_t downstream = 0;
+  for (const auto& [n, reason] : refused) {
+    if (after.count(n) && unknownOperand(n))
+      ++downstream;
+    else
+      errors.add(n->origins.front(), reason);
+  }
+  if (downstream > 0)
+    errors.note("(" + std::to_string(downstream) + " more node" +
+                (downstream == 1 ? "" : "s") +
+                " after these could not be checked until they are fixed)");
   errors.throwIfAny();
   g.pruneValues();
 }

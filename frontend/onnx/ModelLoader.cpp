@@ -284,6 +284,19 @@ std::string describeShape(const TypeInfo& info) {
   return s.empty() ? "a scalar" : "shape " + s;
 }
 
+/// The --input-shape value suggesting \p info's dims: fixed ones as they
+/// are, the batch 1, the others H and W ("1x3xHxW").
+std::string givenShape(const TypeInfo& info) {
+  std::string s;
+  for (size_t i = 0; i < info.shape.size(); ++i)
+    s += (i ? "x" : "") + (info.shape[i] >= 0 ? std::to_string(info.shape[i])
+                           : i == 0           ? std::string("1")
+                           : i + 2 == info.shape.size() ? std::string("H")
+                           : i + 1 == info.shape.size() ? std::string("W")
+                                                        : std::string("C"));
+  return s;
+}
+
 /// Default constant for an empty optional input \p index of \p kind, or
 /// nullptr when the input has no default we can materialise. Inputs that
 /// were attributes before opset 11 or 12 (Clip's bounds, Dropout's ratio,
@@ -331,6 +344,62 @@ std::string quotedList(const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); ++i)
     s += (i ? ", '" : "'") + escapeName(names[i]) + "'";
   return s;
+}
+
+/// --input-shape: the dims of input \p name ("" = the one graph input that
+/// is no initializer) become \p dims where the model leaves them symbolic;
+/// a fixed dim must agree; a symbolic batch stays symbolic.
+void fixInputShape(ModelProto& model, const std::string& path,
+                   const std::string& name, const std::vector<int64_t>& dims) {
+  std::unordered_set<std::string> inits;
+  for (const TensorProto& t : model.graph().initializer())
+    inits.insert(t.name());
+  std::vector<onnx::ValueInfoProto*> inputs;
+  std::string names;
+  for (onnx::ValueInfoProto& vi : *model.mutable_graph()->mutable_input())
+    if (!inits.count(vi.name())) {
+      inputs.push_back(&vi);
+      names += (names.empty() ? "'" : ", '") + escapeName(vi.name()) + "'";
+    }
+  onnx::ValueInfoProto* in = nullptr;
+  for (onnx::ValueInfoProto* vi : inputs)
+    if (name.empty() ? inputs.size() == 1 : vi->name() == name)
+      in = vi;
+  const std::string option =
+      "--input-shape" + (name.empty() ? "" : " " + escapeName(name));
+  if (!in)
+    throw UserError(path + ": " + option + ": the model has no input " +
+                    (name.empty() ? std::string("to give it (it has ")
+                                  : "'" + escapeName(name) + "' (it has ") +
+                    (names.empty() ? std::string("none") : names) +
+                    (name.empty() && inputs.size() > 1 ? "; name one" : "") +
+                    ")");
+  if (!in->type().has_tensor_type())
+    throw UserError(path + ": " + option + ": input '" +
+                    escapeName(in->name()) + "' is not a tensor");
+  onnx::TensorShapeProto* shape =
+      in->mutable_type()->mutable_tensor_type()->mutable_shape();
+  if (shape->dim_size() != 0 &&
+      shape->dim_size() != static_cast<int>(dims.size()))
+    throw UserError(path + ": " + option + ": input '" +
+                    escapeName(in->name()) + "' has " +
+                    std::to_string(shape->dim_size()) + " dims, " +
+                    std::to_string(dims.size()) + " given");
+  while (shape->dim_size() < static_cast<int>(dims.size()))
+    shape->add_dim();
+  for (int i = 0; i < shape->dim_size(); ++i) {
+    onnx::TensorShapeProto::Dimension* d = shape->mutable_dim(i);
+    if (d->has_dim_value()) {
+      if (d->dim_value() != dims[size_t(i)])
+        throw UserError(path + ": " + option + ": input '" +
+                        escapeName(in->name()) + "' has dim " +
+                        std::to_string(i) + " of " +
+                        std::to_string(d->dim_value()) + ", " +
+                        std::to_string(dims[size_t(i)]) + " given");
+    } else if (i != 0) {
+      d->set_dim_value(dims[size_t(i)]);
+    }
+  }
 }
 
 std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
@@ -386,7 +455,10 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     if (inType.shape[d] < 0)
       throw UserError(path + ": input '" + escapeName(in.name()) + "' has " +
                       describeShape(inType) +
-                      "; only the batch dimension may be symbolic");
+                      "; only the batch dimension may be symbolic (give "
+                      "--input-shape " +
+                      escapeName(in.name()) + ":" + givenShape(inType) +
+                      " with the sizes to run at)");
   g->input = g->addValue(in.name(), DataType::Float, inType.shape);
   values[in.name()] = g->input;
 
@@ -595,6 +667,9 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
           model, path + " (converted to opset " + std::to_string(opset) + ")",
           opset);
     }
+
+    if (!opts.inputShape.empty())
+      fixInputShape(model, path, opts.inputShapeName, opts.inputShape);
 
     try {
       inferShapes(model, /*strict=*/true);

@@ -19,6 +19,11 @@ struct LoadOptions {
   /// Largest model file, and largest tensor (initializer, or activation
   /// per image), in bytes.
   uint64_t maxBytes = kDefaultMaxInputBytes;
+  /// --input-shape: dims of input \p inputShapeName ("" = the one input)
+  /// replacing symbolic ones (a symbolic batch stays symbolic: programs
+  /// take any batch); empty: none given.
+  std::string inputShapeName;
+  std::vector<int64_t> inputShape;
 };
 
 /// Loads \p path: binary ONNX, or protobuf text format when the name ends in

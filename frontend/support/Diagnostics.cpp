@@ -62,19 +62,67 @@ std::string nodeContext(const std::string& modelPath, const Origin& origin) {
   return modelPath + ": " + nodeName(origin);
 }
 
+namespace {
+bool everyNode = false;
+} // namespace
+
+void ErrorList::listEveryNode(bool every) { everyNode = every; }
+
 void ErrorList::add(const Origin& origin, const std::string& reason) {
   entries_.push_back(nodeName(origin) + ": " + reason);
+  opTypes_.push_back(escapeName(origin.opType));
 }
 
 std::string ErrorList::message() const {
   if (entries_.empty())
     return "";
+  std::string notes;
+  for (const std::string& n : notes_)
+    notes += "\n" + n;
+  return list() + notes;
+}
+
+std::string ErrorList::list() const {
   if (entries_.size() == 1)
     return path_ + ": " + entries_.front();
   std::string msg =
-      path_ + ": " + std::to_string(entries_.size()) + " unsupported nodes:";
-  for (const std::string& entry : entries_)
-    msg += "\n  " + entry;
+      path_ + ": " + std::to_string(entries_.size()) + " unsupported nodes";
+  if (entries_.size() <= kFlatErrors) {
+    msg += ":";
+    for (const std::string& entry : entries_)
+      msg += "\n  " + entry;
+    return msg;
+  }
+  // Op types in the order they first appear, with their entries.
+  std::vector<std::string> types;
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    auto it = std::find(types.begin(), types.end(), opTypes_[i]);
+    if (it == types.end()) {
+      types.push_back(opTypes_[i]);
+      members.emplace_back();
+      it = types.end() - 1;
+    }
+    members[size_t(it - types.begin())].push_back(i);
+  }
+  msg += " (";
+  for (size_t t = 0; t < types.size(); ++t)
+    msg += (t ? ", " : "") + types[t] + " " + std::to_string(members[t].size());
+  msg += "):";
+  for (size_t t = 0; t < types.size(); ++t) {
+    const std::vector<size_t>& group = members[t];
+    msg += "\n  " + types[t] + ", " + std::to_string(group.size()) +
+           (group.size() == 1 ? " node:" : " nodes:");
+    // A group one line longer than the limit is shown whole.
+    const size_t shown = everyNode || group.size() <= kShownPerGroup + 1
+                             ? group.size()
+                             : kShownPerGroup;
+    for (size_t k = 0; k < shown; ++k)
+      msg += "\n    " + entries_[group[k]];
+    if (shown < group.size())
+      msg += "\n    ... " + std::to_string(group.size() - shown) + " more " +
+             types[t] + " nodes (-v lists every one)";
+  }
   return msg;
 }
 

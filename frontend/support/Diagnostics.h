@@ -56,13 +56,27 @@ std::string escapeName(const std::string& name);
 using hpvm::printableMessage; // (hpvm_rt/Printable.h)
 
 /// Collects per-node errors so that one UserError can list them all:
-/// "<path>: node 'b' (Conv, #7): <reason>" for one error, or
-/// "<path>: 2 unsupported nodes:\n  node 'a' (...): <reason>\n  ..." for more.
+/// "<path>: node 'b' (Conv, #7): <reason>" for one error;
+/// "<path>: 2 unsupported nodes:\n  node 'a' (...): <reason>\n  ..." for up
+/// to kFlatErrors; beyond, grouped by op type, the counts first:
+/// "<path>: 9 unsupported nodes (Conv 7, Resize 2):\n  Conv, 7 nodes:\n
+///     node ...\n    ... 4 more Conv nodes (-v lists every one)\n  ...",
+/// each group's first kShownPerGroup nodes (every one after
+/// listEveryNode(true)).
 class ErrorList {
 public:
+  /// Entries up to which the list is flat.
+  static constexpr size_t kFlatErrors = 6;
+  /// Nodes a group shows unless every node is listed.
+  static constexpr size_t kShownPerGroup = 3;
+  /// Lists every node of every group from now on (torch2hpvm-export -v).
+  static void listEveryNode(bool every);
+
   explicit ErrorList(std::string modelPath) : path_(std::move(modelPath)) {}
   /// Records that \p origin cannot be handled, because of \p reason.
   void add(const Origin& origin, const std::string& reason);
+  /// A line after the list (what was not checked, the way forward).
+  void note(const std::string& text) { notes_.push_back(text); }
   bool empty() const { return entries_.empty(); }
   size_t size() const { return entries_.size(); }
   /// The complete message (empty when there are no errors).
@@ -73,6 +87,11 @@ public:
 private:
   std::string path_;
   std::vector<std::string> entries_; ///< "node 'a' (Conv, #3): reason".
+  std::vector<std::string> opTypes_; ///< Each entry's op type.
+  std::vector<std::string> notes_;
+
+  /// message() without the notes.
+  std::string list() const;
 };
 
 /// Aborts with file and line: for broken invariants, never for user input.

@@ -64,6 +64,70 @@ TEST_CASE("Frontend: a convolution weight computed at run time is rejected") {
                "are supported");
 }
 
+TEST_CASE("Frontend: many refusals are grouped by op type, counts first, "
+          "each group's first nodes, every one with -v") {
+  const std::string path = errorFixture("many_unsupported");
+  auto elu = [](int i) {
+    return "    node 'elu" + std::to_string(i) + "' (Elu, #" +
+           std::to_string(i) + "): operator Elu is not supported\n";
+  };
+  const std::string head = path +
+                           ": 10 unsupported nodes (Elu 8, Softsign 2):\n"
+                           "  Elu, 8 nodes:\n";
+  const std::string soft =
+      "  Softsign, 2 nodes:\n"
+      "    node 'soft0' (Softsign, #8): operator Softsign is not supported\n"
+      "    node 'soft1' (Softsign, #9): operator Softsign is not supported";
+  CHECK(failure(path) == head + elu(0) + elu(1) + elu(2) +
+                             "    ... 5 more Elu nodes (-v lists every "
+                             "one)\n" +
+                             soft);
+  ErrorList::listEveryNode(true);
+  std::string every = head;
+  for (int i = 0; i < 8; ++i)
+    every += elu(i);
+  CHECK(failure(path) == every + soft);
+  ErrorList::listEveryNode(false);
+}
+
+TEST_CASE("Frontend: symbolic height and width are fixed by --input-shape, "
+          "and the refusal says so") {
+  const std::string path = errorFixture("symbolic_hw");
+  CHECK(failure(path) ==
+        path + ": input 'input' has shape ?x2x?x?; only the batch "
+               "dimension may be symbolic (give --input-shape "
+               "input:1x2xHxW with the sizes to run at)");
+  LoadOptions opts;
+  opts.inputShapeName = "input";
+  opts.inputShape = {1, 2, 10, 12};
+  auto g = loadModel(path, opts);
+  lowerToHpvm(*g);
+  // The batch stays symbolic: programs take any batch.
+  CHECK(g->input->shape == std::vector<int64_t>{-1, 2, 10, 12});
+  CHECK(g->output0()->shape == std::vector<int64_t>{-1, 3, 10, 12});
+  opts.inputShapeName = "";
+  CHECK_NOTHROW(loadModel(path, opts));
+  auto refusal = [&](const std::string& name, std::vector<int64_t> dims) {
+    LoadOptions o;
+    o.inputShapeName = name;
+    o.inputShape = std::move(dims);
+    try {
+      loadModel(path, o);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal("x", {1, 2, 4, 4}) ==
+        path + ": --input-shape x: the model has no input 'x' (it has "
+               "'input')");
+  CHECK(refusal("input", {1, 3, 4, 4}) ==
+        path + ": --input-shape input: input 'input' has dim 1 of 2, 3 "
+               "given");
+  CHECK(refusal("input", {1, 2, 4}) ==
+        path + ": --input-shape input: input 'input' has 4 dims, 3 given");
+}
+
 TEST_CASE("Frontend: a model with two inputs is rejected") {
   std::string path = errorFixture("two_inputs");
   CHECK(failure(path) == path + ": the model has 2 inputs ('input', "
