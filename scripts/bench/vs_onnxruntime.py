@@ -29,6 +29,10 @@ Models (--models, comma separated):
   vgg16_cifar10, resnet18_cifar10, mobilenet_cifar10
                                HPVM's CIFAR-10 nets (test_frontend/nets,
                                random weights); batches 1 and 64
+  lraspp, deeplabv3, fcn_resnet50, unet
+                               segmentation at 224x224 (test_frontend/nets,
+                               random weights), only when named: exact,
+                               ort_fp32 and frozen; batches 1 and 8
 
 Measurement: every (model, batch, threads) configuration is visited in
 each of --rounds rounds, each visit timing every engine in turn: the
@@ -81,9 +85,18 @@ TORCHVISION.update(LARGE)
 CIFAR = {"vgg16_cifar10": "VGG16 (CIFAR)",
          "resnet18_cifar10": "ResNet-18 (CIFAR)",
          "mobilenet_cifar10": "MobileNet (CIFAR)"}
+# Segmentation (issue #26's table): per-pixel outputs, no labels; timed
+# exact, against ONNX Runtime FP32 and frozen TorchScript only.
+SEGMENTATION = {
+    "lraspp": ("pt_lraspp_mobilenet_v3_large_224", "LR-ASPP MobileNet v3"),
+    "deeplabv3": ("pt_deeplabv3_mobilenet_v3_large_224",
+                  "DeepLabV3 MobileNet v3"),
+    "fcn_resnet50": ("pt_fcn_resnet50_224", "FCN ResNet-50"),
+    "unet": ("unet_224", "U-Net (small)"),
+}
 DEFAULT_MODELS = (list(SHIPPED) + [m for m in TORCHVISION if m not in LARGE]
                   + list(CIFAR))
-KNOWN_MODELS = DEFAULT_MODELS + list(LARGE)
+KNOWN_MODELS = DEFAULT_MODELS + list(LARGE) + list(SEGMENTATION)
 ENGINES = ["exact", "int8", "tuned", "ort_fp32", "ort_int8", "frozen"]
 
 
@@ -123,10 +136,13 @@ class Model:
     def __init__(self, key, args):
         self.key = key
         self.shipped = key in SHIPPED
+        self.dense = key in SEGMENTATION
         self.name = (SHIPPED.get(key) or CIFAR.get(key)
-                     or TORCHVISION[key][1])
-        self.net = None if self.shipped else TORCHVISION.get(key, (key,))[0]
-        self.batches = ([1, 16] if key in TORCHVISION else [1, 64])
+                     or {**TORCHVISION, **SEGMENTATION}[key][1])
+        self.net = None if self.shipped else {**TORCHVISION, **SEGMENTATION}.get(
+            key, (key,))[0]
+        self.batches = ([1, 16] if key in TORCHVISION
+                        else [1, 8] if self.dense else [1, 64])
         work = os.path.join(args.work, key)
         os.makedirs(work, exist_ok=True)
         exporter = args.exporter
@@ -160,6 +176,14 @@ class Model:
         self.ort_fp32 = os.path.join(work, "ort_fp32.onnx")
         self.ort_int8 = os.path.join(work, "ort_int8.onnx")
         quantizer = os.path.join(HERE, "ort_quantize.py")
+        if self.dense:
+            # FP32 only (the ONNX file with a symbolic batch).
+            if not fresh(self.ort_fp32, self.onnx, quantizer):
+                log(f"{key}: ONNX Runtime copy (FP32)")
+                run(["/usr/bin/python3", quantizer, self.onnx, "--fp32",
+                     self.ort_fp32], "ONNX Runtime copy")
+            self.tuned = self.int8 = None
+            return
         if not (fresh(self.ort_fp32, self.onnx, quantizer)
                 and fresh(self.ort_int8, self.onnx, quantizer)):
             log(f"{key}: ONNX Runtime copies (FP32, QDQ int8)")
@@ -187,6 +211,9 @@ class Model:
                 log(f"{key}: tuned in {time.monotonic() - t0:.0f} s")
 
     def engines(self, wanted=tuple(ENGINES)):
+        if self.dense:
+            return [e for e in ("exact", "ort_fp32", "frozen")
+                    if e in wanted]
         out = ["exact", "int8"]
         if self.tuned:
             out.append("tuned")

@@ -233,19 +233,25 @@ def _tv_segmentation(name, **kwargs):
     output)."""
     import torch.nn as nn
 
-    class Heads(nn.Module):
+    def net():
+        return getattr(torchvision.models.segmentation, name)(
+            weights=None, weights_backbone=None, num_classes=21, **kwargs)
+
+    # (Two classes, not one returning either: TorchScript scripts them.)
+    class Out(nn.Module):
         def __init__(self):
             super().__init__()
-            self.net = getattr(torchvision.models.segmentation, name)(
-                weights=None, weights_backbone=None, num_classes=21,
-                **kwargs)
+            self.net = net()
 
         def forward(self, x):
-            heads = self.net(x)
-            return (heads["out"], heads["aux"]) if "aux" in heads \
-                else heads["out"]
+            return self.net(x)["out"]
 
-    return Heads
+    class OutAux(Out):
+        def forward(self, x):
+            heads = self.net(x)
+            return heads["out"], heads["aux"]
+
+    return OutAux if kwargs.get("aux_loss") else Out
 
 
 # Segmentation: per-pixel class scores at the input's size (Resize, linear,

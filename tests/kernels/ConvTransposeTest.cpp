@@ -29,13 +29,12 @@ TransposeArgs args(int pt, int pl, int pb, int pr, int s, int d, int g) {
 std::vector<float> runTranspose(const TransposeCase& t, TestTensor& x,
                                 TestTensor& w, const KnobSpec& knob) {
   const TransposeArgs& a = t.a;
-  TestTensor y({size_t(t.n), size_t(t.kg * a.groups),
-                size_t(a.outH(t.h, t.kh)), size_t(a.outW(t.w, t.kw))});
-  const double scalars[] = {double(a.padTop),  double(a.padLeft),
-                            double(a.padBottom), double(a.padRight),
-                            double(a.strideH), double(a.strideW),
-                            double(a.dilH),    double(a.dilW),
-                            double(a.groups)};
+  TestTensor y({size_t(t.n), size_t(t.kg * a.groups), size_t(a.outH(t.h, t.kh)),
+                size_t(a.outW(t.w, t.kw))});
+  const double scalars[] = {
+      double(a.padTop),   double(a.padLeft), double(a.padBottom),
+      double(a.padRight), double(a.strideH), double(a.strideW),
+      double(a.dilH),     double(a.dilW),    double(a.groups)};
   Tensor* operands[] = {x.get(), w.get()};
   runConvTranspose(OpCall{operands, 2, scalars, PostAct{}, knob, y.get()});
   return y.values();
@@ -63,10 +62,10 @@ TEST_CASE("ConvTranspose: every geometry matches the scatter reference, in "
     TestTensor w({size_t(t.c), size_t(t.kg), size_t(t.kh), size_t(t.kw)});
     x.set(randomVec(x.size(), ++seed));
     w.set(randomVec(w.size(), ++seed, -0.3f, 0.3f));
-    std::vector<float> want(size_t(t.n * t.kg * a.groups * a.outH(t.h, t.kh) *
-                                   a.outW(t.w, t.kw)));
-    ref::convTranspose(x.values().data(), t.n, t.c, t.h, t.w,
-                       w.values().data(), t.kg, t.kh, t.kw, a, want.data());
+    std::vector<float> want(
+        size_t(t.n * t.kg * a.groups * a.outH(t.h, t.kh) * a.outW(t.w, t.kw)));
+    ref::convTranspose(x.values().data(), t.n, t.c, t.h, t.w, w.values().data(),
+                       t.kg, t.kh, t.kw, a, want.data());
     checkClose(runTranspose(t, x, w, KnobSpec{}), want, 1e-5, 1e-5,
                fmt::format("{} fp32", t.name));
     // fp16: operands and result rounded to binary16.

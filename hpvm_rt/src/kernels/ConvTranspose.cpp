@@ -47,8 +47,8 @@ void runConvTranspose(const OpCall& c) {
   const Numerics nm = numericsOf(exactAt(c.knob));
   // ONNX's filter, C x K/G x KH x KW: oneDNN's (G,) O, I, H, W dims in the
   // (g)iohw layout.
-  const dims wDims = G == 1 ? dims{K, Cg, wd[2], wd[3]}
-                            : dims{G, Kg, Cg, wd[2], wd[3]};
+  const dims wDims =
+      G == 1 ? dims{K, Cg, wd[2], wd[3]} : dims{G, Kg, Cg, wd[2], wd[3]};
   const dnnl::memory::desc wPlain(wDims, dt::f32,
                                   G == 1 ? tag::iohw : tag::giohw);
   std::string key = "deconv";
@@ -64,8 +64,8 @@ void runConvTranspose(const OpCall& c) {
     dnnl::deconvolution_forward::desc desc(
         dnnl::prop_kind::forward_inference,
         dnnl::algorithm::deconvolution_direct, src, wAny, biasDesc, dst,
-        {a.strideH, a.strideW}, {a.dilH - 1, a.dilW - 1},
-        {a.padTop, a.padLeft}, {a.padBottom, a.padRight});
+        {a.strideH, a.strideW}, {a.dilH - 1, a.dilW - 1}, {a.padTop, a.padLeft},
+        {a.padBottom, a.padRight});
     dnnl::deconvolution_forward::primitive_desc pd(desc, engine());
     return Prim{dnnl::deconvolution_forward(pd), pd.src_desc(),
                 pd.weights_desc(), pd.dst_desc()};
