@@ -298,11 +298,12 @@ void checkToolchain(const Options& opts, const Graph& g) {
   const bool inspect = opts.target == Target::HpvmTensorInspect;
   std::string outputs;
   if (g.outputs.size() > 1 && (opts.toolchain == Toolchain::Hpvm || inspect)) {
-    std::string names;
+    std::vector<std::string> names;
     for (const GraphOutput& o : g.outputs)
-      names += (names.empty() ? "'" : ", '") + escapeName(o.name) + "'";
+      names.push_back(o.name);
     outputs = g.source.path + ": the model has " +
-              std::to_string(g.outputs.size()) + " outputs (" + names + "); " +
+              std::to_string(g.outputs.size()) + " outputs (" +
+              quotedList(names) + "); " +
               (inspect ? "the hpvm_tensor_inspect target's protocol carries "
                          "one (use --target hpvm_tensor)"
                        : "several outputs are an hpvm_rt extension "

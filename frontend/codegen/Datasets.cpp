@@ -19,20 +19,29 @@ std::string plural(int64_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-} // namespace
-
-std::string defaultLabelsPath(const std::string& inputPath,
-                              const std::string& role) {
+/// HPVM's labels file for \p inputPath (the last "input" in the file name
+/// becomes "labels"), or "" when the name holds no "input".
+std::string hpvmLabelsName(const std::string& inputPath) {
   std::filesystem::path p(inputPath);
   std::string file = p.filename().string();
   size_t at = file.rfind("input");
   if (at == std::string::npos)
+    return "";
+  file.replace(at, 5, "labels");
+  return (p.parent_path() / file).string();
+}
+
+} // namespace
+
+std::string defaultLabelsPath(const std::string& inputPath,
+                              const std::string& role) {
+  std::string path = hpvmLabelsName(inputPath);
+  if (path.empty())
     throw UserError(
         "cannot derive the " + role + " labels file from '" + inputPath +
         "' (HPVM names them X_input.bin and X_labels.bin); give --" + role +
         "-labels FILE");
-  file.replace(at, 5, "labels");
-  return (p.parent_path() / file).string();
+  return path;
 }
 
 Dataset checkDataset(const std::string& role, const std::string& inputPath,
@@ -44,13 +53,7 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   // Labels are optional: a file HPVM's naming points to is used when it
   // exists (a model without classes has none); one given must exist.
   bool derived = labelsPath.empty();
-  ds.labelsPath = labelsPath;
-  if (derived) {
-    std::filesystem::path p(inputPath);
-    const std::string file = p.filename().string();
-    if (file.rfind("input") != std::string::npos)
-      ds.labelsPath = defaultLabelsPath(inputPath, role);
-  }
+  ds.labelsPath = derived ? hpvmLabelsName(inputPath) : labelsPath;
 
   const int64_t inBytes = static_cast<int64_t>(
       InputFile(inputPath, role + " input '" + escapeName(inputPath) + "'")

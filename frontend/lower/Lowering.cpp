@@ -62,19 +62,17 @@ void lowerNodes(Graph& g) {
   // only be the other's, told again as an unknown shape. (Refused nodes
   // stay in the graph, lowered ones were rewired in place: the paths are
   // the model's.)
+  // Every node after a refused one: one walk from all of them.
   std::unordered_set<const Node*> after;
-  for (const auto& [n, reason] : refused) {
-    std::vector<const Value*> work = {n->output};
-    std::unordered_set<const Node*> seen;
-    while (!work.empty()) {
-      const Value* v = work.back();
-      work.pop_back();
-      for (const Node* u : v->users)
-        if (seen.insert(u).second) {
-          after.insert(u);
-          work.push_back(u->output);
-        }
-    }
+  std::vector<const Value*> work;
+  for (const auto& [n, reason] : refused)
+    work.push_back(n->output);
+  while (!work.empty()) {
+    const Value* v = work.back();
+    work.pop_back();
+    for (const Node* u : v->users)
+      if (after.insert(u).second)
+        work.push_back(u->output);
   }
   auto unknownOperand = [](const Node* n) {
     return std::any_of(n->inputs.begin(), n->inputs.end(), [](const Value* v) {

@@ -339,13 +339,6 @@ std::string dirOf(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
-std::string quotedList(const std::vector<std::string>& names) {
-  std::string s;
-  for (size_t i = 0; i < names.size(); ++i)
-    s += (i ? ", '" : "'") + escapeName(names[i]) + "'";
-  return s;
-}
-
 /// --input-shape: the dims of input \p name ("" = the one graph input that
 /// is no initializer) become \p dims where the model leaves them symbolic;
 /// a fixed dim must agree; a symbolic batch stays symbolic.
@@ -355,11 +348,11 @@ void fixInputShape(ModelProto& model, const std::string& path,
   for (const TensorProto& t : model.graph().initializer())
     inits.insert(t.name());
   std::vector<onnx::ValueInfoProto*> inputs;
-  std::string names;
+  std::vector<std::string> names;
   for (onnx::ValueInfoProto& vi : *model.mutable_graph()->mutable_input())
     if (!inits.count(vi.name())) {
       inputs.push_back(&vi);
-      names += (names.empty() ? "'" : ", '") + escapeName(vi.name()) + "'";
+      names.push_back(vi.name());
     }
   onnx::ValueInfoProto* in = nullptr;
   for (onnx::ValueInfoProto* vi : inputs)
@@ -371,7 +364,7 @@ void fixInputShape(ModelProto& model, const std::string& path,
     throw UserError(path + ": " + option + ": the model has no input " +
                     (name.empty() ? std::string("to give it (it has ")
                                   : "'" + escapeName(name) + "' (it has ") +
-                    (names.empty() ? std::string("none") : names) +
+                    (names.empty() ? std::string("none") : quotedList(names)) +
                     (name.empty() && inputs.size() > 1 ? "; name one" : "") +
                     ")");
   if (!in->type().has_tensor_type())

@@ -58,6 +58,13 @@ std::string escapeName(const std::string& name) {
   return out;
 }
 
+std::string quotedList(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i ? ", '" : "'") + escapeName(names[i]) + "'";
+  return s;
+}
+
 std::string nodeContext(const std::string& modelPath, const Origin& origin) {
   return modelPath + ": " + nodeName(origin);
 }

@@ -53,6 +53,9 @@ constexpr size_t kMaxNameBytes = 200;
 /// after kMaxNameBytes ("...(100000 bytes)").
 std::string escapeName(const std::string& name);
 
+/// "'a', 'b'": \p names escaped (escapeName) and quoted, comma-separated.
+std::string quotedList(const std::vector<std::string>& names);
+
 using hpvm::printableMessage; // (hpvm_rt/Printable.h)
 
 /// Collects per-node errors so that one UserError can list them all:

@@ -34,15 +34,24 @@ std::string npyHeader(const std::vector<int64_t>& shape) {
   return header + dict;
 }
 
-void writeNpy(const std::string& path, const std::vector<int64_t>& shape,
-              const float* data) {
+namespace {
+
+/// A whole .npy file: the header of \p shape, then \p data.
+std::string npyBytes(const std::vector<int64_t>& shape, const float* data) {
   int64_t count = 1;
   for (int64_t d : shape)
     count *= d;
   std::string bytes = npyHeader(shape);
   bytes.append(reinterpret_cast<const char*>(data),
                static_cast<size_t>(count) * sizeof(float));
-  writeFileAtomic(path, bytes);
+  return bytes;
+}
+
+} // namespace
+
+void writeNpy(const std::string& path, const std::vector<int64_t>& shape,
+              const float* data) {
+  writeFileAtomic(path, npyBytes(shape, data));
 }
 
 namespace {
@@ -81,12 +90,7 @@ void writeNpz(const std::string& path, const std::vector<NpzArray>& arrays) {
   std::string file, central;
   std::set<std::string> taken;
   for (const NpzArray& a : arrays) {
-    int64_t count = 1;
-    for (int64_t d : a.shape)
-      count *= d;
-    std::string member = npyHeader(a.shape);
-    member.append(reinterpret_cast<const char*>(a.data),
-                  static_cast<size_t>(count) * sizeof(float));
+    const std::string member = npyBytes(a.shape, a.data);
     const std::string name = memberKey(a.name, taken) + ".npy";
     if (file.size() + member.size() + name.size() + 30 > 0xffffffffull)
       throw UserError(fmt::format(

@@ -266,9 +266,8 @@ void writeOutputs(const std::string& path, const hpvm_rt::ModelInfo& info,
   int64_t offset = 0;
   for (int k = 0; k < count; ++k) {
     const std::vector<int64_t> shape = shapeOf(k);
-    int64_t elems = 1;
-    for (size_t d = 1; d < shape.size(); ++d)
-      elems *= shape[d];
+    const int64_t elems =
+        described ? outputValues(info.outputs[k]) : info.numClasses;
     std::vector<float>& part = parts[static_cast<size_t>(k)];
     part.reserve(static_cast<size_t>(result.images * elems));
     for (int64_t i = 0; i < result.images; ++i) {

@@ -228,14 +228,15 @@ int Runner::numOutputs() const {
              : 1;
 }
 
-int64_t Runner::outputElems(int k) const {
-  if (numOutputs() == 1)
-    return info_.numClasses;
-  const hpvm_rt::OutputInfo& o = info_.outputs[k];
-  int64_t elems = 1;
+int64_t outputValues(const hpvm_rt::OutputInfo& o) {
+  int64_t values = 1;
   for (int d = 0; d < o.rank; ++d)
-    elems *= o.dims[d];
-  return elems;
+    values *= o.dims[d];
+  return values;
+}
+
+int64_t Runner::outputElems(int k) const {
+  return numOutputs() == 1 ? info_.numClasses : outputValues(info_.outputs[k]);
 }
 
 void Runner::checkOutput(const Tensor* out, int k, int64_t n,

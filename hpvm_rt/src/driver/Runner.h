@@ -74,6 +74,9 @@ struct RunResult {
   }
 };
 
+/// Values per image of graph output \p o (its dims' product).
+int64_t outputValues(const hpvm_rt::OutputInfo& o);
+
 /// Called with each batch's output tensor (host data valid) and its size.
 using BatchSink = std::function<void(Tensor* out, int64_t images)>;
 

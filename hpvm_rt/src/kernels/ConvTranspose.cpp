@@ -17,20 +17,6 @@
 namespace hpvm::rt {
 using namespace kern;
 
-TransposeArgs transposeArgsOf(const double* s) {
-  TransposeArgs a;
-  a.padTop = static_cast<int>(s[0]);
-  a.padLeft = static_cast<int>(s[1]);
-  a.padBottom = static_cast<int>(s[2]);
-  a.padRight = static_cast<int>(s[3]);
-  a.strideH = static_cast<int>(s[4]);
-  a.strideW = static_cast<int>(s[5]);
-  a.dilH = static_cast<int>(s[6]);
-  a.dilW = static_cast<int>(s[7]);
-  a.groups = static_cast<int>(s[8]);
-  return a;
-}
-
 void runConvTranspose(const OpCall& c) {
   applyThreads();
   const Tensor* x = c.in[0];

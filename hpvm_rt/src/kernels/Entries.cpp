@@ -59,6 +59,20 @@ ConvArgs convArgsOf(const double* s, ConvScalars form) {
   return a;
 }
 
+TransposeArgs transposeArgsOf(const double* s) {
+  TransposeArgs a;
+  a.padTop = asInt(s[0]);
+  a.padLeft = asInt(s[1]);
+  a.padBottom = asInt(s[2]);
+  a.padRight = asInt(s[3]);
+  a.strideH = asInt(s[4]);
+  a.strideW = asInt(s[5]);
+  a.dilH = asInt(s[6]);
+  a.dilW = asInt(s[7]);
+  a.groups = asInt(s[8]);
+  return a;
+}
+
 PoolArgs poolArgsOf(const double* s, PoolArgs::Kind kind, bool ownPads) {
   PoolArgs a;
   a.kind = kind;
