@@ -132,3 +132,51 @@ TEST_CASE("Kernels: a gate's product asked for int8 readers is stored as "
       CHECK(storedMemory(a.get()).get_desc().data_type() == dt::f32);
     }
 }
+
+TEST_CASE("Kernels: add with an activation is right on every blocked "
+          "layout, in place or not, and keeps the channel padding zero") {
+  // oneDNN 2.6's binary kernel with an eltwise post-op is wrong on aBcd4b
+  // and nChw8c (a grouped convolution's output) and on a padded nChw16c in
+  // place: runAdd combines operands of one layout as flat arrays.
+  const size_t N = 2, H = 5, W = 3;
+  unsigned seed = 990;
+  for (tag layout :
+       {tag::nchw, tag::nhwc, tag::aBcd4b, tag::nChw8c, tag::nChw16c})
+    for (size_t C : {size_t(6), size_t(8), size_t(20), size_t(32)})
+      for (Act act : {Act::None, Act::Relu, Act::Sigmoid})
+        for (bool inPlace : {false, true}) {
+          const std::string what = fmt::format(
+              "layout {} C {} act {} {}", static_cast<int>(layout), C,
+              static_cast<int>(act), inPlace ? "in place" : "out of place");
+          INFO(what);
+          TestTensor a({N, C, H, W}), b({N, C, H, W}), y({N, C, H, W});
+          const std::vector<float> av = randomVec(a.size(), ++seed),
+                                   bv = randomVec(b.size(), ++seed);
+          place(a, av, layout);
+          place(b, bv, layout);
+          Tensor* out = inPlace ? a.get() : y.get();
+          runAdd(a.get(), b.get(), act, 0.f, 0.f, KnobSpec{}, out);
+          std::vector<float> want(av.size());
+          for (size_t i = 0; i < want.size(); ++i)
+            want[i] = av[i] + bv[i];
+          ref::act(want.data(), int64_t(want.size()), act, 0.f, 0.f,
+                   want.data());
+          checkClose(inPlace ? a.values() : y.values(), want, 1e-6f, 1e-6f,
+                     what);
+          const dnnl::memory stored = storedMemory(out);
+          const dnnl::memory::desc d = stored.get_desc();
+          if (!hasChannelPadding(d))
+            continue;
+          // The padded channels of the last block still hold zeros.
+          const int64_t B = *channelBlock(d), Cp = d.data.padded_dims[1];
+          const float* p = static_cast<const float*>(stored.get_data_handle());
+          int nonzero = 0;
+          for (size_t n = 0; n < N; ++n)
+            for (size_t hw = 0; hw < H * W; ++hw)
+              for (int64_t c = int64_t(C); c < Cp; ++c)
+                nonzero +=
+                    p[(n * (Cp / B) + c / B) * H * W * B + hw * B + c % B] !=
+                    0.f;
+          CHECK(nonzero == 0);
+        }
+}

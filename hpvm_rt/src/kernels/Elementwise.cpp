@@ -5,6 +5,7 @@
 #include "base/Errors.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
+#include "kernels/Reference.h"
 #include "kernels/TensorImpl.h"
 
 #include <fmt/format.h>
@@ -215,25 +216,86 @@ void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
 
 namespace {
 
+/// The binary primitive dst = act(src0 <alg> src1), dst in src0's layout.
+Prim binaryPrim(dnnl::algorithm alg, const dnnl::memory::desc& src0,
+                const dnnl::memory::desc& src1, Act act, float lo, float hi) {
+  dnnl::binary::desc desc(alg, src0, src1, src0);
+  dnnl::post_ops ops;
+  appendAct(ops, act, lo, hi);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  dnnl::binary::primitive_desc pd(desc, attr, engine());
+  Prim made{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
+  made.reference = isRefImpl(pd);
+  return made;
+}
+
+/// True when act(0) is 0: the zeros of a blocked layout's padding stay.
+bool keepsZero(Act act, float lo, float hi) {
+  float v = 0.f;
+  ref::act(&v, 1, act, lo, hi, &v);
+  return v == 0.f;
+}
+
+/// Operands \p s0 and \p s1 as one flat array each (1-D, of every element
+/// they store), when that is the same computation: one layout, dense, and
+/// a padding that stays zero or that zeroChannelPadding() restores.
+std::optional<dnnl::memory::desc> flatView(const dnnl::memory::desc& s0,
+                                           const dnnl::memory::desc& s1,
+                                           Act act, float lo, float hi) {
+  if (s0 != s1 || s0.data.format_kind != dnnl_blocked || s0.data.offset0 != 0)
+    return std::nullopt;
+  int64_t count = 1;
+  for (int i = 0; i < s0.data.ndims; ++i)
+    count *= s0.data.padded_dims[i];
+  const size_t bytes = dnnl::memory::data_type_size(s0.data_type());
+  if (s0.get_size() != static_cast<size_t>(count) * bytes)
+    return std::nullopt; // a strided view (a channel slice of a concat)
+  if (hasChannelPadding(s0) && !keepsZero(act, lo, hi) &&
+      !channelBlock(s0).has_value())
+    return std::nullopt;
+  return dnnl::memory::desc({count}, s0.data_type(), tag::a);
+}
+
+/// \p m's buffer described as \p flat.
+dnnl::memory asFlat(const dnnl::memory& m, const dnnl::memory::desc& flat) {
+  return dnnl::memory(flat, engine(), m.get_data_handle());
+}
+
 /// y = act(src0 <alg> src1) by oneDNN's binary primitive, in a's layout (y
 /// may be a), then rounded to the knob's precision.
 void runBinary(dnnl::algorithm alg, const Tensor* a, const dnnl::memory& src0,
                const dnnl::memory& src1, Act act, float lo, float hi,
                const KnobSpec& knob, Tensor* y) {
+  // oneDNN 2.6's binary kernel with an eltwise post-op computes wrong
+  // values on blocked layouts other than a full nChw16c: on aBcd4b and
+  // nChw8c (a grouped convolution's output) about half of them, writing
+  // past the buffer's end when the channels do not fill the last block.
+  // Operands of one dense layout need no layout at all: they are combined
+  // as flat arrays of the bytes they store, the padding included, which
+  // stays zero when act(0) is 0 and is zeroed again otherwise.
+  if (const std::optional<dnnl::memory::desc> flat =
+          flatView(src0.get_desc(), src1.get_desc(), act, lo, hi)) {
+    dnnl::memory dst = sameLayoutOutput(a, src0, y);
+    const Prim& p = cachedPrim(
+        fmt::format(FMT_COMPILE("binaryflat{}|{}|{}"), static_cast<int>(alg),
+                    descKey(*flat), actKey(act, lo, hi)),
+        [&] { return binaryPrim(alg, *flat, *flat, act, lo, hi); });
+    p.prim.execute(stream(), {{DNNL_ARG_SRC_0, asFlat(src0, *flat)},
+                              {DNNL_ARG_SRC_1, asFlat(src1, *flat)},
+                              {DNNL_ARG_DST, asFlat(dst, *flat)}});
+    stream().wait();
+    if (hasChannelPadding(dst.get_desc()) && !keepsZero(act, lo, hi))
+      zeroChannelPadding(dst);
+    markInPlace(y, dst);
+    roundResult(knob.precision, y);
+    return;
+  }
   const std::string key = fmt::format(
       FMT_COMPILE("binary{}|{}|{}|{}"), static_cast<int>(alg),
       descKey(src0.get_desc()), descKey(src1.get_desc()), actKey(act, lo, hi));
   const Prim& p = cachedPrim(key, [&] {
-    dnnl::binary::desc desc(alg, src0.get_desc(), src1.get_desc(),
-                            src0.get_desc());
-    dnnl::post_ops ops;
-    appendAct(ops, act, lo, hi);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    dnnl::binary::primitive_desc pd(desc, attr, engine());
-    Prim made{dnnl::binary(pd), pd.src_desc(0), {}, pd.dst_desc()};
-    made.reference = isRefImpl(pd);
-    return made;
+    return binaryPrim(alg, src0.get_desc(), src1.get_desc(), act, lo, hi);
   });
   dnnl::memory dst = sameLayoutOutput(a, src0, y);
   // oneDNN 2.6's binary kernel computes wrong values in place on a blocked

@@ -317,6 +317,44 @@ dnnl::memory outputMemory(Tensor* y, const dnnl::memory::desc& d) {
   return impl.mem;
 }
 
+std::optional<int64_t> channelBlock(const dnnl::memory::desc& d) {
+  const dnnl_memory_desc_t& c = d.data;
+  if (c.format_kind != dnnl_blocked || c.ndims < 2 ||
+      c.format_desc.blocking.inner_nblks != 1 ||
+      c.format_desc.blocking.inner_idxs[0] != 1)
+    return std::nullopt;
+  return c.format_desc.blocking.inner_blks[0];
+}
+
+bool hasChannelPadding(const dnnl::memory::desc& d) {
+  return d.data.ndims > 1 && d.data.padded_dims[1] != d.data.dims[1];
+}
+
+void zeroChannelPadding(const dnnl::memory& m) {
+  const dnnl::memory::desc d = m.get_desc();
+  const std::optional<int64_t> block = channelBlock(d);
+  HPVM_ASSERT(block.has_value(), "zeroChannelPadding needs a channel block");
+  const dnnl_memory_desc_t& c = d.data;
+  const dnnl_dims_t& strides = c.format_desc.blocking.strides;
+  const int64_t C = c.dims[1], B = *block, lastBlock = C / B;
+  const size_t bytes = dnnl::memory::data_type_size(d.data_type());
+  // Every position of the other dims (batch, spatial), as one index.
+  int64_t positions = c.padded_dims[0];
+  for (int i = 2; i < c.ndims; ++i)
+    positions *= c.padded_dims[i];
+  char* base = static_cast<char*>(m.get_data_handle());
+#pragma omp parallel for schedule(static)
+  for (int64_t pos = 0; pos < positions; ++pos) {
+    int64_t rest = pos, offset = lastBlock * strides[1] + C % B;
+    for (int i = c.ndims - 1; i >= 2; --i) {
+      offset += (rest % c.padded_dims[i]) * strides[i];
+      rest /= c.padded_dims[i];
+    }
+    offset += rest * strides[0];
+    std::memset(base + offset * bytes, 0, (B - C % B) * bytes);
+  }
+}
+
 dnnl::memory::desc blocked16Desc(const Tensor* t) {
   Dims4 d = dims4(t);
   return dnnl::memory::desc({d[0], d[1], d[2], d[3]},

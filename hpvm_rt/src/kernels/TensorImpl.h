@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -127,6 +128,14 @@ void markInPlace(Tensor* y, const dnnl::memory& dst);
 /// y is the input tensor (in place), else y's own buffer.
 dnnl::memory sameLayoutOutput(const Tensor* x, const dnnl::memory& src,
                               Tensor* y);
+/// The channel block of \p d when its only inner block is on dim 1 (the
+/// 16 of nChw16c, the 4 of aBcd4b), else none.
+std::optional<int64_t> channelBlock(const dnnl::memory::desc& d);
+/// True when \p d pads its channels (dim 1) past their count.
+bool hasChannelPadding(const dnnl::memory::desc& d);
+/// Writes zeros over the padded channels of \p m, whose layout has a
+/// channelBlock() (oneDNN's kernels expect that padding to hold zeros).
+void zeroChannelPadding(const dnnl::memory& m);
 /// nChw16c f32 descriptor of t's dims.
 dnnl::memory::desc blocked16Desc(const Tensor* t);
 /// True when \p whole's storage is planned for zero-copy concatenation
