@@ -7,6 +7,7 @@
 #include "passes/ConstantFolding.h"
 #include "passes/Fusions.h"
 #include "passes/LayoutRegions.h"
+#include "passes/QuantizedOps.h"
 #include "passes/Simplify.h"
 #include "support/Diagnostics.h"
 
@@ -21,6 +22,7 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   };
   verify(g);
   run("eliminate-dead-nodes", eliminateDeadNodes);
+  run("expand-quantized-ops", expandQuantizedOps);
   run("fold-constants", foldConstants);
   run("remove-identities", removeIdentities);
   run("eliminate-dead-nodes", eliminateDeadNodes);

@@ -13,6 +13,7 @@
 #include "Version.h"
 #include "codegen/Datasets.h"
 #include "codegen/HpvmCodegen.h"
+#include "codegen/ModelConfig.h"
 #include "codegen/OpsJson.h"
 #include "codegen/OutputFiles.h"
 #include "codegen/ProgramLayout.h"
@@ -187,6 +188,9 @@ struct RenderedFiles {
   std::string source;     ///< hpvm_c.cpp.
   std::string cmakeLists; ///< CMakeLists.txt.
   std::string opsJson;    ///< ops.json.
+  /// tuner_confs.txt of a pre-quantized model without --config (its int8
+  /// configuration), else "".
+  std::string modelConfig;
 };
 
 /// Checks the output directory, --config and the templates before any work.
@@ -352,7 +356,10 @@ RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
   cg.testCount = test.count;
   cg.batchSize = opts.batchSize;
   bool inspect = opts.target == Target::HpvmTensorInspect;
-  bool hasConfig = !opts.configFile.empty();
+  // A pre-quantized model runs its own int8 configuration by default.
+  if (opts.configFile.empty() && opts.target == Target::HpvmTensor)
+    r.modelConfig = preQuantizedConfig(layout);
+  bool hasConfig = !opts.configFile.empty() || !r.modelConfig.empty();
   cg.defaultConfig = hasConfig || inspect ? "tuner_confs.txt" : "";
   cg.templateDir = where.templateDir;
   r.source = renderProgram(layout, cg);
@@ -408,7 +415,7 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
   fs::create_directory(tmp + "/weights", ec);
   if (ec)
     throw UserError("cannot create '" + tmp + "/weights': " + ec.message());
-  bool hasConfig = !opts.configFile.empty();
+  bool hasConfig = !opts.configFile.empty() || !r.modelConfig.empty();
 
   progress(streams, "writing " + std::to_string(layout.weights.size()) +
                         " weight files");
@@ -434,8 +441,10 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
       copyFileAtomic(ds->labelsPath, tmp + "/" + sets.back());
     }
   }
-  if (hasConfig)
+  if (!opts.configFile.empty())
     copyFileAtomic(opts.configFile, tmp + "/tuner_confs.txt");
+  else if (!r.modelConfig.empty())
+    writeFileAtomic(tmp + "/tuner_confs.txt", r.modelConfig);
   // The sources, and their copies as the next regeneration's merge base
   // (never touched by the build).
   std::string base = tmp + "/" + MergeBaseDir;

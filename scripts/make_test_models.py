@@ -101,6 +101,70 @@ def op_fixtures():
          [node("Flatten", ["input"], ["f"], "flatten", axis=1),
           node("MatMul", ["f", "w"], ["y"], "matmul")],
          [X], io("y", [1, 5]), [weights("w", [72, 5], 5)])
+    # Pre-quantized models, as ONNX Runtime's quantizer writes them:
+    # uint8 activations with a zero point, int8 weights per output
+    # channel, int32 biases.
+    def scalar(name, dtype, v):
+        return helper.make_tensor(name, dtype, [], [v])
+
+    def qweights(name, shape, seed, dtype=TensorProto.INT8):
+        rng = np.random.RandomState(seed)
+        lo, hi = (-127, 127) if dtype == TensorProto.INT8 else (-2**20, 2**20)
+        return helper.make_tensor(name, dtype, shape,
+                                  rng.randint(lo, hi + 1, size=shape)
+                                  .flatten().tolist())
+    save("QuantizeLinear.onnxtxt",
+         [node("QuantizeLinear", ["input", "s", "z"], ["q"], "quantize"),
+          node("MaxPool", ["q"], ["p"], "pool_on_integers",
+               kernel_shape=[2, 2], strides=[2, 2]),
+          node("DequantizeLinear", ["p", "s", "z"], ["y"], "dequantize")],
+         [X], io("y", [1, 2, 3, 3]),
+         [scalar("s", TensorProto.FLOAT, 0.0078125),
+          scalar("z", TensorProto.UINT8, 128)])
+    save("DequantizeLinear.onnxtxt",
+         [node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], "weights",
+               axis=0),
+          node("QuantizeLinear", ["input", "s", "z"], ["q"], "quantize"),
+          node("DequantizeLinear", ["q", "s", "z"], ["x"], "dequantize"),
+          node("Conv", ["x", "w"], ["y"], "conv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1])],
+         [X], io("y", [1, 3, 6, 6]),
+         [qweights("wq", [3, 2, 3, 3], 90),
+          helper.make_tensor("ws", TensorProto.FLOAT, [3],
+                             [0.004, 0.005, 0.006]),
+          helper.make_tensor("wz", TensorProto.INT8, [3], [0, 0, 0]),
+          scalar("s", TensorProto.FLOAT, 0.0078125),
+          scalar("z", TensorProto.INT8, 0)])
+    save("QLinearConv.onnxtxt",
+         [node("QuantizeLinear", ["input", "xs", "xz"], ["xq"], "quantize"),
+          node("QLinearConv", ["xq", "xs", "xz", "wq", "ws", "wz", "ys", "yz",
+                               "bq"], ["yq"], "qconv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1], strides=[2, 2]),
+          node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], "dequantize")],
+         [X], io("y", [1, 3, 3, 3]),
+         [scalar("xs", TensorProto.FLOAT, 0.0078125),
+          scalar("xz", TensorProto.UINT8, 128),
+          qweights("wq", [3, 2, 3, 3], 91),
+          helper.make_tensor("ws", TensorProto.FLOAT, [3],
+                             [0.004, 0.005, 0.006]),
+          helper.make_tensor("wz", TensorProto.INT8, [3], [0, 0, 0]),
+          scalar("ys", TensorProto.FLOAT, 0.03125),
+          scalar("yz", TensorProto.UINT8, 0),
+          qweights("bq", [3], 92, TensorProto.INT32)])
+    save("QLinearMatMul.onnxtxt",
+         [node("QuantizeLinear", ["input", "as", "az"], ["aq"], "quantize"),
+          node("Flatten", ["aq"], ["f"], "flatten", axis=1),
+          node("QLinearMatMul", ["f", "as", "az", "bq", "bs", "bz", "ys",
+                                 "yz"], ["yq"], "qmatmul"),
+          node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], "dequantize")],
+         [X], io("y", [1, 5]),
+         [scalar("as", TensorProto.FLOAT, 0.0078125),
+          scalar("az", TensorProto.UINT8, 128),
+          qweights("bq", [72, 5], 93),
+          scalar("bs", TensorProto.FLOAT, 0.004),
+          scalar("bz", TensorProto.INT8, 0),
+          scalar("ys", TensorProto.FLOAT, 0.0625),
+          scalar("yz", TensorProto.UINT8, 128)])
     # Resizing: sizes (linear, half_pixel, a segmentation head's), then
     # scales (nearest, asymmetric, floor).
     save("Resize.onnxtxt",
@@ -482,6 +546,24 @@ def errors():
                dilations=[0, 2]),
           node("Softsign", ["c"], ["y"], "")],
          [X], io("y", [1, 2, 2, 2]), [weights("w", [2, 2, 3, 3], 40)])
+    # Pre-quantized models: what is refused, all at once.
+    s8 = helper.make_tensor("s", TensorProto.FLOAT, [], [0.0078125])
+    z8 = helper.make_tensor("z", TensorProto.UINT8, [], [128])
+    save("errors/quantized.onnxtxt",
+         [node("QuantizeLinear", ["input", "cs", "cz"], ["pc"], "per_channel",
+               axis=1),
+          node("DequantizeLinear", ["pc", "cs", "cz"], ["d0"], "dq0", axis=1),
+          node("QuantizeLinear", ["d0", "s", "z"], ["q"], "quantize"),
+          node("Transpose", ["q"], ["t"], "transpose_integers",
+               perm=[0, 1, 3, 2]),
+          node("DequantizeLinear", ["t", "s", "z"], ["d2"], "dq2"),
+          node("QuantizeLinear", ["input", "s", "z"], ["q2"], "quantize2"),
+          node("DequantizeLinear", ["q2", "s2", "z"], ["d1"], "other_scale"),
+          node("Add", ["d1", "d2"], ["y"], "add")],
+         [X], io("y", [1, 2, 6, 6]),
+         [s8, z8, helper.make_tensor("s2", TensorProto.FLOAT, [], [0.5]),
+          helper.make_tensor("cs", TensorProto.FLOAT, [2], [0.01, 0.02]),
+          helper.make_tensor("cz", TensorProto.UINT8, [2], [128, 128])])
     # Symbolic height and width (fixed by --input-shape).
     save("errors/symbolic_hw.onnxtxt",
          [node("Conv", ["input", "w"], ["y"], "conv", kernel_shape=[3, 3],

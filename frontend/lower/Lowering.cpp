@@ -84,7 +84,7 @@ void lowerNodes(Graph& g) {
   };
   int64_t downstream = 0;
   for (const auto& [n, reason] : refused) {
-    if (after.count(n) && unknownOperand(n))
+    if (after.count(n) && (unknownOperand(n) || L.downstream.count(n)))
       ++downstream;
     else
       errors.add(n->origins.front(), reason);

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -29,6 +30,9 @@ struct Lowering {
   explicit Lowering(Graph& graph) : g(graph) {}
 
   Graph& g;
+  /// Refused nodes whose only problem is an operand another refused node
+  /// computes: counted after the other refusals, not listed.
+  std::set<const Node*> downstream;
   /// Constants already converted to a 4-D float32 form, by (data, shape).
   std::map<std::pair<const TensorData*, std::vector<int64_t>>, Value*> cache;
 

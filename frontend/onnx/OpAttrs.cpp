@@ -260,6 +260,18 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {intsAttr("axes", {}), intAttr("keepdims", 1)};
     return decls;
   }
+  case OpKind::OnnxQuantizeLinear: {
+    static const Decls decls = {intAttr("axis", 1), intAttr("block_size", 0),
+                                intAttr("output_dtype", 0)};
+    return decls;
+  }
+  case OpKind::OnnxDequantizeLinear: {
+    static const Decls decls = {intAttr("axis", 1), intAttr("block_size", 0)};
+    return decls;
+  }
+  case OpKind::OnnxQLinearConv:
+    return attrDecls(OpKind::OnnxConv);
+  case OpKind::OnnxQLinearMatMul:
   case OpKind::OnnxMatMul:
   case OpKind::OnnxPow:
   case OpKind::OnnxSqrt:

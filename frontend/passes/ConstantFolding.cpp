@@ -7,6 +7,7 @@
 #include "passes/ConstantTensors.h"
 #include "passes/Matchers.h"
 #include "passes/OpGeometry.h"
+#include "passes/QuantizedOps.h"
 #include "passes/ShapeInference.h"
 
 #include <algorithm>
@@ -608,6 +609,10 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
     return foldRange(n);
   if (k == OpKind::OnnxScatterND)
     return foldScatterND(n, a);
+  if (k == OpKind::OnnxDequantizeLinear)
+    return foldDequantizeLinear(n, opset);
+  if (k == OpKind::OnnxQuantizeLinear)
+    return foldQuantizeLinear(n, opset);
   return nullptr;
 }
 

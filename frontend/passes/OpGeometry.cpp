@@ -245,13 +245,30 @@ std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
   const std::vector<int64_t>& s = in->shape;
   if (s.size() == 4 && out.size() == 2 && out[0] == s[0] && s[1] >= 0 &&
       out[1] == s[1] * s[2] * s[3]) {
-    for (const Node* user : r.output->users)
-      if ((user->kind != OpKind::OnnxGemm &&
-           user->kind != OpKind::OnnxMatMul) ||
-          user->inputs[0] != r.output)
+    // The reader of the flattened values that is not Gemm or MatMul
+    // (through a pre-quantized model's QuantizeLinear and DequantizeLinear,
+    // element-wise), if any.
+    std::vector<const Value*> work{r.output};
+    while (!work.empty()) {
+      const Value* v = work.back();
+      work.pop_back();
+      for (const Node* user : v->users) {
+        if (user->kind == OpKind::OnnxQuantizeLinear ||
+            user->kind == OpKind::OnnxDequantizeLinear) {
+          if (user->inputs[0] == v) {
+            work.push_back(user->output);
+            continue;
+          }
+        } else if ((user->kind == OpKind::OnnxGemm ||
+                    user->kind == OpKind::OnnxMatMul) &&
+                   user->inputs[0] == v) {
+          continue;
+        }
         return what + " " + formatShape(s) + " to " + formatShape(out) +
                " is only supported right before Gemm or MatMul (it feeds " +
                describeProducer(user->output) + ")";
+      }
+    }
     return "";
   }
   return what + " " + formatShape(s) + " to " + formatShape(out) +

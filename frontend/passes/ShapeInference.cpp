@@ -24,7 +24,8 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       k == OpKind::OnnxHardSigmoid || k == OpKind::OnnxHardSwish ||
       k == OpKind::OnnxLeakyRelu || k == OpKind::OnnxSqrt ||
       k == OpKind::OnnxErf || k == OpKind::OnnxDropout ||
-      k == OpKind::OnnxIdentity)
+      k == OpKind::OnnxIdentity || k == OpKind::OnnxQuantizeLinear ||
+      k == OpKind::OnnxDequantizeLinear)
     return x;
   if (k == OpKind::OnnxTranspose) {
     std::vector<int64_t> perm = a.getInts("perm"), out;

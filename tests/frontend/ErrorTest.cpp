@@ -171,3 +171,26 @@ TEST_CASE("Frontend: a missing model file is a user error") {
   std::string path = errorFixture("does_not_exist");
   CHECK(failure(path) == path + ": cannot open: No such file or directory");
 }
+
+TEST_CASE("Frontend: a pre-quantized model's refusals come at once, the "
+          "dequantizations after them counted") {
+  std::string path = errorFixture("quantized");
+  CHECK(failure(path) ==
+        path +
+            ": 4 unsupported nodes:\n"
+            "  node 'per_channel' (QuantizeLinear, #0): it quantizes an "
+            "activation per axis; only one scale and zero point per "
+            "activation are supported\n"
+            "  node 'quantize' (QuantizeLinear, #2): its integers are read by "
+            "node 'transpose_integers' (Transpose); only DequantizeLinear, "
+            "QLinearConv, QLinearMatMul, MaxPool and reshapes may read them\n"
+            "  node 'transpose_integers' (Transpose, #3): transposing "
+            "activations is not supported (only within ShuffleNet's channel "
+            "shuffle: Reshape to (N, g, C/g, H, W), Transpose perm [0, 2, 1, "
+            "3, 4], Reshape back)\n"
+            "  node 'other_scale' (DequantizeLinear, #6): it dequantizes 'q2' "
+            "with another scale, zero point or type than the QuantizeLinear "
+            "that made it; that is not supported\n"
+            "(2 more nodes after these could not be checked until they are "
+            "fixed)");
+}

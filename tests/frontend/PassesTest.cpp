@@ -288,12 +288,12 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
   };
   lowerToHpvm(*g, opts);
   CHECK(passes == std::vector<std::string>{
-                      "eliminate-dead-nodes", "fold-constants",
-                      "remove-identities", "eliminate-dead-nodes", "fold-pads",
-                      "alias-reshapes", "fuse-channel-shuffles",
-                      "fuse-layer-norms", "make-tokens-channel-first",
-                      "fuse-gelus", "fuse-silus", "make-channel-first", "lower",
-                      "eliminate-dead-nodes"});
+                      "eliminate-dead-nodes", "expand-quantized-ops",
+                      "fold-constants", "remove-identities",
+                      "eliminate-dead-nodes", "fold-pads", "alias-reshapes",
+                      "fuse-channel-shuffles", "fuse-layer-norms",
+                      "make-tokens-channel-first", "fuse-gelus", "fuse-silus",
+                      "make-channel-first", "lower", "eliminate-dead-nodes"});
 }
 
 TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "

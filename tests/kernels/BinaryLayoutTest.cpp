@@ -15,19 +15,6 @@ using namespace hpvm::rt::kern;
 
 namespace {
 
-/// t holds \p v in layout \p layout (its device buffer; the host copy stale).
-void place(TestTensor& t, const std::vector<float>& v, tag layout) {
-  t.set(v);
-  const Dims4 d = dims4(t.get());
-  const dnnl::memory::desc want({d[0], d[1], d[2], d[3]}, dt::f32, layout);
-  if (want == nchwDesc(t.get()))
-    return;
-  dnnl::memory tmp(want, engine());
-  reorder(currentMemory(t.get()), tmp);
-  dnnl::memory out = outputMemory(t.get(), want);
-  std::memcpy(out.get_data_handle(), tmp.get_data_handle(), want.get_size());
-}
-
 /// Keys of the cached binary primitives that are oneDNN's reference code.
 std::set<std::string> referenceBinaries() {
   std::set<std::string> found;

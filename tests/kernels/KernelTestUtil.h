@@ -5,7 +5,9 @@
 
 #include "approx/Isa.h"
 #include "kernels/Kernels.h"
+#include "kernels/Primitives.h"
 #include "kernels/Reference.h"
+#include "kernels/TensorImpl.h"
 
 #include <doctest/doctest.h>
 
@@ -316,6 +318,22 @@ struct TestPost {
     }
   }
 };
+
+/// t holds \p v in layout \p layout (its device buffer, the padding of a
+/// blocked layout zero; the host copy stale).
+inline void place(TestTensor& t, const std::vector<float>& v,
+                  dnnl::memory::format_tag layout) {
+  t.set(v);
+  const kern::Dims4 d = kern::dims4(t.get());
+  const dnnl::memory::desc want({d[0], d[1], d[2], d[3]},
+                                dnnl::memory::data_type::f32, layout);
+  if (want == kern::nchwDesc(t.get()))
+    return;
+  dnnl::memory tmp(want, kern::engine());
+  kern::reorder(kern::currentMemory(t.get()), tmp);
+  dnnl::memory out = kern::outputMemory(t.get(), want);
+  std::memcpy(out.get_data_handle(), tmp.get_data_handle(), want.get_size());
+}
 
 } // namespace hpvm::rt::test
 

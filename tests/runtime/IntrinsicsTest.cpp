@@ -387,6 +387,20 @@ OpCase caseFor(HpvmOp op) {
         for (int64_t col = 0; col < 6; col += 2)
           c.want.push_back(hostOf(x)[i * 42 + r * 6 + col]);
     break;
+  case HpvmOp::Quantize: // uint8, scale 1/64, zero point 100: x in [-2,
+                         // 2] saturates below -100/64 and above 155/64
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_quantize(t[0], 0.015625f, 100.f, 0.f, 255.f);
+    };
+    c.direct = c.intrinsic;
+    for (int64_t i = 0; i < n; ++i) {
+      const float q =
+          std::clamp(std::nearbyint(hostOf(x)[i] * 64.f) + 100.f, 0.f, 255.f);
+      c.want[size_t(i)] = (q - 100.f) / 64.f;
+    }
+    break;
   case HpvmOp::ResizeNearest: // 7 x 6 -> 10 x 4, half pixel, halves up
     c.in = {x};
     c.out = {2, 4, 10, 4};

@@ -15,6 +15,30 @@ namespace {
 /// Gives an INT8 knob on fused node \p node the input range the active
 /// calibration \p cal measured for it; \p where locates the knob for
 /// errors.
+/// The range an int8 knob on op \p opIndex quantizes its input with when
+/// a pre-quantized model puts that input on a grid: the quantize op it
+/// reads (through max pooling, which picks one of its values). A grid of
+/// 256 steps from 0 (zero point at the minimum), or of -128 .. 127 steps
+/// (uint8 with zero point 128, int8 with 0), is the int8 knob's own at
+/// the model's scale: [0, 255 * scale] or [-127, 127] * scale (-128
+/// saturates to itself); any other, its range. False when the input is
+/// not quantized by the model.
+bool modelRange(const Plan& p, int opIndex, float& lo, float& hi) {
+  int32_t code = p.ops[size_t(opIndex)].in[0];
+  while (code >= 0 && (p.ops[size_t(code)].op == HpvmOp::MaxPool ||
+                       p.ops[size_t(code)].op == HpvmOp::MaxPoolPads))
+    code = p.ops[size_t(code)].in[0];
+  if (code < 0 || p.ops[size_t(code)].op != HpvmOp::Quantize)
+    return false;
+  const double* s = p.ops[size_t(code)].scalars;
+  const double scale = s[0], below = s[1] - s[2], above = s[3] - s[1];
+  lo = static_cast<float>(-below * scale);
+  hi = static_cast<float>(above * scale);
+  if (below == 128 && above == 127)
+    lo = -hi;
+  return true;
+}
+
 void calibrate(KnobSpec& spec, const FusedNodeInfo& node, HpvmOp op,
                const std::string& where, const Int8Calibration* cal) {
   auto need = [&] {
@@ -81,7 +105,12 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p, const Configuration* conf,
     for (size_t k = 0; k < node.ops.size(); ++k) {
       const OpChoice& c = lines[f]->ops[k];
       KnobSpec& spec = knobs[p.fusedOps[f][k]] = knobById(c.knobId)->spec;
-      if (spec.precision == Precision::INT8)
+      // The input grid of a pre-quantized model is its own, whatever a
+      // calibration measured.
+      if (spec.precision == Precision::INT8 && k == 0 &&
+          modelRange(p, p.fusedOps[f][k], spec.inLo, spec.inHi))
+        spec.hasRange = true;
+      else if (spec.precision == Precision::INT8)
         calibrate(spec, node, node.ops[k],
                   configPath + ":" + std::to_string(c.line) + ":" +
                       std::to_string(c.column) + ": ",

@@ -179,6 +179,21 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
       throw UserError(where() + ": hard sigmoid alpha " + std::to_string(s[0]) +
                       " and beta " + std::to_string(s[1]) + " must be finite");
     return x;
+  case HpvmOp::Quantize: {
+    auto whole = [](double v) {
+      return std::isfinite(v) && v == std::floor(v);
+    };
+    if (!(s[0] > 0 && std::isfinite(s[0])))
+      throw UserError(where() + ": quantize scale " + std::to_string(s[0]) +
+                      " must be finite and > 0");
+    if (!whole(s[1]) || !whole(s[2]) || !whole(s[3]) || s[2] > s[1] ||
+        s[1] > s[3])
+      throw UserError(where() + ": quantize zero point " +
+                      std::to_string(s[1]) + " must be an integer within " +
+                      "the integer range " + std::to_string(s[2]) + " .. " +
+                      std::to_string(s[3]));
+    return x;
+  }
   case HpvmOp::LeakyRelu:
     if (!std::isfinite(s[0]))
       throw UserError(where() + ": leaky relu alpha " + std::to_string(s[0]) +
