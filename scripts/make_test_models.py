@@ -225,16 +225,42 @@ def op_fixtures():
           helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])])
     # Max and Min with a constant scalar (clamps), and a Clip with a
     # negative min and no max.
+    # With a constant scalar (a clamp), then of two activations, the
+    # broadcast one first.
     save("Max.onnxtxt",
-         [node("Max", ["input", "floor"], ["y"], "at_least")],
+         [node("Max", ["input", "floor"], ["a"], "at_least"),
+          node("GlobalAveragePool", ["input"], ["g"], "mean"),
+          node("Max", ["g", "a"], ["y"], "at_least_the_mean")],
          [X], io("y", [1, 2, 6, 6]),
          [helper.make_tensor("floor", TensorProto.FLOAT, [], [-0.5])])
+    # With a constant scalar, then a per-channel constant.
     save("Min.onnxtxt",
          [node("Min", ["ceiling", "input"], ["m"], "at_most"),
-          node("Clip", ["m", "lo"], ["y"], "from_below")],
+          node("Min", ["m", "per_channel"], ["n"], "at_most_per_channel"),
+          node("Clip", ["n", "lo"], ["y"], "from_below")],
          [X], io("y", [1, 2, 6, 6]),
          [helper.make_tensor("ceiling", TensorProto.FLOAT, [], [0.75]),
+          helper.make_tensor("per_channel", TensorProto.FLOAT, [2, 1, 1],
+                             [0.5, -0.1]),
           helper.make_tensor("lo", TensorProto.FLOAT, [], [-0.25])])
+    save("Sum.onnxtxt",
+         [node("Relu", ["input"], ["r"], "relu"),
+          node("Tanh", ["input"], ["t"], "tanh"),
+          node("Sum", ["input", "r", "t"], ["y"], "sum")],
+         [X], io("y", [1, 2, 6, 6]))
+    # Element-wise arithmetic of activations beyond the LayerNorm pieces:
+    # a standardisation by hand.
+    save("arithmetic.onnxtxt",
+         [node("GlobalAveragePool", ["input"], ["mean"], "mean"),
+          node("Sub", ["input", "mean"], ["d"], "centre"),
+          node("Pow", ["d", "two"], ["d2"], "square"),
+          node("GlobalAveragePool", ["d2"], ["var"], "variance"),
+          node("Add", ["var", "eps"], ["ve"], "plus_eps"),
+          node("Sqrt", ["ve"], ["sd"], "deviation"),
+          node("Div", ["d", "sd"], ["y"], "standardise")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+          helper.make_tensor("eps", TensorProto.FLOAT, [], [1e-3])])
     save("Tanh.onnxtxt", [node("Tanh", ["input"], ["y"], "tanh")], [X],
          io("y", [1, 2, 6, 6]))
     # A conv's post-op (fused) with alpha 0.2, then ONNX's default alpha.
@@ -264,12 +290,18 @@ def op_fixtures():
          [helper.make_tensor("s", TensorProto.FLOAT, [2, 1, 1], [0.5, 2.0])])
     # Minus a per-channel constant, divided by a scalar; the shape
     # arithmetic of a view folds (Sub, Div of constants).
+    # Minus a constant, then minus an activation broadcast (N x C x 1 x 1).
     save("Sub.onnxtxt",
-         [node("Sub", ["input", "m"], ["y"], "center")],
+         [node("Sub", ["input", "m"], ["c"], "center"),
+          node("GlobalAveragePool", ["input"], ["g"], "mean"),
+          node("Sub", ["c", "g"], ["y"], "minus_mean")],
          [X], io("y", [1, 2, 6, 6]),
          [helper.make_tensor("m", TensorProto.FLOAT, [2, 1, 1], [0.5, -1.0])])
+    # By a constant, then by an activation of the same shape.
     save("Div.onnxtxt",
-         [node("Div", ["input", "d"], ["y"], "scale")],
+         [node("Div", ["input", "d"], ["s"], "scale"),
+          node("Sigmoid", ["input"], ["g"], "gate"),
+          node("Div", ["s", "g"], ["y"], "by_gate")],
          [X], io("y", [1, 2, 6, 6]),
          [helper.make_tensor("d", TensorProto.FLOAT, [], [4.0])])
     # ShuffleNet v2: split the channels in two (Slice), shuffle them

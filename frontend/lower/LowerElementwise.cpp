@@ -33,7 +33,11 @@ std::string constantOperand(Lowering& L, Node* n, Value* b,
            ", of higher rank than the activation";
   OpAttrs attrs(*n, L.g.source.opset);
   size_t offset = onnx.size() - cd.size();
-  if (attrs.getInt("broadcast") != 0 && attrs.has("axis"))
+  // (Only Add, Sub, Mul and Div had the legacy broadcast attributes.)
+  const bool legacy = n->kind == OpKind::OnnxAdd ||
+                      n->kind == OpKind::OnnxSub ||
+                      n->kind == OpKind::OnnxMul || n->kind == OpKind::OnnxDiv;
+  if (legacy && attrs.getInt("broadcast") != 0 && attrs.has("axis"))
     offset = static_cast<size_t>(attrs.getInt("axis"));
   std::vector<int64_t> aligned(onnx.size(), 1);
   for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
@@ -156,6 +160,38 @@ std::string lowerUnary(Lowering& L, Node* n, OpKind kind,
   return "";
 }
 
+/// \p n (Sub, Div, Max, Min) of two activations: op \p kind, the second
+/// operand broadcast against the first (each of its 4-D dims the first's
+/// or 1); a \p commutative op takes them in either order.
+std::string lowerArith(Lowering& L, Node* n, OpKind kind, bool commutative,
+                       const char* doing) {
+  Value* a = n->inputs[0];
+  Value* b = n->inputs[1];
+  if (auto r = needActivation(a, "input", true); !r.empty())
+    return r;
+  if (auto r = needActivation(b, "input", true); !r.empty())
+    return r;
+  auto fits = [](const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+    for (size_t i = 0; i < 4; ++i)
+      if (y[i] != x[i] && y[i] != 1)
+        return false;
+    return true;
+  };
+  std::vector<int64_t> a4 = form4d(a->shape), b4 = form4d(b->shape);
+  if (!fits(a4, b4)) {
+    if (!commutative || !fits(b4, a4))
+      return std::string(doing) + " activations of shapes " +
+             formatShape(a->shape) + " and " + formatShape(b->shape) +
+             " is not supported (only where the second's dims are the "
+             "first's or 1)";
+    std::swap(a, b);
+    std::swap(a4, b4);
+  }
+  int pos = L.position(n);
+  L.finish(n, L.emit(kind, {a, b}, {}, a4, n->output->name, *n, pos));
+  return "";
+}
+
 } // namespace
 
 std::string lowerAdd(Lowering& L, Node* n) {
@@ -242,14 +278,44 @@ std::string lowerMul(Lowering& L, Node* n) {
 }
 
 std::string lowerSub(Lowering& L, Node* n) {
+  if (n->inputs.size() == 2 && !n->inputs[0]->isConstant() &&
+      !n->inputs[1]->isConstant())
+    return lowerArith(L, n, OpKind::Sub, false, "subtracting");
   return lowerByConstant(
       L, n, [](float f) { return -f; }, OpKind::Add, "minus", "subtracting");
 }
 
 std::string lowerDiv(Lowering& L, Node* n) {
+  if (n->inputs.size() == 2 && !n->inputs[0]->isConstant() &&
+      !n->inputs[1]->isConstant())
+    return lowerArith(L, n, OpKind::Div, false, "dividing");
   return lowerByConstant(
       L, n, [](float f) { return 1.0f / f; }, OpKind::Multiply, "divided by",
       "dividing by");
+}
+
+/// ONNX Sum: the first input plus each other, one add at a time (inputs
+/// of one shape).
+std::string lowerSum(Lowering& L, Node* n) {
+  if (n->inputs.empty())
+    return "Sum needs at least one input";
+  Value* acc = n->inputs[0];
+  if (auto r = needActivation(acc, "input", true); !r.empty())
+    return r;
+  for (Value* v : n->inputs) {
+    if (auto r = needActivation(v, "input", true); !r.empty())
+      return r;
+    if (form4d(v->shape) != form4d(acc->shape))
+      return "summing activations of different shapes (" +
+             formatShape(acc->shape) + " and " + formatShape(v->shape) +
+             ") is not supported";
+  }
+  int pos = L.position(n);
+  for (size_t i = 1; i < n->inputs.size(); ++i)
+    acc = L.emit(OpKind::Add, {acc, n->inputs[i]}, {}, form4d(acc->shape),
+                 n->output->name, *n, pos);
+  L.finish(n, acc);
+  return "";
 }
 
 std::string lowerBatchNormalization(Lowering& L, Node* n) {
@@ -321,11 +387,26 @@ std::string lowerBound(Lowering& L, Node* n, bool max) {
       break;
     }
   }
+  const OpKind kind = max ? OpKind::Maximum : OpKind::Minimum;
+  const char* doing = max ? "taking the maximum of" : "taking the minimum of";
+  if (n->inputs.size() == 2 && !n->inputs[0]->isConstant() &&
+      !n->inputs[1]->isConstant())
+    return lowerArith(L, n, kind, true, doing);
+  if (n->inputs.size() == 2 && constants == 0) {
+    // An activation and a constant of more than one element.
+    Value *a = nullptr, *b = nullptr, *c = nullptr;
+    if (auto r = binaryOperands(n, a, b); !r.empty())
+      return r;
+    const std::vector<int64_t> x4 = form4d(a->shape);
+    if (auto r = constantOperand(L, n, b, x4, doing, "result", c); !r.empty())
+      return r;
+    int pos = L.position(n);
+    L.finish(n, L.emit(kind, {a, c}, {}, x4, n->output->name, *n, pos));
+    return "";
+  }
   if (!x || constants != 1 || n->inputs.size() != 2)
     return std::string("only ") + (max ? "Max" : "Min") +
-           " of an activation and a constant scalar is supported (a clamp "
-           "from " +
-           (max ? "below)" : "above)");
+           " of two operands is supported";
   if (std::isnan(c))
     return "the constant is NaN";
   if (auto r = needActivation(x, "input", true); !r.empty())
@@ -435,12 +516,23 @@ std::string lowerLayerNormalization(Lowering& L, Node* n) {
                      n->output->name, *n, pos));
   return "";
 }
-std::string lowerPow(Lowering&, Node*) {
-  return "Pow of activations is only supported inside the LayerNorm the "
-         "PyTorch exporter writes (ReduceMean, Sub, Pow 2, ReduceMean, Add, "
-         "Sqrt, Div over the last axis)";
+/// Pow of an activation by a constant scalar exponent.
+std::string lowerPow(Lowering& L, Node* n) {
+  if (n->inputs.size() != 2)
+    return "Pow needs two inputs";
+  const Value* e = n->inputs[1];
+  if (!e->isConstant() || e->constant->numElements() != 1)
+    return "the exponent is not a constant scalar (only an activation to a "
+           "constant power is supported)";
+  const double p = e->constant->asDouble(0);
+  if (!std::isfinite(p))
+    return "the exponent " + std::to_string(p) + " is not finite";
+  return lowerUnary(L, n, OpKind::Pow,
+                    {Scalar::real(shortestFloat(static_cast<float>(p)))});
 }
-std::string lowerSqrt(Lowering& L, Node* n) { return lowerPow(L, n); }
+std::string lowerSqrt(Lowering& L, Node* n) {
+  return lowerUnary(L, n, OpKind::Sqrt);
+}
 std::string lowerErf(Lowering&, Node*) {
   return "Erf of activations is only supported inside the GELU the PyTorch "
          "exporter writes (x * (1 + erf(x / sqrt(2))) * 0.5)";

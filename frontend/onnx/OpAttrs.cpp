@@ -279,6 +279,7 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxGlobalAveragePool:
   case OpKind::OnnxRelu:
   case OpKind::OnnxMax:
+  case OpKind::OnnxSum:
   case OpKind::OnnxMin:
   case OpKind::OnnxTanh:
   case OpKind::OnnxSigmoid:

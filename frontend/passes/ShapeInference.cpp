@@ -25,7 +25,7 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       k == OpKind::OnnxLeakyRelu || k == OpKind::OnnxSqrt ||
       k == OpKind::OnnxErf || k == OpKind::OnnxDropout ||
       k == OpKind::OnnxIdentity || k == OpKind::OnnxQuantizeLinear ||
-      k == OpKind::OnnxDequantizeLinear)
+      k == OpKind::OnnxDequantizeLinear || k == OpKind::OnnxSum)
     return x;
   if (k == OpKind::OnnxTranspose) {
     std::vector<int64_t> perm = a.getInts("perm"), out;

@@ -167,3 +167,49 @@ TEST_CASE("Kernels: add with an activation is right on every blocked "
           CHECK(nonzero == 0);
         }
 }
+
+TEST_CASE("Kernels: subtract, divide, maximum and minimum are right on every "
+          "layout, the second operand the same shape or broadcast") {
+  const size_t N = 2, C = 20, H = 5, W = 3;
+  unsigned seed = 1100;
+  const std::vector<std::vector<size_t>> seconds = {
+      {N, C, H, W}, {N, C, 1, 1}, {1, C, 1, 1}, {N, 1, H, 1}, {1, 1, 1, 1}};
+  for (tag layout : {tag::nchw, tag::nhwc, tag::aBcd4b, tag::nChw16c})
+    for (const std::vector<size_t>& bd : seconds)
+      for (Arith op : {Arith::Sub, Arith::Div, Arith::Max, Arith::Min})
+        for (bool inPlace : {false, true}) {
+          const std::string what = fmt::format(
+              "layout {} second {}x{}x{}x{} op {} {}", static_cast<int>(layout),
+              bd[0], bd[1], bd[2], bd[3], static_cast<int>(op),
+              inPlace ? "in place" : "out of place");
+          INFO(what);
+          TestTensor a({N, C, H, W}), b(bd), y({N, C, H, W});
+          const std::vector<float> av = randomVec(a.size(), ++seed),
+                                   bv = randomVec(b.size(), ++seed, 0.5f, 2.f);
+          place(a, av, layout);
+          if (bd[1] == C && bd[2] == H)
+            place(b, bv, layout);
+          else
+            b.set(bv);
+          Tensor* out = inPlace ? a.get() : y.get();
+          runArith(op, a.get(), b.get(), KnobSpec{}, out);
+          std::vector<float> want(av.size());
+          for (size_t i = 0; i < want.size(); ++i) {
+            const size_t w = i % W, h = i / W % H, c = i / (W * H) % C,
+                         n = i / (W * H * C);
+            const size_t at =
+                ((std::min(n, bd[0] - 1) * bd[1] + std::min(c, bd[1] - 1)) *
+                     bd[2] +
+                 std::min(h, bd[2] - 1)) *
+                    bd[3] +
+                std::min(w, bd[3] - 1);
+            const float x = av[i], v = bv[at];
+            want[i] = op == Arith::Sub   ? x - v
+                      : op == Arith::Div ? x / v
+                      : op == Arith::Max ? std::max(x, v)
+                                         : std::min(x, v);
+          }
+          checkClose(inPlace ? a.values() : y.values(), want, 1e-6f, 1e-6f,
+                     what);
+        }
+}

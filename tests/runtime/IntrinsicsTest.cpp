@@ -141,6 +141,68 @@ OpCase caseFor(HpvmOp op) {
     ref::multiply(hostOf(x), xs.data(), hostOf(s), sd, c.want.data());
     break;
   }
+  case HpvmOp::Sub:       // b broadcast over channels and columns
+  case HpvmOp::Div:       // over the batch and rows
+  case HpvmOp::Maximum:   // the same shape
+  case HpvmOp::Minimum: { // a scalar
+    const Shape bs = op == HpvmOp::Sub       ? Shape{2, 1, 7, 1}
+                     : op == HpvmOp::Div     ? Shape{1, 4, 1, 6}
+                     : op == HpvmOp::Maximum ? xs
+                                             : Shape{1, 1, 1, 1};
+    void* b = op == HpvmOp::Div ? randomTensor(bs, 12, 0.5f, 2.f)
+                                : randomTensor(bs, 12, -1, 1);
+    c.in = {x, b};
+    c.out = xs;
+    c.intrinsic =
+        op == HpvmOp::Sub
+            ? [](void* const*
+                     t) { return __hpvm_rt__tensor_subtract(t[0], t[1]); }
+        : op == HpvmOp::Div
+            ? [](void* const*
+                     t) { return __hpvm_rt__tensor_divide(t[0], t[1]); }
+        : op == HpvmOp::Maximum
+            ? [](void* const*
+                     t) { return __hpvm_rt__tensor_maximum(t[0], t[1]); }
+            : [](void* const* t) {
+                return __hpvm_rt__tensor_minimum(t[0], t[1]);
+              };
+    c.direct = c.intrinsic;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t at = 0, rest = i, stride = 1;
+      for (int d = 3; d >= 0; --d) {
+        const int64_t k = rest % xs[size_t(d)];
+        rest /= xs[size_t(d)];
+        at += (bs[size_t(d)] == 1 ? 0 : k) * stride;
+        stride *= bs[size_t(d)];
+      }
+      const float a = hostOf(x)[i], v = hostOf(b)[at];
+      c.want[size_t(i)] = op == HpvmOp::Sub       ? a - v
+                          : op == HpvmOp::Div     ? a / v
+                          : op == HpvmOp::Maximum ? std::max(a, v)
+                                                  : std::min(a, v);
+    }
+    break;
+  }
+  case HpvmOp::Pow: // cubes
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_pow(t[0], 3.f);
+    };
+    c.direct = c.intrinsic;
+    for (int64_t i = 0; i < n; ++i)
+      c.want[size_t(i)] = std::pow(hostOf(x)[i], 3.f);
+    break;
+  case HpvmOp::Sqrt: { // of magnitudes
+    void* m = randomTensor(xs, 13, 0, 4);
+    c.in = {m};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) { return __hpvm_rt__tensor_sqrt(t[0]); };
+    c.direct = c.intrinsic;
+    for (int64_t i = 0; i < n; ++i)
+      c.want[size_t(i)] = std::sqrt(hostOf(m)[i]);
+    break;
+  }
   case HpvmOp::BatchNorm: {
     void* g = randomTensor({1, 4, 1, 1}, 6, 0.5f, 1.5f);
     void* b = randomTensor({1, 4, 1, 1}, 7, -1, 1);

@@ -155,6 +155,27 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       "each other dim the same or 1)");
     return x;
   }
+  case HpvmOp::Sub:
+  case HpvmOp::Div:
+  case HpvmOp::Maximum:
+  case HpvmOp::Minimum: {
+    const Shape& b = in[1];
+    bool fits = true;
+    for (int d = 0; d < 4; ++d)
+      fits = fits && (b[d] == x[d] || b[d] == 1);
+    if (!fits)
+      throw UserError(where() + ": cannot combine " + shapeText(x) + " with " +
+                      shapeText(b) +
+                      " (need each dim of the second the same or 1)");
+    return x;
+  }
+  case HpvmOp::Pow:
+    if (!std::isfinite(s[0]))
+      throw UserError(where() + ": exponent " + std::to_string(s[0]) +
+                      " must be finite");
+    return x;
+  case HpvmOp::Sqrt:
+    return x;
   case HpvmOp::BatchNorm:
     checkPerChannel(in, 5, "batch norm", where);
     return x;

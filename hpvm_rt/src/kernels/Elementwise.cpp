@@ -555,4 +555,66 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   runBinary(dnnl::algorithm::binary_mul, a, src0, src1, act, lo, hi, knob, y);
 }
 
+void runArith(Arith op, const Tensor* a, const Tensor* b, const KnobSpec& knob,
+              Tensor* y) {
+  applyThreads();
+  const Dims4 ad = dims4(a), bd = dims4(b);
+  for (size_t i = 0; i < 4; ++i)
+    HPVM_ASSERT(bd[i] == ad[i] || bd[i] == 1,
+                fmt::format("arithmetic shapes wrong: a {}, b {}", dimsStr(a),
+                            dimsStr(b)));
+  HPVM_ASSERT(
+      numElems(y) == numElems(a) && b != y,
+      fmt::format("arithmetic output {} for a {}", dimsStr(y), dimsStr(a)));
+  const dnnl::algorithm alg = op == Arith::Sub   ? dnnl::algorithm::binary_sub
+                              : op == Arith::Div ? dnnl::algorithm::binary_div
+                              : op == Arith::Max ? dnnl::algorithm::binary_max
+                                                 : dnnl::algorithm::binary_min;
+  dnnl::memory src0 = currentMemory(a), src1;
+  std::unique_ptr<PoolBuffer> hold;
+  if (bd == ad) {
+    src1 = memoryAs(b, src0.get_desc(), hold);
+  } else {
+    // Broadcast: both operands plain NCHW (oneDNN's vectorised kernel
+    // broadcasts there; mixed layouts would take its reference kernel).
+    if (src0.get_desc() != nchwDesc(a))
+      src0 =
+          dnnl::memory(nchwDesc(a), engine(), const_cast<float*>(hostData(a)));
+    src1 = dnnl::memory(nchwDesc(b), engine(), const_cast<float*>(hostData(b)));
+  }
+  runBinary(alg, a, src0, src1, Act::None, 0.f, 0.f, knob, y);
+}
+
+void runPower(const Tensor* x, float exponent, const KnobSpec& knob,
+              Tensor* y) {
+  applyThreads();
+  HPVM_ASSERT(numElems(y) == numElems(x),
+              fmt::format("power output {} differs from input {}", dimsStr(y),
+                          dimsStr(x)));
+  dnnl::memory src = currentMemory(x);
+  dnnl::memory dst = sameLayoutOutput(x, src, y);
+  const bool root = exponent == 0.5f;
+  const Prim& p = cachedPrim(
+      fmt::format(FMT_COMPILE("pow|{}|{}"), descKey(src.get_desc()), exponent),
+      [&] {
+        // eltwise_pow: alpha * x ^ beta; sqrt its own (exact) algorithm.
+        dnnl::eltwise_forward::desc desc(
+            dnnl::prop_kind::forward_inference,
+            root ? dnnl::algorithm::eltwise_sqrt : dnnl::algorithm::eltwise_pow,
+            src.get_desc(), 1.f, root ? 0.f : exponent);
+        dnnl::eltwise_forward::primitive_desc pd(desc, engine());
+        return Prim{
+            dnnl::eltwise_forward(pd), src.get_desc(), {}, src.get_desc()};
+      });
+  p.prim.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  stream().wait();
+  // (The padding of a blocked layout: 0 ^ e is 0 for e > 0; otherwise the
+  // padding is zeroed again.)
+  if (hasChannelPadding(dst.get_desc()) && !(exponent > 0.f) &&
+      channelBlock(dst.get_desc()))
+    zeroChannelPadding(dst);
+  markInPlace(y, dst);
+  roundResult(knob.precision, y);
+}
+
 } // namespace hpvm::rt

@@ -114,6 +114,22 @@ void runMultiply(const OpCall& c) {
   runMultiply(c.in[0], c.in[1], c.post.act, c.post.lo, c.post.hi, c.knob, c.out,
               c.post.quantizeOut, c.post.quantizeS8);
 }
+void runSub(const OpCall& c) {
+  runArith(Arith::Sub, c.in[0], c.in[1], c.knob, c.out);
+}
+void runDiv(const OpCall& c) {
+  runArith(Arith::Div, c.in[0], c.in[1], c.knob, c.out);
+}
+void runMaximum(const OpCall& c) {
+  runArith(Arith::Max, c.in[0], c.in[1], c.knob, c.out);
+}
+void runMinimum(const OpCall& c) {
+  runArith(Arith::Min, c.in[0], c.in[1], c.knob, c.out);
+}
+void runSqrt(const OpCall& c) { runPower(c.in[0], 0.5f, c.knob, c.out); }
+void runPow(const OpCall& c) {
+  runPower(c.in[0], static_cast<float>(c.scalars[0]), c.knob, c.out);
+}
 void runBatchNorm(const OpCall& c) {
   runBatchNorm(c.in[0], c.in[1], c.in[2], c.in[3], c.in[4], c.scalars[0],
                c.post.act, c.post.lo, c.post.hi, c.knob, c.out);

@@ -189,6 +189,13 @@ void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
 void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
                  const KnobSpec& knob, Tensor* y, float quantizeOut = 0.f,
                  bool quantizeS8 = false);
+/// The element-wise arithmetic of two tensors beyond add and multiply.
+enum class Arith : uint8_t { Sub, Div, Max, Min };
+/// y = a <op> b (y may be a), b broadcast against a: each dim a's or 1.
+void runArith(Arith op, const Tensor* a, const Tensor* b, const KnobSpec& knob,
+              Tensor* y);
+/// y = x ^ exponent (y may be x); exponent 0.5: the square root.
+void runPower(const Tensor* x, float exponent, const KnobSpec& knob, Tensor* y);
 /// y = act(x) (y may be x).
 void runAct(const Tensor* x, Act act, float lo, float hi, const KnobSpec& knob,
             Tensor* y);

@@ -1,0 +1,55 @@
+"""check_op_fixtures.py - operator fixtures (test_frontend/models) that
+PyTorch cannot rebuild, against ONNX Runtime on random images, with the
+program's default configuration and with exact fp32:
+
+- the pre-quantized operators (QuantizeLinear, DequantizeLinear,
+  QLinearConv, QLinearMatMul): every output element within one step of the
+  output's grid (ONNX Runtime computes them on its integer kernels);
+- the element-wise arithmetic of activations (Sub, Div, Max, Min, Sum, and
+  a standardisation by hand: Sub, Pow, Sqrt, Div with broadcasts), and the
+  DequantizeLinear fixture's float output: to 1e-5 of the largest output.
+
+    check_op_fixtures.py BUILD WORK SRC
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from google.protobuf import text_format
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "tuning")]
+from lenet_tuning import fail  # noqa: E402
+from ort_oracle import Oracle, output_step, steps_off  # noqa: E402
+
+build, work, src = sys.argv[1:4]
+oracle = Oracle(build, work, src)
+IMAGES = 64
+rng = np.random.RandomState(7)
+for name in ("QuantizeLinear", "DequantizeLinear", "QLinearConv",
+             "QLinearMatMul", "Sub", "Div", "Max", "Min", "Sum",
+             "arithmetic"):
+    m = text_format.Parse(
+        open(os.path.join(src, "test_frontend", "models",
+                          name + ".onnxtxt")).read(), onnx.ModelProto())
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(m, path)
+    dims = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+    images = rng.uniform(-1.2, 1.2, size=[IMAGES] + dims[1:])
+    data = os.path.join(work, name + "_input.bin")
+    images.astype(np.float32).tofile(data)
+    out = os.path.join(work, name)
+    binary = oracle.export(path, data, data, out, 16)
+    want = oracle.ort(path, data, name + "_ort", 1, (IMAGES, -1))
+    step = output_step(m)
+    for label, exact in (("default", False), ("exact fp32", True)):
+        got = oracle.ours(binary, out, f"{name}_{label[:5]}", exact)
+        got = got.reshape(IMAGES, -1)
+        if step is not None:
+            steps_off(got, want, step, f"{name} ({label})")
+        elif not np.abs(got - want).max() <= 1e-5 * np.abs(want).max():
+            fail(f"{name} ({label}): differs from ONNX Runtime by "
+                 f"{np.abs(got - want).max():.3g} (largest output "
+                 f"{np.abs(want).max():.3g}; 1e-5 of it allowed)")
+print("check_op_fixtures: every fixture as ONNX Runtime computes it")
