@@ -71,6 +71,9 @@ Options parseOptions(const std::vector<std::string>& args) {
       ->type_name("SIZE")
       ->transform(CLI::AsSizeValue(false));
   app.add_flag("--no-build", o.noBuild, "Generate only; do not build");
+  app.add_flag("--no-labels", o.noLabels,
+               "The sets have no labels (a model without classes): no "
+               "X_labels.bin is looked for");
   app.add_flag("--force", o.force,
                "Regenerate over your edits instead of merging them (each "
                "edited file is kept as FILE.orig)");
@@ -177,6 +180,10 @@ Options parseOptions(const std::vector<std::string>& args) {
   if (o.testInput.empty())
     throw UserError("--test FILE is required (the test set's input, e.g. "
                     "test_input.bin)");
+  if (o.noLabels && (!o.tuneLabels.empty() || !o.testLabels.empty()))
+    throw UserError(std::string("--no-labels contradicts --") +
+                    (o.tuneLabels.empty() ? "test" : "tune") +
+                    "-labels: give one or the other");
   if (o.toolchain == Toolchain::Hpvm && o.configFile.empty() && !o.noBuild)
     throw UserError("--toolchain hpvm needs --config FILE (hpvm-clang bakes "
                     "a configuration file into the program)");

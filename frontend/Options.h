@@ -37,6 +37,8 @@ struct Options {
   uint64_t maxBytes = kDefaultMaxInputBytes;
   /// --no-build: generate only.
   bool noBuild = false;
+  /// --no-labels: the sets have none (no X_labels.bin is looked for).
+  bool noLabels = false;
   /// --force: regenerate over the user's edits (keeping a backup of each
   /// edited file) instead of merging them.
   bool force = false;

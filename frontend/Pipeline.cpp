@@ -628,10 +628,10 @@ ExportResult runExport(const Options& opts, const PipelineStreams& streams) {
   const int64_t classes = layout.outputs.front().elems;
   Dataset tune =
       checkDataset("tune", opts.tuneInput, opts.tuneLabels, layout.channels,
-                   layout.height, layout.width, classes);
+                   layout.height, layout.width, classes, !opts.noLabels);
   Dataset test =
       checkDataset("test", opts.testInput, opts.testLabels, layout.channels,
-                   layout.height, layout.width, classes);
+                   layout.height, layout.width, classes, !opts.noLabels);
 
   // Render everything in memory first, then write into a temporary sibling
   // directory, merge the user's edits there, build there, and move it into

@@ -46,14 +46,17 @@ std::string defaultLabelsPath(const std::string& inputPath,
 
 Dataset checkDataset(const std::string& role, const std::string& inputPath,
                      const std::string& labelsPath, int64_t channels,
-                     int64_t height, int64_t width, int64_t numClasses) {
+                     int64_t height, int64_t width, int64_t numClasses,
+                     bool derive) {
   Dataset ds;
   ds.role = role;
   ds.inputPath = inputPath;
   // Labels are optional: a file HPVM's naming points to is used when it
   // exists (a model without classes has none); one given must exist.
   bool derived = labelsPath.empty();
-  ds.labelsPath = derived ? hpvmLabelsName(inputPath) : labelsPath;
+  ds.labelsPath = !derived ? labelsPath
+                  : derive ? hpvmLabelsName(inputPath)
+                           : std::string();
 
   const int64_t inBytes = static_cast<int64_t>(
       InputFile(inputPath, role + " input '" + escapeName(inputPath) + "'")

@@ -26,12 +26,13 @@ std::string defaultLabelsPath(const std::string& inputPath,
 /// Checks dataset \p role ("tune"/"test"): the input exists and holds a
 /// positive whole number of C x H x W float32 images, the labels file (given,
 /// or derived with defaultLabelsPath() when \p labelsPath is empty, if that
-/// exists) holds exactly one int32 per image, each in [0, numClasses) (the
-/// classes of output 0). Throws UserError with the file, expected and
-/// actual sizes.
+/// exists, unless \p derive is false) holds exactly one int32 per image,
+/// each in [0, numClasses) (the classes of output 0). Throws UserError with
+/// the file, expected and actual sizes.
 Dataset checkDataset(const std::string& role, const std::string& inputPath,
                      const std::string& labelsPath, int64_t channels,
-                     int64_t height, int64_t width, int64_t numClasses);
+                     int64_t height, int64_t width, int64_t numClasses,
+                     bool derive = true);
 
 } // namespace hpvm::fe
 

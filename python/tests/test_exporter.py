@@ -177,8 +177,26 @@ class GenericDatasets(unittest.TestCase):
                          (DATA / "tune_input.bin").read_bytes())
         self.assertEqual((out / "test_input.bin").read_bytes(),
                          (DATA / "tune_input.bin").read_bytes())
-        labels = np.fromfile(out / "tune_labels.bin", np.int32)
-        np.testing.assert_array_equal(labels, np.zeros(common.TUNE))
+        # No labels: none written, none looked for, no accuracy.
+        self.assertFalse((out / "tune_labels.bin").exists())
+        self.assertFalse((out / "test_labels.bin").exists())
+        self.assertIn("--no-labels", manifest(out)["command_line"])
+
+    def test_bin_dataset_without_labels(self):
+        ds = BinDataset(DATA / "tune_input.bin", None,
+                        (common.TUNE, 1, 28, 28))
+        pairs = common.FashionPairs(0, common.TUNE)
+        self.assertTrue(torch.equal(ds[3], pairs[3][0]))
+        self.assertEqual(repr(ds), f"BinDataset('{DATA}/tune_input.bin', "
+                         f"None, ({common.TUNE}, 1, 28, 28))")
+        out = out_dir("bin_no_labels")
+        ModelExporter(common.ONNX_LENET, ds, ds, out).generate().compile(
+            out / "lenet")
+        self.assertFalse((out / "tune_labels.bin").exists())
+        run = subprocess.run([str(out / "lenet"), "test"], cwd=out,
+                             capture_output=True, text=True, check=True)
+        self.assertNotIn("Accuracy", run.stdout)
+        self.assertFalse((out / "final_accuracy").exists())
 
     def test_numpy_samples_and_plain_int_labels(self):
         class Numpy(Dataset):

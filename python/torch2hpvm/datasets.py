@@ -2,7 +2,8 @@
 turns any PyTorch dataset into them.
 
 HPVM's format (no header, native little-endian): the inputs are float32
-N x C x H x W in C order, the labels one int32 class index per image.
+N x C x H x W in C order, the labels one int32 class index per image. A
+model without classes (segmentation, detection) has no labels file.
 """
 from pathlib import Path
 
@@ -13,15 +14,17 @@ from torch.utils.data import Dataset
 
 class BinDataset(Dataset):
     """A dataset stored in HPVM's binary files: `input_file` holds
-    shape = (N, C, H, W) float32 images, `labels_file` N int32 labels.
+    shape = (N, C, H, W) float32 images, `labels_file` N int32 labels, or
+    None for images without labels.
 
     As HPVM's BinDataset, and also a torch Dataset of (image, label) pairs
-    (a C x H x W float32 tensor and an int), so that the files it describes
-    can feed a DataLoader (e.g. into torch2hpvm.load()'s module)."""
+    (a C x H x W float32 tensor and an int; without labels, the image
+    alone), so that the files it describes can feed a DataLoader (e.g. into
+    torch2hpvm.load()'s module)."""
 
     def __init__(self, input_file, labels_file, shape):
         self.input_file = Path(input_file)
-        self.labels_file = Path(labels_file)
+        self.labels_file = None if labels_file is None else Path(labels_file)
         shape = tuple(shape)
         if len(shape) != 4 or not all(
                 isinstance(d, (int, np.integer)) and d > 0 for d in shape):
@@ -30,15 +33,16 @@ class BinDataset(Dataset):
         self.shape = tuple(int(d) for d in shape)
         self.dataset_size = self.shape[0]
         self.sample_shape = self.shape[1:]
-        for path, what in ((self.input_file, "Input"),
-                           (self.labels_file, "Labels")):
+        n, c, h, w = self.shape
+        files = [(self.input_file, "Input", n * c * h * w * 4,
+                  f"{n} x {c} x {h} x {w} float32")]
+        if self.labels_file is not None:
+            files.append((self.labels_file, "Labels", n * 4,
+                          f"{n} int32 labels"))
+        for path, what, _, _ in files:
             if not path.is_file():
                 raise FileNotFoundError(f"{what} file {path} not found")
-        n, c, h, w = self.shape
-        for path, want, what in (
-                (self.input_file, n * c * h * w * 4,
-                 f"{n} x {c} x {h} x {w} float32"),
-                (self.labels_file, n * 4, f"{n} int32 labels")):
+        for path, _, want, what in files:
             have = path.stat().st_size
             if have != want:
                 raise RuntimeError(f"{path} has {have} bytes; shape "
@@ -51,7 +55,8 @@ class BinDataset(Dataset):
         if self._inputs is None:
             self._inputs = np.memmap(self.input_file, dtype="<f4", mode="r",
                                      shape=self.shape)
-            self._labels = np.fromfile(self.labels_file, dtype="<i4")
+            if self.labels_file is not None:
+                self._labels = np.fromfile(self.labels_file, dtype="<i4")
         return self._inputs, self._labels
 
     def __len__(self):
@@ -63,6 +68,8 @@ class BinDataset(Dataset):
             raise IndexError(f"index {index} out of range for a dataset of "
                              f"{len(self)} images")
         image = torch.from_numpy(np.array(inputs[index], dtype=np.float32))
+        if labels is None:
+            return image
         return image, int(labels[index])
 
     def __getstate__(self):
@@ -72,8 +79,10 @@ class BinDataset(Dataset):
         return state
 
     def __repr__(self):
-        return (f"BinDataset({str(self.input_file)!r}, "
-                f"{str(self.labels_file)!r}, {self.shape})")
+        labels = (None if self.labels_file is None else
+                  str(self.labels_file))
+        return (f"BinDataset({str(self.input_file)!r}, {labels!r}, "
+                f"{self.shape})")
 
 
 def _as_array(value, what):
@@ -145,12 +154,13 @@ def first_sample_shape(dataset):
 def write_bin(dataset, input_path, labels_path, chw):
     """Writes `dataset` (any map-style torch Dataset of (image, label) pairs
     or of bare images) to HPVM's files: float32 images to `input_path`,
-    int32 labels to `labels_path`. Bare images have no labels: label 0 is
-    written for each (the program's accuracy is then meaningless). Returns
-    (number of images, whether labels were given)."""
+    int32 labels to `labels_path`. Bare images have no labels: no labels
+    file is written (the program then reports no accuracy). Returns (number
+    of images, whether labels were given)."""
     count = 0
     labelled = None
-    with open(input_path, "wb") as inputs, open(labels_path, "wb") as labels:
+    labels = []
+    with open(input_path, "wb") as inputs:
         for index in range(len(dataset)):
             images, label = split_sample(dataset[index], index)
             if tuple(images.shape[1:]) != tuple(chw):
@@ -163,11 +173,13 @@ def write_bin(dataset, input_path, labels_path, chw):
             elif labelled != has:
                 raise ValueError(f"sample {index}: mixes (image, label) "
                                  f"pairs and bare images")
-            if not has:
-                label = [0] * images.shape[0]
             inputs.write(np.ascontiguousarray(images, dtype="<f4").tobytes())
-            labels.write(np.asarray(label, dtype="<i4").tobytes())
+            if has:
+                labels.append(np.asarray(label, dtype="<i4").tobytes())
             count += images.shape[0]
+    if labelled:
+        with open(labels_path, "wb") as out:
+            out.write(b"".join(labels))
     return count, bool(labelled)
 
 

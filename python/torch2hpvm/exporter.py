@@ -197,6 +197,7 @@ class ModelExporter:
         model_path.write_bytes(self._model_bytes)
         args = [model_path]
         chw = self.dataset_shape[1:]
+        labelled = 0
         for option, ds, (input_name, labels_name) in (
                 ("tune", self.tune_dataset, self.tuneset_name),
                 ("test", self.test_dataset, self.testset_name)):
@@ -204,9 +205,14 @@ class ModelExporter:
                 inputs, labels = ds.input_file, ds.labels_file
             else:
                 inputs, labels = staging / input_name, staging / labels_name
-                write_bin(ds, inputs, labels, chw)
-            args += [f"--{option}", Path(inputs).absolute(),
-                     f"--{option}-labels", Path(labels).absolute()]
+                if not write_bin(ds, inputs, labels, chw)[1]:
+                    labels = None
+            args += [f"--{option}", Path(inputs).absolute()]
+            if labels is not None:
+                args += [f"--{option}-labels", Path(labels).absolute()]
+                labelled += 1
+        if not labelled:
+            args.append("--no-labels")
         args += ["-o", self.output_dir]
         target = "hpvm_tensor" if self.target == "hpvm_cudnn" else self.target
         args += ["--target", target, "--toolchain", self.toolchain]

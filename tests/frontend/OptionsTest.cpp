@@ -123,6 +123,12 @@ TEST_CASE("Options: every option error is exact") {
                  "--config", "c", "--target", "tensor"}) ==
         "--toolchain hpvm builds HPVM-C programs; the tensor target has no "
         "dataflow graph (use --toolchain clang)");
+  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--no-labels",
+                 "--test-labels", "l"}) ==
+        "--no-labels contradicts --test-labels: give one or the other");
+  CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--no-labels",
+                 "--tune-labels", "l"}) ==
+        "--no-labels contradicts --tune-labels: give one or the other");
   CHECK(errorOf({"m", "--tune", "t", "--test", "u", "--bogus"}) ==
         "The following argument was not expected: --bogus (see --help)");
   CHECK(errorOf({"m", "--tune"}) ==
