@@ -50,6 +50,35 @@ TEST_CASE("PSNR violations and relative error against the exact outputs") {
         doctest::Approx(95.0));
 }
 
+TEST_CASE("mIoU of the per-pixel classes against the exact map") {
+  // 2 images, each 3 classes x 4 pixels (C-major), then 2 more values (a
+  // second output) the metric does not read.
+  const std::vector<int> exactClasses = {0, 0, 1, 2, 0, 1, 1, 1};
+  const std::vector<int> outClasses = {0, 1, 1, 2, 0, 1, 1, 2};
+  auto rows = [](const std::vector<int>& classes) {
+    std::vector<float> v(2 * 14, 0.5f);
+    for (size_t i = 0; i < 2; ++i)
+      for (size_t p = 0; p < 4; ++p) {
+        for (size_t c = 0; c < 3; ++c)
+          v[i * 14 + c * 4 + p] = 0.f;
+        v[i * 14 + size_t(classes[i * 4 + p]) * 4 + p] = 1.f;
+      }
+    return v;
+  };
+  const std::vector<float> exact = rows(exactClasses), out = rows(outClasses);
+  QosSpec miou;
+  miou.metric = QosSpec::Metric::MIoU;
+  miou.mapChannels = 3;
+  miou.mapPixels = 4;
+  // Class 0: both {0, 4}, either {0, 1, 4} -> 2/3; class 1: both {2, 5,
+  // 6}, either {1, 2, 5, 6, 7} -> 3/5; class 2: both {3}, either {3, 7}
+  // -> 1/2. Mean: (2/3 + 3/5 + 1/2) / 3.
+  CHECK(qosValue(miou, out.data(), exact.data(), nullptr, 2, 14) ==
+        doctest::Approx(100.0 * (2.0 / 3 + 3.0 / 5 + 0.5) / 3));
+  CHECK(qosValue(miou, exact.data(), exact.data(), nullptr, 2, 14) == 100.0);
+  CHECK(std::string(metricName(miou.metric)) == "miou");
+}
+
 TEST_CASE("P1 adds output changes, P2 adds losses, times add up") {
   // 2 images x 2 classes, labels 0 and 1; exact is right on both.
   std::vector<float> exact = {1, 0, 0, 1};

@@ -65,7 +65,8 @@ TEST_CASE("tune-search options and the defaults derived from -o") {
 
 TEST_CASE("tune-search option errors") {
   CHECK(tuneError({"--qos", "top7"}) ==
-        "bad value 'top7' for --qos: expected top1, top5, psnr or relerr");
+        "bad value 'top7' for --qos: expected top1, top5, psnr, relerr or "
+        "miou");
   CHECK(tuneError({"--qos-model", "p3"}) ==
         "bad value 'p3' for --qos-model: expected p1 or p2");
   CHECK(tuneError({"--qos-loss", "1,x"}) ==

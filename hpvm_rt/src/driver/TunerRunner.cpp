@@ -57,6 +57,13 @@ PassResult TunerRunner::pass(const PassRequest& req) {
 
 int TunerRunner::threads() const { return numThreads(); }
 
+std::array<int64_t, 3> TunerRunner::map() const {
+  const hpvm_rt::OutputInfo* o = info_.outputs;
+  if (o == nullptr || o[0].rank != 3)
+    return {0, 0, 0};
+  return {o[0].dims[0], o[0].dims[1], o[0].dims[2]};
+}
+
 std::string TunerRunner::fingerprint() {
   std::string out;
   auto add = [&out](const std::string& path) {

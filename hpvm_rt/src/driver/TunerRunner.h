@@ -30,6 +30,7 @@ public:
     return dataset(set).labels;
   }
   int outputs() const override { return runner_.numOutputs(); }
+  std::array<int64_t, 3> map() const override;
   int64_t setSize(const std::string& set) const override {
     return set == "tune" ? info_.tuneCount : info_.testCount;
   }

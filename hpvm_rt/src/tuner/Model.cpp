@@ -18,14 +18,59 @@ const char* metricName(QosSpec::Metric m) {
     return "psnr";
   case QosSpec::Metric::RelErr:
     return "relerr";
+  case QosSpec::Metric::MIoU:
+    return "miou";
   }
   return "?";
 }
+
+namespace {
+
+/// The class of pixel \p p of a map of \p C classes x \p P pixels: the
+/// first of the largest scores (HPVM's first-maximum rule).
+int64_t pixelClass(const float* map, int64_t C, int64_t P, int64_t p) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < C; ++c)
+    if (map[c * P + p] > map[best * P + p])
+      best = c;
+  return best;
+}
+
+/// MIoU over \p n rows (QosSpec::Metric::MIoU).
+double meanIoU(const QosSpec& spec, const float* out, const float* exact,
+               int64_t n, int64_t rowElems) {
+  const int64_t C = spec.mapChannels, P = spec.mapPixels;
+  std::vector<int64_t> both(size_t(C), 0), either(size_t(C), 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t p = 0; p < P; ++p) {
+      const int64_t a = pixelClass(out + i * rowElems, C, P, p);
+      const int64_t b = pixelClass(exact + i * rowElems, C, P, p);
+      if (a == b) {
+        ++both[size_t(a)];
+        ++either[size_t(a)];
+      } else {
+        ++either[size_t(a)];
+        ++either[size_t(b)];
+      }
+    }
+  double sum = 0;
+  int64_t present = 0;
+  for (int64_t c = 0; c < C; ++c)
+    if (either[size_t(c)] > 0) {
+      sum += double(both[size_t(c)]) / double(either[size_t(c)]);
+      ++present;
+    }
+  return present > 0 ? 100.0 * sum / double(present) : 100.0;
+}
+
+} // namespace
 
 double qosValue(const QosSpec& spec, const float* out, const float* exact,
                 const int32_t* labels, int64_t n, int64_t classes) {
   if (n <= 0)
     return 0;
+  if (spec.metric == QosSpec::Metric::MIoU)
+    return meanIoU(spec, out, exact, n, classes);
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float* row = out + i * classes;
@@ -44,6 +89,8 @@ double qosValue(const QosSpec& spec, const float* out, const float* exact,
       sum += better < 5;
       break;
     }
+    case QosSpec::Metric::MIoU: // meanIoU(), above
+      break;
     case QosSpec::Metric::Psnr:
     case QosSpec::Metric::RelErr: {
       double err = 0, ref2 = 0, peak = 0;

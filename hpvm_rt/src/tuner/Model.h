@@ -24,10 +24,16 @@ struct QosSpec {
     Psnr,   ///< 100 - % of images whose output PSNR against the exact
             ///< output is below psnrThreshold dB (HPVM's PSNR violation).
     RelErr, ///< 100 - mean relative L2 error against the exact output, %.
+    MIoU,   ///< Mean intersection over union, %, of the per-pixel argmax
+            ///< of output 0 (a segmentation map of mapChannels classes and
+            ///< mapPixels pixels, at the start of each row) against the
+            ///< exact output's, over the whole set: each class's pixels in
+            ///< both / in either, averaged over the classes present.
   };
   Metric metric = Metric::Top1;
   bool relative = false;
   double psnrThreshold = 30;
+  int64_t mapChannels = 0, mapPixels = 0; ///< For MIoU.
 };
 
 /// The metric's name as the command line spells it ("top1").

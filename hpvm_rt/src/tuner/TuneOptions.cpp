@@ -112,7 +112,9 @@ const Opt kTuneOptions[] = {
      "to the largest",
      [](TuneOptions& o, SV n, SV v) { o.qosLoss = parseLosses(n, v); }},
     {nullptr, "--qos", "METRIC",
-     "top1 (default), top5, psnr (outputs against the exact ones) or relerr",
+     "top1 (default), top5, psnr (outputs against the exact ones), relerr, "
+     "or miou (a segmentation map's per-pixel classes against the exact "
+     "ones)",
      [](TuneOptions& o, SV, SV v) { o.metric = std::string(v); }},
     {nullptr, "--relative", nullptr,
      "losses are percentages of the exact QoS, not points",
@@ -235,9 +237,9 @@ TuneOptions parseTuneOptions(int argc, const char* const* argv) {
     throw UserError(fmt::format("unexpected argument '{}'", arg));
   });
   if (o.metric != "top1" && o.metric != "top5" && o.metric != "psnr" &&
-      o.metric != "relerr")
+      o.metric != "relerr" && o.metric != "miou")
     throw UserError(fmt::format("bad value '{}' for --qos: expected top1, "
-                                "top5, psnr or relerr",
+                                "top5, psnr, relerr or miou",
                                 o.metric));
   if (o.qosModel != "p1" && o.qosModel != "p2")
     throw UserError(fmt::format("bad value '{}' for --qos-model: expected p1 "

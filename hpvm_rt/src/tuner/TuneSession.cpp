@@ -29,6 +29,7 @@ TuneSession::TuneSession(const TuneOptions& opts, ProgramRunner& runner)
   spec_.metric = opts.metric == "top5"     ? M::Top5
                  : opts.metric == "psnr"   ? M::Psnr
                  : opts.metric == "relerr" ? M::RelErr
+                 : opts.metric == "miou"   ? M::MIoU
                                            : M::Top1;
   spec_.relative = opts.relative;
   spec_.psnrThreshold = opts.psnrThreshold;
@@ -48,6 +49,17 @@ TuneSession::TuneSession(const TuneOptions& opts, ProgramRunner& runner)
       std::min(opts.timingBatch.value_or(std::min(batch_, kDefaultTimingBatch)),
                tuneCount_);
   classes_ = runner.classes();
+  if (spec_.metric == M::MIoU) {
+    const std::array<int64_t, 3> map = runner.map();
+    if (map[0] < 2 || map[1] * map[2] < 2)
+      throw UserError(
+          "--qos miou needs a segmentation map: output 0 of N x C x H x W "
+          "scores, C > 1 classes and more than one pixel; this model's "
+          "output 0 is not (tune against the exact outputs with --qos "
+          "relerr or psnr)");
+    spec_.mapChannels = map[0];
+    spec_.mapPixels = map[1] * map[2];
+  }
   if (spec_.metric == M::Top1 || spec_.metric == M::Top5) {
     // Top-k compares a classifier's scores with its labels.
     if (runner.outputs() > 1)
