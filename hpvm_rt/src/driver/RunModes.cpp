@@ -11,6 +11,7 @@
 #include "driver/Controller.h"
 #include "driver/RunReport.h"
 #include "kernels/Kernels.h"
+#include "tuner/Model.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -99,15 +100,61 @@ int runInspect(Runner& runner, const RunOptions& opts,
   }
 }
 
+namespace {
+
+/// How --all-configs measures a set without labels: a segmentation map's
+/// per-pixel classes (mIoU), or any other output's relative error, against
+/// the exact program's outputs (tuner/Model.h's metrics).
+struct OutputQos {
+  tuner::QosSpec spec;
+  const char* name;   ///< Table column.
+  const char* metric; ///< JSON (tune-search's --qos name).
+};
+
+OutputQos outputQos(const hpvm_rt::ModelInfo& info) {
+  OutputQos q;
+  const hpvm_rt::OutputInfo* o = info.outputs;
+  if (o != nullptr && o[0].rank == 3 && o[0].dims[0] > 1 &&
+      o[0].dims[1] * o[0].dims[2] > 1) {
+    q.spec.metric = tuner::QosSpec::Metric::MIoU;
+    q.spec.mapChannels = o[0].dims[0];
+    q.spec.mapPixels = o[0].dims[1] * o[0].dims[2];
+    q.name = "mIoU";
+    q.metric = "miou";
+  } else {
+    q.spec.metric = tuner::QosSpec::Metric::RelErr;
+    q.name = "1-relerr";
+    q.metric = "relerr";
+  }
+  return q;
+}
+
+} // namespace
+
 int runAllConfigs(Runner& runner, const RunOptions& opts,
                   const hpvm_rt::ModelInfo& info, const ConfigFile& file,
                   const Dataset& ds) {
   for (const Configuration& config : file.configs)
     checkOpCount(config, file.path, info.numOps);
-  if (!ds.labeled)
-    throw UserError(fmt::format("--all-configs reports accuracy, and the {} "
-                                "set has no labels ({})",
-                                ds.name, ds.labelsPath));
+  // Without labels, each configuration's outputs are compared with the
+  // exact program's (kept in memory: at most kMaxKeptBytes of them).
+  const OutputQos qos = outputQos(info);
+  constexpr uint64_t kMaxKeptBytes = uint64_t(1) << 30;
+  const bool keep = !ds.labeled;
+  if (keep &&
+      uint64_t(ds.count) * uint64_t(info.numClasses) * 4 > kMaxKeptBytes)
+    throw UserError(fmt::format(
+        "--all-configs compares the outputs of a set without labels ({}) "
+        "with the exact program's, and {} images of {} values each take "
+        "more than 1 GiB: give --limit N",
+        ds.labelsPath, ds.count, info.numClasses));
+  auto quality = [&](const RunResult& r, const RunResult& exact) {
+    return r.labeled ? r.accuracy()
+                     : tuner::qosValue(qos.spec, r.outputs.data(),
+                                       exact.outputs.data(), nullptr, r.images,
+                                       info.numClasses);
+  };
+  const std::string qosName = ds.labeled ? "Accuracy" : qos.name;
   const int64_t batch = runner.batchSize(ds);
   if (!opts.quiet)
     std::printf("%s: %s set, %lld images in batches of %lld, %zu "
@@ -122,32 +169,38 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
   warmup.labels.resize(static_cast<size_t>(batch));
   runner.settings().setConfiguration(nullptr, "");
   runner.run(warmup, 1, false, nullptr, nullptr);
-  RunResult exact = runner.run(ds, opts.repeat, false, nullptr, nullptr);
+  RunResult exact = runner.run(ds, opts.repeat, keep, nullptr, nullptr);
   const double exactTime = exact.totalSeconds();
+  const double exactQos = quality(exact, exact);
 
   std::string table =
       fmt::format("{:<20} {:>10} {:>10} {:>11} {:>10}\n", "Configuration",
-                  "Predicted", "Measured", "Accuracy", "Loss");
+                  "Predicted", "Measured", qosName, "Loss");
   table += fmt::format("{:<20} {:>10} {:>9.3f}x {:>10.4f}% {:>10.4f}\n",
-                       "(exact fp32)", "-", 1.0, exact.accuracy(), 0.0);
+                       "(exact fp32)", "-", 1.0, exactQos, 0.0);
   nlohmann::json rows = nlohmann::json::array();
   bool noted = false;
   for (const Configuration& config : file.configs) {
     noteGpuLines(config, opts.quiet, noted);
     runner.settings().setConfiguration(&config, file.path);
     runner.run(warmup, 1, false, nullptr, nullptr);
-    RunResult r = runner.run(ds, opts.repeat, false, nullptr, nullptr);
+    RunResult r = runner.run(ds, opts.repeat, keep, nullptr, nullptr);
     double time = r.totalSeconds();
     double measured = time > 0 ? exactTime / time : 0.0;
-    double loss = exact.accuracy() - r.accuracy();
-    table +=
-        fmt::format("{:<20} {:>9.3f}x {:>9.3f}x {:>10.4f}% {:>10.4f}\n",
-                    config.name, config.speedup, measured, r.accuracy(), loss);
+    const double value = quality(r, exact);
+    double loss = exactQos - value;
+    table += fmt::format("{:<20} {:>9.3f}x {:>9.3f}x {:>10.4f}% {:>10.4f}\n",
+                         config.name, config.speedup, measured, value, loss);
     nlohmann::json row = configJson(&config, &file);
     row["measured_speedup"] = measured;
-    row["accuracy"] = r.accuracy();
-    row["correct"] = r.correct;
-    row["accuracy_loss"] = loss;
+    if (ds.labeled) {
+      row["accuracy"] = r.accuracy();
+      row["correct"] = r.correct;
+      row["accuracy_loss"] = loss;
+    } else {
+      row["qos"] = value;
+      row["qos_loss"] = loss;
+    }
     row["time_ms"] = timeJson(timeStats(r.batchSeconds));
     rows.push_back(row);
   }
@@ -156,21 +209,27 @@ int runAllConfigs(Runner& runner, const RunOptions& opts,
   RuntimeController::get().discardIterations();
   std::fputs(table.c_str(), stdout);
   if (!opts.jsonFile.empty())
-    writeJson(opts.jsonFile,
-              {{"model", info.name},
-               {"set", ds.name},
-               {"images", ds.count},
-               {"batch_size", batch},
-               {"repeat", opts.repeat},
-               {"threads", numThreads()},
-               {"isa", approx::isaName(approx::isaLevel())},
-               {"fp16", approx::halfConvAvailable() ? "half" : "emulated"},
-               {"config_file", file.path},
-               {"exact",
-                {{"accuracy", exact.accuracy()},
-                 {"correct", exact.correct},
-                 {"time_ms", timeJson(timeStats(exact.batchSeconds))}}},
-               {"configs", rows}});
+    writeJson(
+        opts.jsonFile,
+        {{"model", info.name},
+         {"set", ds.name},
+         {"images", ds.count},
+         {"batch_size", batch},
+         {"repeat", opts.repeat},
+         {"threads", numThreads()},
+         {"isa", approx::isaName(approx::isaLevel())},
+         {"fp16", approx::halfConvAvailable() ? "half" : "emulated"},
+         {"config_file", file.path},
+         {"qos_metric", ds.labeled ? "top1" : qos.metric},
+         {"exact",
+          ds.labeled ? nlohmann::json{{"accuracy", exact.accuracy()},
+                                      {"correct", exact.correct},
+                                      {"time_ms",
+                                       timeJson(timeStats(exact.batchSeconds))}}
+                     : nlohmann::json{{"qos", exactQos},
+                                      {"time_ms", timeJson(timeStats(
+                                                      exact.batchSeconds))}}},
+         {"configs", rows}});
   return 0;
 }
 
