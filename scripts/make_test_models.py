@@ -165,6 +165,61 @@ def op_fixtures():
           scalar("bz", TensorProto.INT8, 0),
           scalar("ys", TensorProto.FLOAT, 0.0625),
           scalar("yz", TensorProto.UINT8, 128)])
+    # ONNX Runtime's dynamic quantization: DynamicQuantizeLinear of the
+    # input, ConvInteger / MatMulInteger, Cast to float, Mul by the input
+    # scale times the weight scale (then the bias).
+    def dynamic_conv(prefix, x, wq, ws, wz, out):
+        return [
+            node("Mul", [x + "_s", ws], [prefix + "s"], prefix + "scale"),
+            node("ConvInteger", [x + "_q", wq, x + "_z", wz], [prefix + "i"],
+                 prefix + "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            node("Cast", [prefix + "i"], [prefix + "f"], prefix + "cast",
+                 to=TensorProto.FLOAT),
+            node("Mul", [prefix + "f", prefix + "s"], [out], prefix + "rescale")]
+    save("ConvInteger.onnxtxt",
+         [node("DynamicQuantizeLinear", ["input"],
+               ["input_q", "input_s", "input_z"], "quantize")]
+         + dynamic_conv("c_", "input", "wq", "ws", "wz", "c")
+         + [node("Add", ["c", "b"], ["y"], "bias")],
+         [X], io("y", [1, 3, 6, 6]),
+         [qweights("wq", [3, 2, 3, 3], 94), scalar("ws", TensorProto.FLOAT,
+                                                   0.004),
+          scalar("wz", TensorProto.INT8, 0),
+          helper.make_tensor("b", TensorProto.FLOAT, [3, 1, 1],
+                             [0.1, -0.2, 0.3])])
+    # One DynamicQuantizeLinear read by two ConvIntegers (uint8 weights
+    # with a zero point) and a DequantizeLinear (a dynamic QDQ pair before
+    # a float Conv).
+    save("DynamicQuantizeLinear.onnxtxt",
+         [node("DynamicQuantizeLinear", ["input"],
+               ["input_q", "input_s", "input_z"], "quantize")]
+         + dynamic_conv("a_", "input", "wq", "ws", "wz", "a")
+         + dynamic_conv("b_", "input", "wq2", "ws", "wz", "b")
+         + [node("DequantizeLinear", ["input_q", "input_s", "input_z"],
+                 ["d"], "dequantize"),
+            node("Conv", ["d", "wf"], ["c"], "float_conv",
+                 kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            node("Sum", ["a", "b", "c"], ["y"], "sum")],
+         [X], io("y", [1, 3, 6, 6]),
+         [helper.make_tensor("wq", TensorProto.UINT8, [3, 2, 3, 3],
+                             np.random.RandomState(95).randint(
+                                 0, 256, 54).tolist()),
+          helper.make_tensor("wq2", TensorProto.UINT8, [3, 2, 3, 3],
+                             np.random.RandomState(96).randint(
+                                 0, 256, 54).tolist()),
+          scalar("ws", TensorProto.FLOAT, 0.003),
+          scalar("wz", TensorProto.UINT8, 128), weights("wf", [3, 2, 3, 3], 98)])
+    save("MatMulInteger.onnxtxt",
+         [node("Flatten", ["input"], ["f"], "flatten", axis=1),
+          node("DynamicQuantizeLinear", ["f"], ["f_q", "f_s", "f_z"],
+               "quantize"),
+          node("Mul", ["f_s", "bs"], ["s"], "scale"),
+          node("MatMulInteger", ["f_q", "bq", "f_z", "bz"], ["i"], "matmul"),
+          node("Cast", ["i"], ["fl"], "cast", to=TensorProto.FLOAT),
+          node("Mul", ["fl", "s"], ["y"], "rescale")],
+         [X], io("y", [1, 5]),
+         [qweights("bq", [72, 5], 97), scalar("bs", TensorProto.FLOAT, 0.004),
+          scalar("bz", TensorProto.INT8, 0)])
     # Resizing: sizes (linear, half_pixel, a segmentation head's), then
     # scales (nearest, asymmetric, floor).
     save("Resize.onnxtxt",
@@ -596,6 +651,17 @@ def errors():
          [s8, z8, helper.make_tensor("s2", TensorProto.FLOAT, [], [0.5]),
           helper.make_tensor("cs", TensorProto.FLOAT, [2], [0.01, 0.02]),
           helper.make_tensor("cz", TensorProto.UINT8, [2], [128, 128])])
+    # Dynamic quantization in a form other than ONNX Runtime's (no scale
+    # Mul after the Cast).
+    save("errors/dynamic_quantized.onnxtxt",
+         [node("DynamicQuantizeLinear", ["input"], ["q", "s", "z"],
+               "quantize"),
+          node("ConvInteger", ["q", "w", "z"], ["i"], "conv",
+               kernel_shape=[1, 1]),
+          node("Cast", ["i"], ["y"], "cast", to=TensorProto.FLOAT)],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("w", TensorProto.UINT8, [2, 2, 1, 1],
+                             [1, 2, 3, 4])])
     # Symbolic height and width (fixed by --input-shape).
     save("errors/symbolic_hw.onnxtxt",
          [node("Conv", ["input", "w"], ["y"], "conv", kernel_shape=[3, 3],

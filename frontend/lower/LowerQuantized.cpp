@@ -4,6 +4,7 @@
 // those values with the same parameters is nothing at all.
 #include "ir/Printer.h"
 #include "lower/LoweringState.h"
+#include "onnx/OpAttrs.h"
 #include "passes/QuantizedOps.h"
 
 namespace hpvm::fe {
@@ -99,6 +100,46 @@ std::string lowerDequantizeLinear(Lowering& L, Node* n) {
   keepInputShape(L, n);
   L.finish(n, x);
   return "";
+}
+
+/// DynamicQuantizeLinear as expandQuantizedOps leaves it where a
+/// ConvInteger or MatMulInteger read it (output -1: the values its
+/// integers stand for): quantize_dynamic.
+std::string lowerDynamicQuantizeLinear(Lowering& L, Node* n) {
+  OpAttrs attrs(*n, L.g.source.opset);
+  if (attrs.getInt(kDynamicQuantizeOutput) != -1)
+    return "DynamicQuantizeLinear is supported where ONNX Runtime's dynamic "
+           "quantization writes it: read by ConvInteger or MatMulInteger "
+           "whose result goes through Cast to float and a Mul by its scale "
+           "times a constant weight scale";
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  keepInputShape(L, n);
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::QuantizeDynamic, {x}, {}, form4d(x->shape),
+                     n->output->name, *n, pos));
+  return "";
+}
+
+namespace {
+
+std::string integerOpLeft(const char* op) {
+  return std::string(op) +
+         " is supported where ONNX Runtime's dynamic quantization writes "
+         "it: its input and zero point from one DynamicQuantizeLinear, "
+         "constant weights and weight zero point, and its result through "
+         "Cast to float and a Mul by the input scale times a constant "
+         "weight scale";
+}
+
+} // namespace
+
+std::string lowerConvInteger(Lowering&, Node*) {
+  return integerOpLeft("ConvInteger");
+}
+std::string lowerMatMulInteger(Lowering&, Node*) {
+  return integerOpLeft("MatMulInteger");
 }
 
 // Rewritten by expandQuantizedOps before lowering; left only when the

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <unordered_set>
 
 namespace hpvm::fe {
@@ -83,10 +84,13 @@ void lowerNodes(Graph& g) {
     });
   };
   int64_t downstream = 0;
+  // (One ONNX node made into several, DynamicQuantizeLinear's outputs,
+  // is told once.)
+  std::set<std::pair<int, std::string>> told;
   for (const auto& [n, reason] : refused) {
     if (after.count(n) && (unknownOperand(n) || L.downstream.count(n)))
       ++downstream;
-    else
+    else if (told.emplace(n->origins.front().index, reason).second)
       errors.add(n->origins.front(), reason);
   }
   if (downstream > 0)

@@ -501,8 +501,13 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
                   "checked model uses undefined value " + names[k]);
       ins.push_back(it->second);
     }
+    // DynamicQuantizeLinear's scale and zero point (outputs 1 and 2)
+    // become nodes of their own, of the same kind and operand
+    // (kDynamicQuantizeOutput names which).
+    const bool splitOutputs = kind == OpKind::OnnxDynamicQuantizeLinear;
     for (int k = 1; k < node.output_size(); ++k)
-      if (!node.output(k).empty() && used.count(node.output(k))) {
+      if (!splitOutputs && !node.output(k).empty() &&
+          used.count(node.output(k))) {
         errors.add(origin, "output #" + std::to_string(k) + " ('" +
                                escapeName(node.output(k)) +
                                "') is used; only the first output of " +
@@ -520,8 +525,31 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     Value* out = g->addValue(outName, t.dtype,
                              t.known ? t.shape : std::vector<int64_t>{});
     values[outName] = out;
+    std::vector<Value*> split(3, nullptr);
+    for (int k = 1; splitOutputs && k < node.output_size() && k < 3; ++k) {
+      if (node.output(k).empty())
+        continue;
+      TypeInfo tk;
+      if (auto it = types.find(node.output(k)); it != types.end())
+        tk = it->second;
+      split[size_t(k)] =
+          g->addValue(node.output(k), tk.dtype,
+                      tk.known ? tk.shape : std::vector<int64_t>{});
+      values[node.output(k)] = split[size_t(k)];
+    }
     if (!ok)
       continue;
+    if (splitOutputs &&
+        scan.attrs[static_cast<size_t>(i)].count(kDynamicQuantizeOutput)) {
+      errors.add(origin, std::string("attribute '") + kDynamicQuantizeOutput +
+                             "' is torch2hpvm's own");
+      continue;
+    }
+    for (int k = 1; k < 3; ++k)
+      if (split[size_t(k)] != nullptr) {
+        Node* nk = g->addNode(kind, ins, split[size_t(k)], {origin});
+        nk->attrs[kDynamicQuantizeOutput] = int64_t{k};
+      }
     Node* n = g->addNode(kind, std::move(ins), out, {origin});
     n->attrs = std::move(scan.attrs[static_cast<size_t>(i)]);
   }

@@ -270,7 +270,13 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     return decls;
   }
   case OpKind::OnnxQLinearConv:
+  case OpKind::OnnxConvInteger:
     return attrDecls(OpKind::OnnxConv);
+  case OpKind::OnnxDynamicQuantizeLinear: {
+    static const Decls decls = {intAttr(kDynamicQuantizeOutput, 0)};
+    return decls;
+  }
+  case OpKind::OnnxMatMulInteger:
   case OpKind::OnnxQLinearMatMul:
   case OpKind::OnnxMatMul:
   case OpKind::OnnxPow:

@@ -35,6 +35,11 @@ struct AttrDecl {
 /// accepts besides the row's IgnoredAttrs; empty for HPVM kinds.
 const std::vector<AttrDecl>& attrDecls(OpKind kind);
 
+/// The attribute the loader gives the nodes it makes of
+/// DynamicQuantizeLinear's scale (1) and zero point (2) outputs; 0 (absent)
+/// is its quantized output.
+inline constexpr const char* kDynamicQuantizeOutput = "torch2hpvm.output";
+
 /// Reads the attributes of one ONNX-level node against attrDecls(): the
 /// accessors take only a name and return the value, or the declared default
 /// for the model's opset, so no caller can hold a default of its own. Reading

@@ -254,7 +254,8 @@ std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
       work.pop_back();
       for (const Node* user : v->users) {
         if (user->kind == OpKind::OnnxQuantizeLinear ||
-            user->kind == OpKind::OnnxDequantizeLinear) {
+            user->kind == OpKind::OnnxDequantizeLinear ||
+            user->kind == OpKind::OnnxDynamicQuantizeLinear) {
           if (user->inputs[0] == v) {
             work.push_back(user->output);
             continue;

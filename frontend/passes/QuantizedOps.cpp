@@ -6,6 +6,8 @@
 #include "passes/ConstantTensors.h"
 
 #include <cmath>
+#include <map>
+#include <variant>
 
 namespace hpvm::fe {
 
@@ -170,7 +172,134 @@ std::shared_ptr<const TensorData> foldQuantizeLinear(const Node* n,
   return t;
 }
 
+namespace {
+
+/// The DynamicQuantizeLinear node making output \p which (0: the integers,
+/// 1: the scale, 2: the zero point) of \p v, or nullptr.
+const Node* dynamicQuantizeOf(const Value* v, int64_t which) {
+  const Node* p = v->producer;
+  if (p == nullptr || p->kind != OpKind::OnnxDynamicQuantizeLinear)
+    return nullptr;
+  auto it = p->attrs.find(kDynamicQuantizeOutput);
+  const int64_t output =
+      it == p->attrs.end() ? 0 : std::get<int64_t>(it->second);
+  return output == which ? p : nullptr;
+}
+
+/// The float values the integers of DynamicQuantizeLinear node \p q
+/// stand for: a DynamicQuantizeLinear node of output -1 after it, one per
+/// quantized tensor (kept in \p made).
+Value* dynamicValues(Graph& g, const Node* q, std::map<Value*, Value*>& made) {
+  Value* x = q->inputs[0];
+  Value*& xf = made[x];
+  if (xf == nullptr) {
+    xf = g.addValue(x->name + "/dynamically_quantized", DataType::Float, {});
+    Node* d = g.addNode(OpKind::OnnxDynamicQuantizeLinear, {x}, xf, q->origins,
+                        g.position(q) + 1);
+    d->attrs[kDynamicQuantizeOutput] = int64_t{-1};
+  }
+  return xf;
+}
+
+/// DequantizeLinear of a DynamicQuantizeLinear's three outputs (a dynamic
+/// QDQ pair): the values its integers stand for. False when \p n is not.
+bool expandDynamicPair(Graph& g, Node* n,
+                       std::map<Value*, Value*>& dequantized) {
+  if (n->inputs.size() != 3)
+    return false;
+  const Node* q = dynamicQuantizeOf(n->inputs[0], 0);
+  const Node* s = dynamicQuantizeOf(n->inputs[1], 1);
+  const Node* z = dynamicQuantizeOf(n->inputs[2], 2);
+  if (q == nullptr || s == nullptr || z == nullptr ||
+      s->inputs[0] != q->inputs[0] || z->inputs[0] != q->inputs[0])
+    return false;
+  g.replaceAllUses(n->output, dynamicValues(g, q, dequantized));
+  return true;
+}
+
+/// The single reader of \p v when it is of kind \p kind, else nullptr.
+Node* onlyReader(const Graph& g, const Value* v, OpKind kind) {
+  if (v->users.size() != 1 || g.isOutput(v) || v->users[0]->kind != kind)
+    return nullptr;
+  return v->users[0];
+}
+
+/// ONNX Runtime's dynamic quantization of Conv and MatMul:
+///   (q, s, z) = DynamicQuantizeLinear(x)
+///   y = Mul(Cast<float>(ConvInteger(q, w, z, w_zero)), Mul(s, w_scale))
+/// (MatMulInteger likewise), w, w_zero and w_scale constants, becomes
+///   y = Conv(dequantized x, DequantizeLinear(w, w_scale, w_zero))
+/// where the dequantized x is a DynamicQuantizeLinear node of output -1
+/// (the float values q stands for). False when \p n is not in that form.
+bool expandDynamic(Graph& g, Node* n, std::map<Value*, Value*>& dequantized) {
+  const bool conv = n->kind == OpKind::OnnxConvInteger;
+  if (n->inputs.size() < 3 || !n->inputs[1]->isConstant())
+    return false;
+  const Node* q = dynamicQuantizeOf(n->inputs[0], 0);
+  const Node* z = dynamicQuantizeOf(n->inputs[2], 2);
+  if (q == nullptr || z == nullptr || q->inputs[0] != z->inputs[0])
+    return false;
+  Value* x = q->inputs[0];
+  Value* wZero = n->inputs.size() > 3 ? n->inputs[3] : nullptr;
+  if (wZero != nullptr && !wZero->isConstant())
+    return false;
+  Node* cast = onlyReader(g, n->output, OpKind::OnnxCast);
+  Node* mul = cast ? onlyReader(g, cast->output, OpKind::OnnxMul) : nullptr;
+  if (mul == nullptr || mul->inputs.size() != 2)
+    return false;
+  const Value* scales =
+      mul->inputs[0] == cast->output ? mul->inputs[1] : mul->inputs[0];
+  const Node* sm = scales->producer;
+  if (sm == nullptr || sm->kind != OpKind::OnnxMul || sm->inputs.size() != 2)
+    return false;
+  Value* wScale = nullptr;
+  for (int i = 0; i < 2; ++i)
+    if (dynamicQuantizeOf(sm->inputs[size_t(i)], 1) != nullptr &&
+        sm->inputs[size_t(i)]->producer->inputs[0] == x &&
+        sm->inputs[size_t(1 - i)]->isConstant())
+      wScale = sm->inputs[size_t(1 - i)];
+  if (wScale == nullptr)
+    return false;
+  // A weight scale per output channel, as DequantizeLinear takes it (1-D).
+  if (wScale->constant->numElements() > 1 && wScale->constant->dims.size() > 1)
+    wScale = g.addConstant(
+        wScale->name,
+        withDims(*wScale->constant, {wScale->constant->numElements()}));
+  Value* xf = dynamicValues(g, q, dequantized);
+  int pos = g.position(mul);
+  std::vector<Value*> wIn{n->inputs[1], wScale};
+  if (wZero != nullptr)
+    wIn.push_back(wZero);
+  Value* w =
+      g.addValue(n->output->name + "/dequantized_weights", DataType::Float, {});
+  const TensorData& wData = *n->inputs[1]->constant;
+  g.addNode(OpKind::OnnxDequantizeLinear, wIn, w, n->origins, pos++)
+      ->attrs["axis"] =
+      int64_t{conv ? 0 : static_cast<int64_t>(wData.dims.size()) - 1};
+  Value* y = g.addValue(mul->output->name, DataType::Float, mul->output->shape);
+  Node* op = g.addNode(conv ? OpKind::OnnxConv : OpKind::OnnxMatMul, {xf, w}, y,
+                       n->origins, pos++);
+  if (conv)
+    op->attrs = n->attrs;
+  g.replaceAllUses(mul->output, y);
+  return true;
+}
+
+} // namespace
+
 void expandQuantizedOps(Graph& g) {
+  std::map<Value*, Value*> dequantized;
+  std::vector<Node*> dynamic;
+  for (const auto& n : g.nodes())
+    if (n->kind == OpKind::OnnxConvInteger ||
+        n->kind == OpKind::OnnxMatMulInteger ||
+        n->kind == OpKind::OnnxDequantizeLinear)
+      dynamic.push_back(n.get());
+  for (Node* n : dynamic)
+    if (n->kind == OpKind::OnnxDequantizeLinear)
+      expandDynamicPair(g, n, dequantized);
+    else
+      expandDynamic(g, n, dequantized);
   std::vector<Node*> work;
   for (const auto& n : g.nodes())
     if (n->kind == OpKind::OnnxQLinearConv ||

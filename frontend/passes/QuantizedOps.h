@@ -44,7 +44,10 @@ std::shared_ptr<const TensorData> foldQuantizeLinear(const Node* n,
 /// Rewrites every QLinearConv as DequantizeLinear (input, weights, bias at
 /// the input scale times the weight scale), Conv and QuantizeLinear, and
 /// every QLinearMatMul likewise with MatMul; the constants' dequantization
-/// then folds.
+/// then folds. ONNX Runtime's dynamic quantization (DynamicQuantizeLinear
+/// read by ConvInteger or MatMulInteger, Cast, and a Mul by the scales; or
+/// by a DequantizeLinear) becomes Conv or MatMul of the float values the
+/// integers stand for (a DynamicQuantizeLinear node of output -1).
 void expandQuantizedOps(Graph& g);
 
 } // namespace hpvm::fe

@@ -27,6 +27,8 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       k == OpKind::OnnxIdentity || k == OpKind::OnnxQuantizeLinear ||
       k == OpKind::OnnxDequantizeLinear || k == OpKind::OnnxSum)
     return x;
+  if (k == OpKind::OnnxDynamicQuantizeLinear)
+    return a.getInt(kDynamicQuantizeOutput) > 0 ? std::vector<int64_t>{} : x;
   if (k == OpKind::OnnxTranspose) {
     std::vector<int64_t> perm = a.getInts("perm"), out;
     if (perm.empty())

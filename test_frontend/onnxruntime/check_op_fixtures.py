@@ -5,9 +5,11 @@ program's default configuration and with exact fp32:
 - the pre-quantized operators (QuantizeLinear, DequantizeLinear,
   QLinearConv, QLinearMatMul): every output element within one step of the
   output's grid (ONNX Runtime computes them on its integer kernels);
-- the element-wise arithmetic of activations (Sub, Div, Max, Min, Sum, and
-  a standardisation by hand: Sub, Pow, Sqrt, Div with broadcasts), and the
-  DequantizeLinear fixture's float output: to 1e-5 of the largest output.
+- ONNX Runtime's dynamic quantization (DynamicQuantizeLinear, ConvInteger,
+  MatMulInteger, with their Cast and scale Mul), the element-wise
+  arithmetic of activations (Sub, Div, Max, Min, Sum, and a standardisation
+  by hand: Sub, Pow, Sqrt, Div with broadcasts), and the DequantizeLinear
+  fixture's float output: to 1e-5 of the largest output.
 
     check_op_fixtures.py BUILD WORK SRC
 """
@@ -28,7 +30,8 @@ oracle = Oracle(build, work, src)
 IMAGES = 64
 rng = np.random.RandomState(7)
 for name in ("QuantizeLinear", "DequantizeLinear", "QLinearConv",
-             "QLinearMatMul", "Sub", "Div", "Max", "Min", "Sum",
+             "QLinearMatMul", "DynamicQuantizeLinear", "ConvInteger",
+             "MatMulInteger", "Sub", "Div", "Max", "Min", "Sum",
              "arithmetic"):
     m = text_format.Parse(
         open(os.path.join(src, "test_frontend", "models",
@@ -40,7 +43,9 @@ for name in ("QuantizeLinear", "DequantizeLinear", "QLinearConv",
     data = os.path.join(work, name + "_input.bin")
     images.astype(np.float32).tofile(data)
     out = os.path.join(work, name)
-    binary = oracle.export(path, data, data, out, 16)
+    # One image per batch on both sides: a dynamic quantization's range is
+    # its whole batch's.
+    binary = oracle.export(path, data, data, out, 1)
     want = oracle.ort(path, data, name + "_ort", 1, (IMAGES, -1))
     step = output_step(m)
     for label, exact in (("default", False), ("exact fp32", True)):

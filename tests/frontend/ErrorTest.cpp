@@ -194,3 +194,21 @@ TEST_CASE("Frontend: a pre-quantized model's refusals come at once, the "
             "(2 more nodes after these could not be checked until they are "
             "fixed)");
 }
+
+TEST_CASE("Frontend: dynamic quantization in another form than ONNX "
+          "Runtime's is refused once per ONNX node") {
+  std::string path = errorFixture("dynamic_quantized");
+  CHECK(failure(path) ==
+        path +
+            ": 2 unsupported nodes:\n"
+            "  node 'quantize' (DynamicQuantizeLinear, #0): "
+            "DynamicQuantizeLinear is supported where ONNX Runtime's dynamic "
+            "quantization writes it: read by ConvInteger or MatMulInteger "
+            "whose result goes through Cast to float and a Mul by its scale "
+            "times a constant weight scale\n"
+            "  node 'cast' (Cast, #2): Cast computes on run-time values; it "
+            "is only supported on constants (shape computations that fold "
+            "away)\n"
+            "(1 more node after these could not be checked until they are "
+            "fixed)");
+}

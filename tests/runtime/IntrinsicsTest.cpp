@@ -463,6 +463,24 @@ OpCase caseFor(HpvmOp op) {
       c.want[size_t(i)] = (q - 100.f) / 64.f;
     }
     break;
+  case HpvmOp::QuantizeDynamic: { // x in [-2, 2): its own uint8 grid
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_quantize_dynamic(t[0]);
+    };
+    c.direct = c.intrinsic;
+    const float* v = hostOf(x);
+    const float lo = std::min(0.f, *std::min_element(v, v + n));
+    const float hi = std::max(0.f, *std::max_element(v, v + n));
+    const float scale = (hi - lo) / 255.f;
+    const float zero = std::clamp(std::nearbyint(-lo / scale), 0.f, 255.f);
+    for (int64_t i = 0; i < n; ++i)
+      c.want[size_t(i)] =
+          (std::clamp(std::nearbyint(v[i] / scale) + zero, 0.f, 255.f) - zero) *
+          scale;
+    break;
+  }
   case HpvmOp::ResizeNearest: // 7 x 6 -> 10 x 4, half pixel, halves up
     c.in = {x};
     c.out = {2, 4, 10, 4};

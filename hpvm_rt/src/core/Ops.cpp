@@ -175,6 +175,7 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       " must be finite");
     return x;
   case HpvmOp::Sqrt:
+  case HpvmOp::QuantizeDynamic:
     return x;
   case HpvmOp::BatchNorm:
     checkPerChannel(in, 5, "batch norm", where);
