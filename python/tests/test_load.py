@@ -377,3 +377,54 @@ class Errors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SeveralOutputs(unittest.TestCase):
+    """A model with a segmentation map and an auxiliary head, exported
+    without labels: load() returns both outputs with their shapes, equal
+    to PyTorch's, and the program's --output .npz."""
+
+    def test_map_and_auxiliary_head(self):
+        class TwoHeads(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                torch.manual_seed(3)
+                self.body = torch.nn.Conv2d(1, 8, 3, padding=1)
+                self.seg = torch.nn.Conv2d(8, 4, 1)
+                self.aux = torch.nn.Linear(8, 3)
+
+            def forward(self, x):
+                y = torch.relu(self.body(x))
+                return self.seg(y), self.aux(y.mean((2, 3)))
+
+        model = TwoHeads().eval()
+        work = common.fresh_dir("two_heads")
+        onnx_path = work / "two_heads.onnx"
+        torch.onnx.export(model, torch.zeros(1, 1, 28, 28), onnx_path,
+                          input_names=["input"],
+                          output_names=["map", "aux"], opset_version=13)
+        images = IMAGES[:40]
+        pairs = common.FashionPairs(0, 40)
+        out = work / "out"
+        ModelExporter(onnx_path, common.BareImages(pairs, 1),
+                      common.BareImages(pairs, 1), out).generate(
+                          batch_size=16).compile(out / "two_heads")
+        net = torch2hpvm.load(out)
+        self.assertEqual(net.output_names, ["map", "aux"])
+        self.assertEqual(net.output_shapes, [(4, 28, 28), (3,)])
+        self.assertIn("outputs=map: (N, 4, 28, 28), aux: (N, 3)", repr(net))
+        seg, aux = net(images)
+        with torch.no_grad():
+            want_seg, want_aux = model(images)
+        self.assertEqual(tuple(seg.shape), (40, 4, 28, 28))
+        self.assertEqual(tuple(aux.shape), (40, 3))
+        for got, want in ((seg, want_seg), (aux, want_aux)):
+            err = (got - want).abs().max() / want.abs().max()
+            self.assertLessEqual(float(err), 1e-5)
+        one_seg, one_aux = net(images[0])
+        self.assertEqual(tuple(one_seg.shape), (4, 28, 28))
+        self.assertTrue(torch.equal(one_aux, net(images[:1])[1][0]))
+        traced = torch.jit.trace(net, images[:16], check_trace=False)
+        t_seg, t_aux = traced(images[16:32])
+        self.assertTrue(torch.equal(t_seg, net(images[16:32])[0]))
+        self.assertTrue(torch.equal(t_aux, net(images[16:32])[1]))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-LIBRARY_VERSION = 1
+LIBRARY_VERSION = 2
 
 
 class LibraryError(RuntimeError):
@@ -30,6 +30,13 @@ def _bind(lib):
         "hpvm_rt_library_version": (ctypes.c_int, []),
         "hpvm_rt_model_name": (ctypes.c_char_p, []),
         "hpvm_rt_model_shape": (None, [ctypes.POINTER(ctypes.c_int64)] * 4),
+        "hpvm_rt_model_outputs": (ctypes.c_int, []),
+        "hpvm_rt_model_output": (ctypes.c_int, [
+            ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]),
+        "hpvm_rt_model_output_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "hpvm_rt_run_outputs": (ctypes.c_int, [c_model, ctypes.c_void_p,
+                                               ctypes.c_int64,
+                                               ctypes.c_void_p]),
         "hpvm_rt_open": (c_model, [ctypes.c_char_p]),
         "hpvm_rt_set_config": (ctypes.c_int, [c_model, ctypes.c_char_p,
                                               ctypes.c_char_p,
@@ -74,8 +81,11 @@ def _text(value):
 class HPVMModule(torch.nn.Module):
     """A program built by torch2hpvm, run by hpvm_rt in this process (made
     by torch2hpvm.load()). forward(x) takes float32 images N x C x H x W
-    (or one C x H x W image) on the CPU and returns the program's N x
-    classes outputs. It has no parameters and no gradient."""
+    (or one C x H x W image) on the CPU and returns the program's output
+    with the shape the model declares, images first (N x classes for a
+    classifier, N x C x H x W for a segmentation map); a model with several
+    graph outputs returns a tuple of them, in the model's order
+    (output_names). It has no parameters and no gradient."""
 
     def __init__(self, out_dir, library, config=None, config_file=None,
                  qos_loss=None, exact=False, threads=None, calibration=None):
@@ -92,6 +102,14 @@ class HPVMModule(torch.nn.Module):
         self._lib.hpvm_rt_model_shape(*[ctypes.byref(d) for d in dims])
         self.input_shape = tuple(d.value for d in dims[:3])
         self.num_classes = dims[3].value
+        self.output_shapes = []
+        self.output_names = []
+        for k in range(self._lib.hpvm_rt_model_outputs()):
+            out_dims = (ctypes.c_int64 * 3)()
+            rank = self._lib.hpvm_rt_model_output(k, out_dims)
+            self.output_shapes.append(tuple(out_dims[:rank]))
+            self.output_names.append(
+                self._lib.hpvm_rt_model_output_name(k).decode())
         self.name = self._lib.hpvm_rt_model_name().decode()
         self._lock = threading.Lock()
         self._handle = None
@@ -193,19 +211,30 @@ class HPVMModule(torch.nn.Module):
                              f"or ({c}, {h}, {w}), got {tuple(x.shape)}")
         images = images.detach().to(torch.float32).contiguous()
         n = images.shape[0]
-        out = torch.empty((n, self.num_classes), dtype=torch.float32)
+        outs = [torch.empty((n,) + shape, dtype=torch.float32)
+                for shape in self.output_shapes]
         if n:
+            pointers = (ctypes.c_void_p * len(outs))(
+                *[o.data_ptr() for o in outs])
             with self._lock:
-                status = self._lib.hpvm_rt_run(self._handle,
-                                               images.data_ptr(), n,
-                                               out.data_ptr())
+                status = self._lib.hpvm_rt_run_outputs(
+                    self._handle, images.data_ptr(), n, pointers)
             self._check(status)
-        return out[0] if single else out
+        if single:
+            outs = [o[0] for o in outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def extra_repr(self):
         c, h, w = self.input_shape
+        outputs = (f"classes={self.num_classes}"
+                   if len(self.output_shapes) == 1 and
+                   len(self.output_shapes[0]) == 1 else
+                   "outputs=" + ", ".join(
+                       f"{name}: (N, {', '.join(map(str, shape))})"
+                       for name, shape in zip(self.output_names,
+                                              self.output_shapes)))
         return (f"name={self.name!r}, input=(N, {c}, {h}, {w}), "
-                f"classes={self.num_classes}, threads={self.threads}, "
+                f"{outputs}, threads={self.threads}, "
                 f"{self.config_description}")
 
     def __del__(self):
@@ -234,16 +263,20 @@ def _register_op():
         return
     lib = torch.library.Library("torch2hpvm", "DEF")
     lib.define("run(Tensor images, int module) -> Tensor")
+    lib.define("run_outputs(Tensor images, int module) -> Tensor[]")
 
-    def run(images, module):
+    def target(op, module):
         with _MODULES_LOCK:
-            target = _MODULES.get(module)
-        if target is None:
-            raise RuntimeError(f"torch2hpvm::run: module {module} is not "
+            found = _MODULES.get(module)
+        if found is None:
+            raise RuntimeError(f"torch2hpvm::{op}: module {module} is not "
                                f"loaded in this process")
-        return target._run(images)
+        return found
 
-    lib.impl("run", run, "CPU")
+    lib.impl("run", lambda images, module:
+             target("run", module)._run(images), "CPU")
+    lib.impl("run_outputs", lambda images, module:
+             list(target("run_outputs", module)._run(images)), "CPU")
     _LIBRARY = lib
 
 
@@ -252,7 +285,9 @@ def _traced_run(module, x):
     key = id(module)
     with _MODULES_LOCK:
         _MODULES[key] = module
-    return torch.ops.torch2hpvm.run(x, key)
+    if len(module.output_shapes) == 1:
+        return torch.ops.torch2hpvm.run(x, key)
+    return tuple(torch.ops.torch2hpvm.run_outputs(x, key))
 
 
 def load(out_dir, config=None, *, config_file=None, qos_loss=None,

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /** The version of these entry points; changes when any of them does. */
-#define HPVM_RT_LIBRARY_VERSION 1
+#define HPVM_RT_LIBRARY_VERSION 2
 
 /** An opened model (weights loaded, configuration chosen). */
 typedef struct hpvm_rt_model hpvm_rt_model;
@@ -33,6 +33,18 @@ const char* hpvm_rt_model_name(void);
  * per image). Any pointer may be NULL. */
 void hpvm_rt_model_shape(int64_t* channels, int64_t* height, int64_t* width,
                          int64_t* classes);
+
+/** The model's graph outputs (1 for a classifier; a segmentation network
+ * with an auxiliary head has 2). */
+int hpvm_rt_model_outputs(void);
+
+/** Output \p k's per-image shape: its rank (1 to 3; -1 when \p k is not an
+ * output) and, when \p dims is not NULL, its dims in dims[0 .. rank-1]
+ * (classes; or C x H x W). */
+int hpvm_rt_model_output(int k, int64_t* dims);
+
+/** Output \p k's ONNX name ("" when \p k is not an output). */
+const char* hpvm_rt_model_output_name(int k);
 
 /** Opens the model: loads its weights from \p model_dir (the export's
  * output directory; NULL: the directory baked in at export, relative to
@@ -64,10 +76,17 @@ int hpvm_rt_set_threads(hpvm_rt_model* model, int threads);
 
 /** Runs \p n images (float32, N x C x H x W, contiguous; read, never
  * written) through the model and writes n x classes float32 scores to
- * \p outputs. Any \p n >= 1 works, whatever batch size the program was
+ * \p outputs (a single-output model's; hpvm_rt_run_outputs() writes
+ * several). Any \p n >= 1 works, whatever batch size the program was
  * exported with. Returns 0, or nonzero on error. */
 int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
                 float* outputs);
+
+/** Runs \p n images as hpvm_rt_run() and writes every graph output:
+ * output k's n x (its per-image values) float32 to \p outputs[k]. Returns
+ * 0, or nonzero on error. */
+int hpvm_rt_run_outputs(hpvm_rt_model* model, const float* images, int64_t n,
+                        float* const* outputs);
 
 /** Closes \p model (NULL is ignored). The weights stay loaded for the
  * next open. */

@@ -220,9 +220,103 @@ std::string configPathFor(const hpvm_rt_model& m, const char* given) {
   return baked[0] == '/' ? std::string(baked) : m.modelDir + baked;
 }
 
+/// The graph outputs of the program (one of numClasses values for
+/// programs of older exporters, which list none).
+int outputCount() {
+  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+  return info.numOutputs > 1 && info.outputs && info.outputOf ? info.numOutputs
+                                                              : 1;
+}
+
+/// Values per image of output \p k.
+int64_t outputValuesOf(int k) {
+  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+  if (outputCount() == 1)
+    return info.numClasses;
+  int64_t values = 1;
+  for (int d = 0; d < info.outputs[k].rank; ++d)
+    values *= info.outputs[k].dims[d];
+  return values;
+}
+
+/// Runs \p n images and copies output k to outs[k] (n x its values).
+void runInto(hpvm_rt_model* model, const float* images, int64_t n,
+             float* const* outs, const char* what) {
+  if (!model || !images || !outs)
+    throw UserError(std::string(what) + ": a NULL model, input or output");
+  const hpvm_rt::Model& program = hpvm_rt::programModel();
+  const hpvm_rt::ModelInfo& info = program.info;
+  const int count = outputCount();
+  for (int k = 0; k < count; ++k)
+    if (!outs[k])
+      throw UserError(std::string(what) + ": output " + std::to_string(k) +
+                      "'s buffer is NULL");
+  if (n < 1)
+    throw UserError(std::string(what) + ": " + std::to_string(n) +
+                    " images; expected at least 1");
+  // (Before activate(): where this library and the caller share one
+  // OpenMP runtime, activate() sets that runtime's count, and the
+  // caller's must be read first to be given back.)
+  GlobalOpenMPThreads threads;
+  activate(model);
+  LaunchScope launches(model->settings);
+  startMemTracking();
+  struct FreeBatch {
+    ~FreeBatch() { freeBatchMemory(); }
+  } freeBatch;
+  // The caller's images are the input tensor's host buffer (read only:
+  // the executor never works in place on an external tensor).
+  Tensor* input = newTensor({n, info.channels, info.height, info.width}, 4,
+                            /*tracked=*/true);
+  input->host_data = const_cast<float*>(images);
+  hostModified(input);
+  auto* first = static_cast<Tensor*>(program.runBatch(input));
+  for (int k = 0; k < count; ++k) {
+    auto* out = k == 0 ? first : static_cast<Tensor*>(info.outputOf(k));
+    if (!out)
+      throw UserError("the program returned no output tensor " +
+                      std::to_string(k));
+    hpvm_request_tensor(out, 0);
+    const int64_t values = outputValuesOf(k);
+    const uint64_t want = static_cast<uint64_t>(n * values);
+    if (out->dims.num_dims < 1 ||
+        out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
+        out->num_elems != want)
+      throw UserError("the program's output " + std::to_string(k) + " has " +
+                      std::to_string(out->num_elems) + " values; expected " +
+                      std::to_string(n) + " images x " +
+                      std::to_string(values));
+    std::memcpy(outs[k], out->host_data, want * sizeof(float));
+  }
+}
+
 } // namespace
 
 extern "C" {
+
+int hpvm_rt_model_outputs(void) { return outputCount(); }
+
+int hpvm_rt_model_output(int k, int64_t* dims) {
+  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+  if (k < 0 || k >= outputCount())
+    return -1;
+  if (!info.outputs) { // an older exporter's program: numClasses scores
+    if (dims)
+      dims[0] = info.numClasses;
+    return 1;
+  }
+  const int rank = info.outputs[k].rank;
+  for (int d = 0; dims && d < rank; ++d)
+    dims[d] = info.outputs[k].dims[d];
+  return rank;
+}
+
+const char* hpvm_rt_model_output_name(int k) {
+  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+  if (k < 0 || k >= outputCount() || !info.outputs)
+    return "";
+  return info.outputs[k].name;
+}
 
 int hpvm_rt_library_version(void) { return HPVM_RT_LIBRARY_VERSION; }
 
@@ -252,12 +346,6 @@ hpvm_rt_model* hpvm_rt_open(const char* model_dir) {
     if (!std::filesystem::is_directory(dir + "weights", ec))
       throw UserError(dir + ": not a model directory (it has no weights/ "
                             "folder)");
-    const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
-    if (info.numOutputs > 1)
-      throw UserError(std::string(info.name) + " has " +
-                      std::to_string(info.numOutputs) +
-                      " outputs; the library runs single-output programs "
-                      "(run the program itself: --output FILE.npz)");
     LibraryState& s = state();
     const std::string canonical =
         std::filesystem::weakly_canonical(dir, ec).string();
@@ -347,43 +435,20 @@ int hpvm_rt_set_threads(hpvm_rt_model* model, int threads) {
 int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
                 float* outputs) {
   return guarded([&] {
-    if (!model || !images || !outputs)
-      throw UserError("hpvm_rt_run: a NULL model, input or output");
-    const hpvm_rt::Model& program = hpvm_rt::programModel();
-    const hpvm_rt::ModelInfo& info = program.info;
-    if (n < 1)
-      throw UserError("hpvm_rt_run: " + std::to_string(n) +
-                      " images; expected at least 1");
-    // (Before activate(): where this library and the caller share one
-    // OpenMP runtime, activate() sets that runtime's count, and the
-    // caller's must be read first to be given back.)
-    GlobalOpenMPThreads threads;
-    activate(model);
-    LaunchScope launches(model->settings);
-    startMemTracking();
-    struct FreeBatch {
-      ~FreeBatch() { freeBatchMemory(); }
-    } freeBatch;
-    // The caller's images are the input tensor's host buffer (read only:
-    // the executor never works in place on an external tensor).
-    Tensor* input = newTensor({n, info.channels, info.height, info.width}, 4,
-                              /*tracked=*/true);
-    input->host_data = const_cast<float*>(images);
-    hostModified(input);
-    auto* out = static_cast<Tensor*>(program.runBatch(input));
-    if (!out)
-      throw UserError("the program returned no output tensor");
-    hpvm_request_tensor(out, 0);
-    const uint64_t want = static_cast<uint64_t>(n * info.numClasses);
-    if (out->dims.num_dims < 1 ||
-        out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
-        out->num_elems != want)
-      throw UserError("the program's output has " +
-                      std::to_string(out->num_elems) + " values; expected " +
-                      std::to_string(n) + " images x " +
-                      std::to_string(info.numClasses) + " classes");
-    std::memcpy(outputs, out->host_data, want * sizeof(float));
+    if (outputCount() > 1)
+      throw UserError(
+          "hpvm_rt_run: " + std::string(hpvm_rt::programModel().info.name) +
+          " has " + std::to_string(outputCount()) +
+          " outputs; hpvm_rt_run_outputs() writes them");
+    float* const outs[1] = {outputs};
+    runInto(model, images, n, outputs ? outs : nullptr, "hpvm_rt_run");
   });
+}
+
+int hpvm_rt_run_outputs(hpvm_rt_model* model, const float* images, int64_t n,
+                        float* const* outputs) {
+  return guarded(
+      [&] { runInto(model, images, n, outputs, "hpvm_rt_run_outputs"); });
 }
 
 void hpvm_rt_close(hpvm_rt_model* model) {
