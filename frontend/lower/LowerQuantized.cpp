@@ -39,14 +39,21 @@ void keepInputShape(Lowering& L, Node* n) {
     n->output->shape = n->inputs[0]->shape;
 }
 
+/// Why QuantizeLinear or DequantizeLinear node \p n does not have an
+/// activation operand and constant parameters \p p, or "".
+std::string activationParams(const Lowering& L, const Node* n, QuantParams& p) {
+  const Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  return quantParams(n, L.g.source.opset, x->shape.size(), p);
+}
+
 } // namespace
 
 std::string lowerQuantizeLinear(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
-  if (auto r = needActivation(x, "input", true); !r.empty())
-    return r;
   QuantParams p;
-  if (auto r = quantParams(n, L.g.source.opset, x->shape.size(), p); !r.empty())
+  if (auto r = activationParams(L, n, p); !r.empty())
     return r;
   if (!p.perTensor())
     return "it quantizes an activation per axis; only one scale and zero "
@@ -73,10 +80,8 @@ std::string lowerQuantizeLinear(Lowering& L, Node* n) {
 
 std::string lowerDequantizeLinear(Lowering& L, Node* n) {
   Value* x = n->inputs[0];
-  if (auto r = needActivation(x, "input", true); !r.empty())
-    return r;
   QuantParams p;
-  if (auto r = quantParams(n, L.g.source.opset, x->shape.size(), p); !r.empty())
+  if (auto r = activationParams(L, n, p); !r.empty())
     return r;
   // A QuantizeLinear (or the op between) that could not be lowered has
   // said why: this node's problem is only that one.

@@ -119,18 +119,34 @@ std::string quantParams(const Node* n, int64_t opset, size_t rank,
   return "";
 }
 
-std::shared_ptr<const TensorData> foldDequantizeLinear(const Node* n,
-                                                       int64_t opset) {
+namespace {
+
+/// The constant input of QuantizeLinear or DequantizeLinear node \p n and
+/// its parameters \p p, when every operand is a constant and the
+/// parameters fit it; else nullptr.
+const TensorData* constantOperand(const Node* n, int64_t opset,
+                                  QuantParams& p) {
   for (const Value* v : n->inputs)
     if (!v->isConstant())
       return nullptr;
   const TensorData& x = *n->inputs[0]->constant;
-  QuantParams p;
   if (!quantParams(n, opset, x.dims.size(), p).empty())
     return nullptr;
   if (!p.perTensor() && x.dims[static_cast<size_t>(p.axis)] !=
                             static_cast<int64_t>(p.scale.size()))
     return nullptr;
+  return &x;
+}
+
+} // namespace
+
+std::shared_ptr<const TensorData> foldDequantizeLinear(const Node* n,
+                                                       int64_t opset) {
+  QuantParams p;
+  const TensorData* operand = constantOperand(n, opset, p);
+  if (operand == nullptr)
+    return nullptr;
+  const TensorData& x = *operand;
   const int64_t count = x.numElements();
   std::vector<float> out(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -144,17 +160,11 @@ std::shared_ptr<const TensorData> foldDequantizeLinear(const Node* n,
 
 std::shared_ptr<const TensorData> foldQuantizeLinear(const Node* n,
                                                      int64_t opset) {
-  for (const Value* v : n->inputs)
-    if (!v->isConstant())
-      return nullptr;
-  const TensorData& x = *n->inputs[0]->constant;
   QuantParams p;
-  if (x.dtype != DataType::Float ||
-      !quantParams(n, opset, x.dims.size(), p).empty())
+  const TensorData* operand = constantOperand(n, opset, p);
+  if (operand == nullptr || operand->dtype != DataType::Float)
     return nullptr;
-  if (!p.perTensor() && x.dims[static_cast<size_t>(p.axis)] !=
-                            static_cast<int64_t>(p.scale.size()))
-    return nullptr;
+  const TensorData& x = *operand;
   const std::vector<float> v = x.toFloats();
   auto t = std::make_shared<TensorData>();
   t->dtype = p.type;

@@ -15,19 +15,16 @@ import sys
 import numpy as np
 import onnx
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "tuning"))
-from lenet_tuning import FMNIST, fail, run  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "tuning")]
+from lenet_tuning import fail, run  # noqa: E402
+from ort_oracle import fashion_sets  # noqa: E402
 
 build, work, src = sys.argv[1:4]
 bench = os.path.join(src, "scripts", "bench")
 os.makedirs(work, exist_ok=True)
 data = os.path.join(work, "data")
-run([os.path.join(build, "datasets", "torch2hpvm-dataset"), "convert",
-     f"{FMNIST}/t10k-images-idx3-ubyte.gz",
-     f"{FMNIST}/t10k-labels-idx1-ubyte.gz", "--split",
-     "tune=500,test=1000", "--limit", "1500", "--scale", "1/255",
-     "--normalize", "0.5,0.5", "-o", data])
+fashion_sets(build, data)
 model = os.path.join(src, "datasets", "example", "resnet18_fashion.onnx")
 out = os.path.join(work, "resnet18")
 run([os.path.join(build, "frontend", "torch2hpvm-export"), model, "--tune",

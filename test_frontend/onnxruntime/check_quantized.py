@@ -25,8 +25,8 @@ from onnx import numpy_helper, shape_inference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "tuning")]
-from lenet_tuning import FMNIST, fail, run  # noqa: E402
-from ort_oracle import Oracle, steps_off  # noqa: E402
+from lenet_tuning import fail, run  # noqa: E402
+from ort_oracle import Oracle, fashion_sets, steps_off  # noqa: E402
 
 build, work, src = sys.argv[1:4]
 oracle = Oracle(build, work, src)
@@ -34,13 +34,7 @@ export, ours, ort = oracle.export, oracle.ours, oracle.ort
 
 
 # ResNet-18 in QDQ form.
-data = os.path.join(work, "data")
-run([os.path.join(build, "datasets", "torch2hpvm-dataset"), "convert",
-     f"{FMNIST}/t10k-images-idx3-ubyte.gz",
-     f"{FMNIST}/t10k-labels-idx1-ubyte.gz", "--split",
-     "tune=500,test=1000", "--limit", "1500", "--scale", "1/255",
-     "--normalize", "0.5,0.5", "-o", data])
-tune, test = f"{data}/tune_input.bin", f"{data}/test_input.bin"
+tune, test = fashion_sets(build, os.path.join(work, "data"))
 fp32 = os.path.join(src, "datasets", "example", "resnet18_fashion.onnx")
 qdq = os.path.join(work, "resnet18_qdq.onnx")
 run(["/usr/bin/python3", os.path.join(src, "scripts", "bench",

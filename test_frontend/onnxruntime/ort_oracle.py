@@ -10,7 +10,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tuning"))
-from lenet_tuning import fail, run  # noqa: E402
+from lenet_tuning import FMNIST, fail, run  # noqa: E402
 
 
 class Oracle:
@@ -48,6 +48,19 @@ class Oracle:
         path = os.path.join(self.work, name + ".bin")
         run(self.node + ["outputs", model, data, path, str(batch), "2"])
         return np.fromfile(path, np.float32).reshape(shape)
+
+
+def fashion_sets(build, data):
+    """Fashion-MNIST's first 1,500 test images as the shipped ResNet-18
+    takes them (scaled to [0, 1], normalized by 0.5, 0.5), split into a
+    tune set of 500 and a test set of 1,000 in DATA; returns their input
+    files (tune, test)."""
+    run([os.path.join(build, "datasets", "torch2hpvm-dataset"), "convert",
+         f"{FMNIST}/t10k-images-idx3-ubyte.gz",
+         f"{FMNIST}/t10k-labels-idx1-ubyte.gz", "--split",
+         "tune=500,test=1000", "--limit", "1500", "--scale", "1/255",
+         "--normalize", "0.5,0.5", "-o", data])
+    return f"{data}/tune_input.bin", f"{data}/test_input.bin"
 
 
 def output_step(model):

@@ -335,6 +335,25 @@ inline void place(TestTensor& t, const std::vector<float>& v,
   std::memcpy(out.get_data_handle(), tmp.get_data_handle(), want.get_size());
 }
 
+/// The nonzero floats in the padded channels of t's stored blocked layout
+/// (0 when it pads none): oneDNN's kernels expect zeros there.
+inline int paddingNonzeros(const Tensor* t) {
+  const dnnl::memory stored = kern::storedMemory(t);
+  const dnnl::memory::desc d = stored.get_desc();
+  if (!kern::hasChannelPadding(d))
+    return 0;
+  const kern::Dims4 dims = kern::dims4(t);
+  const int64_t C = dims[1], HW = dims[2] * dims[3];
+  const int64_t B = *kern::channelBlock(d), Cp = d.data.padded_dims[1];
+  const float* p = static_cast<const float*>(stored.get_data_handle());
+  int nonzero = 0;
+  for (int64_t n = 0; n < dims[0]; ++n)
+    for (int64_t hw = 0; hw < HW; ++hw)
+      for (int64_t c = C; c < Cp; ++c)
+        nonzero += p[(n * (Cp / B) + c / B) * HW * B + hw * B + c % B] != 0.f;
+  return nonzero;
+}
+
 } // namespace hpvm::rt::test
 
 #endif // HPVM_TESTS_KERNELS_KERNELTESTUTIL_H
