@@ -318,6 +318,11 @@ void checkToolchain(const Options& opts, const Graph& g) {
       throw UserError(outputs);
     return;
   }
+  if (g.inputRank != 4)
+    throw UserError(g.source.path + ": the input '" +
+                    escapeName(g.input->name) +
+                    "' is 2-D (N, K); feature-vector inputs are an hpvm_rt "
+                    "extension (--toolchain clang builds them)");
   ErrorList errors(g.source.path);
   std::set<std::pair<int, std::string>> seen;
   for (const auto& n : g.nodes()) {

@@ -220,6 +220,15 @@ def op_fixtures():
          [X], io("y", [1, 5]),
          [qweights("bq", [72, 5], 97), scalar("bs", TensorProto.FLOAT, 0.004),
           scalar("bz", TensorProto.INT8, 0)])
+    # A 2-D input (N, K): an MLP head on feature vectors.
+    save("mlp_2d.onnxtxt",
+         [node("Gemm", ["input", "w1", "b1"], ["h"], "fc1", transB=1),
+          node("Relu", ["h"], ["r"], "relu"),
+          node("MatMul", ["r", "w2"], ["m"], "fc2"),
+          node("Sigmoid", ["m"], ["y"], "gate")],
+         [io("input", [1, 20])], io("y", [1, 4]),
+         [weights("w1", [16, 20], 99), weights("b1", [16], 100),
+          weights("w2", [16, 4], 101)])
     # Resizing: sizes (linear, half_pixel, a segmentation head's), then
     # scales (nearest, asymmetric, floor).
     save("Resize.onnxtxt",
@@ -694,9 +703,9 @@ def errors():
     save("errors/two_inputs.onnxtxt",
          [node("Add", ["input", "other"], ["y"], "add")],
          [X, io("other", [1, 2, 6, 6])], io("y", [1, 2, 6, 6]))
-    save("errors/input_2d.onnxtxt",
+    save("errors/input_3d.onnxtxt",
          [node("Relu", ["input"], ["y"], "relu")],
-         [io("input", [1, 784])], io("y", [1, 784]))
+         [io("input", [1, 28, 28])], io("y", [1, 28, 28]))
     save("errors/reshape_not_dense.onnxtxt",
          [node("Reshape", ["input", "shape"], ["f"], "reshape"),
           node("Relu", ["f"], ["y"], "relu")],

@@ -4,6 +4,7 @@
 #include "codegen/Sanitizer.h"
 #include "ir/OpTable.h"
 #include "ir/Printer.h"
+#include "passes/OpGeometry.h"
 #include "support/Diagnostics.h"
 
 #include <fmt/format.h>
@@ -63,20 +64,24 @@ ProgramLayout layoutProgram(const Graph& g, const std::string& modelPath) {
   if (g.nodes().empty())
     throw UserError(modelPath + ": the model has no tensor operations left "
                                 "after lowering; there is nothing to run");
-  if (!g.input || g.input->shape.size() != 4)
+  if (!g.input || (g.input->shape.size() != 4 && g.input->shape.size() != 2))
     throw UserError(
-        modelPath + ": the model input must be 4-D (N, C, H, W), got " +
+        modelPath +
+        ": the model input must be 4-D (N, C, H, W) or 2-D (N, "
+        "K), got " +
         (g.input ? formatShape(g.input->shape) : std::string("none")));
-  for (int i = 1; i < 4; ++i)
+  for (size_t i = 1; i < g.input->shape.size(); ++i)
     if (g.input->shape[i] <= 0)
       throw UserError(modelPath +
                       ": the model input has a symbolic or empty "
                       "dimension " +
                       std::to_string(i) + " (" + formatShape(g.input->shape) +
                       "); only the batch dimension may be symbolic");
-  layout.channels = g.input->shape[1];
-  layout.height = g.input->shape[2];
-  layout.width = g.input->shape[3];
+  // A 2-D input (N, K): K x 1 x 1 images, as every 2-D activation is held.
+  const std::vector<int64_t> in4 = form4d(g.input->shape);
+  layout.channels = in4[1];
+  layout.height = in4[2];
+  layout.width = in4[3];
 
   IdentifierTable idents(templateNames(g.nodes().size()));
   layout.inputIdent = idents.claim(g.input->name, {"_bytes"});

@@ -158,6 +158,9 @@ public:
   Value* output0() const { return outputs.front().value; }
 
   Value* input = nullptr; ///< The single graph input (image batch).
+  /// The input's rank in the model: 4 (images), or 2 (feature vectors,
+  /// held as N x K x 1 x 1 once lowered: an hpvm_rt extension).
+  size_t inputRank = 4;
   /// The graph outputs, in ONNX's order (at least one).
   std::vector<GraphOutput> outputs;
   ModelSource source;

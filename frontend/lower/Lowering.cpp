@@ -98,6 +98,8 @@ void lowerNodes(Graph& g) {
                 (downstream == 1 ? "" : "s") +
                 " after these could not be checked until they are fixed)");
   errors.throwIfAny();
+  // A 2-D input (N, K) is held, as every 2-D activation, as N x K x 1 x 1.
+  g.input->shape = form4d(g.input->shape);
   g.pruneValues();
 }
 

@@ -436,15 +436,15 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   const onnx::ValueInfoProto& in = *inputs.front();
   TypeInfo inType = typeInfo(in.type());
   if (inType.dtype != DataType::Float || !inType.known ||
-      inType.shape.size() != 4)
+      (inType.shape.size() != 4 && inType.shape.size() != 2))
     throw UserError(path + ": input '" + escapeName(in.name()) + "' is " +
                     (inType.dtype == DataType::Float
                          ? std::string("float32")
                          : onnxTypeName(in.type().tensor_type().elem_type())) +
                     " with " + describeShape(inType) +
                     "; torch2hpvm needs a 4-D float32 image batch (N, C, H, "
-                    "W)");
-  for (size_t d = 1; d < 4; ++d)
+                    "W) or a 2-D batch of feature vectors (N, K)");
+  for (size_t d = 1; d < inType.shape.size(); ++d)
     if (inType.shape[d] < 0)
       throw UserError(path + ": input '" + escapeName(in.name()) + "' has " +
                       describeShape(inType) +
@@ -453,6 +453,7 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
                       escapeName(in.name()) + ":" + givenShape(inType) +
                       " with the sizes to run at)");
   g->input = g->addValue(in.name(), DataType::Float, inType.shape);
+  g->inputRank = inType.shape.size();
   values[in.name()] = g->input;
 
   if (graph.output_size() < 1)

@@ -32,6 +32,7 @@ float64 PyTorch is at most NOISE_FACTOR times PyTorch float32's own: no
 further from the true result than that, and a real bug (5e-4 or more)
 still fails, the noise being 2.3e-5 at most elsewhere.
 """
+import json
 import os
 import shutil
 import signal
@@ -217,7 +218,15 @@ def export_cmd(exporter, onnx_path, tune, test, out_dir, extra=()):
 
 
 def binary_path(out_dir, stem):
-    return os.path.join(out_dir, "build", stem)
+    """The program an export into OUT_DIR built: manifest.json names it
+    (its name is the model's stem made an identifier: lower case); without
+    a manifest, build/STEM."""
+    try:
+        with open(os.path.join(out_dir, "manifest.json")) as f:
+            binary = json.load(f).get("binary")
+    except (OSError, ValueError):
+        binary = None
+    return os.path.join(out_dir, binary or os.path.join("build", stem))
 
 
 def run_binary(binary, cwd, output, timeout, extra=()):

@@ -9,7 +9,8 @@ program's default configuration and with exact fp32:
   MatMulInteger, with their Cast and scale Mul), the element-wise
   arithmetic of activations (Sub, Div, Max, Min, Sum, and a standardisation
   by hand: Sub, Pow, Sqrt, Div with broadcasts), and the DequantizeLinear
-  fixture's float output: to 1e-5 of the largest output.
+  fixture's float output, and an MLP on a 2-D input (N, K): to 1e-5 of the
+  largest output.
 
     check_op_fixtures.py BUILD WORK SRC
 """
@@ -32,7 +33,7 @@ rng = np.random.RandomState(7)
 for name in ("QuantizeLinear", "DequantizeLinear", "QLinearConv",
              "QLinearMatMul", "DynamicQuantizeLinear", "ConvInteger",
              "MatMulInteger", "Sub", "Div", "Max", "Min", "Sum",
-             "arithmetic"):
+             "arithmetic", "mlp_2d"):
     m = text_format.Parse(
         open(os.path.join(src, "test_frontend", "models",
                           name + ".onnxtxt")).read(), onnx.ModelProto())

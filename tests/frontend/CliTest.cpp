@@ -890,3 +890,15 @@ TEST_CASE("Cli: --toolchain hpvm refuses hpvm_rt extensions, naming the "
   o.toolchain = Toolchain::Clang;
   CHECK(exportError(o).find("HPVM has no") == std::string::npos);
 }
+
+TEST_CASE("Cli: --toolchain hpvm refuses a 2-D input, an hpvm_rt "
+          "extension") {
+  std::string data = makeDatasets("cli-input-2d");
+  std::string out = data + "/out";
+  Options o = exportOptions(data, "../mlp_2d.onnxtxt", out);
+  o.toolchain = Toolchain::Hpvm;
+  CHECK(exportError(o) ==
+        o.model + ": the input 'input' is 2-D (N, K); feature-vector inputs "
+                  "are an hpvm_rt extension (--toolchain clang builds them)");
+  CHECK_FALSE(fs::exists(out));
+}

@@ -93,8 +93,8 @@ TEST_CASE("Codegen: a graph that cannot become a program is rejected") {
   auto g = makeTinyNet();
   g->input->shape = {1, 8, 8};
   CHECK_THROWS_WITH_AS(layoutProgram(*g, "m.onnx"),
-                       "m.onnx: the model input must be 4-D (N, C, H, W), "
-                       "got 1x8x8",
+                       "m.onnx: the model input must be 4-D (N, C, H, W) or "
+                       "2-D (N, K), got 1x8x8",
                        UserError);
   g->input->shape = {1, -1, 8, 8};
   CHECK_THROWS_WITH_AS(layoutProgram(*g, "m.onnx"),

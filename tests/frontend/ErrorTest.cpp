@@ -135,11 +135,12 @@ TEST_CASE("Frontend: a model with two inputs is rejected") {
                                 "image batch");
 }
 
-TEST_CASE("Frontend: a non-4-D input is explained") {
-  std::string path = errorFixture("input_2d");
+TEST_CASE("Frontend: an input neither 4-D nor 2-D is explained") {
+  std::string path = errorFixture("input_3d");
   CHECK(failure(path) ==
-        path + ": input 'input' is float32 with shape 1x784; torch2hpvm "
-               "needs a 4-D float32 image batch (N, C, H, W)");
+        path + ": input 'input' is float32 with shape 1x28x28; torch2hpvm "
+               "needs a 4-D float32 image batch (N, C, H, W) or a 2-D batch "
+               "of feature vectors (N, K)");
 }
 
 TEST_CASE("Frontend: a reshape that does not feed a dense layer is rejected") {

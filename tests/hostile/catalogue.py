@@ -233,7 +233,8 @@ def _(w):
 
 
 @case("model: 3-D input", "{W}/model.onnx: input 'input' is float32 with shape "
-      "1x8x8; torch2hpvm needs a 4-D float32 image batch (N, C, H, W)")
+      "1x8x8; torch2hpvm needs a 4-D float32 image batch (N, C, H, W) or a "
+      "2-D batch of feature vectors (N, K)")
 def _(w):
     x = h.make_tensor_value_info("input", T.FLOAT, [1, 8, 8])
     y = h.make_tensor_value_info("output", T.FLOAT, [1, 8, 8])
