@@ -4,6 +4,7 @@
 #include "codegen/OpsJson.h"
 #include "config/Config.h" // hpvm_rt's configuration files
 #include "ir/OpTable.h"
+#include "passes/QuantizedOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,18 +12,6 @@
 namespace hpvm::fe {
 
 namespace {
-
-/// True when \p n's first operand is on a grid the model quantized it to:
-/// a quantize node's output, read directly or through max pooling.
-bool readsModelGrid(const Node* n) {
-  const Value* v = n->inputs.empty() ? nullptr : n->inputs[0];
-  while (v != nullptr && v->producer != nullptr &&
-         (v->producer->kind == OpKind::MaxPool ||
-          v->producer->kind == OpKind::MaxPoolPads))
-    v = v->producer->inputs[0];
-  return v != nullptr && v->producer != nullptr &&
-         v->producer->kind == OpKind::Quantize;
-}
 
 /// True when the int8 knob's own weight quantization of \p n (hpvm_rt's
 /// Int8.cpp: each output channel at its largest magnitude / 127) gives
@@ -75,7 +64,8 @@ std::string preQuantizedConfig(const ProgramLayout& layout) {
       rt::OpChoice c;
       c.op = op;
       if (i == f.opIndices.front() && rt::hasInt8Knob(op) &&
-          readsModelGrid(n) && weightsOnInt8Grid(n)) {
+          !n->inputs.empty() && quantizeSource(n->inputs[0]) &&
+          weightsOnInt8Grid(n)) {
         c.knobId = int8;
         any = true;
       }

@@ -11,17 +11,6 @@ namespace hpvm::fe {
 
 namespace {
 
-/// The quantize node whose values \p v are, through ops that commute with
-/// a quantization (max pooling picks one of the values); nullptr if none.
-const Node* quantizeSource(const Value* v) {
-  while (v->producer != nullptr && (v->producer->kind == OpKind::MaxPool ||
-                                    v->producer->kind == OpKind::MaxPoolPads))
-    v = v->producer->inputs[0];
-  if (v->producer != nullptr && v->producer->kind == OpKind::Quantize)
-    return v->producer;
-  return nullptr;
-}
-
 /// The ONNX operators that may read a quantized activation here: they
 /// compute the same on its integers and on the values they stand for.
 bool readsQuantized(OpKind k) {

@@ -297,6 +297,15 @@ bool expandDynamic(Graph& g, Node* n, std::map<Value*, Value*>& dequantized) {
 
 } // namespace
 
+const Node* quantizeSource(const Value* v) {
+  while (v->producer != nullptr && (v->producer->kind == OpKind::MaxPool ||
+                                    v->producer->kind == OpKind::MaxPoolPads))
+    v = v->producer->inputs[0];
+  return v->producer != nullptr && v->producer->kind == OpKind::Quantize
+             ? v->producer
+             : nullptr;
+}
+
 void expandQuantizedOps(Graph& g) {
   std::map<Value*, Value*> dequantized;
   std::vector<Node*> dynamic;

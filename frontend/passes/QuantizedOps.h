@@ -41,6 +41,11 @@ std::shared_ptr<const TensorData> foldDequantizeLinear(const Node* n,
 std::shared_ptr<const TensorData> foldQuantizeLinear(const Node* n,
                                                      int64_t opset);
 
+/// The quantize node (a lowered QuantizeLinear) whose values \p v are,
+/// directly or through max pooling (which picks one of them); nullptr if
+/// none.
+const Node* quantizeSource(const Value* v);
+
 /// Rewrites every QLinearConv as DequantizeLinear (input, weights, bias at
 /// the input scale times the weight scale), Conv and QuantizeLinear, and
 /// every QLinearMatMul likewise with MatMul; the constants' dequantization

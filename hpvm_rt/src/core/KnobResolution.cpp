@@ -12,9 +12,6 @@ namespace hpvm::rt {
 
 namespace {
 
-/// Gives an INT8 knob on fused node \p node the input range the active
-/// calibration \p cal measured for it; \p where locates the knob for
-/// errors.
 /// The range an int8 knob on op \p opIndex quantizes its input with when
 /// a pre-quantized model puts that input on a grid: the quantize op it
 /// reads (through max pooling, which picks one of its values). A grid of
@@ -39,6 +36,9 @@ bool modelRange(const Plan& p, int opIndex, float& lo, float& hi) {
   return true;
 }
 
+/// Gives an INT8 knob on fused node \p node the input range the active
+/// calibration \p cal measured for it; \p where locates the knob for
+/// errors.
 void calibrate(KnobSpec& spec, const FusedNodeInfo& node, HpvmOp op,
                const std::string& where, const Int8Calibration* cal) {
   auto need = [&] {

@@ -113,12 +113,11 @@ struct OutputQos {
 
 OutputQos outputQos(const hpvm_rt::ModelInfo& info) {
   OutputQos q;
-  const hpvm_rt::OutputInfo* o = info.outputs;
-  if (o != nullptr && o[0].rank == 3 && o[0].dims[0] > 1 &&
-      o[0].dims[1] * o[0].dims[2] > 1) {
+  const std::array<int64_t, 3> map = segmentationMap(info);
+  if (map[0] > 0) {
     q.spec.metric = tuner::QosSpec::Metric::MIoU;
-    q.spec.mapChannels = o[0].dims[0];
-    q.spec.mapPixels = o[0].dims[1] * o[0].dims[2];
+    q.spec.mapChannels = map[0];
+    q.spec.mapPixels = map[1] * map[2];
     q.name = "mIoU";
     q.metric = "miou";
   } else {

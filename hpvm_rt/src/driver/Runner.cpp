@@ -222,10 +222,9 @@ uint64_t Runner::imageElems() const {
   return static_cast<uint64_t>(info_.channels * info_.height * info_.width);
 }
 
-int Runner::numOutputs() const {
-  return info_.numOutputs > 1 && info_.outputs && info_.outputOf
-             ? info_.numOutputs
-             : 1;
+int graphOutputs(const hpvm_rt::ModelInfo& info) {
+  return info.numOutputs > 1 && info.outputs && info.outputOf ? info.numOutputs
+                                                              : 1;
 }
 
 int64_t outputValues(const hpvm_rt::OutputInfo& o) {
@@ -235,9 +234,22 @@ int64_t outputValues(const hpvm_rt::OutputInfo& o) {
   return values;
 }
 
-int64_t Runner::outputElems(int k) const {
-  return numOutputs() == 1 ? info_.numClasses : outputValues(info_.outputs[k]);
+int64_t outputValues(const hpvm_rt::ModelInfo& info, int k) {
+  return graphOutputs(info) == 1 ? info.numClasses
+                                 : outputValues(info.outputs[k]);
 }
+
+std::array<int64_t, 3> segmentationMap(const hpvm_rt::ModelInfo& info) {
+  const hpvm_rt::OutputInfo* o = info.outputs;
+  if (o == nullptr || o[0].rank != 3 || o[0].dims[0] < 2 ||
+      o[0].dims[1] * o[0].dims[2] < 2)
+    return {0, 0, 0};
+  return {o[0].dims[0], o[0].dims[1], o[0].dims[2]};
+}
+
+int Runner::numOutputs() const { return graphOutputs(info_); }
+
+int64_t Runner::outputElems(int k) const { return outputValues(info_, k); }
 
 void Runner::checkOutput(const Tensor* out, int k, int64_t n,
                          int64_t start) const {

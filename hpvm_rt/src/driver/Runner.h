@@ -12,6 +12,7 @@
 #include "hpvm_rt/RunModel.h"
 #include "tensor.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -76,6 +77,14 @@ struct RunResult {
 
 /// Values per image of graph output \p o (its dims' product).
 int64_t outputValues(const hpvm_rt::OutputInfo& o);
+/// The graph outputs of the program \p info describes (1 for programs of
+/// older exporters, which list none).
+int graphOutputs(const hpvm_rt::ModelInfo& info);
+/// Values per image of its output \p k (numClasses when it has one).
+int64_t outputValues(const hpvm_rt::ModelInfo& info, int k);
+/// Output 0's classes, height and width when it is a segmentation map
+/// (C x H x W per image, C > 1 classes, more than one pixel), else zeros.
+std::array<int64_t, 3> segmentationMap(const hpvm_rt::ModelInfo& info);
 
 /// Called with each batch's output tensor (host data valid) and its size.
 using BatchSink = std::function<void(Tensor* out, int64_t images)>;

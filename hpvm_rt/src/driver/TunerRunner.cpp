@@ -58,10 +58,7 @@ PassResult TunerRunner::pass(const PassRequest& req) {
 int TunerRunner::threads() const { return numThreads(); }
 
 std::array<int64_t, 3> TunerRunner::map() const {
-  const hpvm_rt::OutputInfo* o = info_.outputs;
-  if (o == nullptr || o[0].rank != 3)
-    return {0, 0, 0};
-  return {o[0].dims[0], o[0].dims[1], o[0].dims[2]};
+  return segmentationMap(info_);
 }
 
 std::string TunerRunner::fingerprint() {

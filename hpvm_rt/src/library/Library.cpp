@@ -12,6 +12,7 @@
 #include "core/Top1.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
+#include "driver/Runner.h"
 #include "hpvm_rt/Printable.h"
 #include "hpvm_rt/RunModel.h"
 #include "kernels/Kernels.h"
@@ -220,25 +221,6 @@ std::string configPathFor(const hpvm_rt_model& m, const char* given) {
   return baked[0] == '/' ? std::string(baked) : m.modelDir + baked;
 }
 
-/// The graph outputs of the program (one of numClasses values for
-/// programs of older exporters, which list none).
-int outputCount() {
-  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
-  return info.numOutputs > 1 && info.outputs && info.outputOf ? info.numOutputs
-                                                              : 1;
-}
-
-/// Values per image of output \p k.
-int64_t outputValuesOf(int k) {
-  const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
-  if (outputCount() == 1)
-    return info.numClasses;
-  int64_t values = 1;
-  for (int d = 0; d < info.outputs[k].rank; ++d)
-    values *= info.outputs[k].dims[d];
-  return values;
-}
-
 /// Runs \p n images and copies output k to outs[k] (n x its values).
 void runInto(hpvm_rt_model* model, const float* images, int64_t n,
              float* const* outs, const char* what) {
@@ -246,7 +228,7 @@ void runInto(hpvm_rt_model* model, const float* images, int64_t n,
     throw UserError(std::string(what) + ": a NULL model, input or output");
   const hpvm_rt::Model& program = hpvm_rt::programModel();
   const hpvm_rt::ModelInfo& info = program.info;
-  const int count = outputCount();
+  const int count = graphOutputs(info);
   for (int k = 0; k < count; ++k)
     if (!outs[k])
       throw UserError(std::string(what) + ": output " + std::to_string(k) +
@@ -277,7 +259,7 @@ void runInto(hpvm_rt_model* model, const float* images, int64_t n,
       throw UserError("the program returned no output tensor " +
                       std::to_string(k));
     hpvm_request_tensor(out, 0);
-    const int64_t values = outputValuesOf(k);
+    const int64_t values = outputValues(info, k);
     const uint64_t want = static_cast<uint64_t>(n * values);
     if (out->dims.num_dims < 1 ||
         out->dims.dim_sizes[0] != static_cast<size_t>(n) ||
@@ -294,11 +276,13 @@ void runInto(hpvm_rt_model* model, const float* images, int64_t n,
 
 extern "C" {
 
-int hpvm_rt_model_outputs(void) { return outputCount(); }
+int hpvm_rt_model_outputs(void) {
+  return graphOutputs(hpvm_rt::programModel().info);
+}
 
 int hpvm_rt_model_output(int k, int64_t* dims) {
   const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
-  if (k < 0 || k >= outputCount())
+  if (k < 0 || k >= graphOutputs(info))
     return -1;
   if (!info.outputs) { // an older exporter's program: numClasses scores
     if (dims)
@@ -313,7 +297,7 @@ int hpvm_rt_model_output(int k, int64_t* dims) {
 
 const char* hpvm_rt_model_output_name(int k) {
   const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
-  if (k < 0 || k >= outputCount() || !info.outputs)
+  if (k < 0 || k >= graphOutputs(info) || !info.outputs)
     return "";
   return info.outputs[k].name;
 }
@@ -435,11 +419,11 @@ int hpvm_rt_set_threads(hpvm_rt_model* model, int threads) {
 int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
                 float* outputs) {
   return guarded([&] {
-    if (outputCount() > 1)
-      throw UserError(
-          "hpvm_rt_run: " + std::string(hpvm_rt::programModel().info.name) +
-          " has " + std::to_string(outputCount()) +
-          " outputs; hpvm_rt_run_outputs() writes them");
+    const hpvm_rt::ModelInfo& info = hpvm_rt::programModel().info;
+    if (graphOutputs(info) > 1)
+      throw UserError("hpvm_rt_run: " + std::string(info.name) + " has " +
+                      std::to_string(graphOutputs(info)) +
+                      " outputs; hpvm_rt_run_outputs() writes them");
     float* const outs[1] = {outputs};
     runInto(model, images, n, outputs ? outs : nullptr, "hpvm_rt_run");
   });
