@@ -11,6 +11,7 @@ is the mIoU against the exact program), within the losses asked for.
 """
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -19,6 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lenet_tuning import fail, run  # noqa: E402
 
 build, work, src = sys.argv[1:4]
+# A fresh start, as check_tuning.py's: a tuning state left by an earlier
+# run is not this run's to resume.
+shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work, exist_ok=True)
 run(["/usr/bin/python3", os.path.join(src, "scripts", "bench",
                                       "seg_fashion.py"), work,
