@@ -10,7 +10,13 @@ DequantizeLinear needs it).
 
     ort_quantize.py MODEL.onnx --fp32 OUT_fp32.onnx
     ort_quantize.py MODEL.onnx --int8 OUT_int8.onnx --calib TUNE_input.bin
-        [--calib-images 256]
+        [--calib-images 256] [--reduce-range auto|on|off]
+
+--reduce-range on quantizes weights to 7 bits (-63..63), as ONNX Runtime's
+quantizer does with reduce_range=True, which its documentation advises for
+CPUs without VNNI: their u8 x s8 instruction (vpmaddubsw) saturates the
+sums of pairs of 8-bit products. auto (the default) turns it on where
+/proc/cpuinfo shows no avx512_vnni, avx_vnni or amx_int8.
 
 Which tensors get a QuantizeLinear/DequantizeLinear pair: every float
 activation read or written by a compute op (Conv, Gemm, MatMul, Add, Mul,
@@ -42,6 +48,19 @@ WEIGHTED = {"Conv", "Gemm", "MatMul"}
 PASS_THROUGH = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
                 "Unsqueeze"}
 DROPPABLE = {"Relu", "Clip"}
+# The largest weight code: 127, or 63 with --reduce-range.
+WEIGHT_QMAX = 127.0
+
+
+def has_vnni():
+    """True where the CPU multiplies u8 by s8 without saturating pairs."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return True
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags))
 
 
 def dynamic_batch(model):
@@ -210,19 +229,20 @@ def quantize_weights(orig, node, inits, x_scale, const, nodes):
         axis = 0 if trans_b else 1
     else:
         axis = None  # MatMul: per tensor
+    qmax = WEIGHT_QMAX
     if axis is None:
-        scale = np.array(max(np.abs(w).max(), 1e-12) / 127.0, np.float32)
+        scale = np.array(max(np.abs(w).max(), 1e-12) / qmax, np.float32)
         zp = np.array(0, np.int8)
-        q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+        q = np.clip(np.round(w / scale), -qmax, qmax).astype(np.int8)
     else:
         red = tuple(d for d in range(w.ndim) if d != axis)
         scale = (np.maximum(np.abs(w).max(axis=red), 1e-12)
-                 / 127.0).astype(np.float32)
+                 / qmax).astype(np.float32)
         zp = np.zeros(scale.shape, np.int8)
         shape = [1] * w.ndim
         shape[axis] = -1
-        q = np.clip(np.round(w / scale.reshape(shape)), -127,
-                    127).astype(np.int8)
+        q = np.clip(np.round(w / scale.reshape(shape)), -qmax,
+                    qmax).astype(np.int8)
     base = orig.input[1]
     nodes.append(helper.make_node(
         "DequantizeLinear", [const(base + "__q", q), const(base + "__s", scale),
@@ -252,9 +272,16 @@ def main():
     ap.add_argument("--int8", help="write the QDQ int8 copy here")
     ap.add_argument("--calib", help="tune set input (.bin) for --int8")
     ap.add_argument("--calib-images", type=int, default=256)
+    ap.add_argument("--reduce-range", choices=("auto", "on", "off"),
+                    default="auto",
+                    help="7-bit weights (default: where the CPU lacks VNNI)")
     args = ap.parse_args()
     if args.int8 and not args.calib:
         ap.error("--int8 needs --calib")
+    global WEIGHT_QMAX
+    reduce = (args.reduce_range == "on" or
+              (args.reduce_range == "auto" and not has_vnni()))
+    WEIGHT_QMAX = 63.0 if reduce else 127.0
     model = dynamic_batch(onnx.load(args.model))
     if args.fp32:
         onnx.save(model, args.fp32)

@@ -232,8 +232,23 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings,
         const double part = g.flops > 0 ? secs * s.records[m].flops / g.flops
                                         : secs / double(g.members.size());
         if (accumulate) {
+          // The record is the whole batch's: times, FLOPs and the images
+          // of the batch operands (not parameters, nor a broadcast image:
+          // of one-image slices, a broadcast op's operands are all taken
+          // as the images) add up over the sub-batches.
+          const OpRecord& slice = s.records[m];
           r.seconds += part;
-          r.flops += s.records[m].flops;
+          r.flops += slice.flops;
+          const int64_t n =
+              slice.outputShape.empty() ? 0 : slice.outputShape[0];
+          if (!r.outputShape.empty())
+            r.outputShape[0] += n;
+          const BatchRole role = opInfo(slice.op).facts->batch;
+          for (size_t i = 0; i < r.inputShapes.size(); ++i)
+            if (!r.inputShapes[i].empty() &&
+                !(role == BatchRole::Params && i > 0) &&
+                slice.inputShapes[i][0] == n)
+              r.inputShapes[i][0] += n;
           continue;
         }
         r = s.records[m];

@@ -3,6 +3,7 @@
 // calibrated input ranges.
 #include "core/KnobResolution.h"
 
+#include "approx/Isa.h"
 #include "base/Errors.h"
 #include "hpvm.h"
 
@@ -106,11 +107,16 @@ std::vector<KnobSpec> resolveKnobs(const Plan& p, const Configuration* conf,
       const OpChoice& c = lines[f]->ops[k];
       KnobSpec& spec = knobs[p.fusedOps[f][k]] = knobById(c.knobId)->spec;
       // The input grid of a pre-quantized model is its own, whatever a
-      // calibration measured.
+      // calibration measured. Below VNNI int8 weights have 7 bits (README,
+      // "CPU support"), not the model's 8: there the layer runs in fp32 on
+      // the model's dequantized weights, which computes its integers
+      // exactly.
       if (spec.precision == Precision::INT8 && k == 0 &&
-          modelRange(p, p.fusedOps[f][k], spec.inLo, spec.inHi))
+          modelRange(p, p.fusedOps[f][k], spec.inLo, spec.inHi)) {
         spec.hasRange = true;
-      else if (spec.precision == Precision::INT8)
+        if (!approx::int8Vnni())
+          spec = exactKnob();
+      } else if (spec.precision == Precision::INT8)
         calibrate(spec, node, node.ops[k],
                   configPath + ":" + std::to_string(c.line) + ":" +
                       std::to_string(c.column) + ": ",
