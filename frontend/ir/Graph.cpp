@@ -4,6 +4,7 @@
 #include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -14,6 +15,9 @@ size_t elementSize(DataType dtype) {
   case DataType::Float:
   case DataType::Int32:
     return 4;
+  case DataType::Float16:
+  case DataType::BFloat16:
+    return 2;
   case DataType::Uint8:
   case DataType::Int8:
   case DataType::Bool:
@@ -37,6 +41,33 @@ template <typename T> T load(const TensorData& t, int64_t i) {
   return v;
 }
 
+/// IEEE binary16 bits \p h as a float (exactly: every half is a float).
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13); // infinity, NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else {
+    // Zero or subnormal: mantissa * 2^-24, exact in float.
+    const float v = std::ldexp(float(mantissa), -24);
+    return sign ? -v : v;
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/// bfloat16 bits \p b as a float (its upper half).
+float bf16ToFloat(uint16_t b) {
+  const uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 void checkIndex(const TensorData& t, int64_t i) {
   size_t size = elementSize(t.dtype);
   HPVM_ASSERT(size != 0, "constant tensor has an undefined element type");
@@ -53,6 +84,10 @@ template <typename T> T loadAs(const TensorData& t, int64_t i) {
     return static_cast<T>(load<float>(t, i));
   case DataType::Double:
     return static_cast<T>(load<double>(t, i));
+  case DataType::Float16:
+    return static_cast<T>(halfToFloat(load<uint16_t>(t, i)));
+  case DataType::BFloat16:
+    return static_cast<T>(bf16ToFloat(load<uint16_t>(t, i)));
   case DataType::Int32:
     return static_cast<T>(load<int32_t>(t, i));
   case DataType::Int64:

@@ -30,7 +30,9 @@ enum class DataType : int32_t {
   Int32 = 6,
   Int64 = 7,
   Bool = 9,
+  Float16 = 10,
   Double = 11,
+  BFloat16 = 16,
 };
 
 /// Bytes of one element of \p dtype; 0 for Undefined.

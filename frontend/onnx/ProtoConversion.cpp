@@ -30,6 +30,10 @@ DataType toDataType(int32_t onnxType) {
     return DataType::Bool;
   case TensorProto::DOUBLE:
     return DataType::Double;
+  case TensorProto::FLOAT16:
+    return DataType::Float16;
+  case TensorProto::BFLOAT16:
+    return DataType::BFloat16;
   default:
     return DataType::Undefined;
   }
@@ -140,8 +144,8 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
     return data;
   }
 
-  // Typed fields: float_data, int32_data (also int8/uint8/bool), int64_data,
-  // double_data.
+  // Typed fields: float_data, int32_data (also int8/uint8/bool, and the
+  // bits of float16/bfloat16), int64_data, double_data.
   size_t have = 0;
   // (No reserve: the values present bound the allocation, not the
   // declared shape, which is compared with them below.)
@@ -172,6 +176,12 @@ std::shared_ptr<const TensorData> convertTensor(const TensorProto& t,
     have = static_cast<size_t>(t.int32_data_size());
     for (int32_t v : t.int32_data())
       data->bytes.push_back(static_cast<uint8_t>(v));
+    break;
+  case DataType::Float16:
+  case DataType::BFloat16:
+    have = static_cast<size_t>(t.int32_data_size());
+    for (int32_t v : t.int32_data())
+      appendValue(data->bytes, static_cast<uint16_t>(v));
     break;
   case DataType::Undefined:
     break;

@@ -392,7 +392,9 @@ std::shared_ptr<const TensorData> foldEqual(Node* n) {
   if (!broadcastDims(ad, bd, od))
     return nullptr;
   const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
-  const bool isInt = a.dtype != DataType::Float && a.dtype != DataType::Double;
+  const bool isInt =
+      a.dtype != DataType::Float && a.dtype != DataType::Double &&
+      a.dtype != DataType::Float16 && a.dtype != DataType::BFloat16;
   auto t = std::make_shared<TensorData>();
   t->dtype = DataType::Bool;
   t->dims = od;

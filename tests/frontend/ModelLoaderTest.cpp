@@ -10,9 +10,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -161,6 +163,60 @@ TEST_CASE("ModelLoader: binary models with raw_data and typed initializers") {
         "strides 1 1]  # conv\n"
         "%2 = Add(%1: 1x1x3x3, %b: 1x1x1x1) -> 1x1x3x3  # conv\n"
         "return %2: 1x1x3x3\n");
+}
+
+TEST_CASE("ModelLoader: float16 and bfloat16 initializers are read exactly, "
+          "from raw_data and from int32_data") {
+  // Bits of 1, -2.5, 65504 (the largest half), 2^-24 (the smallest
+  // subnormal), -0, infinity; of bfloat16 1, -2.5, 2^-133 (subnormal),
+  // 3.389531e38 (the largest).
+  const std::vector<uint16_t> half = {0x3c00, 0xc100, 0x7bff,
+                                      0x0001, 0x8000, 0x7c00};
+  const std::vector<uint16_t> bf16 = {0x3f80, 0xc020, 0x0001, 0x7f7f};
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> halfWant = {
+      1.f, -2.5f, 65504.f, std::ldexp(1.f, -24), -0.f, inf};
+  const std::vector<float> bf16Want = {1.f, -2.5f, std::ldexp(1.f, -133),
+                                       3.3895313892515355e38f};
+  for (bool raw : {false, true}) {
+    INFO((raw ? "raw_data" : "int32_data"));
+    onnx::ModelProto m = convModel();
+    onnx::GraphProto* g = m.mutable_graph();
+    auto add = [&](const char* name, int type,
+                   const std::vector<uint16_t>& bits) {
+      auto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(type);
+      t->add_dims(int64_t(bits.size()));
+      if (raw)
+        t->set_raw_data(std::string(reinterpret_cast<const char*>(bits.data()),
+                                    bits.size() * 2));
+      else
+        for (uint16_t b : bits)
+          t->add_int32_data(b);
+    };
+    add("h", onnx::TensorProto::FLOAT16, half);
+    add("bf", onnx::TensorProto::BFLOAT16, bf16);
+    TempDir dir;
+    std::string path = dir.file("halves.onnx");
+    writeBinary(m, path);
+    std::unique_ptr<Graph> graph = loadModel(path, {});
+    const TensorData *h = nullptr, *bf = nullptr;
+    for (const auto& v : graph->values()) {
+      if (v->name == "h")
+        h = v->constant.get();
+      if (v->name == "bf")
+        bf = v->constant.get();
+    }
+    REQUIRE(h != nullptr);
+    REQUIRE(bf != nullptr);
+    CHECK(h->dtype == DataType::Float16);
+    CHECK(bf->dtype == DataType::BFloat16);
+    const std::vector<float> hv = h->toFloats(), bv = bf->toFloats();
+    CHECK(hv == halfWant);
+    CHECK(std::signbit(hv[4]));
+    CHECK(bv == bf16Want);
+  }
 }
 
 TEST_CASE("ModelLoader: external data is read relative to the model") {
