@@ -463,6 +463,43 @@ def op_fixtures():
           node("Gemm", ["f", "w"], ["g"], "fc", transB=1),
           node("Softmax", ["g"], ["y"], "softmax", axis=1)],
          [X], io("y", [1, 3]), [weights("w", [3, 72], 10)])
+    # A constant minus an activation (per channel), a scalar divided by one
+    # (a gate in (0, 1): no division by zero).
+    save("constant_first.onnxtxt",
+         [node("Sub", ["m", "input"], ["r"], "reflect"),
+          node("Sigmoid", ["r"], ["g"], "gate"),
+          node("Div", ["d", "g"], ["y"], "inverse_gate")],
+         [X], io("y", [1, 2, 6, 6]),
+         [helper.make_tensor("m", TensorProto.FLOAT, [2, 1, 1], [0.5, -1.0]),
+          helper.make_tensor("d", TensorProto.FLOAT, [], [3.0])])
+    # Weights stored in half precision, read through their Casts (a model
+    # converted to fp16 keeping fp32 inputs and outputs): a conv filter in
+    # float16 (one subnormal value among them) and its bias in bfloat16.
+    def bits(name, shape, seed, dtype):
+        rng = np.random.RandomState(seed)
+        v = np.round(rng.uniform(-1, 1, size=shape), 3).astype(np.float32)
+        if dtype == TensorProto.FLOAT16:
+            v.flat[0] = 3e-6
+            b = v.astype(np.float16).view(np.uint16)
+        else:
+            b = (v.view(np.uint32) >> 16).astype(np.uint16)
+        t = TensorProto(name=name, data_type=dtype, dims=shape)
+        t.int32_data.extend(int(x) for x in b.flatten())
+        return t
+    save("fp16_weights.onnxtxt",
+         [node("Cast", ["w16"], ["w"], "filter_to_float", to=TensorProto.FLOAT),
+          node("Cast", ["b16"], ["b"], "bias_to_float", to=TensorProto.FLOAT),
+          node("Conv", ["input", "w", "b"], ["c"], "conv",
+               kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          node("Relu", ["c"], ["y"], "relu")],
+         [X], io("y", [1, 3, 6, 6]),
+         [bits("w16", [3, 2, 3, 3], 14, TensorProto.FLOAT16),
+          bits("b16", [3], 15, TensorProto.BFLOAT16)])
+    # Per-pixel class log-probabilities: over the channels of each pixel.
+    save("LogSoftmax.onnxtxt",
+         [node("Conv", ["input", "w"], ["c"], "classes", kernel_shape=[1, 1]),
+          node("LogSoftmax", ["c"], ["y"], "log_softmax", axis=1)],
+         [X], io("y", [1, 3, 6, 6]), [weights("w", [3, 2, 1, 1], 13)])
     # Shape, aliasing and folding.
     save("Flatten.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten", axis=1),
@@ -776,6 +813,37 @@ def vit_tiny():
     torch_fixture("vit_tiny", model, (1, 3, 8, 8))
 
 
+def tokens_tiny():
+    """A CRNN-style token stage at toy size (3 x 4 x 6 image: a conv pooled
+    to one row of 3 columns of 8 features; the columns as tokens through a
+    Linear, a LayerNorm and a self-attention of 2 heads) with two heads:
+    per-token log-probabilities of 5 classes (a B x T x D graph output) and
+    a classifier of 3 classes on the mean of the tokens."""
+    import torch
+    import torch.nn as nn
+
+    class Tokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.pool = nn.MaxPool2d((4, 2))
+            self.proj = nn.Linear(8, 8)
+            self.norm = nn.LayerNorm(8)
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.per_token = nn.Linear(8, 5)
+            self.whole = nn.Linear(8, 3)
+
+        def forward(self, x):
+            t = self.pool(self.conv(x)).squeeze(2).permute(0, 2, 1)
+            t = self.norm(self.proj(t))
+            t = t + self.attn(t, t, t, need_weights=False)[0]
+            return (self.per_token(t).log_softmax(-1),
+                    self.whole(t.mean(1)))
+
+    torch.manual_seed(0)
+    torch_fixture("tokens_tiny", Tokens().eval(), (1, 3, 4, 6))
+
+
 def swin_tiny():
     """torchvision's SwinTransformer at toy size (10x10 image, 2x2
     patches: 5x5 pixels of 8 features, padded to 3x3 windows of 2x2; two
@@ -796,6 +864,7 @@ def main():
     op_fixtures()
     networks()
     vit_tiny()
+    tokens_tiny()
     swin_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.

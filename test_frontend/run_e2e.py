@@ -90,10 +90,11 @@ def cmd_model(args):
     H.discard(work)
 
 
-def export_model(spec, args, work, onnx_path, tune_in, test_in):
+def export_model(spec, args, work, onnx_path, tune_in, test_in, extra=()):
     """torch2hpvm-export of the test's model into WORK/out; returns it."""
     out_dir = os.path.join(work, "out")
-    cmd = H.export_cmd(args.exporter, onnx_path, tune_in, test_in, out_dir)
+    cmd = H.export_cmd(args.exporter, onnx_path, tune_in, test_in, out_dir,
+                       extra)
     proc = H.run(cmd, args.export_timeout, what="torch2hpvm-export")
     H.check_ok(proc, cmd, "torch2hpvm-export")
     H.log(f"[{spec.name}] exported and built in {proc.seconds:.1f} s")
@@ -188,9 +189,22 @@ def dense_model_test(spec, work, args, model, seed):
     scores are not within rounding, and no final_accuracy written."""
     import numpy as np
     import torch
+    symbolic = {"input": {0: "batch", 2: "height", 3: "width"}}
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
                               os.path.join(work, spec.name + ".onnx"),
-                              **H.EXPORTS[spec.export])
+                              dynamic_axes=symbolic if spec.symbolic_hw
+                              else None, **H.EXPORTS[spec.export])
+    extra = []
+    if spec.symbolic_hw:
+        # The file's input must really be symbolic, or the test would
+        # prove nothing about --input-shape.
+        import onnx
+        dims = onnx.load(onnx_path).graph.input[0].type.tensor_type.shape.dim
+        if [d.dim_param for d in dims] != ["batch", "", "height", "width"]:
+            raise H.TestFailure(f"the export's input dims are {dims}, not "
+                                f"batch x C x height x width")
+        extra = ["--input-shape", "input:" + "x".join(
+            str(d) for d in (1,) + tuple(spec.shape))]
     gen = torch.Generator().manual_seed(seed + 3)
     x = torch.randn((spec.images,) + tuple(spec.shape), generator=gen)
 
@@ -206,7 +220,8 @@ def dense_model_test(spec, work, args, model, seed):
     tune_in = os.path.join(work, "tune_input.bin")
     H.write_bin(test_in, x, np.float32)
     H.write_bin(tune_in, x[:1], np.float32)
-    out_dir = export_model(spec, args, work, onnx_path, tune_in, test_in)
+    out_dir = export_model(spec, args, work, onnx_path, tune_in, test_in,
+                           extra)
     run_dir = H.fresh_dir(os.path.join(work, "run"))
     output = os.path.join(run_dir, "output.npy" if len(refs) == 1
                           else "output.npz")
@@ -231,9 +246,10 @@ def dense_model_test(spec, work, args, model, seed):
         _, exact_err, _ = H.compare(got, ref64)
         # Pixels whose class may flip by rounding: top two within 1e-4 of
         # the largest score.
-        top2 = np.sort(ref, axis=1)[:, -2:]
-        close = (top2[:, 1] - top2[:, 0]) <= 1e-4 * np.abs(ref).max()
-        flipped = (np.argmax(got, 1) != np.argmax(ref, 1)) & ~close
+        axis = spec.class_axis
+        top2 = np.moveaxis(np.sort(ref, axis=axis), axis, 0)[-2:]
+        close = (top2[1] - top2[0]) <= 1e-4 * np.abs(ref).max()
+        flipped = (np.argmax(got, axis) != np.argmax(ref, axis)) & ~close
         H.log(f"[{spec.name}] output {k} {ref.shape}, std {ref.std():.3g}; "
               f"max |ours - torch| = {abs_err:.3g} at {worst}; scaled by "
               f"max|torch| = {rel_err:.3g} (tolerance {H.TOLERANCE:g}); vs "

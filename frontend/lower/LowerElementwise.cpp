@@ -94,15 +94,47 @@ Node* hardSwishGate(const Graph& g, Value* gate, Value* x) {
   return alpha == 1.f / 6.f && beta == 0.5f ? hs : nullptr;
 }
 
+/// A constant minus or divided by an activation (\p kind Add: Sub, else
+/// Div): the activation times -1 plus the constant, or to the power -1
+/// times the constant.
+std::string lowerConstantFirst(Lowering& L, Node* n, OpKind kind) {
+  Value* c = n->inputs[0];
+  Value* x = n->inputs[1];
+  if (auto r = needActivation(x, "input", true); !r.empty())
+    return r;
+  std::vector<int64_t> x4 = form4d(x->shape);
+  Value* operand = nullptr;
+  if (auto r = constantOperand(L, n, c, x4, "broadcasting", "result", operand);
+      !r.empty())
+    return r;
+  int pos = L.position(n);
+  Value* inner;
+  if (kind == OpKind::Add) {
+    Value* minusOne = L.addFloats(n->output->name + ".minus_one",
+                                  std::vector<float>(size_t(x4[1]), -1.f),
+                                  {1, x4[1], 1, 1}, -1);
+    inner = L.emit(OpKind::Multiply, {x, minusOne}, {}, x4, n->output->name, *n,
+                   pos);
+  } else {
+    inner = L.emit(OpKind::Pow, {x}, {Scalar::real(-1.0)}, x4, n->output->name,
+                   *n, pos);
+  }
+  L.finish(n, L.emit(kind, {inner, operand}, {}, x4, n->output->name, *n, pos));
+  return "";
+}
+
 /// An activation minus or divided by a constant (\p op of \p n): an add of
-/// the negated, or a multiply by the reciprocal, constant; whatever else
-/// the folding left is refused.
+/// the negated, or a multiply by the reciprocal, constant; a constant minus
+/// or divided by an activation, lowerConstantFirst; whatever else the
+/// folding left is refused.
 std::string lowerByConstant(Lowering& L, Node* n, float (*op)(float),
                             OpKind kind, const char* doing, const char* what) {
   if (n->inputs.size() != 2)
     return std::string(n->origins.front().opType) + " needs two inputs";
   Value* a = n->inputs[0];
   Value* b = n->inputs[1];
+  if (a->isConstant() && !b->isConstant())
+    return lowerConstantFirst(L, n, kind);
   if (!b->isConstant())
     return std::string(what) + " an activation is not supported (only " +
            "an activation " + doing + " a constant)";
@@ -427,26 +459,48 @@ std::string lowerMax(Lowering& L, Node* n) { return lowerBound(L, n, true); }
 
 std::string lowerMin(Lowering& L, Node* n) { return lowerBound(L, n, false); }
 
-std::string lowerSoftmax(Lowering& L, Node* n) {
+/// Softmax and LogSoftmax (\p log): over the classes of N x classes
+/// (HPVM's softmax; channel_softmax for the log), over the channels of
+/// each pixel of N x C x H x W (channel_softmax; before opset 13, axis 1
+/// is over C, H and W together: HPVM's softmax).
+std::string lowerSoftmaxOf(Lowering& L, Node* n, bool log) {
   const Value* x = n->inputs[0];
   if (auto r = needActivation(x, "input", true); !r.empty())
     return r;
   // The axis refers to the ONNX shape (the output's), not to the 4-D form
   // the input may already have been lowered to.
   const std::vector<int64_t>& onnx = n->output->shape;
+  const char* op = log ? "log-softmax" : "softmax";
   if (onnx.size() != 2 && onnx.size() != 4)
-    return "softmax of shape " + formatShape(onnx) +
-           " is not supported (only N x classes)";
+    return std::string(op) + " of shape " + formatShape(onnx) +
+           " is not supported (only N x classes, or N x C x H x W over the "
+           "channels)";
   OpAttrs attrs(*n, L.g.source.opset);
   int64_t rank = static_cast<int64_t>(onnx.size());
   int64_t axis = attrs.getInt("axis");
   axis = axis < 0 ? axis + rank : axis;
   std::vector<int64_t> x4 = form4d(onnx);
-  if (axis != 1 || x4[2] != 1 || x4[3] != 1)
-    return "softmax over axis " + std::to_string(axis) + " of shape " +
-           formatShape(onnx) +
-           " is not supported (only over the classes of N x classes)";
-  return lowerUnary(L, n, OpKind::Softmax);
+  const bool pixels = x4[2] != 1 || x4[3] != 1;
+  // Before opset 13 the input is flattened from the axis on.
+  const bool flattens = L.g.source.opset < 13;
+  if (axis != 1 || (pixels && flattens && log))
+    return std::string(op) + " over axis " + std::to_string(axis) +
+           " of shape " + formatShape(onnx) +
+           " is not supported (only over the classes of N x classes or the "
+           "channels of N x C x H x W" +
+           (flattens && pixels ? ", from opset 13 on" : "") + ")";
+  if (!log && (!pixels || flattens))
+    return lowerUnary(L, n, OpKind::Softmax);
+  return lowerUnary(L, n, OpKind::ChannelSoftmax,
+                    {Scalar::integer(log ? 1 : 0)});
+}
+
+std::string lowerSoftmax(Lowering& L, Node* n) {
+  return lowerSoftmaxOf(L, n, false);
+}
+
+std::string lowerLogSoftmax(Lowering& L, Node* n) {
+  return lowerSoftmaxOf(L, n, true);
 }
 
 std::string lowerRelu(Lowering& L, Node* n) {

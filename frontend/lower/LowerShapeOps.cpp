@@ -95,10 +95,33 @@ std::string lowerSlice(Lowering& L, Node* n) {
   return "";
 }
 
-std::string lowerTranspose(Lowering&, Node* n) {
-  return "transposing activations is not supported (only within "
-         "ShuffleNet's channel shuffle: Reshape to (N, g, C/g, H, W), "
-         "Transpose perm [0, 2, 1, 3, 4], Reshape back)";
+/// An N x C x H x W activation to N x H x W x C (channels_last: an NHWC
+/// output, as tf2onnx writes models) and back (channels_first: an NHWC
+/// input); transposes of the pixels of channel-last regions and of a
+/// transformer's tokens are gone before this (the layout passes).
+std::string lowerTranspose(Lowering& L, Node* n) {
+  Value* x = n->inputs[0];
+  if (auto r = needActivation(x, "input"); !r.empty())
+    return r;
+  const std::vector<int64_t> perm =
+      OpAttrs(*n, L.g.source.opset).getInts("perm");
+  const bool last = perm == std::vector<int64_t>{0, 2, 3, 1},
+             first = perm == std::vector<int64_t>{0, 3, 1, 2};
+  if (x->shape.size() != 4 || (!last && !first))
+    return "transposing activations by perm " + formatInts(perm) + " of " +
+           formatShape(x->shape) +
+           " is not supported (only N x C x H x W to N x H x W x C and "
+           "back, [0, 2, 3, 1] and [0, 3, 1, 2]; a transformer's tokens "
+           "B x T x D and ShuffleNet's channel shuffle where recognised "
+           "whole)";
+  const std::vector<int64_t>& s = x->shape;
+  int pos = L.position(n);
+  L.finish(n,
+           L.emit(last ? OpKind::ChannelsLast : OpKind::ChannelsFirst, {x}, {},
+                  last ? std::vector<int64_t>{s[0], s[2], s[3], s[1]}
+                       : std::vector<int64_t>{s[0], s[3], s[1], s[2]},
+                  n->output->name, *n, pos));
+  return "";
 }
 
 // Rows the passes remove where they can: what is left says why not.
@@ -106,6 +129,25 @@ std::string lowerFlatten(Lowering& L, Node* n) {
   return reshapeLeftover(n, L.g.source.opset);
 }
 std::string lowerReshape(Lowering& L, Node* n) {
+  // N x 1 x H x W <-> N x H x W x 1 (tf2onnx writes the NHWC <-> NCHW
+  // transpose of one channel as a Reshape): the same values in the same
+  // order, a transpose with channels_last / channels_first.
+  Value* x = n->inputs[0];
+  const std::vector<int64_t>& s = x->shape;
+  const std::vector<int64_t>& out = n->output->shape;
+  if (!x->isConstant() && s.size() == 4 && out.size() == 4 && s[0] == out[0] &&
+      s != out) {
+    const bool last =
+        s[1] == 1 && out == std::vector<int64_t>{s[0], s[2], s[3], 1};
+    const bool first =
+        s[3] == 1 && out == std::vector<int64_t>{s[0], 1, s[1], s[2]};
+    if (last || first) {
+      int pos = L.position(n);
+      L.finish(n, L.emit(last ? OpKind::ChannelsLast : OpKind::ChannelsFirst,
+                         {x}, {}, out, n->output->name, *n, pos));
+      return "";
+    }
+  }
   return reshapeLeftover(n, L.g.source.opset);
 }
 std::string lowerPad(Lowering& L, Node* n) {

@@ -131,7 +131,8 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     };
     return decls;
   }
-  case OpKind::OnnxSoftmax: {
+  case OpKind::OnnxSoftmax:
+  case OpKind::OnnxLogSoftmax: {
     static const Decls decls = {changedAt(intAttr("axis", 1), 13, int64_t{-1})};
     return decls;
   }

@@ -362,6 +362,7 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
   m.x = x;
   m.batch = B;
   m.tokens = T;
+  m.tokenRows = T;
   m.dim = D;
   auto take = [&](Node* n, OpKind k) { return takeInto(g, m.nodes, n, k); };
   m.nodes.push_back(t0);
@@ -458,18 +459,18 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m) {
 
 void replaceSelfAttention(Graph& g, const SelfAttention& m) {
   Node* last = m.nodes.back();
-  const int64_t B = m.batch, D = m.dim, T = m.tokens;
+  const int64_t B = m.batch, D = m.dim, R = m.tokenRows, C = m.tokenCols;
   const size_t n = m.nodes.size();
   Value* qkv =
-      g.addValue(m.nodes[2]->output->name, DataType::Float, {B, 3 * D, T, 1});
+      g.addValue(m.nodes[2]->output->name, DataType::Float, {B, 3 * D, R, C});
   addPointwiseConv(g, m.x, filterOf(g, m.inWeight, false), m.inBias, qkv,
                    originsOf(m.nodes, 0, 3), g.position(last));
   Value* mixed =
-      g.addValue(m.nodes[n - 6]->output->name, DataType::Float, {B, D, T, 1});
+      g.addValue(m.nodes[n - 6]->output->name, DataType::Float, {B, D, R, C});
   Node* attn = g.addNode(OpKind::Attention, {qkv}, mixed,
                          originsOf(m.nodes, 3, n - 4), g.position(last));
   attn->scalars = {Scalar::integer(m.heads)};
-  Value* y = g.addValue(last->output->name, DataType::Float, {B, D, T, 1});
+  Value* y = g.addValue(last->output->name, DataType::Float, {B, D, R, C});
   addPointwiseConv(g, mixed, filterOf(g, m.outWeight, m.outTransposed),
                    m.outBias, y, originsOf(m.nodes, n - 4, n),
                    g.position(last));

@@ -59,6 +59,9 @@ struct SelfAttention {
   std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
   Value* x = nullptr;
   int64_t batch = 0, tokens = 0, dim = 0, heads = 0;
+  /// How the tokens are held channel-first: B x D x tokenRows x
+  /// tokenCols, row-major (T x 1 unless the caller says otherwise).
+  int64_t tokenRows = 0, tokenCols = 1;
   Value *inWeight = nullptr, *inBias = nullptr; ///< D x 3D, 3D.
   Value *outWeight = nullptr, *outBias = nullptr;
   bool outTransposed = false; ///< Gemm transB: outWeight is D_out x D_in.
@@ -69,8 +72,8 @@ struct SelfAttention {
 bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m);
 
 /// Replaces matched self-attention \p m (its input already channel-first,
-/// B x D x T x 1) by a 1 x 1 Conv to queries, keys and values, attention,
-/// and a 1 x 1 Conv for the output projection.
+/// B x D x tokenRows x tokenCols) by a 1 x 1 Conv to queries, keys and values,
+/// attention, and a 1 x 1 Conv for the output projection.
 void replaceSelfAttention(Graph& g, const SelfAttention& m);
 
 } // namespace hpvm::fe

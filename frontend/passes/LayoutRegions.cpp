@@ -53,6 +53,12 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
                       in->constant->numElements() == in->constant->dims.back());
     return fits;
   }
+  if (k == OpKind::OnnxSoftmax || k == OpKind::OnnxLogSoftmax) {
+    // Over the last axis (every opset's Softmax agrees there).
+    const int64_t rank = int64_t(v->shape.size());
+    const int64_t axis = OpAttrs(*u, opset).getInt("axis");
+    return u->inputs[0] == v && (axis == -1 || axis == rank - 1);
+  }
   if (k == OpKind::Gelu || k == OpKind::Silu || k == OpKind::OnnxRelu ||
       k == OpKind::OnnxSigmoid || k == OpKind::OnnxTanh ||
       k == OpKind::OnnxHardSwish || k == OpKind::OnnxClip ||
@@ -155,6 +161,11 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     erased.insert(u);
     Node* conv = replaceChain(g, OpKind::OnnxConv, {u->inputs[0], filter}, {u});
     conv->attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  } else if (k == OpKind::OnnxSoftmax || k == OpKind::OnnxLogSoftmax) {
+    // Over the last axis channel-last is over the channels channel-first.
+    erased.insert(u);
+    Node* soft = replaceChain(g, OpKind::ChannelSoftmax, {u->inputs[0]}, {u});
+    soft->scalars = {Scalar::integer(k == OpKind::OnnxLogSoftmax ? 1 : 0)};
   } else if (k == OpKind::OnnxSlice && opset < 10) {
     // Axes H, W, C (1, 2, 3) channel-last are 2, 3, 1 channel-first.
     OpAttrs a(*u, opset);
@@ -227,15 +238,19 @@ struct RegionStep {
 struct Region {
   std::vector<Node*> members; ///< Rewritten node by node.
   std::vector<Node*> exits;   ///< Where the walk stopped, in order.
+  /// The names of the members' values that are graph outputs (only when
+  /// the walk was allowed them).
+  std::vector<std::string> outputs;
 };
 
 /// Walks every node reachable from \p start: step(u, v) classifies each
 /// new user u of a value v of the region. Nothing when a step leaves, the
-/// walk reaches the graph's output, a member reads a value from outside the
-/// region that is not a constant (no mixing of layouts), or no exit is
-/// found.
+/// walk reaches a graph output (unless \p outputs: then that value is one
+/// of the region's outputs), a member reads a value from outside the region
+/// that is not a constant (no mixing of layouts), or no exit is found.
 template <typename Step>
-std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
+std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
+                                 bool outputs = false) {
   Region r;
   std::unordered_set<const Node*> seen;
   std::unordered_set<const Value*> inside = {start};
@@ -243,8 +258,11 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
   while (!work.empty()) {
     Value* v = work.back();
     work.pop_back();
-    if (g.isOutput(v))
-      return std::nullopt;
+    if (g.isOutput(v)) {
+      if (!outputs || v == start)
+        return std::nullopt;
+      r.outputs.push_back(v->name);
+    }
     for (Node* u : v->users) {
       if (!seen.insert(u).second)
         continue;
@@ -272,7 +290,7 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step) {
     for (const Value* in : u->inputs)
       if (!inside.count(in) && !in->isConstant())
         return std::nullopt;
-  if (r.exits.empty())
+  if (r.exits.empty() && r.outputs.empty())
     return std::nullopt;
   return r;
 }
@@ -337,44 +355,98 @@ void makeChannelFirst(Graph& g) {
   g.pruneValues();
 }
 
+namespace {
+
+/// The token stage that starts at \p enter, a Reshape (or Flatten, or
+/// Squeeze) of a B x D x H x W activation to B x D x H*W followed by a
+/// Transpose to B x H*W x D: ViT's (the class token concatenated before,
+/// the position embedding added), or any other (a CRNN's columns).
+struct TokenEntry {
+  std::vector<Node*> embed; ///< The nodes the entry replaces.
+  Value* tokens = nullptr;  ///< The B x T x D value the region starts at.
+  bool vit = false;         ///< ViT's: tokens B x D x T x 1 after it.
+  Value *cls = nullptr, *pos = nullptr; ///< ViT's constants.
+};
+
+std::optional<TokenEntry> matchTokenEntry(const Graph& g, Node* enter) {
+  const int64_t opset = g.source.opset;
+  if (enter->kind != OpKind::OnnxReshape &&
+      enter->kind != OpKind::OnnxFlatten && enter->kind != OpKind::OnnxSqueeze)
+    return std::nullopt;
+  Value* x = enter->inputs[0];
+  const std::vector<int64_t>& xs = x->shape;
+  if (x->isConstant() || xs.size() != 4 ||
+      enter->output->shape != std::vector<int64_t>{xs[0], xs[1], xs[2] * xs[3]})
+    return std::nullopt;
+  const int64_t B = xs[0], D = xs[1], T = 1 + xs[2] * xs[3];
+  Node* toLast = soleUser(enter->output);
+  if (!isTranspose(toLast, enter->output, {0, 2, 1}, opset) ||
+      g.isOutput(toLast->output))
+    return std::nullopt;
+  TokenEntry e;
+  e.embed = {enter, toLast};
+  e.tokens = toLast->output;
+  Node* cat = soleUser(toLast->output);
+  if (!cat || cat->kind != OpKind::OnnxConcat || cat->inputs.size() != 2 ||
+      cat->inputs[1] != toLast->output || !isConstantOf(cat->inputs[0], D, D))
+    return e;
+  // ViT's: the class token and the position embedding; the whole pattern
+  // or none of it.
+  const int64_t catAxis = OpAttrs(*cat, opset).getInt("axis");
+  Node* pos = soleUser(cat->output);
+  Value* posValue = pos && pos->kind == OpKind::OnnxAdd
+                        ? otherInput(pos, cat->output)
+                        : nullptr;
+  if ((catAxis != 1 && catAxis != -2) || !isConstantOf(posValue, T * D, D) ||
+      g.isOutput(pos->output) ||
+      pos->output->shape != std::vector<int64_t>{B, T, D})
+    return std::nullopt;
+  e.embed.push_back(cat);
+  e.embed.push_back(pos);
+  e.tokens = pos->output;
+  e.vit = true;
+  e.cls = cat->inputs[0];
+  e.pos = posValue;
+  return e;
+}
+
+/// ReduceMean over the tokens of B x T x D \p v (axis 1, keepdims 0):
+/// the global mean pool of the tokens held channel-first.
+bool meanOfTokens(const Node* u, const Value* v, int64_t opset) {
+  if (u->kind != OpKind::OnnxReduceMean || u->inputs.size() != 1 ||
+      u->inputs[0] != v)
+    return false;
+  OpAttrs a(*u, opset);
+  const std::vector<int64_t> axes = a.getInts("axes");
+  return a.getInt("keepdims") == 0 && axes.size() == 1 &&
+         (axes[0] == 1 || axes[0] == -2);
+}
+
+} // namespace
+
 void makeTokensChannelFirst(Graph& g) {
   const int64_t opset = g.source.opset;
   std::unordered_set<Node*> erased;
   for (Node* enter : nodeList(g)) {
-    // The patch embedding: a B x D x H x W activation Reshaped to
-    // B x D x H*W and Transposed to B x H*W x D, the class token (a
-    // constant) concatenated before, the position embedding added.
-    if (erased.count(enter) || enter->kind != OpKind::OnnxReshape)
+    if (erased.count(enter))
+      continue;
+    std::optional<TokenEntry> e = matchTokenEntry(g, enter);
+    if (!e)
       continue;
     Value* x = enter->inputs[0];
-    const std::vector<int64_t>& xs = x->shape;
-    if (x->isConstant() || xs.size() != 4 ||
-        enter->output->shape !=
-            std::vector<int64_t>{xs[0], xs[1], xs[2] * xs[3]})
-      continue;
-    const int64_t B = xs[0], D = xs[1], T = 1 + xs[2] * xs[3];
-    Node* toLast = soleUser(enter->output);
-    if (!isTranspose(toLast, enter->output, {0, 2, 1}, opset))
-      continue;
-    Node* cat = soleUser(toLast->output);
-    if (!cat || cat->kind != OpKind::OnnxConcat || cat->inputs.size() != 2 ||
-        cat->inputs[1] != toLast->output || !isConstantOf(cat->inputs[0], D, D))
-      continue;
-    const int64_t catAxis = OpAttrs(*cat, opset).getInt("axis");
-    Node* pos = soleUser(cat->output);
-    Value* posValue = pos && pos->kind == OpKind::OnnxAdd
-                          ? otherInput(pos, cat->output)
-                          : nullptr;
-    if ((catAxis != 1 && catAxis != -2) || !isConstantOf(posValue, T * D, D) ||
-        g.isOutput(pos->output) ||
-        pos->output->shape != std::vector<int64_t>{B, T, D})
-      continue;
+    const int64_t B = x->shape[0], D = x->shape[1];
+    // Tokens channel-first: ViT's B x D x T x 1 (the class token first),
+    // the others B x D x H x W as they came (token h * W + w).
+    const int64_t rows = e->vit ? 1 + x->shape[2] * x->shape[3] : x->shape[2],
+                  cols = e->vit ? 1 : x->shape[3], T = rows * cols;
     // The region: every node reachable from the tokens before they leave
-    // as a Gather of one token; each must work per token on the features
-    // (the last axis) or be a self-attention.
+    // as a Gather of one token, a mean over the tokens or a graph output;
+    // each must work per token on the features (the last axis) or be a
+    // self-attention.
     std::vector<SelfAttention> attentions;
-    std::optional<Region> region =
-        walkRegion(g, pos->output, [&](Node* u, const Value* v) {
+    std::optional<Region> region = walkRegion(
+        g, e->tokens,
+        [&](Node* u, const Value* v) {
           if (u->kind == OpKind::OnnxTranspose) {
             SelfAttention m;
             if (!matchSelfAttention(g, u, m))
@@ -383,7 +455,7 @@ void makeTokensChannelFirst(Graph& g) {
             return RegionStep{RegionStep::Block, m.nodes};
           }
           if (u->kind == OpKind::OnnxGather) {
-            // One token (the class token) to the head: B x D.
+            // One token (ViT's class token) to the head: B x D.
             const Value* idx = u->inputs[1];
             const bool one =
                 u->inputs[0] == v && OpAttrs(*u, opset).getInt("axis") == 1 &&
@@ -391,47 +463,80 @@ void makeTokensChannelFirst(Graph& g) {
                 idx->constant->asInt(0) >= -T && idx->constant->asInt(0) < T;
             return RegionStep{one ? RegionStep::Exit : RegionStep::Leave};
           }
+          if (meanOfTokens(u, v, opset))
+            return RegionStep{RegionStep::Exit};
           return RegionStep{worksPerPixel(u, v, opset) &&
                                     u->output->shape.size() == 3
                                 ? RegionStep::Member
                                 : RegionStep::Leave};
-        });
+        },
+        !e->vit);
     if (!region)
       continue;
-    // Rewrite: the embedding becomes class_token, tokens B x T x D become
-    // B x D x T x 1.
-    const TensorData& pe = *posValue->constant;
-    std::vector<float> src = pe.toFloats(), peT(src.size());
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t d = 0; d < D; ++d)
-        peT[size_t(d * T + t)] = src[size_t(t * D + d)];
-    Value* clsC = g.addConstant(
-        cat->inputs[0]->name, withDims(*cat->inputs[0]->constant, {1, D, 1, 1}),
-        cat->inputs[0]->initializerIndex);
-    clsC->shape = {1, D, 1, 1};
-    Value* posC = g.addConstant(posValue->name, floatTensor(peT, {1, D, T, 1}),
-                                posValue->initializerIndex);
-    posC->shape = {1, D, T, 1};
-    const std::vector<Node*> embed = {enter, toLast, cat, pos};
-    erased.insert(embed.begin(), embed.end());
-    Node* tokens = replaceChain(g, OpKind::ClassToken, {x, clsC, posC}, embed);
-    tokens->output->shape = {B, D, T, 1};
-    for (const SelfAttention& m : attentions) {
+    // Rewrite: the entry becomes ViT's class_token or nothing, tokens
+    // B x T x D become B x D x rows x cols.
+    erased.insert(e->embed.begin(), e->embed.end());
+    if (e->vit) {
+      const TensorData& pe = *e->pos->constant;
+      std::vector<float> src = pe.toFloats(), peT(src.size());
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d)
+          peT[size_t(d * T + t)] = src[size_t(t * D + d)];
+      Value* clsC =
+          g.addConstant(e->cls->name, withDims(*e->cls->constant, {1, D, 1, 1}),
+                        e->cls->initializerIndex);
+      clsC->shape = {1, D, 1, 1};
+      Value* posC = g.addConstant(e->pos->name, floatTensor(peT, {1, D, T, 1}),
+                                  e->pos->initializerIndex);
+      posC->shape = {1, D, T, 1};
+      Node* tokens =
+          replaceChain(g, OpKind::ClassToken, {x, clsC, posC}, e->embed);
+      tokens->output->shape = {B, D, T, 1};
+    } else {
+      g.replaceAllUses(e->tokens, x);
+      for (size_t i = e->embed.size(); i-- > 0;)
+        g.eraseNode(e->embed[i]);
+    }
+    for (SelfAttention& m : attentions) {
       erased.insert(m.nodes.begin(), m.nodes.end());
+      m.tokenRows = rows;
+      m.tokenCols = cols;
       replaceSelfAttention(g, m);
     }
     for (Node* u : region->members) {
       const std::vector<int64_t> s = u->output->shape;
-      u->output->shape = {s[0], s[2], s[1], 1};
+      u->output->shape = {s[0], s[2], rows, cols};
       rewriteChannelFirst(g, u, erased);
     }
-    for (Node* gather : region->exits) {
-      int64_t index = gather->inputs[1]->constant->asInt(0);
-      erased.insert(gather);
+    for (Node* exit : region->exits) {
+      erased.insert(exit);
+      if (exit->kind == OpKind::OnnxReduceMean) {
+        // The mean over the pixels: axes 2 and 3 now (B x D still).
+        exit->attrs["axes"] = std::vector<int64_t>{2, 3};
+        continue;
+      }
+      int64_t index = exit->inputs[1]->constant->asInt(0);
       Node* pick =
-          replaceChain(g, OpKind::SelectToken, {gather->inputs[0]}, {gather});
+          replaceChain(g, OpKind::SelectToken, {exit->inputs[0]}, {exit});
       pick->scalars = {Scalar::integer(index < 0 ? index + T : index)};
       pick->output->shape = {B, D, 1, 1};
+    }
+    // Graph outputs of tokens: written B x T x D again (channels_last).
+    for (GraphOutput& o : g.outputs) {
+      if (std::find(region->outputs.begin(), region->outputs.end(),
+                    o.value->name) == region->outputs.end())
+        continue;
+      Value* cf = o.value;
+      Node* producer = nullptr;
+      for (const auto& n : g.nodes())
+        if (n->output == cf)
+          producer = n.get();
+      HPVM_ASSERT(producer != nullptr, "a token output has no producer");
+      Value* last =
+          g.addValue(cf->name, DataType::Float, {B, rows, cols, cf->shape[1]});
+      g.addNode(OpKind::ChannelsLast, {cf}, last, producer->origins,
+                g.position(producer) + 1);
+      o.value = last;
     }
   }
   g.pruneValues();

@@ -444,9 +444,20 @@ std::string resizeGeometry(const Node& n, int64_t opset,
   // The mode.
   const std::string mode = a.getString("mode");
   g.linear = mode == "linear" || mode == "bilinear";
-  if (!g.linear && mode != "nearest")
-    why.push_back("mode '" + escapeName(mode) +
-                  "' is not supported (nearest and linear are)");
+  g.cubic = mode == "cubic" || mode == "bicubic";
+  if (!g.linear && !g.cubic && mode != "nearest")
+    why.push_back("mode '" + escapeName(mode) + "' is not one of ONNX's");
+  if (g.cubic && (upsample || opset < 11))
+    why.push_back("mode '" + escapeName(mode) + "' needs Resize of opset 11 " +
+                  "or later (" + (upsample ? "Upsample" : "Resize-10") +
+                  " is nearest or linear)");
+  else if (g.cubic) {
+    g.cubicA = float(a.getFloat("cubic_coeff_a"));
+    g.excludeOutside = a.getInt("exclude_outside") != 0;
+    if (!std::isfinite(g.cubicA))
+      why.push_back("cubic_coeff_a " + std::to_string(g.cubicA) +
+                    " is not finite");
+  }
   // Coordinates: Upsample and Resize-10 map asymmetrically; their nearest
   // pixel is ONNX Runtime's: floor upsampling, ceil downsampling.
   const bool legacy = upsample || opset < 11;
@@ -551,9 +562,10 @@ std::string resizeGeometry(const Node& n, int64_t opset,
       out[3] > (int64_t(1) << 24))
     return "output size " + std::to_string(out[2]) + " x " +
            std::to_string(out[3]) + " is not between 1 and 2^24";
-  if (g.linear && !legacy && a.getInt("antialias") != 0 &&
+  if ((g.linear || g.cubic) && !legacy && a.getInt("antialias") != 0 &&
       (scale[2] < 1 || scale[3] < 1))
-    return "antialias=1 on a downsampling linear resize is not supported";
+    return std::string("antialias=1 on a downsampling ") +
+           (g.linear ? "linear" : "cubic") + " resize is not supported";
   if (legacy && !g.linear) {
     if ((scale[2] < 1) != (scale[3] < 1))
       return "it upsamples one axis and downsamples the other, which opset " +

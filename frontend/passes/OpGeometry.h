@@ -105,6 +105,9 @@ std::string transposeGeometry(const Node& n, int64_t opset,
 /// the modes (hpvm_rt/Resize.h).
 struct ResizeGeometry {
   bool linear = false;
+  bool cubic = false;    ///< (neither: nearest)
+  float cubicA = -0.75f; ///< cubic_coeff_a
+  bool excludeOutside = false;
   int64_t outH = 0, outW = 0;
   float scaleH = 1.f, scaleW = 1.f;
   hpvm::rt::ResizeCoord coord = hpvm::rt::ResizeCoord::HalfPixel;

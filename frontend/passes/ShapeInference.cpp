@@ -20,12 +20,13 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
   const OpKind k = n->kind;
   if (k == OpKind::OnnxRelu || k == OpKind::OnnxSigmoid ||
       k == OpKind::OnnxTanh || k == OpKind::OnnxClip ||
-      k == OpKind::OnnxSoftmax || k == OpKind::OnnxBatchNormalization ||
-      k == OpKind::OnnxHardSigmoid || k == OpKind::OnnxHardSwish ||
-      k == OpKind::OnnxLeakyRelu || k == OpKind::OnnxSqrt ||
-      k == OpKind::OnnxErf || k == OpKind::OnnxDropout ||
-      k == OpKind::OnnxIdentity || k == OpKind::OnnxQuantizeLinear ||
-      k == OpKind::OnnxDequantizeLinear || k == OpKind::OnnxSum)
+      k == OpKind::OnnxSoftmax || k == OpKind::OnnxLogSoftmax ||
+      k == OpKind::OnnxBatchNormalization || k == OpKind::OnnxHardSigmoid ||
+      k == OpKind::OnnxHardSwish || k == OpKind::OnnxLeakyRelu ||
+      k == OpKind::OnnxSqrt || k == OpKind::OnnxErf ||
+      k == OpKind::OnnxDropout || k == OpKind::OnnxIdentity ||
+      k == OpKind::OnnxQuantizeLinear || k == OpKind::OnnxDequantizeLinear ||
+      k == OpKind::OnnxSum)
     return x;
   if (k == OpKind::OnnxDynamicQuantizeLinear)
     return a.getInt(kDynamicQuantizeOutput) > 0 ? std::vector<int64_t>{} : x;

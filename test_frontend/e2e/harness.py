@@ -113,7 +113,7 @@ EXPORTS = {
 
 
 def export_onnx(model, shape, opset, path, constant_folding=False,
-                eval_mode=False):
+                eval_mode=False, dynamic_axes=None):
     """Exports `model` with batch 1, input 'input' and output 'output'. By
     default as HPVM's torch2hpvm does: training mode preserved (eval: batch
     norm kept as BatchNormalization), no constant folding unless asked.
@@ -121,7 +121,8 @@ def export_onnx(model, shape, opset, path, constant_folding=False,
     TrainingMode.EVAL (batch norm folded into the conv before it), and
     gradients enabled (under torch.no_grad(), nn.MultiheadAttention in eval
     mode takes its fused fast path, aten::_native_multi_head_attention,
-    which torch.onnx cannot export: ViT would fail)."""
+    which torch.onnx cannot export: ViT would fail). `dynamic_axes`: as
+    torch.onnx.export takes it (symbolic dims)."""
     import torch
     dummy = torch.zeros((1,) + tuple(shape))
     tmp = path + ".tmp"
@@ -131,7 +132,8 @@ def export_onnx(model, shape, opset, path, constant_folding=False,
         torch.onnx.export(model, dummy, tmp, opset_version=opset,
                           input_names=["input"], output_names=["output"],
                           training=training,
-                          do_constant_folding=constant_folding)
+                          do_constant_folding=constant_folding,
+                          dynamic_axes=dynamic_axes)
     os.replace(tmp, path)
     return path
 

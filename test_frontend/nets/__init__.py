@@ -32,6 +32,10 @@ class ModelSpec:
     dense: bool = False             # per-pixel outputs (N x classes x H x
     #   W: segmentation; one or several) compared element by element and by
     #   per-pixel argmax, on plain random inputs, with no labels files
+    class_axis: int = 1             # dense: the axis of the class scores
+    #   (-1: N x T x classes tokens, N x H x W x classes NHWC maps)
+    symbolic_hw: bool = False       # dense: exported with symbolic batch,
+    #   H and W, fixed by the exporter's --input-shape
 
     def __post_init__(self):
         if self.export not in ("hpvm", "pytorch"):
@@ -333,4 +337,125 @@ MODELS += [
               export="pytorch", dense=True)
     for shape, images, batch, ci in [(SMALL, 3, 2, True),
                                      (IMAGENET, 2, 1, False)]
+]
+
+
+def _crnn():
+    """A CRNN-style text recogniser (1 x 32 x 128 line images): a conv
+    backbone pooled to one row of 32 columns, the columns as tokens
+    (Squeeze, Transpose to B x T x D), a Linear, a pre-norm transformer
+    block (LayerNorm, self-attention, LayerNorm, GELU MLP, residuals) and
+    per-column class log-probabilities (Linear, LogSoftmax over the last
+    axis: CTC's input)."""
+    import torch.nn as nn
+
+    def block(cin, cout, pool):
+        return [nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(pool)]
+
+    class CRNN(nn.Module):
+        def __init__(self, classes=12, d=64):
+            super().__init__()
+            self.cnn = nn.Sequential(*block(1, 16, 2), *block(16, 32, 2),
+                                     *block(32, d, (2, 1)),
+                                     *block(d, d, (4, 1)))
+            self.proj = nn.Linear(d, d)
+            self.norm1 = nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+            self.norm2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(),
+                                     nn.Linear(2 * d, d))
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            t = self.cnn(x).squeeze(2).permute(0, 2, 1)
+            t = self.proj(t)
+            h = self.norm1(t)
+            t = t + self.attn(h, h, h, need_weights=False)[0]
+            t = t + self.mlp(self.norm2(t))
+            return self.head(t).log_softmax(-1)
+
+    return CRNN()
+
+
+def _fpn_detector():
+    """A RetinaNet-style one-stage detector without its box decoding and
+    NMS: a ResNet-18 backbone, torchvision's FeaturePyramidNetwork (1x1
+    lateral convs, nearest upsampling to the finer level's size, 3x3 output
+    convs) with P6/P7 (LastLevelP6P7), and a head shared by the 5 levels
+    (a 2-conv tower, then class logits and box deltas): 10 outputs, the
+    raw maps of every level."""
+    import torch.nn as nn
+    from torchvision.models.detection.backbone_utils import BackboneWithFPN
+    from torchvision.ops.feature_pyramid_network import LastLevelP6P7
+
+    class Detector(nn.Module):
+        def __init__(self, anchors=3, classes=5, width=64):
+            super().__init__()
+            self.body = BackboneWithFPN(
+                torchvision.models.resnet18(weights=None),
+                {"layer2": "p3", "layer3": "p4", "layer4": "p5"},
+                [128, 256, 512], width,
+                extra_blocks=LastLevelP6P7(width, width))
+
+            def tower(out):
+                return nn.Sequential(
+                    nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
+                    nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
+                    nn.Conv2d(width, out, 3, padding=1))
+            self.cls = tower(anchors * classes)
+            self.box = tower(anchors * 4)
+
+        def forward(self, x):
+            levels = list(self.body(x).values())
+            return tuple([self.cls(p) for p in levels] +
+                         [self.box(p) for p in levels])
+
+    return Detector()
+
+
+def _nhwc_net():
+    """A model as tf2onnx converts a Keras one: an NHWC input (N x H x W x
+    C) transposed to NCHW for the convs (a dilated one, bicubic
+    upsampling), and an NHWC output (per-pixel class scores, transposed
+    back)."""
+    import torch.nn as nn
+
+    class Nhwc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(
+                nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+                nn.Conv2d(32, 32, 3, padding=2, dilation=2), nn.ReLU(),
+                nn.Upsample(scale_factor=2, mode="bicubic"),
+                nn.Conv2d(32, 6, 1))
+
+        def forward(self, x):
+            return self.net(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
+
+    return Nhwc()
+
+
+MODELS += [
+    ModelSpec("crnn_32x128", _crnn, (1, 32, 128), 13, 3, 2, ci=True,
+              about="a CRNN-style recogniser: conv backbone to one row, the "
+              "32 columns as B x T x D tokens (Squeeze, Transpose), Linear, "
+              "a transformer block (LayerNorm, self-attention, GELU MLP), "
+              "LogSoftmax over the last axis; output N x 32 x 12",
+              export="pytorch", dense=True, class_axis=-1),
+    ModelSpec("fpn_detector_128", _fpn_detector, (3, 128, 128), 13, 2, 1,
+              ci=True, about="a RetinaNet-style detector's raw outputs: "
+              "ResNet-18, FPN (nearest upsampling to the finer level's "
+              "size, P6/P7), class and box towers on 5 levels: 10 outputs",
+              export="pytorch", dense=True),
+    ModelSpec("unet_symbolic_64", _unet, SMALL, 13, 3, 2, ci=True,
+              about="the small U-Net exported with symbolic batch, H and W "
+              "(N x 3 x H x W), fixed by --input-shape input:1x3x64x64",
+              export="pytorch", dense=True, symbolic_hw=True),
+    ModelSpec("nhwc_tf2onnx_32", _nhwc_net, (32, 32, 3), 13, 3, 2, ci=True,
+              about="an NHWC model as tf2onnx writes it: input N x 32 x 32 "
+              "x 3 transposed to NCHW (channels_first), convs (a dilated "
+              "one), bicubic upsampling, NHWC output N x 32 x 32 x 6 "
+              "(channels_last)", export="pytorch", dense=True, class_axis=-1),
 ]

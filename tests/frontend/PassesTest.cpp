@@ -530,6 +530,39 @@ TEST_CASE("Passes: ViT's tokens become channel-first: class_token, "
       CHECK(got[size_t(d * 5 + t)] == src[size_t(t * 8 + d)]);
 }
 
+TEST_CASE("Passes: a CRNN's columns become tokens channel-first: 1x1 "
+          "convs, attention, channel_softmax, channels_last for the B x T x D "
+          "output, pool_mean for the mean of the tokens") {
+  // A conv pooled to 1 row of 3 columns of 8 features, Squeezed and
+  // Transposed to 1 x 3 x 8 tokens, Linear, LayerNorm, a self-attention
+  // of 2 heads; per-token LogSoftmax (output 0, 1 x 3 x 5) and a Linear of
+  // the mean of the tokens (output 1, 1 x 3).
+  std::unique_ptr<Graph> g = loadModel(fixture("tokens_tiny"), {});
+  lowerToHpvm(*g);
+  using K = OpKind;
+  CHECK(kindsOf(*g) ==
+        std::vector<OpKind>{K::Conv, K::Add, K::MaxPool,   // the conv stage
+                            K::Conv, K::Add, K::LayerNorm, // proj, norm
+                            K::Conv, K::Add, K::Attention, // q, k, v
+                            K::Conv, K::Add, K::Add,       // out_proj, residual
+                            K::Conv, K::Add, K::ChannelSoftmax, // per token
+                            K::ChannelsLast,              // 1 x 3 x 5 again
+                            K::AvgPool, K::Mul, K::Add}); // mean, whole
+  // The tokens stay 1 x 8 x 1 x 3 (one row of columns).
+  const Node* attn = firstOf(*g, K::Attention);
+  REQUIRE(attn != nullptr);
+  CHECK(attn->inputs[0]->shape == std::vector<int64_t>{1, 24, 1, 3});
+  const Node* soft = firstOf(*g, K::ChannelSoftmax);
+  REQUIRE(soft != nullptr);
+  CHECK(soft->scalars[0].i == 1);
+  const Node* last = firstOf(*g, K::ChannelsLast);
+  REQUIRE(last != nullptr);
+  CHECK(last->output->shape == std::vector<int64_t>{1, 1, 3, 5});
+  REQUIRE(g->outputs.size() == 2);
+  CHECK(g->outputs[0].value == last->output);
+  CHECK(g->outputs[0].declared == std::vector<int64_t>{1, 3, 5});
+}
+
 TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
           "from the exporter's") {
   // Queries scaled by 1/3 instead of 1/sqrt(head dim) = 1/2: not the

@@ -1,7 +1,7 @@
-// LayerTest.cpp - pooling, batch norm, add, activations, softmax and the
-// vision transformer ops (class token, attention, token selection) on
-// oneDNN against the reference loops, on host (NCHW) and blocked inputs,
-// in place and out of place.
+// LayerTest.cpp - pooling, batch norm, add, activations, softmaxes, the
+// NHWC edges and the vision transformer ops (class token, attention, token
+// selection) on oneDNN against the reference loops, on host (NCHW) and
+// blocked inputs, in place and out of place.
 #include "KernelTestUtil.h"
 #include "kernels/TensorImpl.h"
 
@@ -480,5 +480,60 @@ TEST_CASE("Kernels: layer norm matches the reference on NCHW and on "
       CHECK(kern::implOf(y.get()).memValid ==
             (blocked && approx::haveAvx512()));
       checkClose(y.values(), want, 1e-5, 1e-5, "layer norm");
+    }
+}
+
+TEST_CASE("Kernels: channel softmax and log-softmax match the reference on "
+          "every layout, in place and out of place") {
+  using tag = dnnl::memory::format_tag;
+  // Pixel counts below, at and above the kernel's run of 64; 1 channel;
+  // channels padded by a blocked layout; scores far from 0.
+  struct Case {
+    size_t C, H, W;
+  };
+  unsigned seed = 760;
+  for (const Case& s : {Case{1, 3, 5}, Case{5, 8, 8}, Case{12, 1, 32},
+                        Case{21, 9, 15}, Case{16, 13, 11}})
+    for (tag layout : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c})
+      for (bool log : {false, true})
+        for (bool inPlace : {false, true}) {
+          INFO("C " << s.C << ", " << s.H << "x" << s.W << ", layout "
+                    << int(layout) << (log ? ", log" : "")
+                    << (inPlace ? ", in place" : ""));
+          const std::vector<float> v =
+              randomVec(2 * s.C * s.H * s.W, ++seed, -30.f, 40.f);
+          TestTensor x({2, s.C, s.H, s.W});
+          place(x, v, layout);
+          std::vector<float> want(v.size());
+          ref::channelSoftmax(v.data(), 2, int64_t(s.C), int64_t(s.H * s.W),
+                              log, want.data());
+          TestTensor y({2, s.C, s.H, s.W});
+          Tensor* out = inPlace ? x.get() : y.get();
+          runChannelSoftmax(x.get(), log, KnobSpec{}, out);
+          checkClose(inPlace ? x.values() : y.values(), want, 1e-5, 1e-5,
+                     "channel softmax");
+        }
+}
+
+TEST_CASE("Kernels: channels_last and channels_first move every value from "
+          "every layout") {
+  using tag = dnnl::memory::format_tag;
+  unsigned seed = 780;
+  for (size_t C : {size_t(1), size_t(3), size_t(20), size_t(32)})
+    for (tag layout : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+      INFO("C " << C << ", layout " << int(layout));
+      const size_t H = 5, W = 7;
+      const std::vector<float> v = randomVec(2 * C * H * W, ++seed, -1, 1);
+      TestTensor x({2, C, H, W});
+      place(x, v, layout);
+      std::vector<float> want(v.size());
+      ref::channelsLast(v.data(), 2, int64_t(C), int64_t(H * W), want.data());
+      TestTensor y({2, H, W, C});
+      runChannelsLast(x.get(), KnobSpec{}, y.get());
+      CHECK(y.values() == want);
+      // Back: y's N x H x W x C read as an NHWC input.
+      TestTensor z({2, C, H, W});
+      runChannelsFirst(y.get(), KnobSpec{}, z.get());
+      CHECK(z.values() == v);
     }
 }

@@ -1,5 +1,5 @@
-// ResizeTest.cpp - resize_nearest and resize_linear against the
-// pixel-by-pixel reference, for every coordinate mode and rounding on
+// ResizeTest.cpp - resize_nearest, resize_linear and resize_cubic against
+// the pixel-by-pixel reference, for every coordinate mode and rounding on
 // upsampling, downsampling, non-integer and one-pixel geometries; and the
 // rounding rules on values written out by hand.
 #include "KernelTestUtil.h"
@@ -69,6 +69,72 @@ TEST_CASE("Resize: both rows match the reference for every coordinate mode, "
     }
   }
   CHECK(cases == 6 * 6 * 5);
+}
+
+TEST_CASE("Resize: cubic matches ONNX's definition for every coordinate "
+          "mode, coefficient and geometry, with and without the outside "
+          "taps") {
+  const Geometry geometries[] = {
+      {2, 3, 5, 7, 10, 14}, // 2x up
+      {1, 2, 7, 6, 3, 4},   // down, uneven
+      {1, 3, 6, 5, 13, 11}, // non-integer up
+      {2, 1, 9, 9, 1, 1},   // one output pixel
+      {1, 2, 1, 1, 4, 5},   // one input pixel
+      {1, 2, 2, 3, 7, 8},   // every tap near an edge
+  };
+  int cases = 0;
+  for (const Geometry& g : geometries) {
+    const std::vector<float> x =
+        randomVec(size_t(g.n * g.c * g.h * g.w), unsigned(g.h * 37 + g.wo));
+    const float scaleH = float(g.ho) / float(g.h),
+                scaleW = float(g.wo) / float(g.w);
+    for (size_t m = 0; m < std::size(kResizeCoordNames); ++m)
+      for (float a : {-0.75f, -0.5f})
+        for (bool exclude : {false, true}) {
+          const auto coord = static_cast<ResizeCoord>(m);
+          std::vector<float> want(size_t(g.n * g.c * g.ho * g.wo));
+          ref::resizeCubic(x.data(), g.n, g.c, g.h, g.w, g.ho, g.wo, scaleH,
+                           scaleW, coord, a, exclude, want.data());
+          TestTensor in({size_t(g.n), size_t(g.c), size_t(g.h), size_t(g.w)});
+          TestTensor out(
+              {size_t(g.n), size_t(g.c), size_t(g.ho), size_t(g.wo)});
+          in.set(x);
+          const double scalars[] = {double(g.ho),
+                                    double(g.wo),
+                                    scaleH,
+                                    scaleW,
+                                    double(int(coord)),
+                                    a,
+                                    exclude ? 1.0 : 0.0};
+          Tensor* operands[] = {in.get()};
+          runResizeCubic(
+              OpCall{operands, 1, scalars, PostAct{}, KnobSpec{}, out.get()});
+          checkClose(out.values(), want, 1e-5, 1e-5,
+                     fmt::format("cubic {}x{} -> {}x{}, {}, a {}{}", g.h, g.w,
+                                 g.ho, g.wo, kResizeCoordNames[m], a,
+                                 exclude ? ", exclude outside" : ""));
+          ++cases;
+        }
+  }
+  CHECK(cases == 6 * 6 * 2 * 2);
+  // With a = -0.5 Keys' kernel reproduces polynomials up to degree 2
+  // (its weights sum to 1 and reproduce the coordinate): 2x of a ramp,
+  // away from the edges, is the ramp at the output's coordinates (an
+  // independent check of the weights' formula).
+  std::vector<float> ramp(8);
+  for (int i = 0; i < 8; ++i)
+    ramp[size_t(i)] = float(3 * i + 1);
+  TestTensor in({1, 1, 1, 8}), out({1, 1, 1, 16});
+  in.set(ramp);
+  const double scalars[] = {1,    16, 1, 2, double(int(ResizeCoord::HalfPixel)),
+                            -0.5, 0};
+  Tensor* operands[] = {in.get()};
+  runResizeCubic(
+      OpCall{operands, 1, scalars, PostAct{}, KnobSpec{}, out.get()});
+  const std::vector<float> got = out.values();
+  for (int o = 4; o < 12; ++o)
+    CHECK(got[size_t(o)] ==
+          doctest::Approx(3.0 * ((o + 0.5) / 2 - 0.5) + 1).epsilon(1e-6));
 }
 
 TEST_CASE("Resize: nearest rounds halves as its mode says, linear blends "

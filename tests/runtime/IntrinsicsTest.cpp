@@ -373,6 +373,33 @@ OpCase caseFor(HpvmOp op) {
       c.want.insert(c.want.end(), hostOf(x) + (b * 4 + 1) * 42,
                     hostOf(x) + (b * 4 + 3) * 42);
     break;
+  case HpvmOp::ChannelSoftmax: // log-softmax
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_channel_softmax(t[0], 1);
+    };
+    c.direct = c.intrinsic;
+    ref::channelSoftmax(hostOf(x), 2, 4, 42, true, c.want.data());
+    break;
+  case HpvmOp::ChannelsLast:
+    c.in = {x};
+    c.out = {2, 7, 6, 4};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_channels_last(t[0]);
+    };
+    c.direct = c.intrinsic;
+    ref::channelsLast(hostOf(x), 2, 4, 42, c.want.data());
+    break;
+  case HpvmOp::ChannelsFirst: // x read as 2 x 4 x 7 pixels of 6 channels
+    c.in = {x};
+    c.out = {2, 6, 4, 7};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_channels_first(t[0]);
+    };
+    c.direct = c.intrinsic;
+    ref::channelsLast(hostOf(x), 2, 28, 6, c.want.data());
+    break;
   case HpvmOp::ChannelShuffle:
     c.in = {x};
     c.out = xs;
@@ -505,6 +532,18 @@ OpCase caseFor(HpvmOp op) {
     ref::resize(hostOf(x), 2, 4, 7, 6, 14, 9, 2.f, 1.5f,
                 ResizeCoord::AlignCorners, true, NearestRounding::Floor,
                 c.want.data());
+    break;
+  case HpvmOp::ResizeCubic: // 7 x 6 -> 12 x 5, half pixel, a -0.5, exclude
+    c.in = {x};
+    c.out = {2, 4, 12, 5};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_resize_cubic(t[0], 12.f, 5.f, 12.f / 7.f,
+                                            5.f / 6.f, 0.f, -0.5f, 1.f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 12 * 5);
+    ref::resizeCubic(hostOf(x), 2, 4, 7, 6, 12, 5, 12.f / 7.f, 5.f / 6.f,
+                     ResizeCoord::HalfPixel, -0.5, true, c.want.data());
     break;
   case HpvmOp::SelectToken: // pixel 9: row 1, column 3
     c.in = {x};

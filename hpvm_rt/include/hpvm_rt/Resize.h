@@ -1,7 +1,7 @@
 // Resize.h - the coordinate rules of the resize ops (Ops.def's
-// resize_nearest and resize_linear rows), shared by the exporter (which
-// reads them from ONNX's attribute strings) and the runtime (which
-// computes with them): one list of modes, one mapping.
+// resize_nearest, resize_linear and resize_cubic rows), shared by the
+// exporter (which reads them from ONNX's attribute strings) and the
+// runtime (which computes with them): one list of modes, one mapping.
 #ifndef HPVM_RT_RESIZE_H
 #define HPVM_RT_RESIZE_H
 
@@ -95,6 +95,17 @@ inline int64_t nearestIndex(NearestRounding r, float c, int64_t in) {
   if (!(i >= 0.f))
     return 0;
   return i >= static_cast<float>(in - 1) ? in - 1 : static_cast<int64_t>(i);
+}
+
+/// ONNX's cubic convolution weights (coefficient \p a) of the four taps
+/// i - 1 .. i + 2 of a coordinate \p t past tap i, t in (0, 1] (ONNX takes
+/// the tap left of a whole coordinate: t = 1 there).
+inline void cubicWeights(float t, float a, float w[4]) {
+  const float u = t + 1.f, v = 1.f - t, z = 2.f - t;
+  w[0] = ((a * u - 5.f * a) * u + 8.f * a) * u - 4.f * a;
+  w[1] = ((a + 2.f) * t - (a + 3.f)) * t * t + 1.f;
+  w[2] = ((a + 2.f) * v - (a + 3.f)) * v * v + 1.f;
+  w[3] = ((a * z - 5.f * a) * z + 8.f * a) * z - 4.f * a;
 }
 
 } // namespace hpvm::rt

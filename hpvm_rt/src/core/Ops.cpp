@@ -229,6 +229,11 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   case HpvmOp::Silu:
   case HpvmOp::Softmax:
     return x;
+  case HpvmOp::ChannelSoftmax:
+    if (s[0] != 0 && s[0] != 1)
+      throw UserError(where() + ": channel softmax log flag " +
+                      std::to_string(s[0]) + " must be 0 or 1");
+    return x;
   case HpvmOp::LayerNorm:
     checkPerChannel(in, 3, "layer norm", where);
     if (!(s[0] >= 0))
@@ -253,6 +258,10 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       " groups (need a group count >= 1 that divides them)");
     return x;
   }
+  case HpvmOp::ChannelsLast:
+    return {x[0], x[2], x[3], x[1]};
+  case HpvmOp::ChannelsFirst:
+    return {x[0], x[3], x[1], x[2]};
   case HpvmOp::ClassToken: {
     const int64_t tokens = 1 + x[2] * x[3];
     if (numElements(in[1]) != x[1] || numElements(in[2]) != x[1] * tokens)
@@ -328,7 +337,8 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
     return {x[0], x[1], nh, nw};
   }
   case HpvmOp::ResizeNearest:
-  case HpvmOp::ResizeLinear: {
+  case HpvmOp::ResizeLinear:
+  case HpvmOp::ResizeCubic: {
     auto whole = [](double v, double lo, double hi) {
       return v >= lo && v <= hi && v == std::floor(v);
     };
@@ -348,6 +358,11 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                            ? " or rounding " + std::to_string(s[5])
                            : std::string()) +
                       " is not one of hpvm_rt/Resize.h's");
+    if (op == HpvmOp::ResizeCubic &&
+        (!std::isfinite(s[5]) || (s[6] != 0 && s[6] != 1)))
+      throw UserError(where() + ": cubic coefficient " + std::to_string(s[5]) +
+                      " must be finite and exclude_outside " +
+                      std::to_string(s[6]) + " 0 or 1");
     return {x[0], x[1], int64_t(s[0]), int64_t(s[1])};
   }
   case HpvmOp::SelectToken: {

@@ -1,7 +1,7 @@
 // DataMovement.cpp - layers that move values without arithmetic (but for
 // the class token's position embedding): channel concatenation, slices
-// and shuffles, padding, strided spatial slices, and the vision
-// transformer's tokens.
+// and shuffles, NHWC at the graph's edges, padding, strided spatial
+// slices, and the vision transformer's tokens.
 #include "base/Errors.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
@@ -167,6 +167,41 @@ void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
   copyChannels(x, knob, y, [groups, per](int64_t c) {
     return (c % groups) * per + c / groups;
   });
+}
+
+// --- Layout changes at the graph's edges ----------------------------------
+
+void runChannelsLast(const Tensor* x, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 xd = dims4(x);
+  HPVM_ASSERT(
+      numElems(y) == numElems(x) && dims4(y)[0] == xd[0],
+      fmt::format("channels last of {} into {}", dimsStr(x), dimsStr(y)));
+  // One reorder from x's layout to NHWC, written over y's host buffer
+  // (N x H x W x C plain).
+  const dnnl::memory::desc nhwc({xd[0], xd[1], xd[2], xd[3]},
+                                dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nhwc);
+  const dnnl::memory dst = outputMemory(y, nchwDesc(y));
+  reorder(currentMemory(x),
+          dnnl::memory(nhwc, engine(), dst.get_data_handle()));
+  markHostCopied(x, knob.precision, y);
+}
+
+void runChannelsFirst(const Tensor* x, const KnobSpec& knob, Tensor* y) {
+  applyThreads();
+  const Dims4 yd = dims4(y);
+  HPVM_ASSERT(
+      numElems(y) == numElems(x) && dims4(x)[0] == yd[0],
+      fmt::format("channels first of {} into {}", dimsStr(x), dimsStr(y)));
+  // x's plain N x H x W x C values are y's values in NHWC: one reorder.
+  const dnnl::memory::desc nhwc({yd[0], yd[1], yd[2], yd[3]},
+                                dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nhwc);
+  const float* xp = hostData(x);
+  const dnnl::memory dst = outputMemory(y, nchwDesc(y));
+  reorder(dnnl::memory(nhwc, engine(), const_cast<float*>(xp)), dst);
+  markHostCopied(x, knob.precision, y);
 }
 
 // --- Padding and spatial slices --------------------------------------------

@@ -135,6 +135,9 @@ void runBatchNorm(const OpCall& c) {
                c.post.act, c.post.lo, c.post.hi, c.knob, c.out);
 }
 void runSoftmax(const OpCall& c) { runSoftmax(c.in[0], c.knob, c.out); }
+void runChannelSoftmax(const OpCall& c) {
+  runChannelSoftmax(c.in[0], c.scalars[0] != 0, c.knob, c.out);
+}
 void runLayerNorm(const OpCall& c) {
   runLayerNorm(c.in[0], c.in[1], c.in[2], c.scalars[0], c.knob, c.out);
 }
@@ -147,6 +150,12 @@ void runChannelSlice(const OpCall& c) {
 }
 void runChannelShuffle(const OpCall& c) {
   runChannelShuffle(c.in[0], int64_t(c.scalars[0]), c.knob, c.out);
+}
+void runChannelsLast(const OpCall& c) {
+  runChannelsLast(c.in[0], c.knob, c.out);
+}
+void runChannelsFirst(const OpCall& c) {
+  runChannelsFirst(c.in[0], c.knob, c.out);
 }
 void runClassToken(const OpCall& c) {
   runClassToken(c.in[0], c.in[1], c.in[2], c.knob, c.out);

@@ -205,6 +205,10 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y);
 /// gamma plus beta (1 x C x 1 x 1 each); y may be x.
 void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   double eps, const KnobSpec& knob, Tensor* y);
+/// y = softmax over the channels of each pixel of x (log-softmax when
+/// \p log); y may be x.
+void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
+                       Tensor* y);
 /// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
 /// along the channels; y is a tensor of its own. When bindChannelView()
 /// planned y's storage (batch 1, fp32, every part a multiple of 16
@@ -217,6 +221,12 @@ void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,
 /// + j of x is channel j * groups + i of y; y is a tensor of its own.
 void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
                        Tensor* y);
+/// y (N x H x W x C, as dims) = x (N x C x H x W) with the channels last;
+/// y is a tensor of its own.
+void runChannelsLast(const Tensor* x, const KnobSpec& knob, Tensor* y);
+/// y (N x C x H x W) = x (N x H x W x C, as dims: an NHWC input) with the
+/// channels first; y is a tensor of its own.
+void runChannelsFirst(const Tensor* x, const KnobSpec& knob, Tensor* y);
 /// y (N x C x (1+H*W) x 1) = ViT's encoder input: token 0 the class token
 /// \p cls (C elements), token 1 + p pixel p of x (N x C x H x W,
 /// row-major), each plus its column of the position embedding \p pos

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace hpvm::rt {
@@ -192,6 +193,61 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y) {
   const float* xp = hostData(x);
   allocHost(y);
   ref::softmax(xp, xd[0], xd[1] * xd[2] * xd[3], y->impl->host);
+  markHostWritten(y);
+  roundResult(knob.precision, y);
+}
+
+void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
+                       Tensor* y) {
+  applyThreads();
+  const Dims4 d = dims4(x);
+  HPVM_ASSERT(dims4(y) == d, fmt::format("channel softmax output {} differs "
+                                         "from input {}",
+                                         dimsStr(y), dimsStr(x)));
+  const int64_t N = d[0], C = d[1], HW = d[2] * d[3];
+  const float* xp = hostData(x);
+  allocHost(y);
+  float* yp = y->impl->host;
+  // Runs of up to kRun pixels of one image, the channels walked three
+  // times (maximum, sum of exponentials, result), each pass contiguous
+  // along the pixels. In place is safe: a run reads its pixels before it
+  // writes them.
+  constexpr int64_t kRun = 64;
+  const int64_t runs = (HW + kRun - 1) / kRun;
+#pragma omp parallel for collapse(2)                                           \
+    schedule(static) if (N * C * HW >= kParallelMinElems)
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t r = 0; r < runs; ++r) {
+      const int64_t p0 = r * kRun, n = std::min(kRun, HW - p0);
+      const float* xb = xp + b * C * HW + p0;
+      float* yb = yp + b * C * HW + p0;
+      float mx[kRun], sum[kRun];
+      std::fill(mx, mx + n, -std::numeric_limits<float>::infinity());
+      std::fill(sum, sum + n, 0.f);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < n; ++p)
+          mx[p] = std::max(mx[p], xb[c * HW + p]);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < n; ++p) {
+          const float e = std::exp(xb[c * HW + p] - mx[p]);
+          sum[p] += e;
+          if (!log)
+            yb[c * HW + p] = e;
+        }
+      if (log) {
+        for (int64_t p = 0; p < n; ++p)
+          sum[p] = mx[p] + std::log(sum[p]);
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t p = 0; p < n; ++p)
+            yb[c * HW + p] = xb[c * HW + p] - sum[p];
+      } else {
+        for (int64_t p = 0; p < n; ++p)
+          sum[p] = 1.f / sum[p];
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t p = 0; p < n; ++p)
+            yb[c * HW + p] *= sum[p];
+      }
+    }
   markHostWritten(y);
   roundResult(knob.precision, y);
 }

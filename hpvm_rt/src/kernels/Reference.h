@@ -274,6 +274,36 @@ inline void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
     }
 }
 
+/// y (N x C x HW) = softmax over the C channels of each pixel, in double;
+/// log-softmax when \p log (runChannelSoftmax).
+inline void channelSoftmax(const float* x, int64_t N, int64_t C, int64_t HW,
+                           bool log, float* y) {
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t p = 0; p < HW; ++p) {
+      const float* xp = x + b * C * HW + p;
+      float* yp = y + b * C * HW + p;
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t c = 0; c < C; ++c)
+        mx = std::max(mx, double(xp[c * HW]));
+      for (int64_t c = 0; c < C; ++c)
+        sum += std::exp(double(xp[c * HW]) - mx);
+      for (int64_t c = 0; c < C; ++c)
+        yp[c * HW] = float(log ? double(xp[c * HW]) - mx - std::log(sum)
+                               : std::exp(double(xp[c * HW]) - mx) / sum);
+    }
+}
+
+/// y (N x HW x C) = x (N x C x HW) with the channels last
+/// (runChannelsLast); channelsLast(x, N, HW, C, y) is the inverse
+/// (runChannelsFirst).
+inline void channelsLast(const float* x, int64_t N, int64_t C, int64_t HW,
+                         float* y) {
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < HW; ++p)
+        y[(b * HW + p) * C + c] = x[(b * C + c) * HW + p];
+}
+
 /// y (N x C x HW) = x's channels shuffled in \p groups (runChannelShuffle).
 inline void channelShuffle(const float* x, int64_t N, int64_t C, int64_t HW,
                            int64_t groups, float* y) {
@@ -451,6 +481,65 @@ inline void resize(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
         out = xp[h0 * W + w0] * (1 - dh) * (1 - dw) +
               xp[h0 * W + w1] * (1 - dh) * dw +
               xp[h1 * W + w0] * dh * (1 - dw) + xp[h1 * W + w1] * dh * dw;
+      }
+}
+
+/// resize_cubic of x (N x C x H x W) into y (N x C x Ho x Wo), as ONNX's
+/// reference defines it, in double: per axis, the 4 input indices nearest
+/// to the coordinate (ties to the lower index) of the input padded with
+/// its edge values, ratio r = coordinate - floor(coordinate), 1 where it
+/// is whole; Keys' weights of r with coefficient a (those of taps outside
+/// the input 0 and the rest renormalised, with \p exclude); the axes one
+/// after another, the width first.
+inline void resizeCubic(const float* x, int64_t N, int64_t C, int64_t H,
+                        int64_t W, int64_t Ho, int64_t Wo, float scaleH,
+                        float scaleW, ResizeCoord coord, double a, bool exclude,
+                        float* y) {
+  // The 4 taps and weights of coordinate c on an axis of n.
+  auto taps = [&](double c, int64_t n, int64_t idx[4], double w[4]) {
+    const double f = std::floor(c);
+    const double r = c == f ? 1.0 : c - f;
+    const double d[4] = {r + 1, r, 1 - r, 2 - r};
+    for (int k = 0; k < 4; ++k) {
+      const double t = d[k];
+      w[k] = t <= 1 ? ((a + 2) * t - (a + 3)) * t * t + 1
+                    : ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    }
+    // The nearest 4 of the indices, by distance then index.
+    std::vector<int64_t> near;
+    for (int64_t i = int64_t(f) - 3; i <= int64_t(f) + 3; ++i)
+      near.push_back(i);
+    std::stable_sort(near.begin(), near.end(), [&](int64_t p, int64_t q) {
+      return std::abs(c - double(p)) < std::abs(c - double(q));
+    });
+    near.resize(4);
+    std::sort(near.begin(), near.end());
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      if (exclude && (near[size_t(k)] < 0 || near[size_t(k)] >= n))
+        w[k] = 0;
+      sum += w[k];
+      idx[k] = std::clamp<int64_t>(near[size_t(k)], 0, n - 1);
+    }
+    if (exclude)
+      for (int k = 0; k < 4; ++k)
+        w[k] /= sum;
+  };
+  for (int64_t p = 0; p < N * C; ++p)
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j) {
+        int64_t hi[4], wi[4];
+        double hw[4], ww[4];
+        taps(resizeSource(coord, i, scaleH, H, Ho), H, hi, hw);
+        taps(resizeSource(coord, j, scaleW, W, Wo), W, wi, ww);
+        double out = 0;
+        for (int k = 0; k < 4; ++k) {
+          double row = 0;
+          for (int l = 0; l < 4; ++l)
+            row += ww[l] * x[(p * H + hi[k]) * W + wi[l]];
+          out += hw[k] * row;
+        }
+        y[(p * Ho + i) * Wo + j] = float(out);
       }
 }
 

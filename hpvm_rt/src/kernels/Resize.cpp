@@ -1,9 +1,9 @@
-// Resize.cpp - resize_nearest and resize_linear (ONNX Resize and
-// Upsample over the two spatial axes): each output pixel reads the input
-// at the coordinates hpvm_rt/Resize.h maps it to. Both axes' taps are
-// computed once per call (an index, and for linear a second index and a
-// weight, per output row and column), then every channel's rows are a
-// gather, or two gathers and a blend, of two input rows.
+// Resize.cpp - resize_nearest, resize_linear and resize_cubic (ONNX Resize
+// and Upsample over the two spatial axes): each output pixel reads the
+// input at the coordinates hpvm_rt/Resize.h maps it to. Both axes' taps
+// are computed once per call (an index, and for linear a second index and
+// a weight, for cubic four of each, per output row and column), then every
+// channel's rows are a gather, or gathers and a blend, of input rows.
 #include "hpvm_rt/Resize.h"
 #include "base/Errors.h"
 #include "kernels/Numerics.h"
@@ -70,6 +70,43 @@ Taps linearTaps(ResizeCoord coord, float scale, int64_t in, int64_t out) {
   return t;
 }
 
+/// Cubic taps: four input indices and weights per output index (the taps
+/// i - 1 .. i + 2 around the coordinate, hpvm_rt/Resize.h's cubicWeights);
+/// a tap outside the input reads the edge pixel, or with \p exclude
+/// weighs 0 and the others are scaled to sum to 1.
+struct CubicTaps {
+  std::vector<int64_t> index;
+  std::vector<float> weight;
+};
+
+CubicTaps cubicTaps(ResizeCoord coord, float scale, int64_t in, int64_t out,
+                    float a, bool exclude) {
+  CubicTaps t;
+  t.index.resize(size_t(4 * out));
+  t.weight.resize(size_t(4 * out));
+  for (int64_t o = 0; o < out; ++o) {
+    const float x = resizeSource(coord, o, scale, in, out);
+    float f = std::floor(x);
+    if (f == x)
+      f -= 1.f;
+    float* w = &t.weight[size_t(4 * o)];
+    cubicWeights(x - f, a, w);
+    const int64_t first = static_cast<int64_t>(f) - 1;
+    float sum = 0.f;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = first + k;
+      if (exclude && (i < 0 || i >= in))
+        w[k] = 0.f;
+      sum += w[k];
+      t.index[size_t(4 * o + k)] = i < 0 ? 0 : i >= in ? in - 1 : i;
+    }
+    if (exclude && sum != 0.f)
+      for (int k = 0; k < 4; ++k)
+        w[k] /= sum;
+  }
+  return t;
+}
+
 void checkShapes(const OpCall& c, const ResizeScalars& s) {
   const Dims4 xd = dims4(c.in[0]), yd = dims4(c.out);
   HPVM_ASSERT(
@@ -130,6 +167,48 @@ void runResizeLinear(const OpCall& c) {
         const float a = r0[c0[ow]] + cw[ow] * (r0[c1[ow]] - r0[c0[ow]]);
         const float b = r1[c0[ow]] + cw[ow] * (r1[c1[ow]] - r1[c0[ow]]);
         dst[ow] = a + wh * (b - a);
+      }
+    }
+  markHostWritten(c.out);
+  roundResult(c.knob.precision, c.out);
+}
+
+void runResizeCubic(const OpCall& c) {
+  applyThreads();
+  const ResizeScalars s = scalarsOf(c);
+  checkShapes(c, s);
+  const float a = static_cast<float>(c.scalars[5]);
+  const bool exclude = c.scalars[6] != 0;
+  const Dims4 xd = dims4(c.in[0]);
+  const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
+  const int64_t Ho = s.outH, Wo = s.outW;
+  const CubicTaps th = cubicTaps(s.coord, s.scaleH, H, Ho, a, exclude);
+  const CubicTaps tw = cubicTaps(s.coord, s.scaleW, W, Wo, a, exclude);
+  const float* xp = hostData(c.in[0]);
+  allocHost(c.out);
+  float* yp = c.out->impl->host;
+  const int64_t* ci = tw.index.data();
+  const float* cw = tw.weight.data();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const float* rows[4];
+      float wh[4];
+      for (int k = 0; k < 4; ++k) {
+        rows[k] = xp + (p * H + th.index[size_t(4 * oh + k)]) * W;
+        wh[k] = th.weight[size_t(4 * oh + k)];
+      }
+      float* dst = yp + (p * Ho + oh) * Wo;
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t* i = ci + 4 * ow;
+        const float* w = cw + 4 * ow;
+        float acc = 0.f;
+        for (int k = 0; k < 4; ++k) {
+          const float* r = rows[k];
+          acc += wh[k] * (w[0] * r[i[0]] + w[1] * r[i[1]] + w[2] * r[i[2]] +
+                          w[3] * r[i[3]]);
+        }
+        dst[ow] = acc;
       }
     }
   markHostWritten(c.out);
