@@ -291,30 +291,26 @@ TEST_CASE("Frontend: the default Softmax axis follows the opset") {
         "classes or the channels of N x C x H x W)");
   // Over the channels of each pixel: channel_softmax from opset 13 on;
   // before, axis 1 of N x C x H x W is over C, H and W (HPVM's softmax).
-  CHECK(lowered(modelText(13, {1, 10, 2, 3},
-                          "node { name: 'sm' op_type: 'Softmax' input: "
-                          "'input' output: 'y' attribute { name: 'axis' i: 1 "
-                          "type: INT } }",
-                          {1, 10, 2, 3})) ==
+  // op (name sm or ls) on 1 x 10 x H x W, axis 1 or the default.
+  auto run = [](int opset, const char* op, bool axis1, int H, int W) {
+    const std::string name = std::string(op) == "Softmax" ? "sm" : "ls";
+    return lowered(modelText(
+        opset, {1, 10, H, W},
+        "node { name: '" + name + "' op_type: '" + op +
+            "' input: 'input' output: 'y' " +
+            (axis1 ? "attribute { name: 'axis' i: 1 type: INT } " : "") + "}",
+        {1, 10, H, W}));
+  };
+  CHECK(run(13, "Softmax", true, 2, 3) ==
         "%1 = ChannelSoftmax(%input: 1x10x2x3) -> 1x10x2x3  [log 0]  # sm\n"
         "return %1: 1x10x2x3\n");
-  CHECK(lowered(modelText(12, {1, 10, 2, 3},
-                          "node { name: 'sm' op_type: 'Softmax' input: "
-                          "'input' output: 'y' }",
-                          {1, 10, 2, 3})) ==
+  CHECK(run(12, "Softmax", false, 2, 3) ==
         "%1 = Softmax(%input: 1x10x2x3) -> 1x10x2x3  # sm\n"
         "return %1: 1x10x2x3\n");
-  CHECK(lowered(modelText(13, {1, 10, 1, 1},
-                          "node { name: 'ls' op_type: 'LogSoftmax' input: "
-                          "'input' output: 'y' attribute { name: 'axis' i: 1 "
-                          "type: INT } }",
-                          {1, 10, 1, 1})) ==
+  CHECK(run(13, "LogSoftmax", true, 1, 1) ==
         "%1 = ChannelSoftmax(%input: 1x10x1x1) -> 1x10x1x1  [log 1]  # ls\n"
         "return %1: 1x10x1x1\n");
-  CHECK(lowered(modelText(12, {1, 10, 2, 3},
-                          "node { name: 'ls' op_type: 'LogSoftmax' input: "
-                          "'input' output: 'y' }",
-                          {1, 10, 2, 3})) ==
+  CHECK(run(12, "LogSoftmax", false, 2, 3) ==
         "error: model: node 'ls' (LogSoftmax, #0): log-softmax over axis 1 "
         "of shape 1x10x2x3 is not supported (only over the classes of N x "
         "classes or the channels of N x C x H x W, from opset 13 on)");

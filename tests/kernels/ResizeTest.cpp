@@ -13,36 +13,44 @@ struct Geometry {
   int64_t n, c, h, w, ho, wo;
 };
 
+/// Runs resize row \p run with \p scalars on x (n x c x h x w) and
+/// returns its output.
+std::vector<float> runRow(void (*run)(const OpCall&), const Geometry& g,
+                          const std::vector<double>& scalars,
+                          const std::vector<float>& x) {
+  TestTensor in({size_t(g.n), size_t(g.c), size_t(g.h), size_t(g.w)});
+  TestTensor out({size_t(g.n), size_t(g.c), size_t(g.ho), size_t(g.wo)});
+  in.set(x);
+  Tensor* operands[] = {in.get()};
+  run(OpCall{operands, 1, scalars.data(), PostAct{}, KnobSpec{}, out.get()});
+  return out.values();
+}
+
 /// Runs one resize op on x (n x c x h x w) and returns its output.
 std::vector<float> runResize(bool linear, const Geometry& g, float scaleH,
                              float scaleW, ResizeCoord coord, NearestRounding r,
                              const std::vector<float>& x) {
-  TestTensor in({size_t(g.n), size_t(g.c), size_t(g.h), size_t(g.w)});
-  TestTensor out({size_t(g.n), size_t(g.c), size_t(g.ho), size_t(g.wo)});
-  in.set(x);
-  const double scalars[] = {double(g.ho), double(g.wo),       scaleH,
-                            scaleW,       double(int(coord)), double(int(r))};
-  Tensor* operands[] = {in.get()};
-  const OpCall call{operands, 1, scalars, PostAct{}, KnobSpec{}, out.get()};
-  if (linear)
-    runResizeLinear(call);
-  else
-    runResizeNearest(call);
-  return out.values();
+  return runRow(linear ? runResizeLinear : runResizeNearest, g,
+                {double(g.ho), double(g.wo), scaleH, scaleW, double(int(coord)),
+                 double(int(r))},
+                x);
 }
+
+/// Upsampling, downsampling, non-integer and one-pixel geometries.
+const Geometry kGeometries[] = {
+    {2, 3, 5, 7, 10, 14},    // 2x up
+    {1, 2, 7, 6, 3, 4},      // down, uneven
+    {1, 3, 6, 5, 13, 11},    // non-integer up
+    {2, 1, 9, 9, 1, 1},      // one output pixel
+    {1, 2, 1, 1, 4, 5},      // one input pixel
+    {1, 2, 2, 3, 7, 8},      // every cubic tap near an edge
+    {1, 17, 32, 24, 64, 48}, // a segmentation head's 2x, 17 channels
+};
 
 TEST_CASE("Resize: both rows match the reference for every coordinate mode, "
           "rounding and geometry") {
-  const Geometry geometries[] = {
-      {2, 3, 5, 7, 10, 14},    // 2x up
-      {1, 2, 7, 6, 3, 4},      // down, uneven
-      {1, 3, 6, 5, 13, 11},    // non-integer up
-      {2, 1, 9, 9, 1, 1},      // one output pixel
-      {1, 2, 1, 1, 4, 5},      // one input pixel
-      {1, 17, 32, 24, 64, 48}, // a segmentation head's 2x, 17 channels
-  };
   int cases = 0;
-  for (const Geometry& g : geometries) {
+  for (const Geometry& g : kGeometries) {
     const std::vector<float> x =
         randomVec(size_t(g.n * g.c * g.h * g.w), unsigned(g.h * 31 + g.wo));
     // Scales as sizes give them, and the given scales of scale inputs.
@@ -68,22 +76,14 @@ TEST_CASE("Resize: both rows match the reference for every coordinate mode, "
       }
     }
   }
-  CHECK(cases == 6 * 6 * 5);
+  CHECK(cases == 7 * 6 * 5);
 }
 
 TEST_CASE("Resize: cubic matches ONNX's definition for every coordinate "
           "mode, coefficient and geometry, with and without the outside "
           "taps") {
-  const Geometry geometries[] = {
-      {2, 3, 5, 7, 10, 14}, // 2x up
-      {1, 2, 7, 6, 3, 4},   // down, uneven
-      {1, 3, 6, 5, 13, 11}, // non-integer up
-      {2, 1, 9, 9, 1, 1},   // one output pixel
-      {1, 2, 1, 1, 4, 5},   // one input pixel
-      {1, 2, 2, 3, 7, 8},   // every tap near an edge
-  };
   int cases = 0;
-  for (const Geometry& g : geometries) {
+  for (const Geometry& g : kGeometries) {
     const std::vector<float> x =
         randomVec(size_t(g.n * g.c * g.h * g.w), unsigned(g.h * 37 + g.wo));
     const float scaleH = float(g.ho) / float(g.h),
@@ -95,28 +95,19 @@ TEST_CASE("Resize: cubic matches ONNX's definition for every coordinate "
           std::vector<float> want(size_t(g.n * g.c * g.ho * g.wo));
           ref::resizeCubic(x.data(), g.n, g.c, g.h, g.w, g.ho, g.wo, scaleH,
                            scaleW, coord, a, exclude, want.data());
-          TestTensor in({size_t(g.n), size_t(g.c), size_t(g.h), size_t(g.w)});
-          TestTensor out(
-              {size_t(g.n), size_t(g.c), size_t(g.ho), size_t(g.wo)});
-          in.set(x);
-          const double scalars[] = {double(g.ho),
-                                    double(g.wo),
-                                    scaleH,
-                                    scaleW,
-                                    double(int(coord)),
-                                    a,
-                                    exclude ? 1.0 : 0.0};
-          Tensor* operands[] = {in.get()};
-          runResizeCubic(
-              OpCall{operands, 1, scalars, PostAct{}, KnobSpec{}, out.get()});
-          checkClose(out.values(), want, 1e-5, 1e-5,
+          const std::vector<float> got =
+              runRow(runResizeCubic, g,
+                     {double(g.ho), double(g.wo), scaleH, scaleW,
+                      double(int(coord)), a, exclude ? 1.0 : 0.0},
+                     x);
+          checkClose(got, want, 1e-5, 1e-5,
                      fmt::format("cubic {}x{} -> {}x{}, {}, a {}{}", g.h, g.w,
                                  g.ho, g.wo, kResizeCoordNames[m], a,
                                  exclude ? ", exclude outside" : ""));
           ++cases;
         }
   }
-  CHECK(cases == 6 * 6 * 2 * 2);
+  CHECK(cases == 7 * 6 * 2 * 2);
   // With a = -0.5 Keys' kernel reproduces polynomials up to degree 2
   // (its weights sum to 1 and reproduce the coordinate): 2x of a ramp,
   // away from the edges, is the ramp at the output's coordinates (an
@@ -124,14 +115,9 @@ TEST_CASE("Resize: cubic matches ONNX's definition for every coordinate "
   std::vector<float> ramp(8);
   for (int i = 0; i < 8; ++i)
     ramp[size_t(i)] = float(3 * i + 1);
-  TestTensor in({1, 1, 1, 8}), out({1, 1, 1, 16});
-  in.set(ramp);
-  const double scalars[] = {1,    16, 1, 2, double(int(ResizeCoord::HalfPixel)),
-                            -0.5, 0};
-  Tensor* operands[] = {in.get()};
-  runResizeCubic(
-      OpCall{operands, 1, scalars, PostAct{}, KnobSpec{}, out.get()});
-  const std::vector<float> got = out.values();
+  const std::vector<float> got =
+      runRow(runResizeCubic, Geometry{1, 1, 1, 8, 1, 16},
+             {1, 16, 1, 2, double(int(ResizeCoord::HalfPixel)), -0.5, 0}, ramp);
   for (int o = 4; o < 12; ++o)
     CHECK(got[size_t(o)] ==
           doctest::Approx(3.0 * ((o + 0.5) / 2 - 0.5) + 1).epsilon(1e-6));

@@ -171,37 +171,40 @@ void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
 
 // --- Layout changes at the graph's edges ----------------------------------
 
-void runChannelsLast(const Tensor* x, const KnobSpec& knob, Tensor* y) {
+namespace {
+
+/// y = x's values reordered between N x C x H x W and N x H x W x C:
+/// \p nchw (x's dims, or y's) is the side held channel-first; the other
+/// side's plain values are its NHWC layout. One oneDNN reorder.
+void reorderEdge(const Tensor* x, const KnobSpec& knob, Tensor* y,
+                 const Tensor* nchw, bool toLast) {
   applyThreads();
-  const Dims4 xd = dims4(x);
-  HPVM_ASSERT(
-      numElems(y) == numElems(x) && dims4(y)[0] == xd[0],
-      fmt::format("channels last of {} into {}", dimsStr(x), dimsStr(y)));
-  // One reorder from x's layout to NHWC, written over y's host buffer
-  // (N x H x W x C plain).
-  const dnnl::memory::desc nhwc({xd[0], xd[1], xd[2], xd[3]},
+  HPVM_ASSERT(numElems(y) == numElems(x) && dims4(y)[0] == dims4(x)[0],
+              fmt::format("channels {} of {} into {}",
+                          toLast ? "last" : "first", dimsStr(x), dimsStr(y)));
+  const Dims4 d = dims4(nchw);
+  const dnnl::memory::desc nhwc({d[0], d[1], d[2], d[3]},
                                 dnnl::memory::data_type::f32,
                                 dnnl::memory::format_tag::nhwc);
   const dnnl::memory dst = outputMemory(y, nchwDesc(y));
-  reorder(currentMemory(x),
-          dnnl::memory(nhwc, engine(), dst.get_data_handle()));
+  if (toLast)
+    reorder(currentMemory(x),
+            dnnl::memory(nhwc, engine(), dst.get_data_handle()));
+  else
+    reorder(dnnl::memory(nhwc, engine(), const_cast<float*>(hostData(x))), dst);
   markHostCopied(x, knob.precision, y);
 }
 
+} // namespace
+
+void runChannelsLast(const Tensor* x, const KnobSpec& knob, Tensor* y) {
+  // From x's layout to NHWC, over y's host buffer (N x H x W x C plain).
+  reorderEdge(x, knob, y, x, true);
+}
+
 void runChannelsFirst(const Tensor* x, const KnobSpec& knob, Tensor* y) {
-  applyThreads();
-  const Dims4 yd = dims4(y);
-  HPVM_ASSERT(
-      numElems(y) == numElems(x) && dims4(x)[0] == yd[0],
-      fmt::format("channels first of {} into {}", dimsStr(x), dimsStr(y)));
-  // x's plain N x H x W x C values are y's values in NHWC: one reorder.
-  const dnnl::memory::desc nhwc({yd[0], yd[1], yd[2], yd[3]},
-                                dnnl::memory::data_type::f32,
-                                dnnl::memory::format_tag::nhwc);
-  const float* xp = hostData(x);
-  const dnnl::memory dst = outputMemory(y, nchwDesc(y));
-  reorder(dnnl::memory(nhwc, engine(), const_cast<float*>(xp)), dst);
-  markHostCopied(x, knob.precision, y);
+  // x's plain N x H x W x C values are y's in NHWC.
+  reorderEdge(x, knob, y, y, false);
 }
 
 // --- Padding and spatial slices --------------------------------------------
