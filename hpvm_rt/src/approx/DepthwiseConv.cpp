@@ -199,14 +199,15 @@ HPVM_TARGET_AVX512 void outputRow(const Job& j, int64_t n, int64_t cb,
   const int64_t lastFit = d.w - KW + d.padW; // ow * sw may be at most this
   const int64_t owHi =
       std::max(owLo, lastFit < 0 ? 0 : std::min(j.wo, lastFit / sw + 1));
-  auto border = [&](int64_t ow) {
+  // The border columns, a tile each (a loop, not a lambda: a lambda does
+  // not inherit the AVX-512 target, and clang refuses __m512 arguments
+  // across that boundary on a CPU without AVX-512).
+  for (int64_t ow = 0; ow < owLo; ++ow) {
     const int64_t iw0 = ow * sw - d.padW;
     tile<1, Bf16In, RoundIn, Bf16Out>(
         j, xRow, khLo, khHi, std::max<int64_t>(0, -iw0),
         std::min<int64_t>(KW, d.w - iw0), taps, bias, ow, yRow);
-  };
-  for (int64_t ow = 0; ow < owLo; ++ow)
-    border(ow);
+  }
   // The usual windows with their taps in registers, any other tile by tile.
   const int64_t shape = KW * 10 + sw;
   if (shape == 31)
@@ -230,8 +231,12 @@ HPVM_TARGET_AVX512 void outputRow(const Job& j, int64_t n, int64_t cb,
       tile<1, Bf16In, RoundIn, Bf16Out>(j, xRow, khLo, khHi, 0, KW, taps, bias,
                                         ow, yRow);
   }
-  for (int64_t ow = owHi; ow < j.wo; ++ow)
-    border(ow);
+  for (int64_t ow = owHi; ow < j.wo; ++ow) {
+    const int64_t iw0 = ow * sw - d.padW;
+    tile<1, Bf16In, RoundIn, Bf16Out>(
+        j, xRow, khLo, khHi, std::max<int64_t>(0, -iw0),
+        std::min<int64_t>(KW, d.w - iw0), taps, bias, ow, yRow);
+  }
 }
 
 using RowFn = void (*)(const Job&, int64_t, int64_t, int64_t);
