@@ -197,12 +197,12 @@ MODELS += [
 
 # torchvision networks whose export must be byte-identical across runs, at
 # every (opset, constant folding) variant of the full set; the CI-sized set
-# runs the variants listed with each network (today all of them: vgg11_bn,
-# with 530 MB of weights, takes about 25 s a variant).
+# runs the variants listed with each network (all of them but for vgg11_bn,
+# whose 530 MB of weights take about 25 s a variant: two of its four).
 STABILITY_VARIANTS = [(10, False), (10, True), (13, False), (13, True)]
 STABILITY = [
     ("resnet18", _tv("resnet18"), STABILITY_VARIANTS),
-    ("vgg11_bn", _tv("vgg11_bn"), STABILITY_VARIANTS),
+    ("vgg11_bn", _tv("vgg11_bn"), [(10, False), (13, True)]),
     ("mobilenet_v2", _tv("mobilenet_v2"), STABILITY_VARIANTS),
 ]
 

@@ -34,7 +34,7 @@ run([os.path.join(build, "frontend", "torch2hpvm-export"),
      os.path.join(work, "test_input.bin"), "--no-labels", "--batch-size",
      "100", "--force", "-o", out])
 run([os.path.join(build, "frontend", "torch2hpvm-tune"), out, "--qos", "miou",
-     "--qos-loss", "1,2", "--budget", "200", "--time-limit", "90s"])
+     "--qos-loss", "1,2", "--budget", "120", "--time-limit", "45s"])
 binary = os.path.join(out, "build", "seg_fashion")
 
 

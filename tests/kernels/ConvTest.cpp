@@ -2,6 +2,7 @@
 // reference loops, for every shape of shapes/conv.txt and shapes/dense.txt
 // and every post-op chain (fused result vs the unfused reference sequence).
 #include "KernelTestUtil.h"
+#include "kernels/ConvLiveTaps.h"
 
 using namespace hpvm::rt;
 using namespace hpvm::rt::test;
@@ -46,6 +47,82 @@ TEST_CASE("Kernels: conv matches the reference for every shape and "
                  kAtol, sh.name() + " post-op chain " + std::to_string(v));
     }
   }
+}
+
+TEST_CASE("Kernels: a window whose outer taps read only padding runs on "
+          "its live taps") {
+  // (Their values are checked with every post-op chain above.) Expected:
+  // the variant, and the taps it crops from either end of each axis.
+  struct Want {
+    const char* variant;
+    int64_t cropH, cropW;
+    size_t regions; ///< liveRegions()'s count (dilated windows)
+  };
+  const std::map<std::string, Want> cases{
+      {"aspp_centre_only", {"exact-live-taps", 1, 1, 1}},
+      // (Columns: [0,2) taps 1-2, [2,7) all three, [7,9) taps 0-1.)
+      {"aspp_depthwise_rows_only", {"exact-live-taps", 1, 0, 3}},
+      {"window_on_1x1", {"exact-live-taps", 1, 1, 0}},
+      {"window5_on_2x2", {"exact-live-taps", 1, 1, 0}},
+      // Outer taps live near the edges only: rows [0,4) read taps 1-2,
+      // [4,6) tap 1, [6,10) taps 0-1 (36% of the products).
+      {"aspp_live_regions", {"exact-live-regions", 0, 0, 9}},
+      {"dilated_strided_regions", {"exact-live-regions", 0, 0, 9}},
+      // Every tap reads the image at nearly every pixel; undilated.
+      {"dilated2", {"", 0, 0, 0}},
+      {"tiny2x2", {"", 0, 0, 0}}};
+  size_t seen = 0;
+  for (const Shape& sh : readShapes("conv.txt")) {
+    const auto found = cases.find(sh.name());
+    if (found == cases.end())
+      continue;
+    ++seen;
+    const Want& want = found->second;
+    INFO(sh.name());
+    const ConvShape s = convShape(sh);
+    const kern::Dims4 xd{s.N, s.C, s.H, s.W},
+        wd{s.K, s.C / s.args.groups, s.KH, s.KW}, yd{s.N, s.K, s.Ho(), s.Wo()};
+    TestTensor x({size_t(s.N), size_t(s.C), size_t(s.H), size_t(s.W)});
+    TestTensor w({size_t(wd[0]), size_t(wd[1]), size_t(wd[2]), size_t(wd[3])});
+    TestTensor y({size_t(s.N), size_t(s.K), size_t(s.Ho()), size_t(s.Wo())});
+    x.set(randomVec(x.size(), 7));
+    w.set(randomVec(w.size(), 8));
+    runConv(x.get(), w.get(), s.args, PostOps{}, KnobSpec{}, y.get());
+    const std::string ran = lastConvVariant();
+    CHECK((ran == "exact-live-taps" || ran == "exact-live-regions") ==
+          (*want.variant != 0));
+    if (*want.variant)
+      CHECK(ran == want.variant);
+    // (liveRegions() is asked of dilated windows only.)
+    if (s.args.dilated()) {
+      const std::optional<kern::LiveRegions> regions =
+          kern::liveRegions(s.args, xd, wd, yd);
+      CHECK((regions ? regions->rows.size() * regions->cols.size() : 0) ==
+            want.regions);
+    }
+    const std::optional<kern::LiveTaps> live =
+        kern::liveTaps(s.args, xd, wd, yd);
+    CHECK(live.has_value() == (want.cropH + want.cropW > 0));
+    if (!live)
+      continue;
+    CHECK(live->cropH == want.cropH);
+    CHECK(live->cropW == want.cropW);
+    // The output keeps its size: the padding gave up one dilated step per
+    // cropped tap.
+    CHECK(live->args.padH == s.args.padH - want.cropH * s.args.dilH);
+    CHECK(live->args.padW == s.args.padW - want.cropW * s.args.dilW);
+    const std::shared_ptr<const Tensor> cw =
+        kern::croppedFilter(w.get(), want.cropH, want.cropW);
+    CHECK(kern::dims4(cw.get()) == kern::Dims4{wd[0], wd[1],
+                                               wd[2] - 2 * want.cropH,
+                                               wd[3] - 2 * want.cropW});
+    // The centre tap of filter 0, channel 0, is where it was in w.
+    CHECK(kern::hostData(
+              cw.get())[(wd[2] / 2 - want.cropH) * (wd[3] - 2 * want.cropW) +
+                        wd[3] / 2 - want.cropW] ==
+          w.values()[(wd[2] / 2) * wd[3] + wd[3] / 2]);
+  }
+  CHECK(seen == cases.size());
 }
 
 TEST_CASE("Kernels: dense matches the reference for every shape and "

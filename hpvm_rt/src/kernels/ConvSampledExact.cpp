@@ -14,26 +14,6 @@
 
 namespace hpvm::rt::kern {
 
-namespace {
-
-/// A tensor the kernels own: its dims and storage live as long as it.
-struct OwnedTensor {
-  explicit OwnedTensor(const Dims4& d)
-      : dims{size_t(d[0]), size_t(d[1]), size_t(d[2]), size_t(d[3])} {
-    std::memset(&t, 0, sizeof t);
-    t.dims.num_dims = 4;
-    t.dims.dim_sizes = dims;
-    allocHost(&t);
-  }
-  OwnedTensor(const OwnedTensor&) = delete;
-  OwnedTensor& operator=(const OwnedTensor&) = delete;
-  ~OwnedTensor() { releaseStorage(&t); }
-  size_t dims[4];
-  Tensor t;
-};
-
-} // namespace
-
 bool sampledAsExact(const KnobSpec& knob, const ConvArgs& a,
                     const PostOps& post, const Dims4& xd, const Dims4& wd,
                     const Dims4& yd) {
@@ -64,30 +44,19 @@ bool sampledAsExact(const KnobSpec& knob, const ConvArgs& a,
 
 std::shared_ptr<const Tensor> sampledFilter(const Tensor* w,
                                             const KnobSpec& knob) {
-  TensorImpl& impl = implOf(w);
   std::string key = "sampled|"; // (raw bytes: built on every call)
   appendKey(key, knob.rate, knob.offset);
-  if (const TensorImpl::Derived* found = findDerived(impl, key))
-    return std::shared_ptr<const Tensor>(
-        found->buffer, &static_cast<OwnedTensor*>(found->buffer.get())->t);
   const Dims4 wd = dims4(w);
-  auto owned = std::make_shared<OwnedTensor>(wd);
-  const int64_t perK = wd[1] * wd[2] * wd[3];
-  const std::vector<int64_t> kept =
-      approx::samplingKept(wd[1], wd[2], wd[3], knob.rate, knob.offset);
-  const float scale = approx::samplingScale(knob.rate);
-  const float* from = hostData(w);
-  auto* to = static_cast<float*>(owned->t.host_data);
-  std::memset(to, 0, sizeof(float) * size_t(wd[0] * perK));
-  for (int64_t k = 0; k < wd[0]; ++k)
-    for (const int64_t e : kept)
-      to[k * perK + e] = from[k * perK + e] * scale;
-  hostModified(&owned->t);
-  TensorImpl::Derived d;
-  d.key = key;
-  d.buffer = owned;
-  storeDerived(impl, std::move(d));
-  return std::shared_ptr<const Tensor>(owned, &owned->t);
+  return derivedTensor(w, key, wd, [&](const float* from, float* to) {
+    const int64_t perK = wd[1] * wd[2] * wd[3];
+    const std::vector<int64_t> kept =
+        approx::samplingKept(wd[1], wd[2], wd[3], knob.rate, knob.offset);
+    const float scale = approx::samplingScale(knob.rate);
+    std::memset(to, 0, sizeof(float) * size_t(wd[0] * perK));
+    for (int64_t k = 0; k < wd[0]; ++k)
+      for (const int64_t e : kept)
+        to[k * perK + e] = from[k * perK + e] * scale;
+  });
 }
 
 } // namespace hpvm::rt::kern

@@ -55,10 +55,27 @@ const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
   auto oldest =
       std::find_if(impl.derived.begin(), impl.derived.end(),
                    [&](const TensorImpl::Derived& e) { return &e != keep; });
-  if (impl.derived.size() >= 4 && oldest != impl.derived.end())
+  if (impl.derived.size() >= kMaxDerived && oldest != impl.derived.end())
     impl.derived.erase(oldest);
   impl.derived.push_back(std::move(d));
   return impl.derived.back();
+}
+
+std::shared_ptr<const Tensor>
+derivedTensor(const Tensor* w, const std::string& key, const Dims4& dims,
+              const std::function<void(const float* from, float* to)>& fill) {
+  TensorImpl& impl = implOf(w);
+  if (const TensorImpl::Derived* found = findDerived(impl, key))
+    return std::shared_ptr<const Tensor>(
+        found->buffer, &static_cast<OwnedTensor*>(found->buffer.get())->t);
+  auto owned = std::make_shared<OwnedTensor>(dims);
+  fill(hostData(w), static_cast<float*>(owned->t.host_data));
+  hostModified(&owned->t);
+  TensorImpl::Derived d;
+  d.key = key;
+  d.buffer = owned;
+  storeDerived(impl, std::move(d));
+  return std::shared_ptr<const Tensor>(owned, &owned->t);
 }
 
 const TensorImpl::Derived&

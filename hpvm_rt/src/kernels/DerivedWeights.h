@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,12 @@ struct RawRequest {
   }
 };
 
-/// Keeps \p d with w's derived entries, a handful at most: the oldest one
+/// Derived entries a filter keeps: a handful (the knobs a tuner tries on
+/// a layer), and the 9 cropped filters of a window split into live-tap
+/// regions (ConvLiveTaps.h).
+constexpr size_t kMaxDerived = 12;
+
+/// Keeps \p d with w's derived entries, kMaxDerived at most: the oldest one
 /// (other than \p keep) makes room. Entries move: references taken before
 /// are invalid afterwards.
 const TensorImpl::Derived& storeDerived(TensorImpl& impl, TensorImpl::Derived d,
@@ -98,6 +104,14 @@ const TensorImpl::Derived& derivedWeights(const Tensor* w, const PostOps& post,
 /// w's values (NCHW) rounded to precision p, computed once per version of
 /// w and cached with its other derived weights.
 const float* roundedWeights(const Tensor* w, Precision p);
+
+/// A filter derived from w, of dims \p dims, that a layer computes with
+/// in w's place (a sampled or cropped filter): \p fill writes it from w's
+/// host data. Found under \p key, else derived once and cached on w until
+/// w changes.
+std::shared_ptr<const Tensor>
+derivedTensor(const Tensor* w, const std::string& key, const Dims4& dims,
+              const std::function<void(const float* from, float* to)>& fill);
 
 } // namespace hpvm::rt::kern
 

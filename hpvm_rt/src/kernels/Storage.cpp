@@ -428,6 +428,9 @@ std::string descKey(const dnnl::memory::desc& d) {
   put(c.dims, n * sizeof(c.dims[0]));
   put(c.padded_dims, n * sizeof(c.padded_dims[0]));
   put(c.padded_offsets, n * sizeof(c.padded_offsets[0]));
+  // (A window of a larger memory starts at its offset0: primitives apply
+  // the offset of the descriptor they were made with.)
+  put(&c.offset0, sizeof c.offset0);
   if (c.format_kind == dnnl_blocked) {
     const dnnl_blocking_desc_t& b = c.format_desc.blocking;
     const auto nb = static_cast<size_t>(b.inner_nblks);
@@ -473,6 +476,16 @@ const float* hostData(const Tensor* t) {
 } // namespace kern
 
 using namespace kern;
+
+OwnedTensor::OwnedTensor(const Dims4& d)
+    : dims{size_t(d[0]), size_t(d[1]), size_t(d[2]), size_t(d[3])} {
+  std::memset(&t, 0, sizeof t);
+  t.dims.num_dims = 4;
+  t.dims.dim_sizes = dims;
+  allocHost(&t);
+}
+
+OwnedTensor::~OwnedTensor() { releaseStorage(&t); }
 
 void allocHost(Tensor* t) {
   TensorImpl& impl = implOf(t);

@@ -159,6 +159,16 @@ template <typename... T> void appendKey(std::string& key, const T&... parts) {
   };
   (one(parts), ...);
 }
+/// A 4-D tensor the kernels own: its dims and storage live as long as it.
+struct OwnedTensor {
+  explicit OwnedTensor(const Dims4& d);
+  OwnedTensor(const OwnedTensor&) = delete;
+  OwnedTensor& operator=(const OwnedTensor&) = delete;
+  ~OwnedTensor();
+  size_t dims[4];
+  Tensor t;
+};
+
 /// Host pointer of t's NCHW values (calls ensureHost()).
 const float* hostData(const Tensor* t);
 /// A new version number (monotonic, process wide).
