@@ -318,7 +318,7 @@ void checkToolchain(const Options& opts, const Graph& g) {
       throw UserError(outputs);
     return;
   }
-  if (g.inputRank != 4)
+  if (g.inputRank == 2)
     throw UserError(g.source.path + ": the input '" +
                     escapeName(g.input->name) +
                     "' is 2-D (N, K); feature-vector inputs are an hpvm_rt "

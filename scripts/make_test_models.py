@@ -500,6 +500,15 @@ def op_fixtures():
          [node("Conv", ["input", "w"], ["c"], "classes", kernel_shape=[1, 1]),
           node("LogSoftmax", ["c"], ["y"], "log_softmax", axis=1)],
          [X], io("y", [1, 3, 6, 6]), [weights("w", [3, 2, 1, 1], 13)])
+    # A 3-D input (N x H x W) unsqueezed into the channel axis, as audio
+    # models and grayscale ones without a channel axis take theirs.
+    save("input_3d_unsqueeze.onnxtxt",
+         [node("Unsqueeze", ["input", "axes"], ["u"], "unsqueeze"),
+          node("Conv", ["u", "w"], ["c"], "conv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1]),
+          node("Relu", ["c"], ["y"], "relu")],
+         [io("input", [1, 6, 6])], io("y", [1, 2, 6, 6]),
+         [ints("axes", [1]), weights("w", [2, 1, 3, 3], 14)])
     # Shape, aliasing and folding.
     save("Flatten.onnxtxt",
          [node("Flatten", ["input"], ["f"], "flatten", axis=1),
@@ -743,6 +752,15 @@ def errors():
     save("errors/input_3d.onnxtxt",
          [node("Relu", ["input"], ["y"], "relu")],
          [io("input", [1, 28, 28])], io("y", [1, 28, 28]))
+    # Problems of every kind loading finds, reported at once: the input's
+    # symbolic H and W with the nodes' unsupported operator.
+    save("errors/symbolic_and_unsupported.onnxtxt",
+         [node("Hardmax", ["input"], ["h"], "hardmax"),
+          node("Relu", ["h"], ["y"], "relu")],
+         [io("input", ["N", 3, "H", "W"])], io("y", ["N", 3, "H", "W"]))
+    save("errors/input_5d.onnxtxt",
+         [node("Relu", ["input"], ["y"], "relu")],
+         [io("input", [1, 2, 3, 4, 5])], io("y", [1, 2, 3, 4, 5]))
     save("errors/reshape_not_dense.onnxtxt",
          [node("Reshape", ["input", "shape"], ["f"], "reshape"),
           node("Relu", ["f"], ["y"], "relu")],

@@ -160,7 +160,8 @@ public:
   Value* output0() const { return outputs.front().value; }
 
   Value* input = nullptr; ///< The single graph input (image batch).
-  /// The input's rank in the model: 4 (images), or 2 (feature vectors,
+  /// The input's rank in the model: 4 (images), 3 (N x H x W, held as the
+  /// image batch N x 1 x H x W from loading on), or 2 (feature vectors,
   /// held as N x K x 1 x 1 once lowered: an hpvm_rt extension).
   size_t inputRank = 4;
   /// The graph outputs, in ONNX's order (at least one).

@@ -6,8 +6,10 @@
 #include "ir/OpTable.h"
 #include "ir/Printer.h" // formatShape
 #include "onnx/Attributes.h"
+#include "onnx/ModelInput.h"
 #include "onnx/OpAttrs.h"
 #include "onnx/ProtoConversion.h"
+#include "onnx/Rank3Input.h"
 #include "onnx/Sha256.h"
 #include "onnx/ShapeInference.h"
 #include "support/Diagnostics.h"
@@ -175,6 +177,8 @@ struct PreScan {
   /// Per node: its kind and converted attributes (valid when no errors).
   std::vector<OpKind> kinds;
   std::vector<std::map<std::string, AttrValue>> attrs;
+  /// The unsupported nodes (refuseScanned() reports them).
+  ErrorList errors{""};
 };
 
 Origin originOf(const NodeProto& node, int index) {
@@ -187,8 +191,8 @@ Origin originOf(const NodeProto& node, int index) {
   return o;
 }
 
-/// Phase 1: every node's operator, opset and attributes; fails once,
-/// listing every unsupported node.
+/// Phase 1: every node's operator, opset and attributes; the unsupported
+/// ones in scan.errors.
 PreScan preScan(const ModelProto& model, const std::string& path,
                 int64_t opset) {
   PreScan scan;
@@ -246,56 +250,35 @@ PreScan preScan(const ModelProto& model, const std::string& path,
       it = dropped.count(it->first) ? attrs.erase(it) : std::next(it);
     scan.attrs.push_back(std::move(attrs));
   }
-  errors.throwIfAny();
+  scan.errors = std::move(errors);
   return scan;
+}
+
+/// Refuses a model with unsupported nodes, listing with them what is wrong
+/// with its input (--input-shape applied first), so that one refusal says
+/// all that loading finds. (Shape inference and the checks after it would
+/// trip over the unsupported nodes: they come once the nodes are fixed.)
+void refuseScanned(onnx::ModelProto& model, const std::string& path,
+                   const LoadOptions& opts, ErrorList& errors) {
+  if (errors.empty())
+    return;
+  try {
+    if (!opts.inputShape.empty())
+      fixInputShape(model, path, opts.inputShapeName, opts.inputShape);
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    errors.problem(
+        what.rfind(path + ": ", 0) == 0 ? what.substr(path.size() + 2) : what);
+  }
+  if (const std::string wrong = inputProblem(modelInputs(model.graph()));
+      !wrong.empty())
+    errors.problem(wrong);
+  errors.throwIfAny();
 }
 
 // ---------------------------------------------------------------------------
 // Building the IR.
 // ---------------------------------------------------------------------------
-
-/// Shape and element type recorded by shape inference for one value.
-struct TypeInfo {
-  DataType dtype = DataType::Undefined;
-  std::vector<int64_t> shape; ///< -1 for unknown or symbolic dimensions.
-  bool known = false;         ///< Rank known.
-};
-
-TypeInfo typeInfo(const onnx::TypeProto& type) {
-  TypeInfo info;
-  if (!type.has_tensor_type())
-    return info;
-  info.dtype = toDataType(type.tensor_type().elem_type());
-  if (!type.tensor_type().has_shape())
-    return info;
-  info.known = true;
-  for (const auto& dim : type.tensor_type().shape().dim())
-    info.shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
-  return info;
-}
-
-std::string describeShape(const TypeInfo& info) {
-  if (!info.known)
-    return "unknown shape";
-  std::string s;
-  for (size_t i = 0; i < info.shape.size(); ++i)
-    s += (i ? "x" : "") +
-         (info.shape[i] < 0 ? std::string("?") : std::to_string(info.shape[i]));
-  return s.empty() ? "a scalar" : "shape " + s;
-}
-
-/// The --input-shape value suggesting \p info's dims: fixed ones as they
-/// are, the batch 1, the others H and W ("1x3xHxW").
-std::string givenShape(const TypeInfo& info) {
-  std::string s;
-  for (size_t i = 0; i < info.shape.size(); ++i)
-    s += (i ? "x" : "") + (info.shape[i] >= 0 ? std::to_string(info.shape[i])
-                           : i == 0           ? std::string("1")
-                           : i + 2 == info.shape.size() ? std::string("H")
-                           : i + 1 == info.shape.size() ? std::string("W")
-                                                        : std::string("C"));
-  return s;
-}
 
 /// Default constant for an empty optional input \p index of \p kind, or
 /// nullptr when the input has no default we can materialise. Inputs that
@@ -339,62 +322,6 @@ std::string dirOf(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
-/// --input-shape: the dims of input \p name ("" = the one graph input that
-/// is no initializer) become \p dims where the model leaves them symbolic;
-/// a fixed dim must agree; a symbolic batch stays symbolic.
-void fixInputShape(ModelProto& model, const std::string& path,
-                   const std::string& name, const std::vector<int64_t>& dims) {
-  std::unordered_set<std::string> inits;
-  for (const TensorProto& t : model.graph().initializer())
-    inits.insert(t.name());
-  std::vector<onnx::ValueInfoProto*> inputs;
-  std::vector<std::string> names;
-  for (onnx::ValueInfoProto& vi : *model.mutable_graph()->mutable_input())
-    if (!inits.count(vi.name())) {
-      inputs.push_back(&vi);
-      names.push_back(vi.name());
-    }
-  onnx::ValueInfoProto* in = nullptr;
-  for (onnx::ValueInfoProto* vi : inputs)
-    if (name.empty() ? inputs.size() == 1 : vi->name() == name)
-      in = vi;
-  const std::string option =
-      "--input-shape" + (name.empty() ? "" : " " + escapeName(name));
-  if (!in)
-    throw UserError(path + ": " + option + ": the model has no input " +
-                    (name.empty() ? std::string("to give it (it has ")
-                                  : "'" + escapeName(name) + "' (it has ") +
-                    (names.empty() ? std::string("none") : quotedList(names)) +
-                    (name.empty() && inputs.size() > 1 ? "; name one" : "") +
-                    ")");
-  if (!in->type().has_tensor_type())
-    throw UserError(path + ": " + option + ": input '" +
-                    escapeName(in->name()) + "' is not a tensor");
-  onnx::TensorShapeProto* shape =
-      in->mutable_type()->mutable_tensor_type()->mutable_shape();
-  if (shape->dim_size() != 0 &&
-      shape->dim_size() != static_cast<int>(dims.size()))
-    throw UserError(path + ": " + option + ": input '" +
-                    escapeName(in->name()) + "' has " +
-                    std::to_string(shape->dim_size()) + " dims, " +
-                    std::to_string(dims.size()) + " given");
-  while (shape->dim_size() < static_cast<int>(dims.size()))
-    shape->add_dim();
-  for (int i = 0; i < shape->dim_size(); ++i) {
-    onnx::TensorShapeProto::Dimension* d = shape->mutable_dim(i);
-    if (d->has_dim_value()) {
-      if (d->dim_value() != dims[size_t(i)])
-        throw UserError(path + ": " + option + ": input '" +
-                        escapeName(in->name()) + "' has dim " +
-                        std::to_string(i) + " of " +
-                        std::to_string(d->dim_value()) + ", " +
-                        std::to_string(dims[size_t(i)]) + " given");
-    } else if (i != 0) {
-      d->set_dim_value(dims[size_t(i)]);
-    }
-  }
-}
-
 std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
                                   const std::string& path, uint64_t limit) {
   auto g = std::make_unique<Graph>();
@@ -419,42 +346,27 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   if (graph.sparse_initializer_size() != 0)
     throw UserError(path + ": sparse initializers are not supported");
 
-  // Exactly one non-initializer input: the image batch, 4-D float32.
-  std::vector<const onnx::ValueInfoProto*> inputs;
-  for (const auto& vi : graph.input())
-    if (!values.count(vi.name()))
-      inputs.push_back(&vi);
-  if (inputs.size() != 1) {
-    std::vector<std::string> names;
-    for (const auto* vi : inputs)
-      names.push_back(vi->name());
-    throw UserError(path + ": the model has " + std::to_string(inputs.size()) +
-                    " inputs" +
-                    (names.empty() ? "" : " (" + quotedList(names) + ")") +
-                    "; torch2hpvm needs exactly one, the image batch");
-  }
+  // Exactly one non-initializer input, float32 of rank 2 to 4, only its
+  // batch symbolic. Another problem with it is listed with the nodes'
+  // (below); several inputs end the loading here (the nodes read them).
+  ErrorList errors(path);
+  const std::vector<const onnx::ValueInfoProto*> inputs = modelInputs(graph);
+  const std::string inputWrong = inputProblem(inputs);
+  if (inputs.size() != 1)
+    throw UserError(path + ": " + inputWrong);
+  if (!inputWrong.empty())
+    errors.problem(inputWrong);
   const onnx::ValueInfoProto& in = *inputs.front();
-  TypeInfo inType = typeInfo(in.type());
-  if (inType.dtype != DataType::Float || !inType.known ||
-      (inType.shape.size() != 4 && inType.shape.size() != 2))
-    throw UserError(path + ": input '" + escapeName(in.name()) + "' is " +
-                    (inType.dtype == DataType::Float
-                         ? std::string("float32")
-                         : onnxTypeName(in.type().tensor_type().elem_type())) +
-                    " with " + describeShape(inType) +
-                    "; torch2hpvm needs a 4-D float32 image batch (N, C, H, "
-                    "W) or a 2-D batch of feature vectors (N, K)");
-  for (size_t d = 1; d < inType.shape.size(); ++d)
-    if (inType.shape[d] < 0)
-      throw UserError(path + ": input '" + escapeName(in.name()) + "' has " +
-                      describeShape(inType) +
-                      "; only the batch dimension may be symbolic (give "
-                      "--input-shape " +
-                      escapeName(in.name()) + ":" + givenShape(inType) +
-                      " with the sizes to run at)");
-  g->input = g->addValue(in.name(), DataType::Float, inType.shape);
+  const TypeInfo inType = typeInfo(in.type());
+  // (A 3-D input is held in 4-D: the nodes read `asRead`, rewritten to
+  // read g->input below.)
+  const bool rank3 = inType.shape.size() == 3 && inputWrong.empty();
+  g->input = g->addValue(in.name(), DataType::Float,
+                         rank3 ? heldShape(inType.shape) : inType.shape);
   g->inputRank = inType.shape.size();
-  values[in.name()] = g->input;
+  Value* asRead =
+      rank3 ? g->addValue(in.name(), DataType::Float, inType.shape) : g->input;
+  values[in.name()] = asRead;
 
   if (graph.output_size() < 1)
     throw UserError(path + ": the model has no outputs; it computes nothing");
@@ -475,7 +387,6 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   for (const auto& vi : graph.output())
     used.insert(vi.name());
 
-  ErrorList errors(path);
   for (int i = 0; i < graph.node_size(); ++i) {
     const NodeProto& node = graph.node(i);
     Origin origin = originOf(node, i);
@@ -554,6 +465,8 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     Node* n = g->addNode(kind, std::move(ins), out, {origin});
     n->attrs = std::move(scan.attrs[static_cast<size_t>(i)]);
   }
+  if (rank3)
+    adoptRank3Input(*g, asRead, errors);
   errors.throwIfAny();
 
   std::vector<std::string> idle;
@@ -564,9 +477,10 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     const TypeInfo t = typeInfo(vi.type());
     g->outputs.push_back(
         GraphOutput{vi.name(), v, t.known ? t.shape : std::vector<int64_t>{}});
-    if (v == g->input || v->isConstant())
+    const bool input = v == g->input || v == asRead;
+    if (input || v->isConstant())
       idle.push_back("'" + escapeName(vi.name()) + "' is " +
-                     (v == g->input ? "the input itself" : "a constant"));
+                     (input ? "the input itself" : "a constant"));
   }
   if (!idle.empty()) {
     std::string list = idle[0];
@@ -655,6 +569,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
                       "to " +
                       std::to_string(latest));
     PreScan scan = preScan(model, path, opset);
+    refuseScanned(model, path, opts, scan.errors);
     checkGraphShape(model, path, opts.maxBytes);
 
     try {
@@ -685,9 +600,10 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
                         std::to_string(opts.targetOpset) + ": " + e.what());
       }
       opset = defaultOpset(model);
-      scan = preScan(
-          model, path + " (converted to opset " + std::to_string(opset) + ")",
-          opset);
+      const std::string converted =
+          path + " (converted to opset " + std::to_string(opset) + ")";
+      scan = preScan(model, converted, opset);
+      refuseScanned(model, converted, opts, scan.errors);
     }
 
     if (!opts.inputShape.empty())

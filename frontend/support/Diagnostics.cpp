@@ -81,12 +81,16 @@ void ErrorList::add(const Origin& origin, const std::string& reason) {
 }
 
 std::string ErrorList::message() const {
-  if (entries_.empty())
+  if (empty())
     return "";
-  std::string notes;
+  std::string msg;
+  for (const std::string& p : problems_)
+    msg += (msg.empty() ? "" : "\n") + path_ + ": " + p;
+  if (!entries_.empty())
+    msg += (msg.empty() ? "" : "\n") + list();
   for (const std::string& n : notes_)
-    notes += "\n" + n;
-  return list() + notes;
+    msg += "\n" + n;
+  return msg;
 }
 
 std::string ErrorList::list() const {
@@ -134,7 +138,7 @@ std::string ErrorList::list() const {
 }
 
 void ErrorList::throwIfAny() const {
-  if (!entries_.empty())
+  if (!empty())
     throw UserError(message());
 }
 

@@ -65,7 +65,8 @@ using hpvm::printableMessage; // (hpvm_rt/Printable.h)
 /// "<path>: 9 unsupported nodes (Conv 7, Resize 2):\n  Conv, 7 nodes:\n
 ///     node ...\n    ... 4 more Conv nodes (-v lists every one)\n  ...",
 /// each group's first kShownPerGroup nodes (every one after
-/// listEveryNode(true)).
+/// listEveryNode(true)). Problems of the model as a whole come first, a
+/// line each ("<path>: <problem>").
 class ErrorList {
 public:
   /// Entries up to which the list is flat.
@@ -78,9 +79,12 @@ public:
   explicit ErrorList(std::string modelPath) : path_(std::move(modelPath)) {}
   /// Records that \p origin cannot be handled, because of \p reason.
   void add(const Origin& origin, const std::string& reason);
+  /// Records a problem of the model as a whole (its input, its outputs):
+  /// "<path>: <text>", listed before the nodes.
+  void problem(const std::string& text) { problems_.push_back(text); }
   /// A line after the list (what was not checked, the way forward).
   void note(const std::string& text) { notes_.push_back(text); }
-  bool empty() const { return entries_.empty(); }
+  bool empty() const { return entries_.empty() && problems_.empty(); }
   size_t size() const { return entries_.size(); }
   /// The complete message (empty when there are no errors).
   std::string message() const;
@@ -92,6 +96,7 @@ private:
   std::vector<std::string> entries_; ///< "node 'a' (Conv, #3): reason".
   std::vector<std::string> opTypes_; ///< Each entry's op type.
   std::vector<std::string> notes_;
+  std::vector<std::string> problems_;
 
   /// message() without the notes.
   std::string list() const;

@@ -437,7 +437,42 @@ def _nhwc_net():
     return Nhwc()
 
 
+def _speech_cnn():
+    """A keyword-spotting CNN on a 3-D input (N x 40 mel bands x 64
+    frames: a spectrogram, as audio models take it), read three ways:
+    Unsqueeze(1) into the conv stack, Unsqueeze(-1) and a permute (the
+    NHWC view of one channel) into a strided side conv, Flatten into a
+    linear skip; 12 classes."""
+    import torch
+    import torch.nn as nn
+
+    class Speech(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.Sequential(
+                nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.side = nn.Sequential(
+                nn.Conv2d(1, 8, 5, stride=4, padding=2), nn.ReLU(),
+                nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.head = nn.Linear(40, 12)
+            self.skip = nn.Linear(40 * 64, 12)
+
+        def forward(self, x):
+            a = self.convs(x.unsqueeze(1))
+            b = self.side(x.unsqueeze(-1).permute(0, 3, 1, 2))
+            return self.head(torch.cat([a, b], 1)) + self.skip(x.flatten(1))
+
+    return Speech()
+
+
 MODELS += [
+    ModelSpec("speech_cnn_40x64", _speech_cnn, (40, 64), 13, 12, 5, ci=True,
+              about="a keyword-spotting CNN on a 3-D input (N x 40 x 64, "
+              "held as N x 1 x 40 x 64): Unsqueeze(1) into convs, "
+              "Unsqueeze(-1) and a permute into a side conv, Flatten into "
+              "a linear skip", export="pytorch"),
     ModelSpec("crnn_32x128", _crnn, (1, 32, 128), 13, 3, 2, ci=True,
               about="a CRNN-style recogniser: conv backbone to one row, the "
               "32 columns as B x T x D tokens (Squeeze, Transpose), Linear, "

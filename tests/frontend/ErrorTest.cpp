@@ -135,12 +135,33 @@ TEST_CASE("Frontend: a model with two inputs is rejected") {
                                 "image batch");
 }
 
-TEST_CASE("Frontend: an input neither 4-D nor 2-D is explained") {
-  std::string path = errorFixture("input_3d");
-  CHECK(failure(path) ==
-        path + ": input 'input' is float32 with shape 1x28x28; torch2hpvm "
-               "needs a 4-D float32 image batch (N, C, H, W) or a 2-D batch "
-               "of feature vectors (N, K)");
+TEST_CASE("Frontend: an input's problems are explained, with the unsupported "
+          "nodes in one refusal") {
+  // (fixture, the message after "<path>: ", in which "@" stands for the
+  // path on later lines)
+  const std::pair<const char*, std::string> cases[] = {
+      {"input_5d",
+       "input 'input' is float32 with shape 1x2x3x4x5; torch2hpvm needs a "
+       "4-D float32 image batch (N, C, H, W), a 3-D one (N, H, W) or a 2-D "
+       "batch of feature vectors (N, K)"},
+      {"symbolic_and_unsupported",
+       "input 'input' has shape ?x3x?x?; only the batch dimension may be "
+       "symbolic (give --input-shape input:1x3xHxW with the sizes to run "
+       "at)\n@: node 'hardmax' (Hardmax, #0): operator Hardmax is not "
+       "supported"},
+      // A 3-D input read as it is: the reader, and the way forward.
+      {"input_3d",
+       "node 'relu' (Relu, #0): the 3-D input 'input' (1x28x28): the node "
+       "reads it as it is; a 3-D input is supported where the model first "
+       "reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or 2-D (N x A*B), "
+       "as Unsqueeze(axes=[1]) does"}};
+  for (const auto& [name, want] : cases) {
+    const std::string path = errorFixture(name);
+    std::string expected = path + ": " + want;
+    for (size_t at; (at = expected.find('@')) != std::string::npos;)
+      expected.replace(at, 1, path);
+    CHECK(failure(path) == expected);
+  }
 }
 
 TEST_CASE("Frontend: a reshape that does not feed a dense layer is rejected") {

@@ -257,6 +257,27 @@ TEST_CASE("ModelLoader: a symbolic batch dimension is kept as -1") {
   CHECK(g->output0()->shape == std::vector<int64_t>{-1, 1, 3, 3});
 }
 
+TEST_CASE("ModelLoader: a 3-D input is held as N x 1 x H x W, its "
+          "Unsqueeze a Reshape that the passes alias away") {
+  std::unique_ptr<Graph> g = loadModel(fixture("input_3d_unsqueeze"), {});
+  CHECK(g->inputRank == 3);
+  CHECK(g->input->name == "input");
+  CHECK(g->input->shape == std::vector<int64_t>{1, 1, 6, 6});
+  REQUIRE(g->nodes().size() == 3);
+  const Node& reshape = *g->nodes()[0];
+  CHECK(reshape.kind == OpKind::OnnxReshape);
+  CHECK(reshape.origins.front().name == "unsqueeze");
+  CHECK(reshape.inputs[0] == g->input);
+  CHECK(reshape.inputs[1]->constant->toInts() ==
+        std::vector<int64_t>{1, 1, 6, 6});
+  CHECK(reshape.output->name == "u");
+  lowerToHpvm(*g);
+  // The reshape aliased: the conv reads the input.
+  REQUIRE(!g->nodes().empty());
+  CHECK(g->nodes()[0]->inputs[0] == g->input);
+  CHECK(g->output0()->shape == std::vector<int64_t>{1, 2, 6, 6});
+}
+
 TEST_CASE("ModelLoader: models convert to a requested opset") {
   LoadOptions opts;
   opts.targetOpset = 13;

@@ -232,9 +232,11 @@ def _(w):
                                outputs=[y, y2]))
 
 
-@case("model: 3-D input", "{W}/model.onnx: input 'input' is float32 with shape "
-      "1x8x8; torch2hpvm needs a 4-D float32 image batch (N, C, H, W) or a "
-      "2-D batch of feature vectors (N, K)")
+@case("model: 3-D input read as it is", "{W}/model.onnx: node '#0' (Relu, "
+      "#0): the 3-D input 'input' (1x8x8): the node reads it as it is; a "
+      "3-D input is supported where the model first reshapes it to 4-D (N x "
+      "1 x A x B, N x A x B x 1) or 2-D (N x A*B), as Unsqueeze(axes=[1]) "
+      "does")
 def _(w):
     x = h.make_tensor_value_info("input", T.FLOAT, [1, 8, 8])
     y = h.make_tensor_value_info("output", T.FLOAT, [1, 8, 8])
