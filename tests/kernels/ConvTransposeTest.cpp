@@ -43,7 +43,10 @@ std::vector<float> runTranspose(const TransposeCase& t, TestTensor& x,
 TEST_CASE("ConvTranspose: every geometry matches the scatter reference, in "
           "fp32 and fp16") {
   const TransposeCase cases[] = {
+      // One tap per output pixel (a 1x1 convolution and an interleave).
       {"unet_k2s2", 2, 32, 8, 8, 16, 2, 2, args(0, 0, 0, 0, 2, 1, 1)},
+      {"k3s3_odd_channels", 1, 7, 5, 4, 5, 3, 3, args(0, 0, 0, 0, 3, 1, 1)},
+      {"k2s2_rect", 3, 12, 3, 6, 9, 2, 2, args(0, 0, 0, 0, 2, 1, 1)},
       {"k3s2p1_outpad1", 1, 16, 7, 9, 16, 3, 3, args(1, 1, 0, 0, 2, 1, 1)},
       {"k4s2p1", 2, 8, 6, 6, 8, 4, 4, args(1, 1, 1, 1, 2, 1, 1)},
       {"stride1_same", 1, 12, 10, 10, 20, 3, 3, args(1, 1, 1, 1, 1, 1, 1)},
