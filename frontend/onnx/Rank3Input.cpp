@@ -33,7 +33,7 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
     if (known && out[0] < 0)
       known = image == in[1] * in[2];
     // The shapes the passes take: N x 1 x A x B, N x A x B x 1, N x A*B.
-    const bool batch = out[0] == in[0] || (known && out[0] < 0);
+    const bool batch = known && (out[0] == in[0] || out[0] < 0);
     const bool taken =
         batch && (out == std::vector<int64_t>{out[0], 1, in[1], in[2]} ||
                   out == std::vector<int64_t>{out[0], in[1], in[2], 1} ||

@@ -271,6 +271,24 @@ def _(w):
         outputs=[y], inits=[shape, weight]))
 
 
+@case("model: 3-D input read by a node of unknown output shape (fuzz_onnx)",
+      "{W}/model.onnx: node 'up' (ConvTranspose, #0): the 3-D input 'input' "
+      "(1x6x6): the node reads it as it is; a 3-D input is supported where "
+      "the model first reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or "
+      "2-D (N x A*B), as Unsqueeze(axes=[1]) does")
+def _(w):
+    # Shape inference leaves the ConvTranspose's output shape unknown: the
+    # reader check read its first dim (fuzz_onnx's finding).
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 6, 6])
+    weight = nh.from_array(np.ones((2, 4, 2, 2), np.float32), "w")
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 4, 12, 12])
+    return save(w, graph_model(
+        [h.make_node("ConvTranspose", ["input", "w"], ["u"], name="up",
+                     kernel_shape=[2, 2], strides=[2, 2]),
+         h.make_node("Relu", ["u"], ["output"], name="relu")],
+        inputs=[x], outputs=[y], inits=[weight]))
+
+
 @case("model: raw_data shorter than dims", "{W}/model.onnx: initializer 'w' "
       "has 10 bytes of raw data; its shape needs 2560")
 def _(w):
