@@ -141,6 +141,7 @@ private:
     roundTo(round_, v, len);
   }
 
+public:
   /// Applies act to n floats in place with ref::act's arithmetic, the
   /// activation chosen outside the loop so that the loop vectorises.
   static void actInPlace(float* v, int64_t n, Act act, float lo, float hi) {
@@ -191,6 +192,7 @@ private:
     }
   }
 
+private:
   const PostOps& post_;
   int64_t k_, hw_;
   Precision round_;
