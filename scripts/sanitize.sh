@@ -15,6 +15,8 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DHPVM_FUZZ=ON
 cmake --build "$BUILD" -j "$(nproc)"
 
+# Parallel tests' OpenMP threads sleep rather than spin (run-tests.sh).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 # halt_on_error: the first report fails the test; LeakSanitizer on.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
