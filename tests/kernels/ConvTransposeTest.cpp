@@ -1,6 +1,6 @@
 // ConvTransposeTest.cpp - conv_transpose against the scatter reference on
 // U-Net's, FPN's and odd geometries (strides, pads, output padding as a
-// negative end pad, dilations, groups), in fp32 and fp16.
+// negative end pad, dilations, groups), in fp32, fp16 and bf16.
 #include "KernelTestUtil.h"
 
 #include <fmt/format.h>
@@ -26,6 +26,12 @@ TransposeArgs args(int pt, int pl, int pb, int pr, int s, int d, int g) {
   return a;
 }
 
+TransposeArgs withStrides(TransposeArgs a, int sh, int sw) {
+  a.strideH = sh;
+  a.strideW = sw;
+  return a;
+}
+
 std::vector<float> runTranspose(const TransposeCase& t, TestTensor& x,
                                 TestTensor& w, const KnobSpec& knob) {
   const TransposeArgs& a = t.a;
@@ -41,7 +47,7 @@ std::vector<float> runTranspose(const TransposeCase& t, TestTensor& x,
 }
 
 TEST_CASE("ConvTranspose: every geometry matches the scatter reference, in "
-          "fp32 and fp16") {
+          "fp32, fp16 and bf16") {
   const TransposeCase cases[] = {
       // One tap per output pixel (a 1x1 convolution and an interleave).
       {"unet_k2s2", 2, 32, 8, 8, 16, 2, 2, args(0, 0, 0, 0, 2, 1, 1)},
@@ -57,6 +63,16 @@ TEST_CASE("ConvTranspose: every geometry matches the scatter reference, in "
       // output_padding past the pads: a negative end pad (a zero row and
       // column beyond the last tap).
       {"k2s2_outpad1", 1, 8, 5, 5, 8, 2, 2, args(0, 0, -1, -1, 2, 1, 1)},
+      // Split by output phase (a forward convolution per phase): windows
+      // larger than the stride, pads past a phase's taps, output padding.
+      {"k5s2p2_outpad1", 2, 6, 7, 5, 5, 5, 5, args(2, 2, 1, 1, 2, 1, 1)},
+      {"k5s3p3", 1, 9, 6, 8, 4, 5, 5, args(3, 3, 3, 3, 3, 1, 1)},
+      {"k3s2_unpadded", 1, 32, 4, 6, 24, 3, 3, args(0, 0, 0, 0, 2, 1, 1)},
+      {"k4s2p2_grouped2", 2, 12, 5, 4, 3, 4, 4, args(2, 2, 2, 2, 2, 1, 2)},
+      {"k3s2p1_pads_past_input", 1, 4, 2, 2, 3, 3, 3,
+       args(2, 2, 2, 2, 2, 1, 1)},
+      {"k3x5_s2x3", 1, 8, 5, 4, 8, 3, 5,
+       withStrides(args(1, 2, 0, -1, 2, 1, 1), 2, 3)},
   };
   unsigned seed = 900;
   for (const TransposeCase& t : cases) {
@@ -74,6 +90,8 @@ TEST_CASE("ConvTranspose: every geometry matches the scatter reference, in "
     // fp16: operands and result rounded to binary16.
     checkClose(runTranspose(t, x, w, knobOf(Variant::Exact, Precision::FP16)),
                want, 4e-3, 4e-3, fmt::format("{} fp16", t.name));
+    checkClose(runTranspose(t, x, w, knobOf(Variant::Exact, Precision::BF16)),
+               want, 3e-2, 3e-2, fmt::format("{} bf16", t.name));
   }
 }
 
