@@ -279,6 +279,18 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
   load.maxBytes = opts.maxBytes;
   load.inputShapeName = opts.inputShapeName;
   load.inputShape = opts.inputShape;
+  // Without --input-shape, a .npy tune set's images give the input's
+  // symbolic dims.
+  if (opts.inputShape.empty())
+    if (std::optional<std::vector<int64_t>> dims =
+            numpyImageDims("tune", opts.tuneInput)) {
+      load.inputShape = *dims;
+      std::string shown;
+      for (int64_t d : *dims)
+        shown += (shown.empty() ? "" : "x") + std::to_string(d);
+      load.inputShapeFrom =
+          "the tune set '" + escapeName(opts.tuneInput) + "' (" + shown + ")";
+    }
   std::unique_ptr<Graph> g = loadModel(opts.model, load);
   progress(streams, "lowering to HPVM tensor ops");
   PipelineOptions passes;
@@ -439,12 +451,20 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
   // Labels where the sets have them (a model without classes has none).
   std::vector<std::string> sets;
   for (const Dataset* ds : {&tune, &test}) {
-    sets.push_back(ds->role + "_input.bin");
-    copyFileAtomic(ds->inputPath, tmp + "/" + sets.back());
-    if (!ds->labelsPath.empty()) {
-      sets.push_back(ds->role + "_labels.bin");
-      copyFileAtomic(ds->labelsPath, tmp + "/" + sets.back());
+    const std::string input = ds->role + "_input.bin";
+    const std::string labels =
+        ds->labelsPath.empty() ? std::string() : ds->role + "_labels.bin";
+    sets.push_back(input);
+    if (!labels.empty())
+      sets.push_back(labels);
+    if (ds->numpy) {
+      writeNumpyAsBin(*ds, tmp + "/" + input, tmp + "/" + labels,
+                      layout.outputs.front().elems);
+      continue;
     }
+    copyFileAtomic(ds->inputPath, tmp + "/" + input);
+    if (!labels.empty())
+      copyFileAtomic(ds->labelsPath, tmp + "/" + labels);
   }
   if (!opts.configFile.empty())
     copyFileAtomic(opts.configFile, tmp + "/tuner_confs.txt");

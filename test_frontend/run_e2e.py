@@ -203,8 +203,9 @@ def dense_model_test(spec, work, args, model, seed):
         if [d.dim_param for d in dims] != ["batch", "", "height", "width"]:
             raise H.TestFailure(f"the export's input dims are {dims}, not "
                                 f"batch x C x height x width")
-        extra = ["--input-shape", "input:" + "x".join(
-            str(d) for d in (1,) + tuple(spec.shape))]
+        if spec.symbolic_hw == "option":
+            extra = ["--input-shape", "input:" + "x".join(
+                str(d) for d in (1,) + tuple(spec.shape))]
     gen = torch.Generator().manual_seed(seed + 3)
     x = torch.randn((spec.images,) + tuple(spec.shape), generator=gen)
 
@@ -216,10 +217,17 @@ def dense_model_test(spec, work, args, model, seed):
         refs64 = heads(copy.deepcopy(model).double()(x.double()))
     x = x.numpy()
     # Inputs only: a segmentation model has no class labels.
-    test_in = os.path.join(work, "test_input.bin")
-    tune_in = os.path.join(work, "tune_input.bin")
-    H.write_bin(test_in, x, np.float32)
-    H.write_bin(tune_in, x[:1], np.float32)
+    if spec.symbolic_hw == "npy":
+        # The arrays as NumPy writes them; the tune set's fixes H and W.
+        test_in = os.path.join(work, "test_input.npy")
+        tune_in = os.path.join(work, "tune_input.npy")
+        np.save(test_in, x.astype(np.float32))
+        np.save(tune_in, x[:1].astype(np.float32))
+    else:
+        test_in = os.path.join(work, "test_input.bin")
+        tune_in = os.path.join(work, "tune_input.bin")
+        H.write_bin(test_in, x, np.float32)
+        H.write_bin(tune_in, x[:1], np.float32)
     out_dir = export_model(spec, args, work, onnx_path, tune_in, test_in,
                            extra)
     run_dir = H.fresh_dir(os.path.join(work, "run"))

@@ -44,7 +44,8 @@ std::string givenShape(const TypeInfo& info) {
 }
 
 void fixInputShape(onnx::ModelProto& model, const std::string& path,
-                   const std::string& name, const std::vector<int64_t>& dims) {
+                   const std::string& name, std::vector<int64_t> dims,
+                   const std::string& from) {
   std::unordered_set<std::string> inits;
   for (const onnx::TensorProto& t : model.graph().initializer())
     inits.insert(t.name());
@@ -60,7 +61,9 @@ void fixInputShape(onnx::ModelProto& model, const std::string& path,
     if (name.empty() ? inputs.size() == 1 : vi->name() == name)
       in = vi;
   const std::string option =
-      "--input-shape" + (name.empty() ? "" : " " + escapeName(name));
+      !from.empty()
+          ? from
+          : "--input-shape" + (name.empty() ? "" : " " + escapeName(name));
   if (!in)
     throw UserError(path + ": " + option + ": the model has no input " +
                     (name.empty() ? std::string("to give it (it has ")
@@ -73,6 +76,10 @@ void fixInputShape(onnx::ModelProto& model, const std::string& path,
                     escapeName(in->name()) + "' is not a tensor");
   onnx::TensorShapeProto* shape =
       in->mutable_type()->mutable_tensor_type()->mutable_shape();
+  // A dataset's N x 1 x H x W images are an N x H x W input's too.
+  if (!from.empty() && shape->dim_size() == 3 && dims.size() == 4 &&
+      dims[1] == 1)
+    dims.erase(dims.begin() + 1);
   if (shape->dim_size() != 0 &&
       shape->dim_size() != static_cast<int>(dims.size()))
     throw UserError(path + ": " + option + ": input '" +
@@ -84,7 +91,9 @@ void fixInputShape(onnx::ModelProto& model, const std::string& path,
   for (int i = 0; i < shape->dim_size(); ++i) {
     onnx::TensorShapeProto::Dimension* d = shape->mutable_dim(i);
     if (d->has_dim_value()) {
-      if (d->dim_value() != dims[size_t(i)])
+      // A dataset's images that do not fit are the dataset check's to
+      // report (with both shapes).
+      if (d->dim_value() != dims[size_t(i)] && from.empty())
         throw UserError(path + ": " + option + ": input '" +
                         escapeName(in->name()) + "' has dim " +
                         std::to_string(i) + " of " +

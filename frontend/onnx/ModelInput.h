@@ -31,9 +31,13 @@ std::string givenShape(const TypeInfo& info);
 
 /// --input-shape: the dims of input \p name ("" = the one graph input that
 /// is no initializer) become \p dims where the model leaves them symbolic;
-/// a fixed dim must agree; a symbolic batch stays symbolic.
+/// a fixed dim must agree; a symbolic batch stays symbolic. \p from names
+/// a dataset whose images gave the dims ("" = --input-shape): then fixed
+/// dims are left as they are (the dataset check compares the images with
+/// them), and N x 1 x H x W images fit an N x H x W input.
 void fixInputShape(onnx::ModelProto& model, const std::string& path,
-                   const std::string& name, const std::vector<int64_t>& dims);
+                   const std::string& name, std::vector<int64_t> dims,
+                   const std::string& from = "");
 
 /// The graph inputs that are no initializer (the model's inputs proper).
 std::vector<const onnx::ValueInfoProto*>

@@ -264,7 +264,8 @@ void refuseScanned(onnx::ModelProto& model, const std::string& path,
     return;
   try {
     if (!opts.inputShape.empty())
-      fixInputShape(model, path, opts.inputShapeName, opts.inputShape);
+      fixInputShape(model, path, opts.inputShapeName, opts.inputShape,
+                    opts.inputShapeFrom);
   } catch (const UserError& e) {
     const std::string what = e.what();
     errors.problem(
@@ -607,7 +608,8 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
     }
 
     if (!opts.inputShape.empty())
-      fixInputShape(model, path, opts.inputShapeName, opts.inputShape);
+      fixInputShape(model, path, opts.inputShapeName, opts.inputShape,
+                    opts.inputShapeFrom);
 
     try {
       inferShapes(model, /*strict=*/true);

@@ -24,6 +24,9 @@ struct LoadOptions {
   /// take any batch); empty: none given.
   std::string inputShapeName;
   std::vector<int64_t> inputShape;
+  /// The dataset inputShape came from ("the tune set 'x.npy' (8x3x64x64)"),
+  /// "" when --input-shape gave it (see fixInputShape()).
+  std::string inputShapeFrom;
 };
 
 /// Loads \p path: binary ONNX, or protobuf text format when the name ends in

@@ -34,10 +34,15 @@ class ModelSpec:
     #   per-pixel argmax, on plain random inputs, with no labels files
     class_axis: int = 1             # dense: the axis of the class scores
     #   (-1: N x T x classes tokens, N x H x W x classes NHWC maps)
-    symbolic_hw: bool = False       # dense: exported with symbolic batch,
-    #   H and W, fixed by the exporter's --input-shape
+    symbolic_hw: str = ""           # dense: exported with symbolic batch,
+    #   H and W, fixed by the exporter's --input-shape ("option") or by the
+    #   tune set given as a .npy array ("npy": both sets .npy files)
 
     def __post_init__(self):
+        if self.symbolic_hw not in ("", "option", "npy"):
+            raise ValueError(f"{self.name}: symbolic_hw is "
+                             f"'{self.symbolic_hw}'; use '', 'option' or "
+                             f"'npy'")
         if self.export not in ("hpvm", "pytorch"):
             raise ValueError(f"{self.name}: export is '{self.export}'; "
                              f"use 'hpvm' or 'pytorch'")
@@ -487,7 +492,12 @@ MODELS += [
     ModelSpec("unet_symbolic_64", _unet, SMALL, 13, 3, 2, ci=True,
               about="the small U-Net exported with symbolic batch, H and W "
               "(N x 3 x H x W), fixed by --input-shape input:1x3x64x64",
-              export="pytorch", dense=True, symbolic_hw=True),
+              export="pytorch", dense=True, symbolic_hw="option"),
+    ModelSpec("unet_symbolic_npy_64", _unet, SMALL, 13, 3, 2, ci=True,
+              about="the same with its tune and test sets as .npy arrays "
+              "(N x 3 x 64 x 64): the tune set fixes H and W, no "
+              "--input-shape", export="pytorch", dense=True,
+              symbolic_hw="npy"),
     ModelSpec("nhwc_tf2onnx_32", _nhwc_net, (32, 32, 3), 13, 3, 2, ci=True,
               about="an NHWC model as tf2onnx writes it: input N x 32 x 32 "
               "x 3 transposed to NCHW (channels_first), convs (a dilated "

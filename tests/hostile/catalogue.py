@@ -557,6 +557,61 @@ def _(w):
     return save(w, dense_model())
 
 
+@case("datasets: .npy tune set of uint8 pixels", "tune input '{W}/t.npy' "
+      "holds uint8 values; the exporter takes the model's input as it is "
+      "(float32 or float64): convert it first, e.g. torch2hpvm-dataset "
+      "convert '{W}/t.npy' --scale 1/255 --name tune -o DIR",
+      extra=["--tune", "{W}/t.npy"])
+def _(w):
+    np.save(f"{w}/t.npy", np.zeros((6, 1, 8, 8), np.uint8))
+    return save(w, dense_model())
+
+
+@case("datasets: .npy test set of other images than the model takes",
+      "test input '{W}/t.npy' holds images of 1x4x4, the model input takes "
+      "1x8x8", extra=["--test", "{W}/t.npy"])
+def _(w):
+    np.save(f"{w}/t.npy", np.zeros((5, 1, 4, 4), np.float32))
+    return save(w, dense_model())
+
+
+@case("datasets: .npy tune set cut inside its header", "tune set: {W}/t.npy: "
+      "truncated: the .npy header length needs bytes 8 to 10, but the data "
+      "ends at byte 8",
+      extra=["--tune", "{W}/t.npy"])
+def _(w):
+    with open(f"{w}/t.npy", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00")
+    return save(w, dense_model())
+
+
+@case("datasets: .npy labels out of range", "tune set: {W}/l.npy: sample 5 "
+      "has label 12; labels must lie in 0..9",
+      extra=["--tune", "{W}/t.npy", "--tune-labels", "{W}/l.npy"])
+def _(w):
+    np.save(f"{w}/t.npy", np.zeros((6, 1, 8, 8), np.float32))
+    np.save(f"{w}/l.npy", np.array([0, 1, 2, 3, 4, 12], np.int64))
+    return save(w, dense_model())
+
+
+@case("datasets: .npy tune set of 2-D samples for a symbolic input",
+      "{W}/model.onnx: input 'input' has shape 1x1x?x?; only the batch "
+      "dimension may be symbolic (give --input-shape input:1x1xHxW with the "
+      "sizes to run at)", extra=["--tune", "{W}/t.npy"])
+def _(w):
+    np.save(f"{w}/t.npy", np.zeros((6, 64), np.float32))
+    return save(w, dense_model(in_shape=(1, 1, "h", "w")))
+
+
+@case("datasets: .npy test set of rows that are no images of the model's",
+      "test set: {W}/t.npy: images must be a 3-D (N,H,W) or 4-D (N,C,H,W) "
+      "array, found shape (5, 50); rows of 64 values would be the model's "
+      "1x8x8 images", extra=["--test", "{W}/t.npy"])
+def _(w):
+    np.save(f"{w}/t.npy", np.zeros((5, 50), np.float32))
+    return save(w, dense_model())
+
+
 # --- The generated program -----------------------------------------------------
 
 def config(w, body, head="10.0\n+++++\nconf1 1 1 84.98 0.0\n", tail="-----\n"):
