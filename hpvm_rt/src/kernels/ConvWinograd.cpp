@@ -118,6 +118,14 @@ struct TileAxis {
   std::vector<int64_t> count; ///< Its pixels (kTile but at a phase's end).
 };
 
+/// The number of tiles tileAxis(out, dil) lists, without listing them.
+int64_t tileCount(int64_t out, int64_t dil) {
+  int64_t n = 0;
+  for (int64_t phase = 0; phase < std::min(dil, out); ++phase)
+    n += ((out - phase + dil - 1) / dil + kTile - 1) / kTile;
+  return n;
+}
+
 TileAxis tileAxis(int64_t out, int64_t dil) {
   TileAxis axis;
   for (int64_t phase = 0; phase < std::min(dil, out); ++phase) {
@@ -156,8 +164,7 @@ bool convWinogradApplies(const KnobSpec& knob, const ConvArgs& a,
       xd[1] < kChannelsMin || wd[0] < kChannelsMin ||
       (post.residual && dims4(post.residual) != yd))
     return false;
-  const auto tiles = static_cast<int64_t>(tileAxis(yd[2], a.dilH).first.size() *
-                                          tileAxis(yd[3], a.dilW).first.size());
+  const int64_t tiles = tileCount(yd[2], a.dilH) * tileCount(yd[3], a.dilW);
   const double flops =
       2.0 * double(xd[1]) * double(wd[0]) * 9 * double(yd[2] * yd[3]);
   return tiles >= kMinTiles && flops >= kMinFlops;
@@ -175,6 +182,9 @@ void runConvWinograd(const Tensor* x, const Tensor* w, const ConvArgs& a,
   const TileAxis rows = tileAxis(Ho, a.dilH), cols = tileAxis(Wo, a.dilW);
   const auto rowTiles = static_cast<int64_t>(rows.first.size());
   const auto colTiles = static_cast<int64_t>(cols.first.size());
+  HPVM_ASSERT(rowTiles == tileCount(Ho, a.dilH) &&
+                  colTiles == tileCount(Wo, a.dilW),
+              "tileCount() disagrees with tileAxis()");
   const int64_t tiles = rowTiles * colTiles; // per image
   const TensorImpl::Derived& filter =
       packedFilter(w, post, "winograd-f4x4", K, C * 9, dt::f32, kPoints * C * K,
@@ -266,8 +276,8 @@ void runConvWinograd(const Tensor* x, const Tensor* w, const ConvArgs& a,
 #pragma omp simd
             for (int64_t l = 0; l < kBlock; ++l)
               flat[p * kBlock + l] += b[l];
-          HostPostOps::actInPlace(flat, kTile * kTile * kBlock, post.act,
-                                  post.actLo, post.actHi);
+          actInPlace(flat, kTile * kTile * kBlock, post.act, post.actLo,
+                     post.actHi);
           const int64_t oh0 = rows.first[row], ow0 = cols.first[col];
           const int64_t plane = (img * KB + kb) * Ho * Wo;
           if (rp) {
@@ -279,8 +289,8 @@ void runConvWinograd(const Tensor* x, const Tensor* w, const ConvArgs& a,
                 for (int64_t l = 0; l < kBlock; ++l)
                   o[i][j][l] += r[l];
               }
-            HostPostOps::actInPlace(flat, kTile * kTile * kBlock, post.act2,
-                                    post.act2Lo, post.act2Hi);
+            actInPlace(flat, kTile * kTile * kBlock, post.act2, post.act2Lo,
+                       post.act2Hi);
           }
           for (int64_t i = 0; i < rows.count[row]; ++i)
             for (int64_t j = 0; j < cols.count[col]; ++j)

@@ -15,6 +15,56 @@
 
 namespace hpvm::rt::kern {
 
+/// Applies act to n floats in place with ref::act's arithmetic, the
+/// activation chosen outside the loop so that the loop vectorises.
+inline void actInPlace(float* v, int64_t n, Act act, float lo, float hi) {
+  switch (act) {
+  case Act::None:
+    return;
+  case Act::Relu:
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = v[i] < 0.f ? 0.f : v[i];
+    return;
+  case Act::Clip:
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = v[i] < lo ? lo : (v[i] > hi ? hi : v[i]);
+    return;
+  case Act::Tanh:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = std::tanh(v[i]);
+    return;
+  case Act::Sigmoid:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = 1.f / (1.f + std::exp(-v[i]));
+    return;
+  case Act::HardSigmoid:
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = hardSigmoid(v[i], lo, hi);
+    return;
+  case Act::HardSwish:
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = hardSwish(v[i]);
+    return;
+  case Act::Gelu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = gelu(v[i]);
+    return;
+  case Act::LeakyRelu:
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = v[i] > 0.f ? v[i] : v[i] * lo;
+    return;
+  case Act::Silu:
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = silu(v[i]);
+    return;
+  }
+}
+
 /// The post-ops of a convolution computed unfused on the host (NCHW):
 /// bias, batch norm, act, residual, act2 in the reference order (bit for
 /// bit ref::add, ref::batchNorm and ref::act), then the rounding to
@@ -141,58 +191,6 @@ private:
     roundTo(round_, v, len);
   }
 
-public:
-  /// Applies act to n floats in place with ref::act's arithmetic, the
-  /// activation chosen outside the loop so that the loop vectorises.
-  static void actInPlace(float* v, int64_t n, Act act, float lo, float hi) {
-    switch (act) {
-    case Act::None:
-      return;
-    case Act::Relu:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = v[i] < 0.f ? 0.f : v[i];
-      return;
-    case Act::Clip:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = v[i] < lo ? lo : (v[i] > hi ? hi : v[i]);
-      return;
-    case Act::Tanh:
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = std::tanh(v[i]);
-      return;
-    case Act::Sigmoid:
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = 1.f / (1.f + std::exp(-v[i]));
-      return;
-    case Act::HardSigmoid:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = hardSigmoid(v[i], lo, hi);
-      return;
-    case Act::HardSwish:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = hardSwish(v[i]);
-      return;
-    case Act::Gelu:
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = gelu(v[i]);
-      return;
-    case Act::LeakyRelu:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = v[i] > 0.f ? v[i] : v[i] * lo;
-      return;
-    case Act::Silu:
-      for (int64_t i = 0; i < n; ++i)
-        v[i] = silu(v[i]);
-      return;
-    }
-  }
-
-private:
   const PostOps& post_;
   int64_t k_, hw_;
   Precision round_;
