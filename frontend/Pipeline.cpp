@@ -285,11 +285,8 @@ std::unique_ptr<Graph> loadAndLower(const Options& opts,
     if (std::optional<std::vector<int64_t>> dims =
             numpyImageDims("tune", opts.tuneInput)) {
       load.inputShape = *dims;
-      std::string shown;
-      for (int64_t d : *dims)
-        shown += (shown.empty() ? "" : "x") + std::to_string(d);
-      load.inputShapeFrom =
-          "the tune set '" + escapeName(opts.tuneInput) + "' (" + shown + ")";
+      load.inputShapeFrom = "the tune set '" + escapeName(opts.tuneInput) +
+                            "' (" + formatShape(*dims) + ")";
     }
   std::unique_ptr<Graph> g = loadModel(opts.model, load);
   progress(streams, "lowering to HPVM tensor ops");
@@ -458,7 +455,8 @@ nlohmann::ordered_json writeFiles(const std::string& tmp, const Options& opts,
     if (!labels.empty())
       sets.push_back(labels);
     if (ds->numpy) {
-      writeNumpyAsBin(*ds, tmp + "/" + input, tmp + "/" + labels,
+      writeNumpyAsBin(*ds, tmp + "/" + input,
+                      labels.empty() ? "" : tmp + "/" + labels,
                       layout.outputs.front().elems);
       continue;
     }

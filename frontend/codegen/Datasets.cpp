@@ -86,12 +86,13 @@ openNumpy(const std::string& role, const std::string& inputPath,
   }
 }
 
-Dataset checkNumpyDataset(Dataset ds, int64_t channels, int64_t height,
-                          int64_t width, int64_t numClasses) {
+/// checkDataset() of a .npy set: \p ds has the model's image and the
+/// labels path (if any) filled in.
+Dataset checkNumpyDataset(Dataset ds, int64_t numClasses) {
   ds.numpy = true;
+  const ds::ImageShape model{ds.channels, ds.height, ds.width};
   const std::unique_ptr<ds::Source> src =
-      openNumpy(ds.role, ds.inputPath, ds.labelsPath, numClasses,
-                ds::ImageShape{channels, height, width});
+      openNumpy(ds.role, ds.inputPath, ds.labelsPath, numClasses, model);
   const std::string& type = src->imageType();
   if (type != "float32" && type != "float64")
     throw UserError(ds.role + " input '" + ds.inputPath + "' holds " + type +
@@ -101,11 +102,9 @@ Dataset checkNumpyDataset(Dataset ds, int64_t channels, int64_t height,
                     ds.inputPath + "' --scale 1/255 --name " + ds.role +
                     " -o DIR");
   const ds::ImageShape& is = src->shape();
-  if (is.c * is.h * is.w != channels * height * width)
+  if (is.elems() != model.elems())
     throw UserError(ds.role + " input '" + ds.inputPath + "' holds images of " +
-                    is.str() + ", the model input takes " +
-                    std::to_string(channels) + "x" + std::to_string(height) +
-                    "x" + std::to_string(width));
+                    is.str() + ", the model input takes " + model.str());
   ds.count = src->count();
   if (ds.count <= 0)
     throw UserError(ds.role + " input '" + ds.inputPath + "' holds no images");
@@ -196,14 +195,12 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   ds.labelsPath = !derived ? labelsPath
                   : derive ? hpvmLabelsName(inputPath)
                            : std::string();
+  if (derived &&
+      (ds.labelsPath.empty() || ::access(ds.labelsPath.c_str(), F_OK) != 0))
+    ds.labelsPath.clear(); // no labels
 
-  if (isNumpyFile(inputPath, role)) {
-    // A labels file HPVM's naming points to counts only where it exists.
-    if (derived &&
-        (ds.labelsPath.empty() || ::access(ds.labelsPath.c_str(), F_OK) != 0))
-      ds.labelsPath.clear();
-    return checkNumpyDataset(ds, channels, height, width, numClasses);
-  }
+  if (isNumpyFile(inputPath, role))
+    return checkNumpyDataset(ds, numClasses);
   const int64_t inBytes = static_cast<int64_t>(
       InputFile(inputPath, role + " input '" + escapeName(inputPath) + "'")
           .size());
@@ -228,11 +225,8 @@ Dataset checkDataset(const std::string& role, const std::string& inputPath,
   ds.inputBytes = inBytes;
   ds.count = inBytes / imageBytes;
 
-  if (derived &&
-      (ds.labelsPath.empty() || ::access(ds.labelsPath.c_str(), F_OK) != 0)) {
-    ds.labelsPath.clear(); // no labels
+  if (ds.labelsPath.empty())
     return ds;
-  }
   const InputFile labelsFile(
       ds.labelsPath, role + " labels '" + escapeName(ds.labelsPath) + "'");
   const int64_t labelBytes = static_cast<int64_t>(labelsFile.size());
