@@ -36,8 +36,10 @@ def io(name, shape):
 
 
 def save(rel, nodes, inputs, output, inits=(), opset=13, doc=""):
+    """Writes ROOT/REL; OUTPUT is one graph output or a list of them."""
+    outputs = output if isinstance(output, list) else [output]
     graph = helper.make_graph(nodes, os.path.basename(rel).split(".")[0],
-                              inputs, [output], list(inits))
+                              inputs, outputs, list(inits))
     model = helper.make_model(
         graph, producer_name="make_test_models.py",
         opset_imports=[helper.make_opsetid("", opset)])
@@ -758,6 +760,16 @@ def errors():
          [node("Hardmax", ["input"], ["h"], "hardmax"),
           node("Relu", ["h"], ["y"], "relu")],
          [io("input", ["N", 3, "H", "W"])], io("y", ["N", 3, "H", "W"]))
+    # One refusal for both stages: an operator the loader refuses (its
+    # output still feeds nodes that lower), with nodes lowering refuses.
+    save("errors/two_stages.onnxtxt",
+         [node("Hardmax", ["input"], ["h"], "hardmax"),
+          node("Relu", ["h"], ["y"], "after_hardmax"),
+          node("Transpose", ["input"], ["t"], "transpose", perm=[0, 1, 3, 2]),
+          node("Reshape", ["t", "shape"], ["f"], "reshape"),
+          node("Relu", ["f"], ["z"], "relu")],
+         [X], [io("y", [1, 2, 6, 6]), io("z", [1, 72])],
+         [ints("shape", [1, -1])])
     save("errors/input_5d.onnxtxt",
          [node("Relu", ["input"], ["y"], "relu")],
          [io("input", [1, 2, 3, 4, 5])], io("y", [1, 2, 3, 4, 5]))

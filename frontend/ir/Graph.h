@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -167,6 +168,9 @@ public:
   /// The graph outputs, in ONNX's order (at least one).
   std::vector<GraphOutput> outputs;
   ModelSource source;
+  /// What the loader refused, per ONNX node in node order (its Refused
+  /// nodes'; a dead one's too): lowering reports them with its own.
+  std::vector<std::pair<Origin, std::string>> refusals;
 
 private:
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -31,6 +31,8 @@ bool isHpvmOp(OpKind kind) {
 }
 
 std::string_view opKindName(OpKind kind) {
+  if (kind == OpKind::Refused)
+    return "Refused";
   int index = static_cast<int>(kind);
   if (index < 0 || index >= NumKinds)
     return "<invalid OpKind>";

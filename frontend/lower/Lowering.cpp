@@ -30,6 +30,7 @@ std::string lowerNode(Lowering& L, Node* n) {
     // lowerNodes() lowers ONNX-level nodes only.
 #define HPVM_OP(Kind, ...) case OpKind::Kind:
 #include "hpvm_rt/Ops.def"
+  case OpKind::Refused: // (lowerNodes() reports its reasons)
     break;
   }
   HPVM_UNREACHABLE("lowerNode of HPVM kind " +
@@ -47,6 +48,10 @@ void lowerNodes(Graph& g) {
       nodes.push_back(n.get());
   std::vector<std::pair<Node*, std::string>> refused;
   for (Node* n : nodes) {
+    if (n->kind == OpKind::Refused) {
+      refused.emplace_back(n, ""); // its reasons: g.refusals
+      continue;
+    }
     std::string reason;
     try {
       reason = lowerNode(L, n);
@@ -84,15 +89,25 @@ void lowerNodes(Graph& g) {
     });
   };
   int64_t downstream = 0;
-  // (One ONNX node made into several, DynamicQuantizeLinear's outputs,
-  // is told once.)
-  std::set<std::pair<int, std::string>> told;
+  // The loader's refusals and lowering's, in ONNX node order.
+  std::vector<std::pair<Origin, std::string>> told = g.refusals;
   for (const auto& [n, reason] : refused) {
+    if (n->kind == OpKind::Refused)
+      continue;
     if (after.count(n) && (unknownOperand(n) || L.downstream.count(n)))
       ++downstream;
-    else if (told.emplace(n->origins.front().index, reason).second)
-      errors.add(n->origins.front(), reason);
+    else
+      told.emplace_back(n->origins.front(), reason);
   }
+  std::stable_sort(told.begin(), told.end(), [](const auto& a, const auto& b) {
+    return a.first.index < b.first.index;
+  });
+  // (One ONNX node made into several, DynamicQuantizeLinear's outputs,
+  // is told once.)
+  std::set<std::pair<int, std::string>> seen;
+  for (const auto& [origin, reason] : told)
+    if (seen.emplace(origin.index, reason).second)
+      errors.add(origin, reason);
   if (downstream > 0)
     errors.note("(" + std::to_string(downstream) + " more node" +
                 (downstream == 1 ? "" : "s") +

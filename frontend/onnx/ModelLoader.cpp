@@ -174,11 +174,18 @@ void checkAttributes(OpKind kind, OpAttrs& a,
 }
 
 struct PreScan {
-  /// Per node: its kind and converted attributes (valid when no errors).
+  /// Per node: its kind (Refused for an unsupported one) and converted
+  /// attributes.
   std::vector<OpKind> kinds;
   std::vector<std::map<std::string, AttrValue>> attrs;
-  /// The unsupported nodes (refuseScanned() reports them).
+  /// Per node: why it is unsupported (empty when it is supported).
+  std::vector<std::vector<std::string>> reasons;
+  /// The unsupported nodes, as one refusal (refuseScanned()).
   ErrorList errors{""};
+  /// False when an unsupported node has no ONNX schema (a custom domain, a
+  /// misspelt operator): the checker and shape inference cannot take the
+  /// model then, so loading stops at the refusal.
+  bool carried = true;
 };
 
 Origin originOf(const NodeProto& node, int index) {
@@ -198,34 +205,48 @@ PreScan preScan(const ModelProto& model, const std::string& path,
   PreScan scan;
   ErrorList errors(path);
   const auto& nodes = model.graph().node();
+  // Records node i as unsupported, because of \p reasons.
+  auto refuse = [&](const NodeProto& node, const Origin& origin,
+                    std::vector<std::string> reasons) {
+    for (const std::string& reason : reasons)
+      errors.add(origin, reason);
+    scan.kinds.back() = OpKind::Refused;
+    scan.attrs.back().clear();
+    scan.reasons.back() = std::move(reasons);
+    const bool defaultDomain =
+        node.domain().empty() || node.domain() == "ai.onnx";
+    if (!defaultDomain ||
+        onnx::OpSchemaRegistry::Schema(node.op_type(),
+                                       static_cast<int>(opset)) == nullptr)
+      scan.carried = false;
+  };
   for (int i = 0; i < nodes.size(); ++i) {
     const NodeProto& node = nodes[i];
     Origin origin = originOf(node, i);
+    scan.kinds.push_back(OpKind::Refused);
+    scan.attrs.emplace_back();
+    scan.reasons.emplace_back();
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      errors.add(origin, "operator " + escapeName(origin.opType) +
-                             " is not supported (custom domain '" +
-                             escapeName(node.domain()) + "')");
-      scan.kinds.push_back(OpKind::OnnxIdentity);
-      scan.attrs.emplace_back();
+      refuse(node, origin,
+             {"operator " + escapeName(origin.opType) +
+              " is not supported (custom domain '" + escapeName(node.domain()) +
+              "')"});
       continue;
     }
     const OnnxOpDesc* desc = onnxOpByName(node.op_type());
     if (desc == nullptr) {
-      errors.add(origin, "operator " + escapeName(node.op_type()) +
-                             " is not supported");
-      scan.kinds.push_back(OpKind::OnnxIdentity);
-      scan.attrs.emplace_back();
+      refuse(node, origin,
+             {"operator " + escapeName(node.op_type()) + " is not supported"});
       continue;
     }
-    scan.kinds.push_back(desc->kind);
     if (opset < desc->minOpset) {
-      errors.add(origin, "operator " + node.op_type() + " needs opset " +
-                             std::to_string(desc->minOpset) +
-                             " or newer (the model has opset " +
-                             std::to_string(opset) + ")");
-      scan.attrs.emplace_back();
+      refuse(node, origin,
+             {"operator " + node.op_type() + " needs opset " +
+              std::to_string(desc->minOpset) +
+              " or newer (the model has opset " + std::to_string(opset) + ")"});
       continue;
     }
+    scan.kinds.back() = desc->kind;
     std::vector<std::string> reasons;
     std::map<std::string, AttrValue> attrs = convertAttributes(node, reasons);
     OpAttrs reader(desc->kind, attrs, opset);
@@ -239,8 +260,10 @@ PreScan preScan(const ModelProto& model, const std::string& path,
     for (const std::string& name : reader.unconsumed(ignored))
       reasons.push_back("attribute '" + escapeName(name) +
                         "' is not supported");
-    for (const std::string& reason : reasons)
-      errors.add(origin, reason);
+    if (!reasons.empty()) {
+      refuse(node, origin, std::move(reasons));
+      continue;
+    }
     // Only the declared attributes, which lowering reads, travel on.
     std::set<std::string> dropped;
     std::istringstream words(ignored);
@@ -248,7 +271,7 @@ PreScan preScan(const ModelProto& model, const std::string& path,
       dropped.insert(w);
     for (auto it = attrs.begin(); it != attrs.end();)
       it = dropped.count(it->first) ? attrs.erase(it) : std::next(it);
-    scan.attrs.push_back(std::move(attrs));
+    scan.attrs.back() = std::move(attrs);
   }
   scan.errors = std::move(errors);
   return scan;
@@ -256,8 +279,9 @@ PreScan preScan(const ModelProto& model, const std::string& path,
 
 /// Refuses a model with unsupported nodes, listing with them what is wrong
 /// with its input (--input-shape applied first), so that one refusal says
-/// all that loading finds. (Shape inference and the checks after it would
-/// trip over the unsupported nodes: they come once the nodes are fixed.)
+/// all that loading finds before shape inference: for models that cannot
+/// carry their unsupported nodes on to lowering (PreScan::carried), or
+/// whose --input-shape does not fit.
 void refuseScanned(onnx::ModelProto& model, const std::string& path,
                    const LoadOptions& opts, ErrorList& errors) {
   if (errors.empty())
@@ -321,6 +345,35 @@ std::shared_ptr<const TensorData> optionalDefault(OpKind kind, int index,
 std::string dirOf(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+/// Adds unsupported \p node to \p g as a Refused node per output it names,
+/// reading the inputs it names, and its \p reasons to g.refusals.
+void addRefused(Graph& g, const NodeProto& node, const Origin& origin,
+                const std::vector<std::string>& reasons,
+                const std::unordered_map<std::string, TypeInfo>& types,
+                std::unordered_map<std::string, Value*>& values) {
+  for (const std::string& reason : reasons)
+    g.refusals.emplace_back(origin, reason);
+  std::vector<Value*> ins;
+  for (const std::string& name : node.input())
+    if (!name.empty()) {
+      auto it = values.find(name);
+      HPVM_ASSERT(it != values.end(),
+                  "checked model uses undefined value " + name);
+      ins.push_back(it->second);
+    }
+  for (const std::string& name : node.output()) {
+    if (name.empty())
+      continue;
+    TypeInfo t;
+    if (auto it = types.find(name); it != types.end())
+      t = it->second;
+    Value* out =
+        g.addValue(name, t.dtype, t.known ? t.shape : std::vector<int64_t>{});
+    values[name] = out;
+    g.addNode(OpKind::Refused, ins, out, {origin});
+  }
 }
 
 std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
@@ -388,10 +441,20 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   for (const auto& vi : graph.output())
     used.insert(vi.name());
 
+  // The loader's refusals, in errors too in case loading ends here.
+  size_t carried = 0;
   for (int i = 0; i < graph.node_size(); ++i) {
     const NodeProto& node = graph.node(i);
     Origin origin = originOf(node, i);
     OpKind kind = scan.kinds[static_cast<size_t>(i)];
+    if (kind == OpKind::Refused) {
+      addRefused(*g, node, origin, scan.reasons[static_cast<size_t>(i)], types,
+                 values);
+      for (const std::string& reason : scan.reasons[static_cast<size_t>(i)])
+        errors.add(origin, reason);
+      carried += scan.reasons[static_cast<size_t>(i)].size();
+      continue;
+    }
     std::vector<std::string> names(node.input().begin(), node.input().end());
     while (!names.empty() && names.back().empty())
       names.pop_back();
@@ -468,7 +531,9 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   }
   if (rank3)
     adoptRank3Input(*g, asRead, errors);
-  errors.throwIfAny();
+  // Only the loader's refusals: lowering reports them with its own.
+  if (!inputWrong.empty() || errors.size() > carried)
+    errors.throwIfAny();
 
   std::vector<std::string> idle;
   for (const auto& vi : graph.output()) {
@@ -570,8 +635,16 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
                       "to " +
                       std::to_string(latest));
     PreScan scan = preScan(model, path, opset);
-    refuseScanned(model, path, opts, scan.errors);
-    checkGraphShape(model, path, opts.maxBytes);
+    // (Opset conversion stops at unsupported nodes, as the checker at
+    // operators it does not know.)
+    if (!scan.carried || (opts.targetOpset != 0 && opts.targetOpset != opset))
+      refuseScanned(model, path, opts, scan.errors);
+    try {
+      checkGraphShape(model, path, opts.maxBytes);
+    } catch (const UserError&) {
+      refuseScanned(model, path, opts, scan.errors);
+      throw;
+    }
 
     try {
       // The checker finds external data files relative to the model's
@@ -581,6 +654,8 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       else
         onnx::checker::check_model(model);
     } catch (const std::exception& e) {
+      // (Unsupported attributes are often what the checker trips on.)
+      refuseScanned(model, path, opts, scan.errors);
       throw UserError(path + ": invalid ONNX model: " + e.what());
     }
 
@@ -604,12 +679,21 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       const std::string converted =
           path + " (converted to opset " + std::to_string(opset) + ")";
       scan = preScan(model, converted, opset);
-      refuseScanned(model, converted, opts, scan.errors);
+      if (!scan.carried)
+        refuseScanned(model, converted, opts, scan.errors);
     }
 
-    if (!opts.inputShape.empty())
-      fixInputShape(model, path, opts.inputShapeName, opts.inputShape,
-                    opts.inputShapeFrom);
+    if (!opts.inputShape.empty()) {
+      try {
+        fixInputShape(model, path, opts.inputShapeName, opts.inputShape,
+                      opts.inputShapeFrom);
+      } catch (const UserError&) {
+        if (scan.errors.empty())
+          throw;
+        refuseScanned(model, path, opts, scan.errors);
+        throw;
+      }
+    }
 
     try {
       inferShapes(model, /*strict=*/true);
@@ -619,7 +703,21 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       while (!what.empty() &&
              std::isspace(static_cast<unsigned char>(what.back())))
         what.pop_back();
-      throw UserError(path + ": shape inference failed: " + what);
+      // An unsupported node ONNX cannot infer (an attribute out of range)
+      // leaves its outputs of unknown shape: lowering reports it, and
+      // nothing only downstream of it.
+      bool inferred = false;
+      if (!scan.errors.empty()) {
+        try {
+          inferShapes(model, /*strict=*/false);
+          inferred = true;
+        } catch (const std::exception&) {
+        }
+      }
+      if (!inferred) {
+        refuseScanned(model, path, opts, scan.errors);
+        throw UserError(path + ": shape inference failed: " + what);
+      }
     }
 
     std::unique_ptr<Graph> g = buildGraph(model, scan, path, opts.maxBytes);

@@ -30,10 +30,13 @@ struct LoadOptions {
 };
 
 /// Loads \p path: binary ONNX, or protobuf text format when the name ends in
-/// ".onnxtxt". Runs the ONNX checker, the optional version conversion and
-/// shape inference, pre-scans every node for unsupported operators and
-/// attribute values, and builds the ONNX-level IR (kinds Onnx*). Throws
-/// UserError (one error listing every unsupported node); nothing else escapes.
+/// ".onnxtxt". Pre-scans every node for unsupported operators and attribute
+/// values, runs the ONNX checker, the optional version conversion and shape
+/// inference, and builds the ONNX-level IR (kinds Onnx*). An unsupported node
+/// ONNX knows becomes a Refused node, its reasons in Graph::refusals, for
+/// lowerToHpvm() to report with lowering's (one refusal for both stages).
+/// Throws UserError (one error listing every problem it finds); nothing else
+/// escapes.
 std::unique_ptr<Graph> loadModel(const std::string& path,
                                  const LoadOptions& opts);
 

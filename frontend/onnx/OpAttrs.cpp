@@ -297,6 +297,7 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxExpand:
   case OpKind::OnnxNot:
   case OpKind::OnnxRange:
+  case OpKind::Refused: // (its attributes were not read)
     return none;
     // HPVM kinds carry scalars, not attributes.
 #define HPVM_OP(Kind, ...) case OpKind::Kind:

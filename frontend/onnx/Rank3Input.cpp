@@ -17,6 +17,17 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
   const std::vector<Node*> readers = asRead->users;
   for (Node* n : readers) {
     const OpKind k = n->kind;
+    if (k == OpKind::Refused) {
+      // Refused already; it reads the input as held (it is never lowered).
+      for (Value*& v : n->inputs)
+        if (v == asRead) {
+          v = g.input;
+          g.input->users.push_back(n);
+        }
+      std::vector<Node*>& users = asRead->users;
+      users.erase(std::remove(users.begin(), users.end(), n), users.end());
+      continue;
+    }
     const bool reshapes = k == OpKind::OnnxUnsqueeze ||
                           k == OpKind::OnnxSqueeze ||
                           k == OpKind::OnnxReshape || k == OpKind::OnnxFlatten;

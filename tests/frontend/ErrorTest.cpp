@@ -43,6 +43,31 @@ TEST_CASE("Frontend: every unsupported node is listed in one error") {
             "  node '#3' (Softsign, #3): operator Softsign is not supported");
 }
 
+TEST_CASE("Frontend: the loader's refusals and lowering's come in one "
+          "refusal, in node order") {
+  // Hardmax is refused on loading, the Transpose and the Reshape when
+  // lowering; the Relu after Hardmax lowers (its operand's shape is known).
+  std::string path = errorFixture("two_stages");
+  CHECK(failure(path) ==
+        path +
+            ": 3 unsupported nodes:\n"
+            "  node 'hardmax' (Hardmax, #0): operator Hardmax is not "
+            "supported\n"
+            "  node 'transpose' (Transpose, #2): transposing activations by "
+            "perm [0, 1, 3, 2] of 1x2x6x6 is not supported (only N x C x H x "
+            "W to N x H x W x C and back, [0, 2, 3, 1] and [0, 3, 1, 2]; a "
+            "transformer's tokens B x T x D and ShuffleNet's channel shuffle "
+            "where recognised whole)\n"
+            "  node 'reshape' (Reshape, #3): reshaping 1x2x6x6 to 1x72 is "
+            "only supported right before Gemm or MatMul (it feeds node "
+            "'relu' (Relu))");
+  // Loading alone carries the refused node on, for lowering to report.
+  auto g = loadModel(path, {});
+  REQUIRE(g->refusals.size() == 1);
+  CHECK(g->refusals[0].first.name == "hardmax");
+  CHECK(g->nodes().front()->kind == OpKind::Refused);
+}
+
 TEST_CASE("Frontend: an unknown attribute is named") {
   std::string path = errorFixture("unknown_attribute");
   CHECK(failure(path) ==
