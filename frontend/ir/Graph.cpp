@@ -203,6 +203,34 @@ void Graph::replaceAllUses(Value* from, Value* to) {
       o.value = to;
 }
 
+void Graph::setInputs(Node* node, std::vector<Value*> inputs) {
+  for (Value* in : node->inputs)
+    if (in != nullptr) {
+      auto& users = in->users;
+      users.erase(std::remove(users.begin(), users.end(), node), users.end());
+    }
+  node->inputs = std::move(inputs);
+  for (Value* in : node->inputs) {
+    HPVM_ASSERT(in != nullptr, "setInputs with a null operand");
+    if (std::find(in->users.begin(), in->users.end(), node) == in->users.end())
+      in->users.push_back(node);
+  }
+}
+
+void Graph::setInput(Node* node, size_t i, Value* v) {
+  HPVM_ASSERT(i < node->inputs.size(), "setInput past the operands");
+  HPVM_ASSERT(v != nullptr, "setInput with a null operand");
+  Value* old = node->inputs[i];
+  node->inputs[i] = v;
+  if (old != nullptr && std::find(node->inputs.begin(), node->inputs.end(),
+                                  old) == node->inputs.end()) {
+    auto& users = old->users;
+    users.erase(std::remove(users.begin(), users.end(), node), users.end());
+  }
+  if (std::find(v->users.begin(), v->users.end(), node) == v->users.end())
+    v->users.push_back(node);
+}
+
 bool Graph::isOutput(const Value* v) const {
   for (const GraphOutput& o : outputs)
     if (o.value == v)

@@ -143,6 +143,11 @@ public:
                 std::vector<Origin> origins, int pos = -1);
   /// Replaces every use of \p from by \p to (including the graph output).
   void replaceAllUses(Value* from, Value* to);
+  /// Makes \p inputs the operands of \p node, relinking users.
+  void setInputs(Node* node, std::vector<Value*> inputs);
+  /// Makes \p v operand \p i of \p node (in place of what was there, if
+  /// anything), relinking users.
+  void setInput(Node* node, size_t i, Value* v);
   /// Removes \p node (its output must have no users left).
   void eraseNode(Node* node);
   /// The index of \p node in nodes() (asserts it is there).
@@ -168,6 +173,9 @@ public:
   /// The graph outputs, in ONNX's order (at least one).
   std::vector<GraphOutput> outputs;
   ModelSource source;
+  /// Largest tensor a pass may make (a folded constant), in bytes: the
+  /// loader's limit (--max-size).
+  uint64_t maxTensorBytes = uint64_t(8) << 30;
   /// What the loader refused, per ONNX node in node order (its Refused
   /// nodes'; a dead one's too): lowering reports them with its own.
   std::vector<std::pair<Origin, std::string>> refusals;

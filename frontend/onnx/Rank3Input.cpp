@@ -19,13 +19,9 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
     const OpKind k = n->kind;
     if (k == OpKind::Refused) {
       // Refused already; it reads the input as held (it is never lowered).
-      for (Value*& v : n->inputs)
-        if (v == asRead) {
-          v = g.input;
-          g.input->users.push_back(n);
-        }
-      std::vector<Node*>& users = asRead->users;
-      users.erase(std::remove(users.begin(), users.end(), n), users.end());
+      std::vector<Value*> ins = n->inputs;
+      std::replace(ins.begin(), ins.end(), asRead, g.input);
+      g.setInputs(n, std::move(ins));
       continue;
     }
     const bool reshapes = k == OpKind::OnnxUnsqueeze ||
@@ -75,15 +71,9 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
     Value* shape = g.addConstant("", std::move(target));
     // (Rewritten in place: the loader still maps the output's name to its
     // value, for the graph outputs.)
-    for (Value* v : n->inputs) {
-      std::vector<Node*>& users = v->users;
-      users.erase(std::remove(users.begin(), users.end(), n), users.end());
-    }
     n->kind = OpKind::OnnxReshape;
     n->attrs.clear();
-    n->inputs = {g.input, shape};
-    g.input->users.push_back(n);
-    shape->users.push_back(n);
+    g.setInputs(n, {g.input, shape});
   }
 }
 

@@ -71,16 +71,6 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
   return false;
 }
 
-/// Makes \p c input \p i of \p u (in place of what was there, if anything).
-void relinkInput(Node* u, size_t i, Value* c) {
-  if (Value* old = u->inputs[i]) {
-    auto& users = old->users;
-    users.erase(std::remove(users.begin(), users.end(), u), users.end());
-  }
-  u->inputs[i] = c;
-  c->users.push_back(u);
-}
-
 /// True if node \p u, reading channel-last value \p v, moves whole pixels
 /// of it: a Slice of rows or columns (Swin's patch merging takes every
 /// second one), a Concat along the channels, or a constant Pad of rows and
@@ -192,7 +182,7 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     c->shape = {int64_t(axes.size())};
     if (u->inputs.size() < 4)
       u->inputs.resize(4, nullptr);
-    relinkInput(u, 3, c);
+    g.setInput(u, 3, c);
   } else if (k == OpKind::OnnxPad) {
     // N, H, W, C begins and ends become N, C, H, W ones.
     std::vector<int64_t> pads;
@@ -204,7 +194,7 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
       Value* c =
           g.addConstant(u->output->name + ".pads", intTensor(first, {8}), -1);
       c->shape = {8};
-      relinkInput(u, 1, c);
+      g.setInput(u, 1, c);
     } else {
       u->attrs[OpAttrs(*u, opset).has("pads") ? "pads" : "paddings"] = first;
     }
@@ -220,7 +210,7 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
       Value* c = g.addConstant(in->name, withDims(*in->constant, {n, 1, 1}),
                                in->initializerIndex);
       c->shape = {n, 1, 1};
-      relinkInput(u, i, c);
+      g.setInput(u, i, c);
     }
   }
 }
