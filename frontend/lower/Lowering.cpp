@@ -64,8 +64,10 @@ void lowerNodes(Graph& g) {
       refused.emplace_back(n, std::move(reason));
   }
   // A refused node that reads what another computes (through any nodes)
-  // and has an operand of unknown shape is not reported: its problem would
-  // only be the other's, told again as an unknown shape. (Refused nodes
+  // and has an operand of unknown shape, or one a refused node computes
+  // from constants alone (which would have been folded), is not reported:
+  // its problem would only be the other's, told again (an unknown shape,
+  // an operand not folded). (Refused nodes
   // stay in the graph, lowered ones were rewired in place: the paths are
   // the model's.)
   // Every node after a refused one: one walk from all of them.
@@ -88,13 +90,24 @@ void lowerNodes(Graph& g) {
                           [](int64_t d) { return d < 0; }));
     });
   };
+  std::unordered_set<const Value*> refusedResults;
+  for (const auto& [n, reason] : refused)
+    if (std::all_of(n->inputs.begin(), n->inputs.end(),
+                    [](const Value* v) { return v->isConstant(); }))
+      refusedResults.insert(n->output);
+  auto readsUnfolded = [&](const Node* n) {
+    return std::any_of(n->inputs.begin(), n->inputs.end(), [&](const Value* v) {
+      return refusedResults.count(v) != 0;
+    });
+  };
   int64_t downstream = 0;
   // The loader's refusals and lowering's, in ONNX node order.
   std::vector<std::pair<Origin, std::string>> told = g.refusals;
   for (const auto& [n, reason] : refused) {
     if (n->kind == OpKind::Refused)
       continue;
-    if (after.count(n) && (unknownOperand(n) || L.downstream.count(n)))
+    if (after.count(n) &&
+        (unknownOperand(n) || readsUnfolded(n) || L.downstream.count(n)))
       ++downstream;
     else
       told.emplace_back(n->origins.front(), reason);

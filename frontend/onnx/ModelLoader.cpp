@@ -722,6 +722,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
 
     std::unique_ptr<Graph> g = buildGraph(model, scan, path, opts.maxBytes);
     g->source.path = path;
+    g->maxTensorBytes = opts.maxBytes;
     g->source.sha256 = sha;
     g->source.producer = model.producer_name();
     if (!model.producer_version().empty())

@@ -3,16 +3,20 @@
 // shapes that become known.
 #include "passes/ConstantFolding.h"
 
+#include "ir/Printer.h" // formatShape
 #include "onnx/OpAttrs.h"
+#include "onnx/ProtoConversion.h" // checkedTensorBytes
 #include "passes/ConstantTensors.h"
 #include "passes/Matchers.h"
 #include "passes/OpGeometry.h"
 #include "passes/QuantizedOps.h"
 #include "passes/ShapeInference.h"
+#include "support/Diagnostics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace hpvm::fe {
 
@@ -30,6 +34,21 @@ void replaceByConstant(Graph& g, Node* n,
 bool allConstant(const Node* n) {
   return std::all_of(n->inputs.begin(), n->inputs.end(),
                      [](const Value* v) { return v->isConstant(); });
+}
+
+/// Refuses to fold \p n into a constant of \p dims and type \p t larger
+/// than the graph's tensor limit (or whose size overflows): the folds whose
+/// result can outgrow their operands (broadcasts, Expand, ConstantOfShape,
+/// Range) call it before computing.
+void boundFold(const Graph& g, const Node* n, const std::vector<int64_t>& dims,
+               DataType t) {
+  const std::string what = nodeContext(g.source.path, n->origins.front()) +
+                           ": its value, computed when compiling,";
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
+    throw UserError(what + " would have a negative dimension (" +
+                    formatShape(dims) + ")");
+  checkedTensorBytes(what, dims, std::max<size_t>(1, elementSize(t)),
+                     g.maxTensorBytes);
 }
 
 // The folding of each operator: its result as a constant, nullptr when it
@@ -222,7 +241,7 @@ std::shared_ptr<const TensorData> foldCast(Node* n, OpAttrs& a) {
 /// Add, Sub, Mul, Div, Pow of float32 or int64 constants of one type,
 /// broadcast as NumPy does; integers divide truncating toward zero (ONNX),
 /// by zero: not folded; an integer Pow needs a non-negative exponent.
-std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
+std::shared_ptr<const TensorData> foldArithmetic(const Graph& g, Node* n) {
   if (!allConstant(n) || n->inputs.size() != 2)
     return nullptr;
   const TensorData& a = *n->inputs[0]->constant;
@@ -235,6 +254,7 @@ std::shared_ptr<const TensorData> foldArithmetic(Node* n) {
   std::vector<int64_t> ad = a.dims, bd = b.dims, od;
   if (!broadcastDims(ad, bd, od))
     return nullptr;
+  boundFold(g, n, od, a.dtype);
   const size_t rank = od.size();
   std::vector<int64_t> as = stridesOf(ad), bs = stridesOf(bd);
   const OpKind k = n->kind;
@@ -351,7 +371,8 @@ std::shared_ptr<const TensorData> foldReshape(Node* n, int64_t opset) {
 
 /// ConstantOfShape: a tensor of the constant dims filled with the value
 /// attribute (one element; float 0 when absent).
-std::shared_ptr<const TensorData> foldConstantOfShape(Node* n, OpAttrs& a) {
+std::shared_ptr<const TensorData> foldConstantOfShape(const Graph& g, Node* n,
+                                                      OpAttrs& a) {
   if (!n->inputs[0]->isConstant())
     return nullptr;
   std::vector<int64_t> dims = n->inputs[0]->constant->toInts();
@@ -363,13 +384,14 @@ std::shared_ptr<const TensorData> foldConstantOfShape(Node* n, OpAttrs& a) {
     fill = floatTensor({0.f}, {1});
   if (fill->numElements() != 1)
     return nullptr;
+  boundFold(g, n, dims, fill->dtype);
   return gatherElements(*fill, dims,
                         [](const std::vector<int64_t>&) { return 0; });
 }
 
 /// Expand of a constant to a constant shape (broadcast both ways, as
 /// NumPy broadcasts the constant against a tensor of that shape).
-std::shared_ptr<const TensorData> foldExpand(Node* n) {
+std::shared_ptr<const TensorData> foldExpand(const Graph& g, Node* n) {
   if (!allConstant(n) || n->inputs.size() != 2)
     return nullptr;
   const TensorData& data = *n->inputs[0]->constant;
@@ -377,11 +399,12 @@ std::shared_ptr<const TensorData> foldExpand(Node* n) {
                        out;
   if (!broadcastDims(in, shape, out))
     return nullptr;
+  boundFold(g, n, out, data.dtype);
   return gatherElements(data, out, BroadcastSource(data.dims, out.size()));
 }
 
 /// Equal of two constants of one numeric type (broadcast), as bool.
-std::shared_ptr<const TensorData> foldEqual(Node* n) {
+std::shared_ptr<const TensorData> foldEqual(const Graph& g, Node* n) {
   if (!allConstant(n) || n->inputs.size() != 2)
     return nullptr;
   const TensorData& a = *n->inputs[0]->constant;
@@ -391,6 +414,7 @@ std::shared_ptr<const TensorData> foldEqual(Node* n) {
   std::vector<int64_t> ad = a.dims, bd = b.dims, od;
   if (!broadcastDims(ad, bd, od))
     return nullptr;
+  boundFold(g, n, od, DataType::Bool);
   const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
   const bool isInt =
       a.dtype != DataType::Float && a.dtype != DataType::Double &&
@@ -410,7 +434,7 @@ std::shared_ptr<const TensorData> foldEqual(Node* n) {
 
 /// Where of constants: X where the (bool) condition holds, else Y
 /// (broadcast).
-std::shared_ptr<const TensorData> foldWhere(Node* n) {
+std::shared_ptr<const TensorData> foldWhere(const Graph& g, Node* n) {
   if (!allConstant(n) || n->inputs.size() != 3)
     return nullptr;
   const TensorData& c = *n->inputs[0]->constant;
@@ -420,6 +444,7 @@ std::shared_ptr<const TensorData> foldWhere(Node* n) {
   if (c.dtype != DataType::Bool || x.dtype != y.dtype ||
       !broadcastDims(cd, xd, cx) || !broadcastDims(cx, yd, od))
     return nullptr;
+  boundFold(g, n, od, x.dtype);
   const BroadcastSource cs(c.dims, od.size()), xs(x.dims, od.size()),
       ys(y.dims, od.size());
   const size_t size = elementSize(x.dtype);
@@ -441,7 +466,8 @@ std::shared_ptr<const TensorData> foldWhere(Node* n) {
 
 /// Mod of int64 constants (the remainder takes the divisor's sign; by
 /// zero: not folded) or, with fmod, of float32 constants (C's fmod).
-std::shared_ptr<const TensorData> foldMod(Node* n, OpAttrs& attrs) {
+std::shared_ptr<const TensorData> foldMod(const Graph& g, Node* n,
+                                          OpAttrs& attrs) {
   if (!allConstant(n) || n->inputs.size() != 2)
     return nullptr;
   const TensorData& a = *n->inputs[0]->constant;
@@ -453,6 +479,7 @@ std::shared_ptr<const TensorData> foldMod(Node* n, OpAttrs& attrs) {
   std::vector<int64_t> ad = a.dims, bd = b.dims, od;
   if (!broadcastDims(ad, bd, od))
     return nullptr;
+  boundFold(g, n, od, a.dtype);
   const BroadcastSource as(a.dims, od.size()), bs(b.dims, od.size());
   std::vector<int64_t> iv;
   std::vector<float> fv;
@@ -491,7 +518,7 @@ std::shared_ptr<const TensorData> foldNot(Node* n) {
 
 /// Range of int64 or float32 scalar constants start, limit, delta:
 /// max(ceil((limit - start) / delta), 0) elements.
-std::shared_ptr<const TensorData> foldRange(Node* n) {
+std::shared_ptr<const TensorData> foldRange(const Graph& g, Node* n) {
   if (!allConstant(n) || n->inputs.size() != 3)
     return nullptr;
   const TensorData& s = *n->inputs[0]->constant;
@@ -503,8 +530,12 @@ std::shared_ptr<const TensorData> foldRange(Node* n) {
       d.asDouble(0) == 0)
     return nullptr;
   const double start = s.asDouble(0), delta = d.asDouble(0);
-  const int64_t count =
-      std::max<int64_t>(int64_t(std::ceil((l.asDouble(0) - start) / delta)), 0);
+  const double steps = std::ceil((l.asDouble(0) - start) / delta);
+  // (More elements than int64 counts: a size that overflows.)
+  const int64_t count = !(steps < 0x1p62) ? std::numeric_limits<int64_t>::max()
+                        : steps <= 0      ? 0
+                                          : int64_t(steps);
+  boundFold(g, n, {count}, s.dtype);
   if (s.dtype == DataType::Int64) {
     std::vector<int64_t> v;
     for (int64_t i = 0; i < count; ++i)
@@ -562,7 +593,8 @@ std::shared_ptr<const TensorData> foldScatterND(Node* n, OpAttrs& a) {
 /// exporters write) on constants; nullptr for every other operator, which
 /// computes on activations or is removed by other passes (only the
 /// foldable ones need a line here).
-std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
+std::shared_ptr<const TensorData> evaluate(const Graph& g, Node* n) {
+  const int64_t opset = g.source.opset;
   OpAttrs a(*n, opset);
   const OpKind k = n->kind;
   if (k == OpKind::OnnxConstant)
@@ -582,7 +614,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
   if (k == OpKind::OnnxAdd || k == OpKind::OnnxSub || k == OpKind::OnnxMul ||
       k == OpKind::OnnxDiv || k == OpKind::OnnxPow || k == OpKind::OnnxMax ||
       k == OpKind::OnnxMin)
-    return foldArithmetic(n);
+    return foldArithmetic(g, n);
   if ((k == OpKind::OnnxSqrt || k == OpKind::OnnxErf) &&
       n->inputs[0]->isConstant() &&
       n->inputs[0]->constant->dtype == DataType::Float) {
@@ -596,19 +628,19 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
   if (k == OpKind::OnnxSlice)
     return foldSlice(n, opset);
   if (k == OpKind::OnnxConstantOfShape)
-    return foldConstantOfShape(n, a);
+    return foldConstantOfShape(g, n, a);
   if (k == OpKind::OnnxExpand)
-    return foldExpand(n);
+    return foldExpand(g, n);
   if (k == OpKind::OnnxEqual)
-    return foldEqual(n);
+    return foldEqual(g, n);
   if (k == OpKind::OnnxWhere)
-    return foldWhere(n);
+    return foldWhere(g, n);
   if (k == OpKind::OnnxMod)
-    return foldMod(n, a);
+    return foldMod(g, n, a);
   if (k == OpKind::OnnxNot)
     return foldNot(n);
   if (k == OpKind::OnnxRange)
-    return foldRange(n);
+    return foldRange(g, n);
   if (k == OpKind::OnnxScatterND)
     return foldScatterND(n, a);
   if (k == OpKind::OnnxDequantizeLinear)
@@ -622,7 +654,7 @@ std::shared_ptr<const TensorData> evaluate(Node* n, int64_t opset) {
 
 void foldConstants(Graph& g) {
   for (Node* n : nodeList(g)) {
-    if (auto data = evaluate(n, g.source.opset)) {
+    if (auto data = evaluate(g, n)) {
       replaceByConstant(g, n, std::move(data));
       continue;
     }

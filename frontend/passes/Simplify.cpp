@@ -24,9 +24,11 @@ bool isIdentityPad(const Node& n, int64_t opset) {
 
 /// A Slice that keeps every element of its (statically shaped) input.
 bool isIdentitySlice(const Node& n, int64_t opset) {
+  if (n.kind != OpKind::OnnxSlice || n.inputs.empty())
+    return false;
   const Value* x = n.inputs[0];
   std::vector<int64_t> begin, step, extent;
-  if (n.kind != OpKind::OnnxSlice || x->isConstant() || x->shape.empty() ||
+  if (x->isConstant() || x->shape.empty() ||
       !sliceGeometry(n, opset, x->shape, begin, step, extent))
     return false;
   for (size_t d = 0; d < x->shape.size(); ++d)
@@ -112,10 +114,7 @@ void foldPads(Graph& g) {
     user->attrs["auto_pad"] = std::string("NOTSET");
     if (user->kind == OpKind::OnnxAveragePool)
       user->attrs["count_include_pad"] = int64_t{1};
-    Value* in = pad->inputs[0];
-    user->inputs[0] = in;
-    in->users.push_back(user);
-    pad->output->users.clear();
+    g.setInput(user, 0, pad->inputs[0]);
     user->origins.push_back(pad->origins.front());
     g.eraseNode(pad);
   }

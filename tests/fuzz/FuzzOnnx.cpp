@@ -1,7 +1,9 @@
 // FuzzOnnx.cpp - libFuzzer target: the exporter's ONNX loader (protobuf
 // parse, our checks, the ONNX checker, shape inference, pre-scan, IR build)
-// on any bytes. A UserError is the expected answer to bad input; anything
-// else (a crash, a sanitizer report, another exception) is a bug.
+// and the passes and lowering after it (lowerToHpvm), on any bytes. A UserError
+// is the expected answer to bad input; anything else (a crash, a sanitizer
+// report, another exception) is a bug.
+#include "LowerToHpvm.h"
 #include "onnx/ModelLoader.h"
 #include "support/Diagnostics.h"
 
@@ -18,7 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     std::unique_ptr<Graph> g = loadModelBytes(
         std::string(reinterpret_cast<const char*>(data), size), path, opts);
-    (void)g;
+    PipelineOptions passes;
+    passes.maxBytes = opts.maxBytes;
+    lowerToHpvm(*g, passes);
   } catch (const UserError&) {
   }
   return 0;

@@ -370,6 +370,48 @@ def _(w):
     return save(w, conv_model(pads=[0] * 4, strides=[2**40, 1], out=(1, 4, 1, 6)))
 
 
+@case("model: a constant Expand to 2^40 x 2^20", "{W}/model.onnx: node "
+      "'expand' (Expand, #0): its value, computed when compiling, has shape "
+      "1099511627776x1048576x1x1: 4.0 EiB, more than the 8.0 GiB limit "
+      "(raise it with --max-size)")
+def _(w):
+    big = [2**40, 2**20, 1, 1]
+    y = h.make_tensor_value_info("output", T.FLOAT, big[:2] + [8, 8])
+    return save(w, graph_model(
+        [h.make_node("Expand", ["one", "shape"], ["e"], name="expand"),
+         h.make_node("Add", ["input", "e"], ["output"], name="add")],
+        outputs=[y], inits=[nh.from_array(np.ones([1], np.float32), "one"),
+                            nh.from_array(np.array(big, np.int64), "shape")]))
+
+
+@case("model: a constant Range of 2^40 elements", "{W}/model.onnx: node "
+      "'range' (Range, #0): its value, computed when compiling, has shape "
+      "1099511627776: 4.0 TiB, more than the 8.0 GiB limit (raise it with "
+      "--max-size)")
+def _(w):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 1, 8, 1])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 8, 2**40])
+    scalar = lambda name, v: nh.from_array(np.array(v, np.float32), name)
+    return save(w, graph_model(
+        [h.make_node("Range", ["start", "limit", "delta"], ["r"],
+                     name="range"),
+         h.make_node("Add", ["input", "r"], ["output"], name="add")],
+        inputs=[x], outputs=[y], inits=[scalar("start", 0.0), scalar("limit", 2.0**40),
+                            scalar("delta", 1.0)]))
+
+
+@case("model: a Constant whose tensor has more values than its shape",
+      "{W}/model.onnx: node 'c' (Constant, #0): attribute 'value' has 7 "
+      "values; its shape needs 3\n(1 more node after these could not be "
+      "checked until they are fixed)")
+def _(w):
+    value = h.make_tensor("v", T.FLOAT, [3], [1.0] * 3)
+    value.float_data.extend([1.0] * 4)
+    return save(w, graph_model(
+        [h.make_node("Constant", [], ["c"], name="c", value=value),
+         h.make_node("Add", ["input", "c"], ["output"], name="add")]))
+
+
 @case("model: input of 2^31 x 2^31 pixels", "{W}/model.onnx: node '#0' "
       "(Relu, #0): its output 1x1x2147483648x2147483648 takes more bytes than "
       "2^63 per image, more than the 8.0 GiB limit (raise it with --max-size)")
