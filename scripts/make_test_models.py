@@ -752,8 +752,8 @@ def errors():
          [node("Add", ["input", "other"], ["y"], "add")],
          [X, io("other", [1, 2, 6, 6])], io("y", [1, 2, 6, 6]))
     save("errors/input_3d.onnxtxt",
-         [node("Relu", ["input"], ["y"], "relu")],
-         [io("input", [1, 28, 28])], io("y", [1, 28, 28]))
+         [node("Transpose", ["input"], ["y"], "transpose", perm=[0, 2, 1])],
+         [io("input", [1, 28, 20])], io("y", [1, 20, 28]))
     # Problems of every kind loading finds, reported at once: the input's
     # symbolic H and W with the nodes' unsupported operator.
     save("errors/symbolic_and_unsupported.onnxtxt",

@@ -6,6 +6,7 @@
 #include "ir/OpTable.h"
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
+#include "onnx/Rank3Input.h"
 
 #include <algorithm>
 #include <cmath>
@@ -129,6 +130,8 @@ std::string lowerFlatten(Lowering& L, Node* n) {
   return reshapeLeftover(n, L.g.source.opset);
 }
 std::string lowerReshape(Lowering& L, Node* n) {
+  if (isTokensOfRank3Input(L.g, *n))
+    return rank3InputRefusal(*n);
   // N x 1 x H x W <-> N x H x W x 1 (tf2onnx writes the NHWC <-> NCHW
   // transpose of one channel as a Reshape): the same values in the same
   // order, a transpose with channels_last / channels_first.

@@ -7,6 +7,7 @@
 #include "ir/OpTable.h"
 #include "lower/LoweringState.h"
 #include "onnx/Attributes.h"
+#include "onnx/Rank3Input.h"
 #include "support/InputFile.h"
 
 #include <algorithm>
@@ -103,8 +104,22 @@ void lowerNodes(Graph& g) {
   int64_t downstream = 0;
   // The loader's refusals and lowering's, in ONNX node order.
   std::vector<std::pair<Origin, std::string>> told = g.refusals;
+  // A 3-D input read as it is: told for each node reading it, which is
+  // not told again.
+  std::set<int> readers;
+  for (const auto& [n, reason] : refused)
+    if (isTokensOfRank3Input(g, *n))
+      for (const Origin& o : n->origins) {
+        told.emplace_back(o, reason);
+        readers.insert(o.index);
+      }
+  // (What they compute is as good as not computed.)
+  for (const auto& [n, reason] : refused)
+    if (readers.count(n->origins.front().index))
+      refusedResults.insert(n->output);
   for (const auto& [n, reason] : refused) {
-    if (n->kind == OpKind::Refused)
+    if (n->kind == OpKind::Refused || isTokensOfRank3Input(g, *n) ||
+        readers.count(n->origins.front().index))
       continue;
     if (after.count(n) &&
         (unknownOperand(n) || readsUnfolded(n) || L.downstream.count(n)))

@@ -12,9 +12,46 @@ std::vector<int64_t> heldShape(const std::vector<int64_t>& shape) {
   return {shape[0], 1, shape[1], shape[2]};
 }
 
+namespace {
+
+/// The target of a Reshape of the 4-D input to \p out (a symbolic batch
+/// copied from the input: 0).
+Value* reshapeTarget(Graph& g, const std::vector<int64_t>& out) {
+  auto target = std::make_shared<TensorData>();
+  target->dtype = DataType::Int64;
+  target->dims = {static_cast<int64_t>(out.size())};
+  target->bytes.resize(out.size() * sizeof(int64_t));
+  for (size_t d = 0; d < out.size(); ++d) {
+    const int64_t v = d == 0 && out[0] < 0 ? 0 : out[d];
+    std::memcpy(target->bytes.data() + d * sizeof(int64_t), &v, sizeof v);
+  }
+  return g.addConstant("", std::move(target));
+}
+
+} // namespace
+
+bool isTokensOfRank3Input(const Graph& g, const Node& n) {
+  return n.kind == OpKind::OnnxReshape && g.inputRank == 3 &&
+         !n.inputs.empty() && n.inputs[0] == g.input &&
+         n.output->shape.size() == 3;
+}
+
+std::string rank3InputRefusal(const Node& n) {
+  return "the 3-D input '" + escapeName(n.inputs[0]->name) + "' (" +
+         formatShape(n.output->shape) +
+         "): the node reads it as it is; a 3-D input is supported where the "
+         "model first reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or "
+         "2-D (N x A*B), as Unsqueeze(axes=[1]) does, or as a sequence of "
+         "tokens N x T x D where every node on it works per token "
+         "(LayerNorm, Linear, Softmax over D, element-wise ops, "
+         "self-attention) until a mean over the tokens, the Gather of one or "
+         "a graph output";
+}
+
 void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
   const std::string shown = formatShape(asRead->shape);
   const std::vector<Node*> readers = asRead->users;
+  std::vector<Origin> asItIs;
   for (Node* n : readers) {
     const OpKind k = n->kind;
     if (k == OpKind::Refused) {
@@ -45,11 +82,14 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
         batch && (out == std::vector<int64_t>{out[0], 1, in[1], in[2]} ||
                   out == std::vector<int64_t>{out[0], in[1], in[2], 1} ||
                   out == std::vector<int64_t>{out[0], in[1] * in[2]});
-    if (!reshapes || n->inputs[0] != asRead || !known || !taken) {
+    if (!reshapes || n->inputs[0] != asRead) {
+      asItIs.push_back(n->origins.front());
+      continue;
+    }
+    if (!known || !taken) {
       const std::string how =
-          !reshapes || n->inputs[0] != asRead ? "reads it as it is"
-          : !known ? "reshapes it to a shape not known when compiling"
-                   : "reshapes it to " + formatShape(out);
+          !known ? "reshapes it to a shape not known when compiling"
+                 : "reshapes it to " + formatShape(out);
       errors.add(n->origins.front(),
                  "the 3-D input '" + escapeName(asRead->name) + "' (" + shown +
                      "): the node " + how +
@@ -58,23 +98,20 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
                      "2-D (N x A*B), as Unsqueeze(axes=[1]) does");
       continue;
     }
-    // The same node as a Reshape of the 4-D input to its output shape (a
-    // symbolic batch copied from the input: 0).
-    auto target = std::make_shared<TensorData>();
-    target->dtype = DataType::Int64;
-    target->dims = {static_cast<int64_t>(out.size())};
-    target->bytes.resize(out.size() * sizeof(int64_t));
-    for (size_t d = 0; d < out.size(); ++d) {
-      const int64_t v = d == 0 && out[0] < 0 ? 0 : out[d];
-      std::memcpy(target->bytes.data() + d * sizeof(int64_t), &v, sizeof v);
-    }
-    Value* shape = g.addConstant("", std::move(target));
+    // The same node as a Reshape of the 4-D input to its output shape.
     // (Rewritten in place: the loader still maps the output's name to its
     // value, for the graph outputs.)
     n->kind = OpKind::OnnxReshape;
     n->attrs.clear();
-    g.setInputs(n, {g.input, shape});
+    g.setInputs(n, {g.input, reshapeTarget(g, out)});
   }
+  if (asItIs.empty())
+    return;
+  // The value read as it is: the 4-D input reshaped back, first of all
+  // nodes (a value of its own name: the input's is g.input's).
+  asRead->name += ".tokens";
+  g.addNode(OpKind::OnnxReshape, {g.input, reshapeTarget(g, asRead->shape)},
+            asRead, asItIs, 0);
 }
 
 } // namespace hpvm::fe

@@ -17,9 +17,21 @@ namespace hpvm::fe {
 std::vector<int64_t> heldShape(const std::vector<int64_t>& shape);
 
 /// Rewrites the readers of \p asRead (the 3-D value the model's nodes read)
-/// to read g.input (its 4-D form, heldShape()) through Reshapes; a reader
-/// that is not a reshape of it goes to \p errors with the way forward.
+/// to read g.input (its 4-D form, heldShape()) through Reshapes; a reshape
+/// to another shape goes to \p errors with the way forward. The readers
+/// that read it as it is (a sequence of N x T x D tokens) keep reading
+/// \p asRead, made a Reshape of g.input (isTokensOfRank3Input()): the
+/// token pass takes it where they work per token, else lowering refuses it
+/// with rank3InputRefusal().
 void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors);
+
+/// \p n is the Reshape of a 3-D input held in 4-D back to its 3-D shape
+/// that adoptRank3Input() makes for the nodes reading it as it is.
+bool isTokensOfRank3Input(const Graph& g, const Node& n);
+
+/// Why \p n (isTokensOfRank3Input()) is left: told once per node reading
+/// the input as it is (its origins).
+std::string rank3InputRefusal(const Node& n);
 
 } // namespace hpvm::fe
 

@@ -5,6 +5,7 @@
 
 #include "ir/Printer.h"
 #include "onnx/OpAttrs.h"
+#include "onnx/Rank3Input.h"
 #include "passes/AttentionMatchers.h"
 #include "passes/ConstantTensors.h"
 #include "passes/Matchers.h"
@@ -62,7 +63,8 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
   if (k == OpKind::Gelu || k == OpKind::Silu || k == OpKind::OnnxRelu ||
       k == OpKind::OnnxSigmoid || k == OpKind::OnnxTanh ||
       k == OpKind::OnnxHardSwish || k == OpKind::OnnxClip ||
-      k == OpKind::OnnxErf) {
+      k == OpKind::OnnxErf || k == OpKind::OnnxLeakyRelu ||
+      k == OpKind::OnnxHardSigmoid) {
     bool fits = u->inputs[0] == v;
     for (size_t i = 1; i < u->inputs.size(); ++i)
       fits = fits && u->inputs[i]->isConstant();
@@ -350,16 +352,26 @@ namespace {
 /// The token stage that starts at \p enter, a Reshape (or Flatten, or
 /// Squeeze) of a B x D x H x W activation to B x D x H*W followed by a
 /// Transpose to B x H*W x D: ViT's (the class token concatenated before,
-/// the position embedding added), or any other (a CRNN's columns).
+/// the position embedding added), or any other (a CRNN's columns); or a
+/// 3-D input read as B x T x D tokens (isTokensOfRank3Input()).
 struct TokenEntry {
   std::vector<Node*> embed; ///< The nodes the entry replaces.
   Value* tokens = nullptr;  ///< The B x T x D value the region starts at.
   bool vit = false;         ///< ViT's: tokens B x D x T x 1 after it.
+  /// A 3-D input's: held B x 1 x T x D, tokens B x D x 1 x T after it.
+  bool input = false;
   Value *cls = nullptr, *pos = nullptr; ///< ViT's constants.
 };
 
 std::optional<TokenEntry> matchTokenEntry(const Graph& g, Node* enter) {
   const int64_t opset = g.source.opset;
+  if (isTokensOfRank3Input(g, *enter)) {
+    TokenEntry e;
+    e.embed = {enter};
+    e.tokens = enter->output;
+    e.input = true;
+    return e;
+  }
   if (enter->kind != OpKind::OnnxReshape &&
       enter->kind != OpKind::OnnxFlatten && enter->kind != OpKind::OnnxSqueeze)
     return std::nullopt;
@@ -424,11 +436,17 @@ void makeTokensChannelFirst(Graph& g) {
     if (!e)
       continue;
     Value* x = enter->inputs[0];
-    const int64_t B = x->shape[0], D = x->shape[1];
-    // Tokens channel-first: ViT's B x D x T x 1 (the class token first),
-    // the others B x D x H x W as they came (token h * W + w).
-    const int64_t rows = e->vit ? 1 + x->shape[2] * x->shape[3] : x->shape[2],
-                  cols = e->vit ? 1 : x->shape[3], T = rows * cols;
+    const int64_t B = x->shape[0], D = e->input ? x->shape[3] : x->shape[1];
+    // Tokens channel-first: ViT's B x D x T x 1 (the class token first), a
+    // 3-D input's B x D x 1 x T, the others B x D x H x W as they came
+    // (token h * W + w).
+    const int64_t rows = e->vit     ? 1 + x->shape[2] * x->shape[3]
+                         : e->input ? 1
+                                    : x->shape[2],
+                  cols = e->vit     ? 1
+                         : e->input ? x->shape[2]
+                                    : x->shape[3],
+                  T = rows * cols;
     // The region: every node reachable from the tokens before they leave
     // as a Gather of one token, a mean over the tokens or a graph output;
     // each must work per token on the features (the last axis) or be a
@@ -482,6 +500,11 @@ void makeTokensChannelFirst(Graph& g) {
       Node* tokens =
           replaceChain(g, OpKind::ClassToken, {x, clsC, posC}, e->embed);
       tokens->output->shape = {B, D, T, 1};
+    } else if (e->input) {
+      // B x 1 x T x D in memory is B x T x D: its NHWC view (H = 1, W = T,
+      // C = D) made channel-first.
+      Node* tokens = replaceChain(g, OpKind::ChannelsFirst, {x}, e->embed);
+      tokens->output->shape = {B, D, 1, T};
     } else {
       g.replaceAllUses(e->tokens, x);
       for (size_t i = e->embed.size(); i-- > 0;)

@@ -345,6 +345,30 @@ MODELS += [
 ]
 
 
+def _token_block(d):
+    """B x T x D tokens through a Linear and a pre-norm transformer block
+    (LayerNorm, 4-head self-attention, LayerNorm, GELU MLP, residuals)."""
+    import torch.nn as nn
+
+    class TokenBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(d, d)
+            self.norm1 = nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+            self.norm2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(),
+                                     nn.Linear(2 * d, d))
+
+        def forward(self, t):
+            t = self.proj(t)
+            h = self.norm1(t)
+            t = t + self.attn(h, h, h, need_weights=False)[0]
+            return t + self.mlp(self.norm2(t))
+
+    return TokenBlock()
+
+
 def _crnn():
     """A CRNN-style text recogniser (1 x 32 x 128 line images): a conv
     backbone pooled to one row of 32 columns, the columns as tokens
@@ -364,20 +388,11 @@ def _crnn():
             self.cnn = nn.Sequential(*block(1, 16, 2), *block(16, 32, 2),
                                      *block(32, d, (2, 1)),
                                      *block(d, d, (4, 1)))
-            self.proj = nn.Linear(d, d)
-            self.norm1 = nn.LayerNorm(d)
-            self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
-            self.norm2 = nn.LayerNorm(d)
-            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(),
-                                     nn.Linear(2 * d, d))
+            self.tokens = _token_block(d)
             self.head = nn.Linear(d, classes)
 
         def forward(self, x):
-            t = self.cnn(x).squeeze(2).permute(0, 2, 1)
-            t = self.proj(t)
-            h = self.norm1(t)
-            t = t + self.attn(h, h, h, need_weights=False)[0]
-            t = t + self.mlp(self.norm2(t))
+            t = self.tokens(self.cnn(x).squeeze(2).permute(0, 2, 1))
             return self.head(t).log_softmax(-1)
 
     return CRNN()
@@ -472,7 +487,33 @@ def _speech_cnn():
     return Speech()
 
 
+def _sequence_transformer():
+    """A transformer classifier on a 3-D input of 16 tokens of 32 features
+    (N x T x D: a sequence of feature vectors, as a speech or sensor model
+    takes it): Linear, a pre-norm transformer block (LayerNorm,
+    self-attention, LayerNorm, GELU MLP, residuals), the mean over the
+    tokens, a Linear to 10 classes."""
+    import torch.nn as nn
+
+    class SequenceTransformer(nn.Module):
+        def __init__(self, d=32, classes=10):
+            super().__init__()
+            self.tokens = _token_block(d)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            return self.head(self.tokens(x).mean(1))
+
+    return SequenceTransformer()
+
+
 MODELS += [
+    ModelSpec("sequence_transformer_16x32", _sequence_transformer, (16, 32),
+              13, 10, 4, ci=True,
+              about="a transformer classifier on a 3-D input read as tokens "
+              "(N x 16 x 32, held as N x 1 x 16 x 32, channels_first to N x "
+              "32 x 1 x 16): Linear, LayerNorm, self-attention, GELU MLP, the "
+              "mean over the tokens", export="pytorch"),
     ModelSpec("speech_cnn_40x64", _speech_cnn, (40, 64), 13, 12, 5, ci=True,
               about="a keyword-spotting CNN on a 3-D input (N x 40 x 64, "
               "held as N x 1 x 40 x 64): Unsqueeze(1) into convs, "

@@ -174,12 +174,16 @@ TEST_CASE("Frontend: an input's problems are explained, with the unsupported "
        "symbolic (give --input-shape input:1x3xHxW with the sizes to run "
        "at)\n@: node 'hardmax' (Hardmax, #0): operator Hardmax is not "
        "supported"},
-      // A 3-D input read as it is: the reader, and the way forward.
+      // A 3-D input read as it is, not as tokens: the reader, and the way
+      // forward.
       {"input_3d",
-       "node 'relu' (Relu, #0): the 3-D input 'input' (1x28x28): the node "
-       "reads it as it is; a 3-D input is supported where the model first "
-       "reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or 2-D (N x A*B), "
-       "as Unsqueeze(axes=[1]) does"}};
+       "node 'transpose' (Transpose, #0): the 3-D input 'input' (1x28x20): "
+       "the node reads it as it is; a 3-D input is supported where the model "
+       "first reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or 2-D (N x "
+       "A*B), as Unsqueeze(axes=[1]) does, or as a sequence of tokens N x T "
+       "x D where every node on it works per token (LayerNorm, Linear, "
+       "Softmax over D, element-wise ops, self-attention) until a mean over "
+       "the tokens, the Gather of one or a graph output"}};
   for (const auto& [name, want] : cases) {
     const std::string path = errorFixture(name);
     std::string expected = path + ": " + want;
