@@ -68,9 +68,8 @@ void lowerNodes(Graph& g) {
   // and has an operand of unknown shape, or one a refused node computes
   // from constants alone (which would have been folded), is not reported:
   // its problem would only be the other's, told again (an unknown shape,
-  // an operand not folded). (Refused nodes
-  // stay in the graph, lowered ones were rewired in place: the paths are
-  // the model's.)
+  // an operand not folded). (Refused nodes stay in the graph, lowered ones
+  // were rewired in place: the paths are the model's.)
   // Every node after a refused one: one walk from all of them.
   std::unordered_set<const Node*> after;
   std::vector<const Value*> work;

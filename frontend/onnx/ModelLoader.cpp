@@ -180,12 +180,16 @@ struct PreScan {
   std::vector<std::map<std::string, AttrValue>> attrs;
   /// Per node: why it is unsupported (empty when it is supported).
   std::vector<std::vector<std::string>> reasons;
-  /// The unsupported nodes, as one refusal (refuseScanned()).
-  ErrorList errors{""};
   /// False when an unsupported node has no ONNX schema (a custom domain, a
   /// misspelt operator): the checker and shape inference cannot take the
   /// model then, so loading stops at the refusal.
   bool carried = true;
+
+  /// True when some node is unsupported.
+  bool anyRefused() const {
+    return std::any_of(reasons.begin(), reasons.end(),
+                       [](const auto& r) { return !r.empty(); });
+  }
 };
 
 Origin originOf(const NodeProto& node, int index) {
@@ -198,18 +202,13 @@ Origin originOf(const NodeProto& node, int index) {
   return o;
 }
 
-/// Phase 1: every node's operator, opset and attributes; the unsupported
-/// ones in scan.errors.
-PreScan preScan(const ModelProto& model, const std::string& path,
-                int64_t opset) {
+/// Phase 1: every node's operator, opset and attributes; why the
+/// unsupported ones are, in scan.reasons.
+PreScan preScan(const ModelProto& model, int64_t opset) {
   PreScan scan;
-  ErrorList errors(path);
   const auto& nodes = model.graph().node();
-  // Records node i as unsupported, because of \p reasons.
-  auto refuse = [&](const NodeProto& node, const Origin& origin,
-                    std::vector<std::string> reasons) {
-    for (const std::string& reason : reasons)
-      errors.add(origin, reason);
+  // Records the last node as unsupported, because of \p reasons.
+  auto refuse = [&](const NodeProto& node, std::vector<std::string> reasons) {
     scan.kinds.back() = OpKind::Refused;
     scan.attrs.back().clear();
     scan.reasons.back() = std::move(reasons);
@@ -227,20 +226,19 @@ PreScan preScan(const ModelProto& model, const std::string& path,
     scan.attrs.emplace_back();
     scan.reasons.emplace_back();
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      refuse(node, origin,
-             {"operator " + escapeName(origin.opType) +
-              " is not supported (custom domain '" + escapeName(node.domain()) +
-              "')"});
+      refuse(node, {"operator " + escapeName(origin.opType) +
+                    " is not supported (custom domain '" +
+                    escapeName(node.domain()) + "')"});
       continue;
     }
     const OnnxOpDesc* desc = onnxOpByName(node.op_type());
     if (desc == nullptr) {
-      refuse(node, origin,
+      refuse(node,
              {"operator " + escapeName(node.op_type()) + " is not supported"});
       continue;
     }
     if (opset < desc->minOpset) {
-      refuse(node, origin,
+      refuse(node,
              {"operator " + node.op_type() + " needs opset " +
               std::to_string(desc->minOpset) +
               " or newer (the model has opset " + std::to_string(opset) + ")"});
@@ -261,7 +259,7 @@ PreScan preScan(const ModelProto& model, const std::string& path,
       reasons.push_back("attribute '" + escapeName(name) +
                         "' is not supported");
     if (!reasons.empty()) {
-      refuse(node, origin, std::move(reasons));
+      refuse(node, std::move(reasons));
       continue;
     }
     // Only the declared attributes, which lowering reads, travel on.
@@ -273,7 +271,6 @@ PreScan preScan(const ModelProto& model, const std::string& path,
       it = dropped.count(it->first) ? attrs.erase(it) : std::next(it);
     scan.attrs.back() = std::move(attrs);
   }
-  scan.errors = std::move(errors);
   return scan;
 }
 
@@ -283,9 +280,13 @@ PreScan preScan(const ModelProto& model, const std::string& path,
 /// carry their unsupported nodes on to lowering (PreScan::carried), or
 /// whose --input-shape does not fit.
 void refuseScanned(onnx::ModelProto& model, const std::string& path,
-                   const LoadOptions& opts, ErrorList& errors) {
-  if (errors.empty())
+                   const LoadOptions& opts, const PreScan& scan) {
+  if (!scan.anyRefused())
     return;
+  ErrorList errors(path);
+  for (int i = 0; i < model.graph().node_size(); ++i)
+    for (const std::string& reason : scan.reasons[static_cast<size_t>(i)])
+      errors.add(originOf(model.graph().node(i), i), reason);
   try {
     if (!opts.inputShape.empty())
       fixInputShape(model, path, opts.inputShapeName, opts.inputShape,
@@ -634,15 +635,15 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
                       " of the default domain; this exporter knows opsets up "
                       "to " +
                       std::to_string(latest));
-    PreScan scan = preScan(model, path, opset);
+    PreScan scan = preScan(model, opset);
     // (Opset conversion stops at unsupported nodes, as the checker at
     // operators it does not know.)
     if (!scan.carried || (opts.targetOpset != 0 && opts.targetOpset != opset))
-      refuseScanned(model, path, opts, scan.errors);
+      refuseScanned(model, path, opts, scan);
     try {
       checkGraphShape(model, path, opts.maxBytes);
     } catch (const UserError&) {
-      refuseScanned(model, path, opts, scan.errors);
+      refuseScanned(model, path, opts, scan);
       throw;
     }
 
@@ -655,7 +656,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
         onnx::checker::check_model(model);
     } catch (const std::exception& e) {
       // (Unsupported attributes are often what the checker trips on.)
-      refuseScanned(model, path, opts, scan.errors);
+      refuseScanned(model, path, opts, scan);
       throw UserError(path + ": invalid ONNX model: " + e.what());
     }
 
@@ -678,9 +679,9 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       opset = defaultOpset(model);
       const std::string converted =
           path + " (converted to opset " + std::to_string(opset) + ")";
-      scan = preScan(model, converted, opset);
+      scan = preScan(model, opset);
       if (!scan.carried)
-        refuseScanned(model, converted, opts, scan.errors);
+        refuseScanned(model, converted, opts, scan);
     }
 
     if (!opts.inputShape.empty()) {
@@ -688,9 +689,9 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
         fixInputShape(model, path, opts.inputShapeName, opts.inputShape,
                       opts.inputShapeFrom);
       } catch (const UserError&) {
-        if (scan.errors.empty())
+        if (!scan.anyRefused())
           throw;
-        refuseScanned(model, path, opts, scan.errors);
+        refuseScanned(model, path, opts, scan);
         throw;
       }
     }
@@ -707,7 +708,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       // leaves its outputs of unknown shape: lowering reports it, and
       // nothing only downstream of it.
       bool inferred = false;
-      if (!scan.errors.empty()) {
+      if (scan.anyRefused()) {
         try {
           inferShapes(model, /*strict=*/false);
           inferred = true;
@@ -715,7 +716,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
         }
       }
       if (!inferred) {
-        refuseScanned(model, path, opts, scan.errors);
+        refuseScanned(model, path, opts, scan);
         throw UserError(path + ": shape inference failed: " + what);
       }
     }

@@ -28,6 +28,17 @@ Value* reshapeTarget(Graph& g, const std::vector<int64_t>& out) {
   return g.addConstant("", std::move(target));
 }
 
+/// Why a node reading 3-D input \p name (of \p shape, "1x28x28") the way
+/// \p how says is refused: the ways a 3-D input is supported.
+std::string rank3Problem(const std::string& name, const std::string& shape,
+                         const std::string& how) {
+  return "the 3-D input '" + escapeName(name) + "' (" + shape + "): the node " +
+         how +
+         "; a 3-D input is supported where the model first reshapes it to "
+         "4-D (N x 1 x A x B, N x A x B x 1) or 2-D (N x A*B), as "
+         "Unsqueeze(axes=[1]) does";
+}
+
 } // namespace
 
 bool isTokensOfRank3Input(const Graph& g, const Node& n) {
@@ -37,13 +48,10 @@ bool isTokensOfRank3Input(const Graph& g, const Node& n) {
 }
 
 std::string rank3InputRefusal(const Node& n) {
-  return "the 3-D input '" + escapeName(n.inputs[0]->name) + "' (" +
-         formatShape(n.output->shape) +
-         "): the node reads it as it is; a 3-D input is supported where the "
-         "model first reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or "
-         "2-D (N x A*B), as Unsqueeze(axes=[1]) does, or as a sequence of "
-         "tokens N x T x D where every node on it works per token "
-         "(LayerNorm, Linear, Softmax over D, element-wise ops, "
+  return rank3Problem(n.inputs[0]->name, formatShape(n.output->shape),
+                      "reads it as it is") +
+         ", or as a sequence of tokens N x T x D where every node on it works "
+         "per token (LayerNorm, Linear, Softmax over D, element-wise ops, "
          "self-attention) until a mean over the tokens, the Gather of one or "
          "a graph output";
 }
@@ -90,12 +98,7 @@ void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {
       const std::string how =
           !known ? "reshapes it to a shape not known when compiling"
                  : "reshapes it to " + formatShape(out);
-      errors.add(n->origins.front(),
-                 "the 3-D input '" + escapeName(asRead->name) + "' (" + shown +
-                     "): the node " + how +
-                     "; a 3-D input is supported where the model first "
-                     "reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or "
-                     "2-D (N x A*B), as Unsqueeze(axes=[1]) does");
+      errors.add(n->origins.front(), rank3Problem(asRead->name, shown, how));
       continue;
     }
     // The same node as a Reshape of the 4-D input to its output shape.
