@@ -31,6 +31,10 @@ def ints(name, values):
     return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
 
 
+def floats(name, values):
+    return helper.make_tensor(name, TensorProto.FLOAT, [len(values)], values)
+
+
 def io(name, shape):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
@@ -243,6 +247,28 @@ def op_fixtures():
          [ints("sizes", [1, 2, 9, 9]),
           helper.make_tensor("scales", TensorProto.FLOAT, [4],
                              [1.0, 1.0, 2.0, 2.0])])
+    # tf_crop_and_resize: linear to sizes over a region across the left
+    # edge (extrapolated with 0.5), nearest by scales over one across the
+    # bottom (the output size ignores the region, as ONNX Runtime's), cubic
+    # with exclude_outside over one inside.
+    crop = "tf_crop_and_resize"
+    save("resize_crop.onnxtxt",
+         [node("Resize", ["input", "roi1", "", "sizes1"], ["r1"],
+               "across_left", mode="linear",
+               coordinate_transformation_mode=crop, extrapolation_value=0.5),
+          node("Resize", ["r1", "roi2", "scales2"], ["r2"], "across_bottom",
+               mode="nearest", coordinate_transformation_mode=crop,
+               nearest_mode="round_prefer_ceil", extrapolation_value=-1.0),
+          node("Resize", ["r2", "roi3", "", "sizes3"], ["y"], "inside",
+               mode="cubic", coordinate_transformation_mode=crop,
+               exclude_outside=1)],
+         [io("input", [1, 3, 12, 10])], io("y", [1, 3, 7, 7]),
+         [floats("roi1", [0, 0, 0.1, -0.2, 1, 1, 0.8, 1.1]),
+          ints("sizes1", [1, 3, 9, 8]),
+          floats("roi2", [0, 0, 0.2, 0.25, 1, 1, 1.3, 0.9]),
+          floats("scales2", [1, 1, 1.5, 1.25]),
+          floats("roi3", [0, 0, 0.05, 0.1, 1, 1, 0.95, 0.9]),
+          ints("sizes3", [1, 3, 7, 7])])
     # Upsample (opset 9: scales as an input; nearest, asymmetric, floor).
     save("Upsample.onnxtxt",
          [node("Upsample", ["input", "scales"], ["y"], "up", mode="nearest")],

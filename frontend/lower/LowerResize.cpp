@@ -1,6 +1,6 @@
 // LowerResize.cpp - lowering of ONNX Resize and Upsample to resize_nearest,
-// resize_linear or resize_cubic (their geometry: OpGeometry's
-// resizeGeometry).
+// resize_linear or resize_cubic, or (tf_crop_and_resize) their *_crop rows
+// (their geometry: OpGeometry's resizeGeometry).
 #include "lower/LoweringState.h"
 
 namespace hpvm::fe {
@@ -14,19 +14,30 @@ std::string lowerResizing(Lowering& L, Node* n) {
   ResizeGeometry geo;
   if (auto r = resizeGeometry(*n, L.g.source.opset, x->shape, geo); !r.empty())
     return r;
-  std::vector<Scalar> scalars = {
-      Scalar::integer(geo.outH), Scalar::integer(geo.outW),
-      Scalar::real(geo.scaleH), Scalar::real(geo.scaleW),
-      Scalar::integer(static_cast<int64_t>(geo.coord))};
+  // size h, w; then scale h, w and coord, or (tf_crop_and_resize) the
+  // region and the extrapolation value; then the mode's own.
+  std::vector<Scalar> scalars = {Scalar::integer(geo.outH),
+                                 Scalar::integer(geo.outW)};
+  if (geo.crop) {
+    for (float v : geo.roi)
+      scalars.push_back(Scalar::real(shortestFloat(v)));
+    scalars.push_back(Scalar::real(shortestFloat(geo.extrapolation)));
+  } else {
+    scalars.push_back(Scalar::real(geo.scaleH));
+    scalars.push_back(Scalar::real(geo.scaleW));
+    scalars.push_back(Scalar::integer(static_cast<int64_t>(geo.coord)));
+  }
   if (geo.cubic) {
     scalars.push_back(Scalar::real(shortestFloat(geo.cubicA)));
     scalars.push_back(Scalar::integer(geo.excludeOutside ? 1 : 0));
   } else if (!geo.linear) {
     scalars.push_back(Scalar::integer(static_cast<int64_t>(geo.rounding)));
   }
-  const OpKind kind = geo.cubic    ? OpKind::ResizeCubic
-                      : geo.linear ? OpKind::ResizeLinear
-                                   : OpKind::ResizeNearest;
+  const OpKind kind =
+      geo.cubic ? (geo.crop ? OpKind::ResizeCubicCrop : OpKind::ResizeCubic)
+      : geo.linear
+          ? (geo.crop ? OpKind::ResizeLinearCrop : OpKind::ResizeLinear)
+          : (geo.crop ? OpKind::ResizeNearestCrop : OpKind::ResizeNearest);
   int pos = L.position(n);
   L.finish(n, L.emit(kind, {x}, std::move(scalars),
                      {x->shape[0], x->shape[1], geo.outH, geo.outW},

@@ -466,12 +466,10 @@ std::string resizeGeometry(const Node& n, int64_t opset,
     const int c = indexOfName(hpvm::rt::kResizeCoordNames, coord);
     if (c < 0)
       why.push_back("coordinate_transformation_mode '" + escapeName(coord) +
-                    "' is not supported" +
-                    (coord == "tf_crop_and_resize"
-                         ? " (it crops to a region of interest)"
-                         : ""));
+                    "' is not supported");
     else
       g.coord = static_cast<ResizeCoord>(c);
+    g.crop = g.coord == ResizeCoord::TfCropAndResize;
     const std::string nearest = a.getString("nearest_mode");
     const int r = indexOfName(hpvm::rt::kNearestRoundingNames, nearest);
     if (r < 0)
@@ -497,6 +495,11 @@ std::string resizeGeometry(const Node& n, int64_t opset,
   if (!legacy)
     if (const TensorData* s = constantOperand(n, 3, computed))
       sizes = s->toInts();
+  // roi (input 1): tf_crop_and_resize's region, starts then ends.
+  std::vector<float> roi;
+  if (g.crop)
+    if (const TensorData* r = constantOperand(n, 1, computed))
+      roi = r->toFloats();
   if (computed)
     why.push_back("its scales or sizes are computed at run time; only "
                   "constants (or values folded from known shapes) are "
@@ -513,6 +516,18 @@ std::string resizeGeometry(const Node& n, int64_t opset,
   if (!computed && given != 0 && axes.size() != given)
     why.push_back("it has " + std::to_string(given) + " scales or sizes for " +
                   std::to_string(axes.size()) + " axes");
+  if (g.crop && !computed && roi.size() != 2 * axes.size())
+    why.push_back("tf_crop_and_resize needs an roi of " +
+                  std::to_string(2 * axes.size()) +
+                  " values (each axis' start, then each one's end), not " +
+                  std::to_string(roi.size()));
+  if (g.crop) {
+    const double v = a.getFloat("extrapolation_value");
+    g.extrapolation = static_cast<float>(v);
+    if (!std::isfinite(g.extrapolation))
+      why.push_back("extrapolation_value " + formatScalar(Scalar::real(v)) +
+                    " is not finite");
+  }
   if (!why.empty()) {
     std::string all = why[0];
     for (size_t i = 1; i < why.size(); ++i)
@@ -525,6 +540,23 @@ std::string resizeGeometry(const Node& n, int64_t opset,
     const int64_t axis = axes[i] < 0 ? axes[i] + 4 : axes[i];
     if (axis < 0 || axis > 3)
       return "axis " + std::to_string(axes[i]) + " is not one of the input's";
+    if (g.crop) {
+      const float start = roi[i], end = roi[axes.size() + i];
+      if (!(std::fabs(start) <= 1e6f && std::fabs(end) <= 1e6f))
+        return "roi " + formatScalar(Scalar::real(start)) + " .. " +
+               formatScalar(Scalar::real(end)) + " of axis " +
+               std::to_string(axis) +
+               " is not a finite fraction of at most "
+               "1e6";
+      if (axis >= 2) {
+        g.roi[axis - 2] = start;
+        g.roi[axis] = end;
+      } else if ((start != 0.f || end != 1.f) && x[axis] != 1) {
+        return "its roi crops the " +
+               std::string(axis == 0 ? "batch" : "channel") +
+               " axis (only height and width are cropped)";
+      }
+    }
     if (!scales.empty()) {
       scale[axis] = scales[i];
       if (!(scales[i] > 0) || !std::isfinite(scales[i]))

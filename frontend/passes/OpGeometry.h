@@ -113,6 +113,11 @@ struct ResizeGeometry {
   hpvm::rt::ResizeCoord coord = hpvm::rt::ResizeCoord::HalfPixel;
   hpvm::rt::NearestRounding rounding =
       hpvm::rt::NearestRounding::RoundPreferFloor;
+  /// tf_crop_and_resize: the region (top, left, bottom, right; roi's
+  /// starts and ends of the height and width) and extrapolation_value.
+  bool crop = false;
+  float roi[4] = {0.f, 0.f, 1.f, 1.f};
+  float extrapolation = 0.f;
 };
 
 /// Reads Resize or Upsample node \p n over input dims \p x (batch may be

@@ -418,6 +418,36 @@ def _(w):
                             scalar("delta", 1.0)]))
 
 
+@case("model: tf_crop_and_resize regions that crop the channels, are "
+      "short or are not finite",
+      "{W}/model.onnx: 3 unsupported nodes:\n"
+      "  node 'channels' (Resize, #0): its roi crops the channel axis (only "
+      "height and width are cropped)\n"
+      "  node 'short' (Resize, #1): tf_crop_and_resize needs an roi of 8 "
+      "values (each axis' start, then each one's end), not 4\n"
+      "  node 'huge' (Resize, #2): roi -inf .. 1 of axis 2 is not a finite "
+      "fraction of at most 1e6")
+def _(w):
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 2, 8, 8])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 2, 4, 4])
+    floats = lambda name, v: nh.from_array(np.array(v, np.float32), name)
+    sizes = nh.from_array(np.array([1, 2, 4, 4], np.int64), "sizes")
+    crop = dict(mode="linear",
+                coordinate_transformation_mode="tf_crop_and_resize")
+    return save(w, graph_model(
+        [h.make_node("Resize", ["input", "roi_c", "", "sizes"], ["a"],
+                     name="channels", **crop),
+         h.make_node("Resize", ["input", "roi_short", "", "sizes"], ["b"],
+                     name="short", **crop),
+         h.make_node("Resize", ["input", "roi_inf", "", "sizes"], ["c"],
+                     name="huge", **crop),
+         h.make_node("Sum", ["a", "b", "c"], ["output"], name="sum")],
+        inputs=[x], outputs=[y],
+        inits=[sizes, floats("roi_c", [0, 0.5, 0, 0, 1, 1, 1, 1]),
+               floats("roi_short", [0, 0, 1, 1]),
+               floats("roi_inf", [0, 0, -np.inf, 0, 1, 1, 1, 1])]))
+
+
 @case("model: a Constant whose tensor has more values than its shape",
       "{W}/model.onnx: node 'c' (Constant, #0): attribute 'value' has 7 "
       "values; its shape needs 3\n(1 more node after these could not be "

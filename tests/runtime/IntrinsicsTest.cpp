@@ -545,6 +545,49 @@ OpCase caseFor(HpvmOp op) {
     ref::resizeCubic(hostOf(x), 2, 4, 7, 6, 12, 5, 12.f / 7.f, 5.f / 6.f,
                      ResizeCoord::HalfPixel, -0.5, true, c.want.data());
     break;
+  // The crop rows: a region reaching past the image's top and right
+  // (extrapolated with 0.25 there).
+  case HpvmOp::ResizeNearestCrop: // 7 x 6 -> 9 x 5, halves up
+    c.in = {x};
+    c.out = {2, 4, 9, 5};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_resize_nearest_crop(t[0], 9.f, 5.f, -0.2f, 0.1f,
+                                                   0.7f, 1.3f, 0.25f, 1.f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 9 * 5);
+    ref::resize(hostOf(x), 2, 4, 7, 6, 9, 5, 1.f, 1.f,
+                ResizeCoord::TfCropAndResize, false,
+                NearestRounding::RoundPreferCeil, c.want.data(),
+                ref::ResizeCrop{true, {-0.2f, 0.1f, 0.7f, 1.3f}, 0.25f});
+    break;
+  case HpvmOp::ResizeLinearCrop: // 7 x 6 -> 4 x 11
+    c.in = {x};
+    c.out = {2, 4, 4, 11};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_resize_linear_crop(t[0], 4.f, 11.f, -0.2f, 0.1f,
+                                                  0.7f, 1.3f, 0.25f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 4 * 11);
+    ref::resize(hostOf(x), 2, 4, 7, 6, 4, 11, 1.f, 1.f,
+                ResizeCoord::TfCropAndResize, true, NearestRounding::Floor,
+                c.want.data(),
+                ref::ResizeCrop{true, {-0.2f, 0.1f, 0.7f, 1.3f}, 0.25f});
+    break;
+  case HpvmOp::ResizeCubicCrop: // 7 x 6 -> 8 x 8, a -0.75
+    c.in = {x};
+    c.out = {2, 4, 8, 8};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_resize_cubic_crop(
+          t[0], 8.f, 8.f, -0.2f, 0.1f, 0.7f, 1.3f, 0.25f, -0.75f, 0.f);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 4 * 8 * 8);
+    ref::resizeCubic(hostOf(x), 2, 4, 7, 6, 8, 8, 1.f, 1.f,
+                     ResizeCoord::TfCropAndResize, -0.75, false, c.want.data(),
+                     ref::ResizeCrop{true, {-0.2f, 0.1f, 0.7f, 1.3f}, 0.25f});
+    break;
   case HpvmOp::SelectToken: // pixel 9: row 1, column 3
     c.in = {x};
     c.out = {2, 4, 1, 1};

@@ -22,6 +22,10 @@ enum class ResizeCoord : uint8_t {
   Asymmetric,            ///< o / s
   TfHalfPixelForNearest, ///< (o + 0.5) / s
   HalfPixelSymmetric,    ///< HalfPixel about the centre (out / (in * s))
+  /// start * (in - 1) + o * (end - start) * (in - 1) / (out - 1): the
+  /// region [start, end] of the axis (fractions of in - 1), its centre
+  /// where out == 1; the *_crop rows only (their roi scalars).
+  TfCropAndResize,
 };
 
 /// How resize_nearest rounds a coordinate to an input index (ONNX's
@@ -35,15 +39,16 @@ enum class NearestRounding : uint8_t {
 
 /// The ONNX attribute values, in enumerator order.
 inline constexpr std::string_view kResizeCoordNames[] = {
-    "half_pixel", "pytorch_half_pixel",        "align_corners",
-    "asymmetric", "tf_half_pixel_for_nearest", "half_pixel_symmetric"};
+    "half_pixel",        "pytorch_half_pixel",        "align_corners",
+    "asymmetric",        "tf_half_pixel_for_nearest", "half_pixel_symmetric",
+    "tf_crop_and_resize"};
 inline constexpr std::string_view kNearestRoundingNames[] = {
     "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
 /// The input coordinate of output index \p o (float arithmetic, as ONNX
-/// Runtime computes it).
+/// Runtime computes it); \p start and \p end: TfCropAndResize's region.
 inline float resizeSource(ResizeCoord mode, int64_t o, float scale, int64_t in,
-                          int64_t out) {
+                          int64_t out, float start = 0.f, float end = 1.f) {
   const float x = static_cast<float>(o);
   switch (mode) {
   case ResizeCoord::HalfPixel:
@@ -69,6 +74,12 @@ inline float resizeSource(ResizeCoord mode, int64_t o, float scale, int64_t in,
         static_cast<float>(out) / (static_cast<float>(in) * scale);
     const float centre = static_cast<float>(in) / 2.f;
     return centre * (1.f - adjustment) + (x + 0.5f) / scale - 0.5f;
+  }
+  case ResizeCoord::TfCropAndResize: {
+    const float last = static_cast<float>(in - 1);
+    return out > 1 ? start * last +
+                         x * (end - start) * last / static_cast<float>(out - 1)
+                   : 0.5f * (start + end) * last;
   }
   }
   return 0.f;

@@ -338,31 +338,55 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
   }
   case HpvmOp::ResizeNearest:
   case HpvmOp::ResizeLinear:
-  case HpvmOp::ResizeCubic: {
+  case HpvmOp::ResizeCubic:
+  case HpvmOp::ResizeNearestCrop:
+  case HpvmOp::ResizeLinearCrop:
+  case HpvmOp::ResizeCubicCrop: {
     auto whole = [](double v, double lo, double hi) {
       return v >= lo && v <= hi && v == std::floor(v);
     };
+    const bool crop = op == HpvmOp::ResizeNearestCrop ||
+                      op == HpvmOp::ResizeLinearCrop ||
+                      op == HpvmOp::ResizeCubicCrop;
+    // The mode's own scalars: the rounding, or the cubic coefficient and
+    // exclude_outside.
+    const int extra = crop ? 7 : 5;
     if (!whole(s[0], 1, 1e9) || !whole(s[1], 1, 1e9))
       throw UserError(where() + ": output size " + std::to_string(s[0]) +
                       " x " + std::to_string(s[1]) +
                       " is not two whole numbers >= 1");
-    if (!(s[2] > 0 && s[3] > 0 && std::isfinite(s[2]) && std::isfinite(s[3])))
-      throw UserError(where() + ": scales " + std::to_string(s[2]) + ", " +
-                      std::to_string(s[3]) + " must be finite and > 0");
-    const double coords = std::size(kResizeCoordNames) - 1;
+    if (crop) {
+      for (int i = 2; i < 6; ++i)
+        if (!(std::fabs(s[i]) <= 1e6))
+          throw UserError(where() + ": region " + std::to_string(s[2]) + ", " +
+                          std::to_string(s[3]) + ", " + std::to_string(s[4]) +
+                          ", " + std::to_string(s[5]) +
+                          " must be finite fractions of at most 1e6");
+      if (!std::isfinite(s[6]))
+        throw UserError(where() + ": extrapolation value " +
+                        std::to_string(s[6]) + " must be finite");
+    } else {
+      if (!(s[2] > 0 && s[3] > 0 && std::isfinite(s[2]) && std::isfinite(s[3])))
+        throw UserError(where() + ": scales " + std::to_string(s[2]) + ", " +
+                        std::to_string(s[3]) + " must be finite and > 0");
+      // (tf_crop_and_resize is the crop rows'.)
+      const double coords = double(ResizeCoord::TfCropAndResize) - 1;
+      if (!whole(s[4], 0, coords))
+        throw UserError(where() + ": coordinate mode " + std::to_string(s[4]) +
+                        " is not one of hpvm_rt/Resize.h's (tf_crop_and_"
+                        "resize is the *_crop rows')");
+    }
     const double roundings = std::size(kNearestRoundingNames) - 1;
-    if (!whole(s[4], 0, coords) ||
-        (op == HpvmOp::ResizeNearest && !whole(s[5], 0, roundings)))
-      throw UserError(where() + ": coordinate mode " + std::to_string(s[4]) +
-                      (op == HpvmOp::ResizeNearest
-                           ? " or rounding " + std::to_string(s[5])
-                           : std::string()) +
+    if ((op == HpvmOp::ResizeNearest || op == HpvmOp::ResizeNearestCrop) &&
+        !whole(s[extra], 0, roundings))
+      throw UserError(where() + ": rounding " + std::to_string(s[extra]) +
                       " is not one of hpvm_rt/Resize.h's");
-    if (op == HpvmOp::ResizeCubic &&
-        (!std::isfinite(s[5]) || (s[6] != 0 && s[6] != 1)))
-      throw UserError(where() + ": cubic coefficient " + std::to_string(s[5]) +
+    if ((op == HpvmOp::ResizeCubic || op == HpvmOp::ResizeCubicCrop) &&
+        (!std::isfinite(s[extra]) || (s[extra + 1] != 0 && s[extra + 1] != 1)))
+      throw UserError(where() + ": cubic coefficient " +
+                      std::to_string(s[extra]) +
                       " must be finite and exclude_outside " +
-                      std::to_string(s[6]) + " 0 or 1");
+                      std::to_string(s[extra + 1]) + " 0 or 1");
     return {x[0], x[1], int64_t(s[0]), int64_t(s[1])};
   }
   case HpvmOp::SelectToken: {

@@ -454,20 +454,41 @@ inline void spatialSlice(const float* x, int64_t N, int64_t C, int64_t H,
 }
 
 /// y (N x C) = token \p index of x (N x C x T).
+/// The crop rows' region (roi top, left, bottom, right) and the value of
+/// pixels outside the input; the plain rows: none.
+struct ResizeCrop {
+  bool on = false;
+  float roi[4] = {0.f, 0.f, 1.f, 1.f};
+  float extrapolation = 0.f;
+
+  /// Whether coordinates \p ch, \p cw make an extrapolated pixel.
+  bool outside(float ch, int64_t H, float cw, int64_t W) const {
+    return on && !(ch >= 0.f && ch <= float(H - 1) && cw >= 0.f &&
+                   cw <= float(W - 1));
+  }
+};
+
 /// resize_nearest (\p linear false, rounding \p r) and resize_linear of
 /// every channel to Ho x Wo, pixel by pixel: linear as ONNX's four-tap
-/// blend, each weight a product of the two axes' weights.
+/// blend, each weight a product of the two axes' weights; over \p crop's
+/// region where it is on.
 inline void resize(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
                    int64_t Ho, int64_t Wo, float scaleH, float scaleW,
-                   ResizeCoord coord, bool linear, NearestRounding r,
-                   float* y) {
+                   ResizeCoord coord, bool linear, NearestRounding r, float* y,
+                   const ResizeCrop& crop = {}) {
   for (int64_t p = 0; p < N * C; ++p)
     for (int64_t i = 0; i < Ho; ++i)
       for (int64_t j = 0; j < Wo; ++j) {
-        const float ch = resizeSource(coord, i, scaleH, H, Ho);
-        const float cw = resizeSource(coord, j, scaleW, W, Wo);
+        const float ch =
+            resizeSource(coord, i, scaleH, H, Ho, crop.roi[0], crop.roi[2]);
+        const float cw =
+            resizeSource(coord, j, scaleW, W, Wo, crop.roi[1], crop.roi[3]);
         const float* xp = x + p * H * W;
         float& out = y[(p * Ho + i) * Wo + j];
+        if (crop.outside(ch, H, cw, W)) {
+          out = crop.extrapolation;
+          continue;
+        }
         if (!linear) {
           out = xp[nearestIndex(r, ch, H) * W + nearestIndex(r, cw, W)];
           continue;
@@ -494,7 +515,7 @@ inline void resize(const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
 inline void resizeCubic(const float* x, int64_t N, int64_t C, int64_t H,
                         int64_t W, int64_t Ho, int64_t Wo, float scaleH,
                         float scaleW, ResizeCoord coord, double a, bool exclude,
-                        float* y) {
+                        float* y, const ResizeCrop& crop = {}) {
   // The 4 taps and weights of coordinate c on an axis of n.
   auto taps = [&](double c, int64_t n, int64_t idx[4], double w[4]) {
     const double f = std::floor(c);
@@ -530,8 +551,16 @@ inline void resizeCubic(const float* x, int64_t N, int64_t C, int64_t H,
       for (int64_t j = 0; j < Wo; ++j) {
         int64_t hi[4], wi[4];
         double hw[4], ww[4];
-        taps(resizeSource(coord, i, scaleH, H, Ho), H, hi, hw);
-        taps(resizeSource(coord, j, scaleW, W, Wo), W, wi, ww);
+        const float ch =
+            resizeSource(coord, i, scaleH, H, Ho, crop.roi[0], crop.roi[2]);
+        const float cw =
+            resizeSource(coord, j, scaleW, W, Wo, crop.roi[1], crop.roi[3]);
+        if (crop.outside(ch, H, cw, W)) {
+          y[(p * Ho + i) * Wo + j] = crop.extrapolation;
+          continue;
+        }
+        taps(ch, H, hi, hw);
+        taps(cw, W, wi, ww);
         double out = 0;
         for (int k = 0; k < 4; ++k) {
           double row = 0;

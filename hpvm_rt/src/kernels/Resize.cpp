@@ -1,9 +1,12 @@
 // Resize.cpp - resize_nearest, resize_linear and resize_cubic (ONNX Resize
-// and Upsample over the two spatial axes): each output pixel reads the
+// and Upsample over the two spatial axes), and their *_crop rows over a
+// region of interest (tf_crop_and_resize): each output pixel reads the
 // input at the coordinates hpvm_rt/Resize.h maps it to. Both axes' taps
 // are computed once per call (an index, and for linear a second index and
 // a weight, for cubic four of each, per output row and column), then every
-// channel's rows are a gather, or gathers and a blend, of input rows.
+// channel's rows are a gather, or gathers and a blend, of input rows; the
+// crop rows then write their extrapolation value where a row or column
+// falls outside the input.
 #include "hpvm_rt/Resize.h"
 #include "base/Errors.h"
 #include "kernels/Numerics.h"
@@ -27,44 +30,83 @@ struct Taps {
   std::vector<float> w;
 };
 
-/// The scalar operands both rows share: size h, w, scale h, w, coord.
-struct ResizeScalars {
-  int64_t outH, outW;
-  float scaleH, scaleW;
+/// How one axis maps output indices to input coordinates.
+struct AxisMap {
   ResizeCoord coord;
+  float scale;
+  int64_t in, out;
+  float start = 0.f, end = 1.f; ///< the crop rows' region
+
+  float source(int64_t o) const {
+    return resizeSource(coord, o, scale, in, out, start, end);
+  }
 };
 
-ResizeScalars scalarsOf(const OpCall& c) {
-  return {static_cast<int64_t>(c.scalars[0]),
-          static_cast<int64_t>(c.scalars[1]), static_cast<float>(c.scalars[2]),
-          static_cast<float>(c.scalars[3]),
-          static_cast<ResizeCoord>(static_cast<int>(c.scalars[4]))};
+/// The scalar operands: size h, w, then scale h, w, coord (the plain rows)
+/// or roi top, left, bottom, right, extrapolation (the crop rows); the
+/// mode's own scalars from `extra` on.
+struct ResizeScalars {
+  int64_t outH, outW;
+  bool crop;
+  float extrapolation;
+  AxisMap h, w;
+  size_t extra;
+};
+
+ResizeScalars scalarsOf(const OpCall& c, bool crop) {
+  const Dims4 xd = dims4(c.in[0]);
+  const double* s = c.scalars;
+  ResizeScalars r{static_cast<int64_t>(s[0]),
+                  static_cast<int64_t>(s[1]),
+                  crop,
+                  0.f,
+                  {},
+                  {},
+                  crop ? 7u : 5u};
+  if (crop) {
+    r.h = {ResizeCoord::TfCropAndResize,
+           1.f,
+           xd[2],
+           r.outH,
+           float(s[2]),
+           float(s[4])};
+    r.w = {ResizeCoord::TfCropAndResize,
+           1.f,
+           xd[3],
+           r.outW,
+           float(s[3]),
+           float(s[5])};
+    r.extrapolation = static_cast<float>(s[6]);
+  } else {
+    const auto coord = static_cast<ResizeCoord>(static_cast<int>(s[4]));
+    r.h = {coord, static_cast<float>(s[2]), xd[2], r.outH};
+    r.w = {coord, static_cast<float>(s[3]), xd[3], r.outW};
+  }
+  return r;
 }
 
-Taps nearestTaps(ResizeCoord coord, NearestRounding r, float scale, int64_t in,
-                 int64_t out) {
+Taps nearestTaps(const AxisMap& m, NearestRounding r) {
   Taps t;
-  t.i0.resize(size_t(out));
-  for (int64_t o = 0; o < out; ++o)
-    t.i0[size_t(o)] =
-        nearestIndex(r, resizeSource(coord, o, scale, in, out), in);
+  t.i0.resize(size_t(m.out));
+  for (int64_t o = 0; o < m.out; ++o)
+    t.i0[size_t(o)] = nearestIndex(r, m.source(o), m.in);
   return t;
 }
 
 /// Linear taps: the coordinate clamped into [0, in - 1] (ONNX's edge
 /// padding), its floor and the next index (the last one repeated).
-Taps linearTaps(ResizeCoord coord, float scale, int64_t in, int64_t out) {
+Taps linearTaps(const AxisMap& m) {
   Taps t;
-  t.i0.resize(size_t(out));
-  t.i1.resize(size_t(out));
-  t.w.resize(size_t(out));
-  const float last = static_cast<float>(in - 1);
-  for (int64_t o = 0; o < out; ++o) {
-    float x = resizeSource(coord, o, scale, in, out);
+  t.i0.resize(size_t(m.out));
+  t.i1.resize(size_t(m.out));
+  t.w.resize(size_t(m.out));
+  const float last = static_cast<float>(m.in - 1);
+  for (int64_t o = 0; o < m.out; ++o) {
+    float x = m.source(o);
     x = x < 0.f ? 0.f : x > last ? last : x;
     const int64_t i = static_cast<int64_t>(x);
     t.i0[size_t(o)] = i;
-    t.i1[size_t(o)] = i + 1 < in ? i + 1 : i;
+    t.i1[size_t(o)] = i + 1 < m.in ? i + 1 : i;
     t.w[size_t(o)] = x - static_cast<float>(i);
   }
   return t;
@@ -79,32 +121,65 @@ struct CubicTaps {
   std::vector<float> weight;
 };
 
-CubicTaps cubicTaps(ResizeCoord coord, float scale, int64_t in, int64_t out,
-                    float a, bool exclude) {
+CubicTaps cubicTaps(const AxisMap& m, float a, bool exclude) {
   CubicTaps t;
-  t.index.resize(size_t(4 * out));
-  t.weight.resize(size_t(4 * out));
-  for (int64_t o = 0; o < out; ++o) {
-    const float x = resizeSource(coord, o, scale, in, out);
+  t.index.resize(size_t(4 * m.out));
+  t.weight.resize(size_t(4 * m.out));
+  for (int64_t o = 0; o < m.out; ++o) {
+    const float x = m.source(o);
     float f = std::floor(x);
     if (f == x)
       f -= 1.f;
     float* w = &t.weight[size_t(4 * o)];
     cubicWeights(x - f, a, w);
-    const int64_t first = static_cast<int64_t>(f) - 1;
+    // (Far outside, with the crop rows: any index; the pixel is
+    // extrapolated.)
+    const int64_t first = std::isfinite(f) && std::fabs(f) < 1e9f
+                              ? static_cast<int64_t>(f) - 1
+                              : 0;
     float sum = 0.f;
     for (int k = 0; k < 4; ++k) {
       const int64_t i = first + k;
-      if (exclude && (i < 0 || i >= in))
+      if (exclude && (i < 0 || i >= m.in))
         w[k] = 0.f;
       sum += w[k];
-      t.index[size_t(4 * o + k)] = i < 0 ? 0 : i >= in ? in - 1 : i;
+      t.index[size_t(4 * o + k)] = i < 0 ? 0 : i >= m.in ? m.in - 1 : i;
     }
     if (exclude && sum != 0.f)
       for (int k = 0; k < 4; ++k)
         w[k] /= sum;
   }
   return t;
+}
+
+/// The crop rows: every output pixel whose row or column coordinate is
+/// outside [0, in - 1] becomes the extrapolation value.
+void extrapolate(const ResizeScalars& s, int64_t planes, float* y) {
+  auto outside = [](const AxisMap& m) {
+    std::vector<char> o(size_t(m.out));
+    bool any = false;
+    for (int64_t i = 0; i < m.out; ++i) {
+      const float x = m.source(i);
+      o[size_t(i)] = !(x >= 0.f && x <= static_cast<float>(m.in - 1));
+      any = any || o[size_t(i)];
+    }
+    return std::make_pair(o, any);
+  };
+  const auto [rows, anyRow] = outside(s.h);
+  const auto [cols, anyCol] = outside(s.w);
+  if (!anyRow && !anyCol)
+    return;
+  const int64_t Ho = s.outH, Wo = s.outW;
+  const float v = s.extrapolation;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      float* dst = y + (p * Ho + oh) * Wo;
+      const bool all = rows[size_t(oh)] != 0;
+      for (int64_t ow = 0; ow < Wo; ++ow)
+        if (all || cols[size_t(ow)])
+          dst[ow] = v;
+    }
 }
 
 void checkShapes(const OpCall& c, const ResizeScalars& s) {
@@ -115,18 +190,17 @@ void checkShapes(const OpCall& c, const ResizeScalars& s) {
       fmt::format("resize of {} into {}", dimsStr(c.in[0]), dimsStr(c.out)));
 }
 
-} // namespace
-
-void runResizeNearest(const OpCall& c) {
+void resizeNearest(const OpCall& c, bool crop) {
   applyThreads();
-  const ResizeScalars s = scalarsOf(c);
+  const ResizeScalars s = scalarsOf(c, crop);
   checkShapes(c, s);
-  const auto r = static_cast<NearestRounding>(static_cast<int>(c.scalars[5]));
+  const auto r =
+      static_cast<NearestRounding>(static_cast<int>(c.scalars[s.extra]));
   const Dims4 xd = dims4(c.in[0]);
   const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
   const int64_t Ho = s.outH, Wo = s.outW;
-  const Taps th = nearestTaps(s.coord, r, s.scaleH, H, Ho);
-  const Taps tw = nearestTaps(s.coord, r, s.scaleW, W, Wo);
+  const Taps th = nearestTaps(s.h, r);
+  const Taps tw = nearestTaps(s.w, r);
   const float* xp = hostData(c.in[0]);
   allocHost(c.out);
   float* yp = c.out->impl->host;
@@ -139,18 +213,24 @@ void runResizeNearest(const OpCall& c) {
       for (int64_t ow = 0; ow < Wo; ++ow)
         dst[ow] = row[cols[ow]];
     }
-  markHostCopied(c.in[0], c.knob.precision, c.out);
+  if (!crop) {
+    markHostCopied(c.in[0], c.knob.precision, c.out);
+    return;
+  }
+  extrapolate(s, planes, yp);
+  markHostWritten(c.out);
+  roundResult(c.knob.precision, c.out);
 }
 
-void runResizeLinear(const OpCall& c) {
+void resizeLinear(const OpCall& c, bool crop) {
   applyThreads();
-  const ResizeScalars s = scalarsOf(c);
+  const ResizeScalars s = scalarsOf(c, crop);
   checkShapes(c, s);
   const Dims4 xd = dims4(c.in[0]);
   const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
   const int64_t Ho = s.outH, Wo = s.outW;
-  const Taps th = linearTaps(s.coord, s.scaleH, H, Ho);
-  const Taps tw = linearTaps(s.coord, s.scaleW, W, Wo);
+  const Taps th = linearTaps(s.h);
+  const Taps tw = linearTaps(s.w);
   const float* xp = hostData(c.in[0]);
   allocHost(c.out);
   float* yp = c.out->impl->host;
@@ -169,21 +249,23 @@ void runResizeLinear(const OpCall& c) {
         dst[ow] = a + wh * (b - a);
       }
     }
+  if (crop)
+    extrapolate(s, planes, yp);
   markHostWritten(c.out);
   roundResult(c.knob.precision, c.out);
 }
 
-void runResizeCubic(const OpCall& c) {
+void resizeCubic(const OpCall& c, bool crop) {
   applyThreads();
-  const ResizeScalars s = scalarsOf(c);
+  const ResizeScalars s = scalarsOf(c, crop);
   checkShapes(c, s);
-  const float a = static_cast<float>(c.scalars[5]);
-  const bool exclude = c.scalars[6] != 0;
+  const float a = static_cast<float>(c.scalars[s.extra]);
+  const bool exclude = c.scalars[s.extra + 1] != 0;
   const Dims4 xd = dims4(c.in[0]);
   const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
   const int64_t Ho = s.outH, Wo = s.outW;
-  const CubicTaps th = cubicTaps(s.coord, s.scaleH, H, Ho, a, exclude);
-  const CubicTaps tw = cubicTaps(s.coord, s.scaleW, W, Wo, a, exclude);
+  const CubicTaps th = cubicTaps(s.h, a, exclude);
+  const CubicTaps tw = cubicTaps(s.w, a, exclude);
   const float* xp = hostData(c.in[0]);
   allocHost(c.out);
   float* yp = c.out->impl->host;
@@ -211,8 +293,19 @@ void runResizeCubic(const OpCall& c) {
         dst[ow] = acc;
       }
     }
+  if (crop)
+    extrapolate(s, planes, yp);
   markHostWritten(c.out);
   roundResult(c.knob.precision, c.out);
 }
+
+} // namespace
+
+void runResizeNearest(const OpCall& c) { resizeNearest(c, false); }
+void runResizeLinear(const OpCall& c) { resizeLinear(c, false); }
+void runResizeCubic(const OpCall& c) { resizeCubic(c, false); }
+void runResizeNearestCrop(const OpCall& c) { resizeNearest(c, true); }
+void runResizeLinearCrop(const OpCall& c) { resizeLinear(c, true); }
+void runResizeCubicCrop(const OpCall& c) { resizeCubic(c, true); }
 
 } // namespace hpvm::rt
