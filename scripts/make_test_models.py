@@ -778,8 +778,8 @@ def errors():
          [node("Add", ["input", "other"], ["y"], "add")],
          [X, io("other", [1, 2, 6, 6])], io("y", [1, 2, 6, 6]))
     save("errors/input_3d.onnxtxt",
-         [node("Transpose", ["input"], ["y"], "transpose", perm=[0, 2, 1])],
-         [io("input", [1, 28, 20])], io("y", [1, 20, 28]))
+         [node("Transpose", ["input"], ["y"], "transpose", perm=[1, 0, 2])],
+         [io("input", [1, 28, 20])], io("y", [28, 1, 20]))
     # Problems of every kind loading finds, reported at once: the input's
     # symbolic H and W with the nodes' unsupported operator.
     save("errors/symbolic_and_unsupported.onnxtxt",
@@ -900,6 +900,43 @@ def tokens_tiny():
     torch_fixture("tokens_tiny", Tokens().eval(), (1, 3, 4, 6))
 
 
+def mixer_tiny():
+    """MLP-Mixer's token mixing at toy size (3 x 4 x 6 image: a conv pooled
+    to one row of 3 columns of 8 features, the columns as tokens): a
+    LayerNorm, the tokens transposed to 1 x 8 x 3 (output 1), a Linear over
+    the 3 tokens, transposed back, a residual; the mean over the tokens to
+    3 classes (output 0). And mixer_mixed: 4 tokens of 4 features plus
+    their transpose (the same shape, not the same layout), then the mean
+    to 3 classes."""
+    import torch
+    import torch.nn as nn
+
+    class Mixer(nn.Module):
+        def __init__(self, d=8, tokens=3, width=6):
+            super().__init__()
+            self.conv = nn.Conv2d(3, d, 3, padding=1)
+            self.pool = nn.MaxPool2d((4, width // tokens))
+            self.norm = nn.LayerNorm(d)
+            self.mix = nn.Linear(tokens, tokens)
+            self.whole = nn.Linear(d, 3)
+
+        def forward(self, x):
+            t = self.pool(self.conv(x)).squeeze(2).permute(0, 2, 1)
+            flipped = self.norm(t).transpose(1, 2)
+            t = t + self.mix(flipped).transpose(1, 2)
+            return self.whole(t.mean(1)), flipped
+
+    class Mixed(Mixer):
+        def forward(self, x):
+            t = self.pool(self.conv(x)).squeeze(2).permute(0, 2, 1)
+            return self.whole((t + t.transpose(1, 2)).mean(1))
+
+    torch.manual_seed(0)
+    torch_fixture("mixer_tiny", Mixer().eval(), (1, 3, 4, 6))
+    torch_fixture("errors/mixer_mixed", Mixed(d=4, tokens=4, width=4).eval(),
+                  (1, 3, 4, 4))
+
+
 def swin_tiny():
     """torchvision's SwinTransformer at toy size (10x10 image, 2x2
     patches: 5x5 pixels of 8 features, padded to 3x3 windows of 2x2; two
@@ -921,6 +958,7 @@ def main():
     networks()
     vit_tiny()
     tokens_tiny()
+    mixer_tiny()
     swin_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.

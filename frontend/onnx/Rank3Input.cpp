@@ -52,8 +52,8 @@ std::string rank3InputRefusal(const Node& n) {
                       "reads it as it is") +
          ", or as a sequence of tokens N x T x D where every node on it works "
          "per token (LayerNorm, Linear, Softmax over D, element-wise ops, "
-         "self-attention) until a mean over the tokens, the Gather of one or "
-         "a graph output";
+         "self-attention; a Transpose of the last two axes and back) until a "
+         "mean over the tokens, the Gather of one or a graph output";
 }
 
 void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {

@@ -451,16 +451,33 @@ void makeTokensChannelFirst(Graph& g) {
     // as a Gather of one token, a mean over the tokens or a graph output;
     // each must work per token on the features (the last axis) or be a
     // self-attention.
+    // A Transpose of the last two axes swaps tokens and features (the
+    // token mixing of MLP-Mixer): the values after it are "flipped", B x D
+    // x T held B x T x D x 1, until a Transpose back.
     std::vector<SelfAttention> attentions;
+    std::unordered_set<const Value*> flipped;
     std::optional<Region> region = walkRegion(
         g, e->tokens,
         [&](Node* u, const Value* v) {
+          const bool flip = flipped.count(v) != 0;
           if (u->kind == OpKind::OnnxTranspose) {
             SelfAttention m;
-            if (!matchSelfAttention(g, u, m))
+            if (!flip && matchSelfAttention(g, u, m)) {
+              attentions.push_back(m);
+              return RegionStep{RegionStep::Block, m.nodes};
+            }
+            if (!isTranspose(u, v, {0, 2, 1}, opset))
               return RegionStep{RegionStep::Leave};
-            attentions.push_back(m);
-            return RegionStep{RegionStep::Block, m.nodes};
+            if (!flip)
+              flipped.insert(u->output);
+            return RegionStep{RegionStep::Member};
+          }
+          if (flip) {
+            // Per token of the flipped tokens: anything but an exit.
+            if (!worksPerPixel(u, v, opset) || u->output->shape.size() != 3)
+              return RegionStep{RegionStep::Leave};
+            flipped.insert(u->output);
+            return RegionStep{RegionStep::Member};
           }
           if (u->kind == OpKind::OnnxGather) {
             // One token (ViT's class token) to the head: B x D.
@@ -481,8 +498,24 @@ void makeTokensChannelFirst(Graph& g) {
         !e->vit);
     if (!region)
       continue;
+    // Every member reads values of its own orientation (a Transpose the
+    // other one): an Add of tokens and flipped tokens (T = D) is no
+    // per-token op.
+    auto orientationFits = [&](const Node* u) {
+      const bool out = flipped.count(u->output) != 0;
+      for (const Value* in : u->inputs)
+        if (!in->isConstant() &&
+            (flipped.count(in) != 0) !=
+                (out != (u->kind == OpKind::OnnxTranspose)))
+          return false;
+      return true;
+    };
+    if (!std::all_of(region->members.begin(), region->members.end(),
+                     orientationFits))
+      continue;
     // Rewrite: the entry becomes ViT's class_token or nothing, tokens
-    // B x T x D become B x D x rows x cols.
+    // B x T x D become B x D x rows x cols, flipped tokens B x D x T
+    // B x T x D x 1.
     erased.insert(e->embed.begin(), e->embed.end());
     if (e->vit) {
       const TensorData& pe = *e->pos->constant;
@@ -516,10 +549,23 @@ void makeTokensChannelFirst(Graph& g) {
       m.tokenCols = cols;
       replaceSelfAttention(g, m);
     }
-    for (Node* u : region->members) {
+    std::vector<bool> flips;
+    for (const Node* u : region->members)
+      flips.push_back(flipped.count(u->output) != 0);
+    for (size_t i = 0; i < region->members.size(); ++i) {
+      Node* u = region->members[i];
       const std::vector<int64_t> s = u->output->shape;
-      u->output->shape = {s[0], s[2], rows, cols};
-      rewriteChannelFirst(g, u, erased);
+      u->output->shape = flips[i]
+                             ? std::vector<int64_t>{s[0], s[2], s[1], 1}
+                             : std::vector<int64_t>{s[0], s[2], rows, cols};
+      if (u->kind != OpKind::OnnxTranspose) {
+        rewriteChannelFirst(g, u, erased);
+        continue;
+      }
+      erased.insert(u);
+      const std::vector<int64_t> held = u->output->shape;
+      Node* swap = replaceChain(g, OpKind::TokenTranspose, {u->inputs[0]}, {u});
+      swap->scalars = {Scalar::integer(held[2]), Scalar::integer(held[3])};
     }
     for (Node* exit : region->exits) {
       erased.insert(exit);
@@ -545,8 +591,9 @@ void makeTokensChannelFirst(Graph& g) {
         if (n->output == cf)
           producer = n.get();
       HPVM_ASSERT(producer != nullptr, "a token output has no producer");
+      const std::vector<int64_t>& held = cf->shape;
       Value* last =
-          g.addValue(cf->name, DataType::Float, {B, rows, cols, cf->shape[1]});
+          g.addValue(cf->name, DataType::Float, {B, held[2], held[3], held[1]});
       g.addNode(OpKind::ChannelsLast, {cf}, last, producer->origins,
                 g.position(producer) + 1);
       o.value = last;

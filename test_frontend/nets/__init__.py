@@ -507,6 +507,46 @@ def _sequence_transformer():
     return SequenceTransformer()
 
 
+def _mlp_mixer():
+    """A small MLP-Mixer (3 x 32 x 32 images): 4 x 4 patches embedded by a
+    strided conv to 64 tokens of 48 features, two mixer blocks (LayerNorm,
+    the tokens transposed to B x D x T for a GELU MLP across the tokens and
+    back, a residual; LayerNorm, a GELU MLP across the features, a
+    residual), LayerNorm, the mean over the tokens, a Linear to 10
+    classes."""
+    import torch.nn as nn
+
+    def mlp(n, hidden):
+        return nn.Sequential(nn.Linear(n, hidden), nn.GELU(),
+                             nn.Linear(hidden, n))
+
+    class MixerBlock(nn.Module):
+        def __init__(self, tokens, d):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(d)
+            self.tokens = mlp(tokens, 2 * tokens)
+            self.norm2 = nn.LayerNorm(d)
+            self.features = mlp(d, 2 * d)
+
+        def forward(self, x):
+            x = x + self.tokens(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+            return x + self.features(self.norm2(x))
+
+    class Mixer(nn.Module):
+        def __init__(self, d=48, classes=10):
+            super().__init__()
+            self.patch = nn.Conv2d(3, d, 4, stride=4)
+            self.blocks = nn.Sequential(MixerBlock(64, d), MixerBlock(64, d))
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            t = self.patch(x).flatten(2).transpose(1, 2)
+            return self.head(self.norm(self.blocks(t)).mean(1))
+
+    return Mixer()
+
+
 MODELS += [
     ModelSpec("sequence_transformer_16x32", _sequence_transformer, (16, 32),
               13, 10, 4, ci=True,
@@ -514,6 +554,12 @@ MODELS += [
               "(N x 16 x 32, held as N x 1 x 16 x 32, channels_first to N x "
               "32 x 1 x 16): Linear, LayerNorm, self-attention, GELU MLP, the "
               "mean over the tokens", export="pytorch"),
+    ModelSpec("mlp_mixer_32", _mlp_mixer, (3, 32, 32), 13, 4, 2, ci=True,
+              about="a small MLP-Mixer: patch conv, 64 tokens of 48 "
+              "features, token mixing across the tokens (Transpose of the "
+              "last two axes: token_transpose, a Linear over the tokens, "
+              "back), feature MLPs, residuals, mean over the tokens",
+              export="pytorch"),
     ModelSpec("speech_cnn_40x64", _speech_cnn, (40, 64), 13, 12, 5, ci=True,
               about="a keyword-spotting CNN on a 3-D input (N x 40 x 64, "
               "held as N x 1 x 40 x 64): Unsqueeze(1) into convs, "

@@ -563,6 +563,61 @@ TEST_CASE("Passes: a CRNN's columns become tokens channel-first: 1x1 "
   CHECK(g->outputs[0].declared == std::vector<int64_t>{1, 3, 5});
 }
 
+TEST_CASE("Passes: MLP-Mixer's token mixing: token_transpose to the "
+          "flipped tokens, a 1x1 conv across the tokens, token_transpose "
+          "back, and a flipped graph output written B x D x T") {
+  // 1 x 3 x 8 tokens (one row of 3 columns), LayerNorm, transposed to
+  // 1 x 8 x 3 (output 1), a Linear over the 3 tokens, transposed back, a
+  // residual; the mean over the tokens to 3 classes (output 0).
+  std::unique_ptr<Graph> g = loadModel(fixture("mixer_tiny"), {});
+  lowerToHpvm(*g);
+  using K = OpKind;
+  INFO(dumpIr(*g));
+  CHECK(kindsOf(*g) ==
+        std::vector<OpKind>{K::Conv, K::Add, K::MaxPool,     // the conv stage
+                            K::LayerNorm, K::TokenTranspose, // flipped
+                            K::ChannelsLast,                 // output 1
+                            K::Conv, K::Add,   // the Linear over tokens
+                            K::TokenTranspose, // back
+                            K::Add,            // the residual
+                            K::AvgPool, K::Mul, K::Add}); // mean, classes
+  // Tokens 1 x 8 x 1 x 3; flipped 1 x 3 x 8 x 1 (3 features of 8 tokens).
+  std::vector<const Node*> swaps;
+  for (const auto& n : g->nodes())
+    if (n->kind == K::TokenTranspose)
+      swaps.push_back(n.get());
+  REQUIRE(swaps.size() == 2);
+  CHECK(swaps[0]->inputs[0]->shape == std::vector<int64_t>{1, 8, 1, 3});
+  CHECK(swaps[0]->output->shape == std::vector<int64_t>{1, 3, 8, 1});
+  CHECK(swaps[0]->scalars[0].i == 8);
+  CHECK(swaps[0]->scalars[1].i == 1);
+  CHECK(swaps[1]->output->shape == std::vector<int64_t>{1, 8, 1, 3});
+  CHECK(swaps[1]->scalars[0].i == 1);
+  CHECK(swaps[1]->scalars[1].i == 3);
+  REQUIRE(g->outputs.size() == 2);
+  const Node* last = firstOf(*g, K::ChannelsLast);
+  REQUIRE(last != nullptr);
+  CHECK(last->inputs[0] == swaps[0]->output);
+  CHECK(g->outputs[1].value == last->output);
+  CHECK(g->outputs[1].declared == std::vector<int64_t>{1, 8, 3});
+}
+
+TEST_CASE("Passes: tokens added to their own transpose (T = D: the same "
+          "shape, not the same layout) are left for the lowering to "
+          "refuse") {
+  std::unique_ptr<Graph> g = loadModel(fixture("errors/mixer_mixed"), {});
+  std::string message;
+  try {
+    lowerToHpvm(*g);
+  } catch (const UserError& e) {
+    message = e.what();
+  }
+  CHECK(message.find("node '/Transpose' (Transpose, #4): input "
+                     "'/Squeeze_output_0' has shape 1x4x4") !=
+        std::string::npos);
+  CHECK(firstOf(*g, OpKind::TokenTranspose) == nullptr);
+}
+
 TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
           "from the exporter's") {
   // Queries scaled by 1/3 instead of 1/sqrt(head dim) = 1/2: not the

@@ -588,6 +588,15 @@ OpCase caseFor(HpvmOp op) {
                      ResizeCoord::TfCropAndResize, -0.75, false, c.want.data(),
                      ref::ResizeCrop{true, {-0.2f, 0.1f, 0.7f, 1.3f}, 0.25f});
     break;
+  case HpvmOp::TokenTranspose: // 42 tokens of 4 features: 4 x 1 of 42
+    c.in = {x};
+    c.out = {2, 42, 4, 1};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_token_transpose(t[0], 4, 1);
+    };
+    c.direct = c.intrinsic;
+    ref::channelsLast(hostOf(x), 2, 4, 42, c.want.data());
+    break;
   case HpvmOp::SelectToken: // pixel 9: row 1, column 3
     c.in = {x};
     c.out = {2, 4, 1, 1};

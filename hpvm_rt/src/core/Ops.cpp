@@ -262,6 +262,13 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
     return {x[0], x[2], x[3], x[1]};
   case HpvmOp::ChannelsFirst:
     return {x[0], x[3], x[1], x[2]};
+  case HpvmOp::TokenTranspose: {
+    if (!(s[0] >= 1 && s[1] >= 1 && s[0] * s[1] == double(x[1])))
+      throw UserError(where() + ": " + std::to_string(s[0]) + " x " +
+                      std::to_string(s[1]) + " tokens do not hold the " +
+                      std::to_string(x[1]) + " channels of " + shapeText(x));
+    return {x[0], x[2] * x[3], int64_t(s[0]), int64_t(s[1])};
+  }
   case HpvmOp::ClassToken: {
     const int64_t tokens = 1 + x[2] * x[3];
     if (numElements(in[1]) != x[1] || numElements(in[2]) != x[1] * tokens)

@@ -157,6 +157,10 @@ void runChannelsLast(const OpCall& c) {
 void runChannelsFirst(const OpCall& c) {
   runChannelsFirst(c.in[0], c.knob, c.out);
 }
+void runTokenTranspose(const OpCall& c) {
+  // x's values with the channels last are y's: N x H*W x C.
+  runChannelsLast(c.in[0], c.knob, c.out);
+}
 void runClassToken(const OpCall& c) {
   runClassToken(c.in[0], c.in[1], c.in[2], c.knob, c.out);
 }
