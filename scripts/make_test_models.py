@@ -905,9 +905,9 @@ def mixer_tiny():
     to one row of 3 columns of 8 features, the columns as tokens): a
     LayerNorm, the tokens transposed to 1 x 8 x 3 (output 1), a Linear over
     the 3 tokens, transposed back, a residual; the mean over the tokens to
-    3 classes (output 0). And mixer_mixed: 4 tokens of 4 features plus
-    their transpose (the same shape, not the same layout), then the mean
-    to 3 classes."""
+    3 classes (output 0). And mixer_mixed: 4 tokens of 4 features through
+    a LayerNorm, plus their transpose (the same shape, not the same
+    layout), then the mean to 3 classes."""
     import torch
     import torch.nn as nn
 
@@ -929,6 +929,7 @@ def mixer_tiny():
     class Mixed(Mixer):
         def forward(self, x):
             t = self.pool(self.conv(x)).squeeze(2).permute(0, 2, 1)
+            t = self.norm(t)
             return self.whole((t + t.transpose(1, 2)).mean(1))
 
     torch.manual_seed(0)

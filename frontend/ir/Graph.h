@@ -179,6 +179,11 @@ public:
   /// What the loader refused, per ONNX node in node order (its Refused
   /// nodes'; a dead one's too): lowering reports them with its own.
   std::vector<std::pair<Origin, std::string>> refusals;
+  /// Token stages the passes could not keep channel-first: the ONNX index
+  /// of each entry node (the Reshape or Squeeze making B x T x D tokens,
+  /// and its Transpose) with why, which lowering tells in place of the
+  /// entry's own refusal.
+  std::map<int, std::string> tokenStages;
 
 private:
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -116,10 +116,35 @@ void lowerNodes(Graph& g) {
   for (const auto& [n, reason] : refused)
     if (readers.count(n->origins.front().index))
       refusedResults.insert(n->output);
+  // A token stage the passes could not keep channel-first: told once, at
+  // its first entry node refused, for why (g.tokenStages); the nodes
+  // after it are only counted.
+  auto stageOf = [&](const Node* n) {
+    return g.tokenStages.find(n->origins.front().index);
+  };
+  std::unordered_set<const Node*> afterStage;
+  for (const auto& [n, reason] : refused)
+    if (stageOf(n) != g.tokenStages.end())
+      work.push_back(n->output);
+  while (!work.empty()) {
+    const Value* v = work.back();
+    work.pop_back();
+    for (const Node* u : v->users)
+      if (afterStage.insert(u).second)
+        work.push_back(u->output);
+  }
   for (const auto& [n, reason] : refused) {
     if (n->kind == OpKind::Refused || isTokensOfRank3Input(g, *n) ||
         readers.count(n->origins.front().index))
       continue;
+    if (afterStage.count(n)) {
+      ++downstream;
+      continue;
+    }
+    if (auto stage = stageOf(n); stage != g.tokenStages.end()) {
+      told.emplace_back(n->origins.front(), stage->second);
+      continue;
+    }
     if (after.count(n) &&
         (unknownOperand(n) || readsUnfolded(n) || L.downstream.count(n)))
       ++downstream;

@@ -239,10 +239,17 @@ struct Region {
 /// new user u of a value v of the region. Nothing when a step leaves, the
 /// walk reaches a graph output (unless \p outputs: then that value is one
 /// of the region's outputs), a member reads a value from outside the region
-/// that is not a constant (no mixing of layouts), or no exit is found.
+/// that is not a constant (no mixing of layouts), or no exit is found;
+/// then \p stop (if given) is the node where it stopped (null: no exit).
 template <typename Step>
 std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
-                                 bool outputs = false) {
+                                 bool outputs = false,
+                                 const Node** stop = nullptr) {
+  auto stopAt = [&](const Node* n) {
+    if (stop)
+      *stop = n;
+    return std::nullopt;
+  };
   Region r;
   std::unordered_set<const Node*> seen;
   std::unordered_set<const Value*> inside = {start};
@@ -252,7 +259,7 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
     work.pop_back();
     if (g.isOutput(v)) {
       if (!outputs || v == start)
-        return std::nullopt;
+        return stopAt(v->producer);
       r.outputs.push_back(v->name);
     }
     for (Node* u : v->users) {
@@ -261,7 +268,7 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
       RegionStep s = step(u, v);
       switch (s.kind) {
       case RegionStep::Leave:
-        return std::nullopt;
+        return stopAt(u);
       case RegionStep::Exit:
         r.exits.push_back(u);
         break;
@@ -281,9 +288,9 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
   for (const Node* u : r.members)
     for (const Value* in : u->inputs)
       if (!inside.count(in) && !in->isConstant())
-        return std::nullopt;
+        return stopAt(u);
   if (r.exits.empty() && r.outputs.empty())
-    return std::nullopt;
+    return stopAt(nullptr);
   return r;
 }
 
@@ -412,6 +419,27 @@ std::optional<TokenEntry> matchTokenEntry(const Graph& g, Node* enter) {
   return e;
 }
 
+/// Why the B x T x D \p tokens cannot be kept channel-first: node \p stop
+/// (null: the tokens never leave) does not work per token, or (\p mixed)
+/// reads the tokens and their transpose.
+std::string tokenStageProblem(const Value* tokens, const Node* stop,
+                              bool mixed) {
+  const std::string what = mixed ? "reads the tokens and their transpose"
+                                 : "does not work per token";
+  std::string where =
+      stop == nullptr ? "never leave as a mean over the tokens, the Gather "
+                        "of one or a graph output"
+      : stop->origins.empty()
+          ? "reach a node that " + what
+          : "reach " + nodeName(stop->origins.front()) + ", which " + what;
+  return "the " + formatShape(tokens->shape) + " tokens (B x T x D) it " +
+         "makes " + where + "; tokens are supported where every node on " +
+         "them works per token (LayerNorm, Linear, Softmax over D, " +
+         "element-wise ops, self-attention; a Transpose of the last two axes " +
+         "and back) until a mean over the tokens, the Gather of one or a " +
+         "graph output";
+}
+
 /// ReduceMean over the tokens of B x T x D \p v (axis 1, keepdims 0):
 /// the global mean pool of the tokens held channel-first.
 bool meanOfTokens(const Node* u, const Value* v, int64_t opset) {
@@ -456,6 +484,8 @@ void makeTokensChannelFirst(Graph& g) {
     // x T held B x T x D x 1, until a Transpose back.
     std::vector<SelfAttention> attentions;
     std::unordered_set<const Value*> flipped;
+    const Node* stop = nullptr;
+    bool mixed = false;
     std::optional<Region> region = walkRegion(
         g, e->tokens,
         [&](Node* u, const Value* v) {
@@ -495,9 +525,7 @@ void makeTokensChannelFirst(Graph& g) {
                                 ? RegionStep::Member
                                 : RegionStep::Leave};
         },
-        !e->vit);
-    if (!region)
-      continue;
+        !e->vit, &stop);
     // Every member reads values of its own orientation (a Transpose the
     // other one): an Add of tokens and flipped tokens (T = D) is no
     // per-token op.
@@ -510,9 +538,24 @@ void makeTokensChannelFirst(Graph& g) {
           return false;
       return true;
     };
-    if (!std::all_of(region->members.begin(), region->members.end(),
-                     orientationFits))
+    if (region) {
+      auto bad = std::find_if_not(region->members.begin(),
+                                  region->members.end(), orientationFits);
+      if (bad != region->members.end()) {
+        stop = *bad;
+        mixed = true;
+        region.reset();
+      }
+    }
+    if (!region) {
+      // Told by lowering in place of the entry's own refusal (a 3-D
+      // input's readers are told theirs).
+      if (!e->input)
+        for (const Node* n : e->embed)
+          for (const Origin& o : n->origins)
+            g.tokenStages[o.index] = tokenStageProblem(e->tokens, stop, mixed);
       continue;
+    }
     // Rewrite: the entry becomes ViT's class_token or nothing, tokens
     // B x T x D become B x D x rows x cols, flipped tokens B x D x T
     // B x T x D x 1.

@@ -8,17 +8,12 @@
 
 namespace hpvm::fe {
 
-namespace {
-
-/// "node 'conv1' (Conv, #3)" without the model path.
 std::string nodeName(const Origin& origin) {
   std::string name = origin.name.empty() ? "#" + std::to_string(origin.index)
                                          : escapeName(origin.name);
   return "node '" + name + "' (" + escapeName(origin.opType) + ", #" +
          std::to_string(origin.index) + ")";
 }
-
-} // namespace
 
 std::string escapeName(const std::string& name) {
   std::string out;

@@ -44,6 +44,8 @@ private:
 /// "model.onnx: node 'conv1' (Conv, #3)" - the one way to name a node in a
 /// message. An empty node name is shown as '#<index>'.
 std::string nodeContext(const std::string& modelPath, const Origin& origin);
+/// The same without the model path: "node 'conv1' (Conv, #3)".
+std::string nodeName(const Origin& origin);
 
 /// Longest name (escaped) a message shows; a longer one is cut, with its
 /// length.
