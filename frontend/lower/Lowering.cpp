@@ -70,18 +70,24 @@ void lowerNodes(Graph& g) {
   // its problem would only be the other's, told again (an unknown shape,
   // an operand not folded). (Refused nodes stay in the graph, lowered ones
   // were rewired in place: the paths are the model's.)
-  // Every node after a refused one: one walk from all of them.
-  std::unordered_set<const Node*> after;
-  std::vector<const Value*> work;
-  for (const auto& [n, reason] : refused)
-    work.push_back(n->output);
-  while (!work.empty()) {
-    const Value* v = work.back();
-    work.pop_back();
-    for (const Node* u : v->users)
-      if (after.insert(u).second)
-        work.push_back(u->output);
-  }
+  // Every node after the refused ones \p from: one walk from all of them.
+  auto nodesAfter = [&](auto from) {
+    std::unordered_set<const Node*> after;
+    std::vector<const Value*> work;
+    for (const auto& [n, reason] : refused)
+      if (from(n))
+        work.push_back(n->output);
+    while (!work.empty()) {
+      const Value* v = work.back();
+      work.pop_back();
+      for (const Node* u : v->users)
+        if (after.insert(u).second)
+          work.push_back(u->output);
+    }
+    return after;
+  };
+  const std::unordered_set<const Node*> after =
+      nodesAfter([](const Node*) { return true; });
   auto unknownOperand = [](const Node* n) {
     return std::any_of(n->inputs.begin(), n->inputs.end(), [](const Value* v) {
       return !v->isConstant() &&
@@ -122,17 +128,8 @@ void lowerNodes(Graph& g) {
   auto stageOf = [&](const Node* n) {
     return g.tokenStages.find(n->origins.front().index);
   };
-  std::unordered_set<const Node*> afterStage;
-  for (const auto& [n, reason] : refused)
-    if (stageOf(n) != g.tokenStages.end())
-      work.push_back(n->output);
-  while (!work.empty()) {
-    const Value* v = work.back();
-    work.pop_back();
-    for (const Node* u : v->users)
-      if (afterStage.insert(u).second)
-        work.push_back(u->output);
-  }
+  const std::unordered_set<const Node*> afterStage = nodesAfter(
+      [&](const Node* n) { return stageOf(n) != g.tokenStages.end(); });
   for (const auto& [n, reason] : refused) {
     if (n->kind == OpKind::Refused || isTokensOfRank3Input(g, *n) ||
         readers.count(n->origins.front().index))
