@@ -13,29 +13,38 @@ namespace hpvm::rt::kern {
 
 namespace {
 
-/// Whether tap \p k of an axis reads the input at some output pixel: the
-/// first output o whose coordinate o * stride + k * dil - pad is not
-/// before the input is inside the output and not past the input.
-bool tapLive(int64_t k, int64_t in, int64_t out, int64_t pad, int64_t stride,
-             int64_t dil) {
-  const int64_t first = k * dil - pad;
-  const int64_t o = first >= 0 ? 0 : (-first + stride - 1) / stride;
-  return o < out && o * stride + first < in;
+/// ceil(a / b) for b > 0 and any a.
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/// The taps [begin, end) of an axis that read the input at output \p o
+/// (tap k reads o * stride - pad + k * dil); begin >= end where it reads
+/// only padding.
+std::pair<int64_t, int64_t> liveTapsAt(int64_t o, int64_t taps, int64_t in,
+                                       int64_t pad, int64_t stride,
+                                       int64_t dil) {
+  const int64_t first = o * stride - pad;
+  return {std::max<int64_t>(0, ceilDiv(-first, dil)),
+          std::min(taps, ceilDiv(in - first, dil))};
 }
 
 /// Taps that can be cropped from both ends of an axis of \p taps taps:
-/// the dead ones at the end with fewer, no more than the padding can give
-/// up (one dilated step a tap).
+/// those no output reads at the end with fewer, no more than the padding
+/// can give up (one dilated step a tap).
 int64_t croppable(int64_t taps, int64_t in, int64_t out, int64_t pad,
                   int64_t stride, int64_t dil) {
-  int64_t lead = 0, trail = 0;
-  while (lead < taps && !tapLive(lead, in, out, pad, stride, dil))
-    ++lead;
-  if (lead == taps)
+  int64_t lead = taps, last = -1;
+  for (int64_t o = 0; o < out; ++o) {
+    const auto [begin, end] = liveTapsAt(o, taps, in, pad, stride, dil);
+    if (begin < end) {
+      lead = std::min(lead, begin);
+      last = std::max(last, end - 1);
+    }
+  }
+  if (last < 0)
     return 0; // every tap dead: the output is the post-ops of zero
-  while (!tapLive(taps - 1 - trail, in, out, pad, stride, dil))
-    ++trail;
-  return std::min({lead, trail, pad / dil});
+  return std::min({lead, taps - 1 - last, pad / dil});
 }
 
 } // namespace
@@ -76,21 +85,13 @@ std::shared_ptr<const Tensor> tapWindow(const Tensor* w, int64_t r0, int64_t r1,
   });
 }
 
-/// ceil(a / b) for b > 0 and any a.
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return a >= 0 ? (a + b - 1) / b : -(-a / b);
-}
-
 /// The bands of an axis; empty where some output position reads only
 /// padding.
 std::vector<LiveBand> bandsOf(int64_t taps, int64_t in, int64_t out,
                               int64_t pad, int64_t stride, int64_t dil) {
   std::vector<LiveBand> bands;
   for (int64_t o = 0; o < out; ++o) {
-    // Tap k reads o * stride - pad + k * dil: inside for k in [begin, end).
-    const int64_t first = o * stride - pad;
-    const int64_t begin = std::max<int64_t>(0, ceilDiv(-first, dil));
-    const int64_t end = std::min(taps, ceilDiv(in - first, dil));
+    const auto [begin, end] = liveTapsAt(o, taps, in, pad, stride, dil);
     if (begin >= end)
       return {};
     if (!bands.empty() && bands.back().tapBegin == begin &&
