@@ -269,6 +269,24 @@ def op_fixtures():
           floats("scales2", [1, 1, 1.5, 1.25]),
           floats("roi3", [0, 0, 0.05, 0.1, 1, 1, 0.95, 0.9]),
           ints("sizes3", [1, 3, 7, 7])])
+    # Reshapes that only reinterpret memory: a generator's Linear viewed as
+    # a 4 x 4 x 4 image (-1 batch), a conv, its map flattened for a
+    # Softmax over all its values, that squeezed into N x 32 x 1 x 1 and
+    # back (held alike: no copy).
+    save("reshape_memory.onnxtxt",
+         [node("Gemm", ["input", "w", "b"], ["fc"], "fc", transB=1),
+          node("Relu", ["fc"], ["r"], "relu"),
+          node("Reshape", ["r", "image"], ["img"], "view"),
+          node("Conv", ["img", "k"], ["c"], "conv", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1]),
+          node("Flatten", ["c"], ["f"], "flatten", axis=1),
+          node("Softmax", ["f"], ["s"], "softmax", axis=1),
+          node("Unsqueeze", ["s", "axes"], ["u"], "unsqueeze"),
+          node("Squeeze", ["u", "axes"], ["y"], "squeeze")],
+         [io("input", [1, 8])], io("y", [1, 32]),
+         [weights("w", [64, 8], 31), weights("b", [64], 32),
+          ints("image", [-1, 4, 4, 4]), weights("k", [2, 4, 3, 3], 33),
+          ints("axes", [2, 3])])
     # Upsample (opset 9: scales as an input; nearest, asymmetric, floor).
     save("Upsample.onnxtxt",
          [node("Upsample", ["input", "scales"], ["y"], "up", mode="nearest")],
@@ -794,15 +812,15 @@ def errors():
           node("Transpose", ["input"], ["t"], "transpose", perm=[0, 1, 3, 2]),
           node("Reshape", ["t", "shape"], ["f"], "reshape"),
           node("Relu", ["f"], ["z"], "relu")],
-         [X], [io("y", [1, 2, 6, 6]), io("z", [1, 72])],
-         [ints("shape", [1, -1])])
+         [X], [io("y", [1, 2, 6, 6]), io("z", [2, 36])],
+         [ints("shape", [2, -1])])
     save("errors/input_5d.onnxtxt",
          [node("Relu", ["input"], ["y"], "relu")],
          [io("input", [1, 2, 3, 4, 5])], io("y", [1, 2, 3, 4, 5]))
-    save("errors/reshape_not_dense.onnxtxt",
+    save("errors/reshape_batch.onnxtxt",
          [node("Reshape", ["input", "shape"], ["f"], "reshape"),
           node("Relu", ["f"], ["y"], "relu")],
-         [X], io("y", [1, 72]), [ints("shape", [1, -1])])
+         [X], io("y", [2, 36]), [ints("shape", [2, -1])])
     save("errors/pool_geometry.onnxtxt",
          [node("AveragePool", ["input"], ["a"], "ceil", kernel_shape=[3, 3],
                strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,

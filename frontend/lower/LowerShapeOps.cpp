@@ -31,6 +31,40 @@ std::string notFolded(const Node* n) {
          "(shape computations that fold away)";
 }
 
+/// \p n (a Reshape, Flatten, Squeeze or Unsqueeze) as the reshape op where
+/// it only reinterprets an activation's memory: N x C x H x W or N x K to
+/// N x C' x H' x W' or N x K' with the same batch and values (nothing where
+/// both are held alike); "" when lowered, else \p otherwise.
+std::string lowerMemoryReshape(Lowering& L, Node* n,
+                               const std::string& otherwise) {
+  Value* x = n->inputs[0];
+  const std::vector<int64_t>& s = x->shape;
+  const std::vector<int64_t>& out = n->output->shape;
+  auto values = [](const std::vector<int64_t>& d) {
+    int64_t v = 1;
+    for (size_t i = 1; i < d.size(); ++i)
+      v = d[i] > 0 ? v * d[i] : -1;
+    return v;
+  };
+  if (x->isConstant() || (s.size() != 2 && s.size() != 4) ||
+      (out.size() != 2 && out.size() != 4) || s[0] != out[0] ||
+      values(s) <= 0 || values(s) != values(out))
+    return otherwise;
+  const std::vector<int64_t> held = form4d(out);
+  if (form4d(s) == held && x != L.g.input) {
+    // Held the same (N x K as N x K x 1 x 1): the input itself.
+    L.g.replaceAllUses(n->output, x);
+    L.g.eraseNode(n);
+    return "";
+  }
+  int pos = L.position(n);
+  L.finish(n, L.emit(OpKind::Reshape, {x},
+                     {Scalar::integer(held[1]), Scalar::integer(held[2]),
+                      Scalar::integer(held[3])},
+                     held, n->output->name, *n, pos));
+  return "";
+}
+
 } // namespace
 
 /// A slice of the channels of an N x C x H x W activation (ShuffleNet's
@@ -127,7 +161,7 @@ std::string lowerTranspose(Lowering& L, Node* n) {
 
 // Rows the passes remove where they can: what is left says why not.
 std::string lowerFlatten(Lowering& L, Node* n) {
-  return reshapeLeftover(n, L.g.source.opset);
+  return lowerMemoryReshape(L, n, reshapeLeftover(n, L.g.source.opset));
 }
 std::string lowerReshape(Lowering& L, Node* n) {
   if (isTokensOfRank3Input(L.g, *n))
@@ -151,7 +185,7 @@ std::string lowerReshape(Lowering& L, Node* n) {
       return "";
     }
   }
-  return reshapeLeftover(n, L.g.source.opset);
+  return lowerMemoryReshape(L, n, reshapeLeftover(n, L.g.source.opset));
 }
 std::string lowerPad(Lowering& L, Node* n) {
   // Not folded into a Conv or pool (fold-pads took those it could): pad.
@@ -186,8 +220,12 @@ std::string lowerIdentity(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerConstant(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerShape(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerGather(Lowering&, Node* n) { return notFolded(n); }
-std::string lowerUnsqueeze(Lowering&, Node* n) { return notFolded(n); }
-std::string lowerSqueeze(Lowering&, Node* n) { return notFolded(n); }
+std::string lowerUnsqueeze(Lowering& L, Node* n) {
+  return lowerMemoryReshape(L, n, notFolded(n));
+}
+std::string lowerSqueeze(Lowering& L, Node* n) {
+  return lowerMemoryReshape(L, n, notFolded(n));
+}
 std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerConstantOfShape(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerEqual(Lowering&, Node* n) { return notFolded(n); }

@@ -273,8 +273,9 @@ std::string reshapeAliasBlocker(const Node& r, int64_t opset) {
     return "";
   }
   return what + " " + formatShape(s) + " to " + formatShape(out) +
-         " is not supported (only flattening (N, C, H, W) to (N, C*H*W) "
-         "before a dense layer)";
+         " is not supported (only reshapes that keep the batch and each "
+         "image's values in order: N x C x H x W or N x K to N x C' x H' x "
+         "W' or N x K')";
 }
 
 bool constantPads(const Node& pad, int64_t opset, std::vector<int64_t>& pads) {

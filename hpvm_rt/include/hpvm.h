@@ -101,6 +101,7 @@ template <class... T> void __hpvm__return(unsigned n, T... values) {
 #define HPVM_RT_SCALARS_0(T)
 #define HPVM_RT_SCALARS_1(T) , T
 #define HPVM_RT_SCALARS_2(T) , T, T
+#define HPVM_RT_SCALARS_3(T) , T, T, T
 #define HPVM_RT_SCALARS_4(T) , T, T, T, T
 #define HPVM_RT_SCALARS_5(T) , T, T, T, T, T
 #define HPVM_RT_SCALARS_6(T) , T, T, T, T, T, T

@@ -12,9 +12,10 @@ program's default configuration and with exact fp32:
   divided by an activation), per-pixel LogSoftmax over
   the channels, a conv whose weights are stored in float16 and bfloat16
   (with their Casts), the DequantizeLinear fixture's float output, an MLP on
-  a 2-D input (N, K), and tf_crop_and_resize's regions (linear, nearest and
-  cubic, inside and across the image's edges): to 1e-5 of the largest
-  output.
+  a 2-D input (N, K), tf_crop_and_resize's regions (linear, nearest and
+  cubic, inside and across the image's edges), and Reshapes that only
+  reinterpret memory (a Linear viewed as an image, a map flattened for a
+  Softmax): to 1e-5 of the largest output.
 
 On a CPU without VNNI, ONNX Runtime's u8 x s8 matrix products saturate
 (vpmaddubsw's 16-bit pair sums) with the QLinearMatMul and MatMulInteger
@@ -69,7 +70,7 @@ for name in ("QuantizeLinear", "DequantizeLinear", "QLinearConv",
              "QLinearMatMul", "DynamicQuantizeLinear", "ConvInteger",
              "MatMulInteger", "Sub", "Div", "Max", "Min", "Sum",
              "arithmetic", "constant_first", "LogSoftmax", "fp16_weights",
-             "mlp_2d", "resize_crop"):
+             "mlp_2d", "resize_crop", "reshape_memory"):
     m = text_format.Parse(
         open(os.path.join(src, "test_frontend", "models",
                           name + ".onnxtxt")).read(), onnx.ModelProto())

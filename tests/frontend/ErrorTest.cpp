@@ -58,9 +58,10 @@ TEST_CASE("Frontend: the loader's refusals and lowering's come in one "
             "W to N x H x W x C and back, [0, 2, 3, 1] and [0, 3, 1, 2]; a "
             "transformer's tokens B x T x D and ShuffleNet's channel shuffle "
             "where recognised whole)\n"
-            "  node 'reshape' (Reshape, #3): reshaping 1x2x6x6 to 1x72 is "
-            "only supported right before Gemm or MatMul (it feeds node "
-            "'relu' (Relu))");
+            "  node 'reshape' (Reshape, #3): reshaping 1x2x6x6 to 2x36 is "
+            "not supported (only reshapes that keep the batch and each "
+            "image's values in order: N x C x H x W or N x K to N x C' x H' "
+            "x W' or N x K')");
   // Loading alone carries the refused node on, for lowering to report.
   auto g = loadModel(path, {});
   REQUIRE(g->refusals.size() == 1);
@@ -194,12 +195,14 @@ TEST_CASE("Frontend: an input's problems are explained, with the unsupported "
   }
 }
 
-TEST_CASE("Frontend: a reshape that does not feed a dense layer is rejected") {
-  std::string path = errorFixture("reshape_not_dense");
+TEST_CASE("Frontend: a reshape that mixes the images of a batch is "
+          "rejected") {
+  std::string path = errorFixture("reshape_batch");
   CHECK(failure(path) ==
-        path + ": node 'reshape' (Reshape, #0): reshaping 1x2x6x6 to 1x72 is "
-               "only supported right before Gemm or MatMul (it feeds node "
-               "'relu' (Relu))");
+        path + ": node 'reshape' (Reshape, #0): reshaping 1x2x6x6 to 2x36 is "
+               "not supported (only reshapes that keep the batch and each "
+               "image's values in order: N x C x H x W or N x K to N x C' x "
+               "H' x W' or N x K')");
 }
 
 TEST_CASE("Frontend: window geometry HPVM cannot express is listed per node") {

@@ -588,6 +588,15 @@ OpCase caseFor(HpvmOp op) {
                      ResizeCoord::TfCropAndResize, -0.75, false, c.want.data(),
                      ref::ResizeCrop{true, {-0.2f, 0.1f, 0.7f, 1.3f}, 0.25f});
     break;
+  case HpvmOp::Reshape: // 4 x 7 x 6 values an image as 12 x 2 x 7
+    c.in = {x};
+    c.out = {2, 12, 2, 7};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_reshape(t[0], 12, 2, 7);
+    };
+    c.direct = c.intrinsic;
+    std::copy(hostOf(x), hostOf(x) + n, c.want.begin());
+    break;
   case HpvmOp::TokenTranspose: // 42 tokens of 4 features: 4 x 1 of 42
     c.in = {x};
     c.out = {2, 42, 4, 1};

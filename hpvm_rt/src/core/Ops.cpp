@@ -262,6 +262,16 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
     return {x[0], x[2], x[3], x[1]};
   case HpvmOp::ChannelsFirst:
     return {x[0], x[3], x[1], x[2]};
+  case HpvmOp::Reshape: {
+    if (!(s[0] >= 1 && s[1] >= 1 && s[2] >= 1 &&
+          s[0] * s[1] * s[2] == double(x[1] * x[2] * x[3])))
+      throw UserError(where() + ": " + std::to_string(s[0]) + " x " +
+                      std::to_string(s[1]) + " x " + std::to_string(s[2]) +
+                      " does not hold the " +
+                      std::to_string(x[1] * x[2] * x[3]) +
+                      " values of each image of " + shapeText(x));
+    return {x[0], int64_t(s[0]), int64_t(s[1]), int64_t(s[2])};
+  }
   case HpvmOp::TokenTranspose: {
     if (!(s[0] >= 1 && s[1] >= 1 && s[0] * s[1] == double(x[1])))
       throw UserError(where() + ": " + std::to_string(s[0]) + " x " +
@@ -508,6 +518,7 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SPARAMS_0(T)
 #define HPVM_RT_SPARAMS_1(T) , T s0
 #define HPVM_RT_SPARAMS_2(T) , T s0, T s1
+#define HPVM_RT_SPARAMS_3(T) , T s0, T s1, T s2
 #define HPVM_RT_SPARAMS_4(T) , T s0, T s1, T s2, T s3
 #define HPVM_RT_SPARAMS_5(T) , T s0, T s1, T s2, T s3, T s4
 #define HPVM_RT_SPARAMS_6(T) , T s0, T s1, T s2, T s3, T s4, T s5
@@ -518,6 +529,7 @@ using hpvm::rt::HpvmOp;
 #define HPVM_RT_SLIST_0 0.0
 #define HPVM_RT_SLIST_1 double(s0)
 #define HPVM_RT_SLIST_2 double(s0), double(s1)
+#define HPVM_RT_SLIST_3 double(s0), double(s1), double(s2)
 #define HPVM_RT_SLIST_4 double(s0), double(s1), double(s2), double(s3)
 #define HPVM_RT_SLIST_5                                                        \
   double(s0), double(s1), double(s2), double(s3), double(s4)

@@ -169,6 +169,25 @@ void runChannelShuffle(const Tensor* x, int64_t groups, const KnobSpec& knob,
   });
 }
 
+void runReshape(const OpCall& c) {
+  applyThreads();
+  HPVM_ASSERT(
+      numElems(c.out) == numElems(c.in[0]) &&
+          dims4(c.out)[0] == dims4(c.in[0])[0],
+      fmt::format("reshape of {} into {}", dimsStr(c.in[0]), dimsStr(c.out)));
+  // x's plain N x C x H x W values are y's.
+  const float* xp = hostData(c.in[0]);
+  allocHost(c.out);
+  float* yp = c.out->impl->host;
+  const int64_t n = numElems(c.out);
+  constexpr int64_t kBlock = 16384;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n; b += kBlock)
+    std::memcpy(yp + b, xp + b,
+                static_cast<size_t>(std::min(kBlock, n - b)) * sizeof(float));
+  markHostCopied(c.in[0], c.knob.precision, c.out);
+}
+
 // --- Layout changes at the graph's edges ----------------------------------
 
 namespace {
