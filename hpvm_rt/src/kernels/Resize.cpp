@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -155,29 +156,32 @@ CubicTaps cubicTaps(const AxisMap& m, float a, bool exclude) {
 /// The crop rows: every output pixel whose row or column coordinate is
 /// outside [0, in - 1] becomes the extrapolation value.
 void extrapolate(const ResizeScalars& s, int64_t planes, float* y) {
+  // 1 where an axis' output index maps outside the input.
   auto outside = [](const AxisMap& m) {
     std::vector<char> o(size_t(m.out));
-    bool any = false;
     for (int64_t i = 0; i < m.out; ++i) {
       const float x = m.source(i);
       o[size_t(i)] = !(x >= 0.f && x <= static_cast<float>(m.in - 1));
-      any = any || o[size_t(i)];
     }
-    return std::make_pair(o, any);
+    return o;
   };
-  const auto [rows, anyRow] = outside(s.h);
-  const auto [cols, anyCol] = outside(s.w);
-  if (!anyRow && !anyCol)
+  const std::vector<char> rows = outside(s.h), cols = outside(s.w);
+  auto any = [](const std::vector<char>& o) {
+    return std::find(o.begin(), o.end(), 1) != o.end();
+  };
+  if (!any(rows) && !any(cols))
     return;
+  const char* outRow = rows.data();
+  const char* outCol = cols.data();
   const int64_t Ho = s.outH, Wo = s.outW;
   const float v = s.extrapolation;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oh = 0; oh < Ho; ++oh) {
       float* dst = y + (p * Ho + oh) * Wo;
-      const bool all = rows[size_t(oh)] != 0;
+      const bool all = outRow[oh] != 0;
       for (int64_t ow = 0; ow < Wo; ++ow)
-        if (all || cols[size_t(ow)])
+        if (all || outCol[ow])
           dst[ow] = v;
     }
 }
