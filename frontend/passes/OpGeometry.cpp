@@ -498,8 +498,9 @@ std::string resizeGeometry(const Node& n, int64_t opset,
       sizes = s->toInts();
   // roi (input 1): tf_crop_and_resize's region, starts then ends.
   std::vector<float> roi;
+  bool roiComputed = false;
   if (g.crop)
-    if (const TensorData* r = constantOperand(n, 1, computed))
+    if (const TensorData* r = constantOperand(n, 1, roiComputed))
       roi = r->toFloats();
   if (computed)
     why.push_back("its scales or sizes are computed at run time; only "
@@ -507,6 +508,10 @@ std::string resizeGeometry(const Node& n, int64_t opset,
                   "supported");
   else if (scales.empty() == sizes.empty())
     why.push_back("it needs exactly one of scales and sizes");
+  if (roiComputed)
+    why.push_back("its roi (the region tf_crop_and_resize crops) is "
+                  "computed at run time; only a constant one is supported");
+  computed = computed || roiComputed;
   // axes (opset 18): scales or sizes of those axes only.
   std::vector<int64_t> axes =
       legacy ? std::vector<int64_t>{} : a.getInts("axes");
