@@ -47,13 +47,16 @@ bool isTokensOfRank3Input(const Graph& g, const Node& n) {
          n.output->shape.size() == 3;
 }
 
+const char* const kPerTokenRule =
+    "works per token (LayerNorm, Linear, Softmax over D, element-wise ops, "
+    "self-attention; a Transpose of the last two axes and back) until a mean "
+    "over the tokens, the Gather of one or a graph output";
+
 std::string rank3InputRefusal(const Node& n) {
   return rank3Problem(n.inputs[0]->name, formatShape(n.output->shape),
                       "reads it as it is") +
-         ", or as a sequence of tokens N x T x D where every node on it works "
-         "per token (LayerNorm, Linear, Softmax over D, element-wise ops, "
-         "self-attention; a Transpose of the last two axes and back) until a "
-         "mean over the tokens, the Gather of one or a graph output";
+         ", or as a sequence of tokens N x T x D where every node on it " +
+         kPerTokenRule;
 }
 
 void adoptRank3Input(Graph& g, Value* asRead, ErrorList& errors) {

@@ -33,6 +33,11 @@ bool isTokensOfRank3Input(const Graph& g, const Node& n);
 /// the input as it is (its origins).
 std::string rank3InputRefusal(const Node& n);
 
+/// The rule a sequence of N x T x D tokens is kept by, for messages: the
+/// nodes on it "works per token (LayerNorm, ...) until a mean over the
+/// tokens, the Gather of one or a graph output".
+extern const char* const kPerTokenRule;
+
 } // namespace hpvm::fe
 
 #endif // TORCH2HPVM_FRONTEND_ONNX_RANK3INPUT_H

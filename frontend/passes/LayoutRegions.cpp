@@ -434,10 +434,7 @@ std::string tokenStageProblem(const Value* tokens, const Node* stop,
           : "reach " + nodeName(stop->origins.front()) + ", which " + what;
   return "the " + formatShape(tokens->shape) + " tokens (B x T x D) it " +
          "makes " + where + "; tokens are supported where every node on " +
-         "them works per token (LayerNorm, Linear, Softmax over D, " +
-         "element-wise ops, self-attention; a Transpose of the last two axes " +
-         "and back) until a mean over the tokens, the Gather of one or a " +
-         "graph output";
+         "them " + kPerTokenRule;
 }
 
 /// ReduceMean over the tokens of B x T x D \p v (axis 1, keepdims 0):
@@ -592,15 +589,12 @@ void makeTokensChannelFirst(Graph& g) {
       m.tokenCols = cols;
       replaceSelfAttention(g, m);
     }
-    std::vector<bool> flips;
-    for (const Node* u : region->members)
-      flips.push_back(flipped.count(u->output) != 0);
-    for (size_t i = 0; i < region->members.size(); ++i) {
-      Node* u = region->members[i];
+    for (Node* u : region->members) {
+      // (Rewriting a member replaces its output value only.)
+      const bool flip = flipped.count(u->output) != 0;
       const std::vector<int64_t> s = u->output->shape;
-      u->output->shape = flips[i]
-                             ? std::vector<int64_t>{s[0], s[2], s[1], 1}
-                             : std::vector<int64_t>{s[0], s[2], rows, cols};
+      u->output->shape = flip ? std::vector<int64_t>{s[0], s[2], s[1], 1}
+                              : std::vector<int64_t>{s[0], s[2], rows, cols};
       if (u->kind != OpKind::OnnxTranspose) {
         rewriteChannelFirst(g, u, erased);
         continue;

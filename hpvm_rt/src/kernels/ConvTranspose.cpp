@@ -35,6 +35,25 @@ bool oneTapPerPixel(const TransposeArgs& a, const Dims4& wd) {
          a.padBottom == 0 && a.padRight == 0;
 }
 
+/// The layout a transposed convolution's K output channels are
+/// interleaved in, from forward convolution result \p z: its channel
+/// blocking (8 or 16, as the next layer reads it) where K fills whole
+/// blocks, else NCHW (block 1).
+struct Interleave {
+  int64_t block;
+  tag layout;
+};
+
+Interleave interleaveLayout(const Tensor* z, int64_t K) {
+  const std::optional<int64_t> block =
+      channelBlock(currentMemory(z).get_desc());
+  if (block == 8 && K % 8 == 0)
+    return {8, tag::nChw8c};
+  if (block == 16 && K % 16 == 0)
+    return {16, tag::nChw16c};
+  return {1, tag::nchw};
+}
+
 /// oneTapPerPixel()'s transposed convolution as a 1x1 convolution into
 /// KH x KW x K channels, channel (r, t, k) holding output pixel
 /// (i * KH + r, j * KW + t) of input pixel (i, j), then that interleave in
@@ -60,19 +79,15 @@ void runOneTapPerPixel(const OpCall& c, const Dims4& xd, const Dims4& wd,
   OwnedTensor z({xd[0], taps * K, xd[2], xd[3]});
   runConv(c.in[0], pointwise.get(), ConvArgs{}, PostOps{}, exactAt(c.knob),
           &z.t);
-  // The layout: the convolution's blocking where K fills whole blocks.
-  std::optional<int64_t> block = channelBlock(currentMemory(&z.t).get_desc());
-  if (!block || (*block != 8 && *block != 16) || K % *block != 0)
-    block = 1;
-  const int64_t b = *block;
-  const tag layout = b == 8 ? tag::nChw8c : b == 16 ? tag::nChw16c : tag::nchw;
+  const Interleave il = interleaveLayout(&z.t, K);
+  const int64_t b = il.block;
   std::unique_ptr<PoolBuffer> hold;
   const int64_t H = xd[2], W = xd[3];
   const auto* zp = static_cast<const float*>(
-      memoryAs(&z.t, {{xd[0], taps * K, H, W}, dt::f32, layout}, hold)
+      memoryAs(&z.t, {{xd[0], taps * K, H, W}, dt::f32, il.layout}, hold)
           .get_data_handle());
   auto* yp = static_cast<float*>(
-      outputMemory(c.out, {{yd[0], yd[1], yd[2], yd[3]}, dt::f32, layout})
+      outputMemory(c.out, {{yd[0], yd[1], yd[2], yd[3]}, dt::f32, il.layout})
           .get_data_handle());
   // Output row oy = i * KH + r takes row i of the blocks (r, t, kb) of z,
   // pixel j to column j * KW + t: b channels (one block) a pixel.
@@ -185,23 +200,20 @@ void splitTransposeByPhase(const OpCall& c, const TransposeArgs& a,
       runConv(c.in[0], f.get(), ca, PostOps{}, exactAt(c.knob), &p.z->t);
       phases.push_back(std::move(p));
     }
-  // The layout: the first phase's blocking where K fills whole blocks.
-  std::optional<int64_t> block =
-      channelBlock(currentMemory(&phases.front().z->t).get_desc());
-  if (!block || (*block != 8 && *block != 16) || K % *block != 0)
-    block = 1;
-  const int64_t b = *block;
-  const tag layout = b == 8 ? tag::nChw8c : b == 16 ? tag::nChw16c : tag::nchw;
+  // The layout: the first phase's.
+  const Interleave il = interleaveLayout(&phases.front().z->t, K);
+  const int64_t b = il.block;
   for (Phase& p : phases) {
     const size_t* zd = p.z->dims;
     p.data = static_cast<const float*>(
-        memoryAs(&p.z->t,
-                 {{xd[0], K, int64_t(zd[2]), int64_t(zd[3])}, dt::f32, layout},
-                 p.hold)
+        memoryAs(
+            &p.z->t,
+            {{xd[0], K, int64_t(zd[2]), int64_t(zd[3])}, dt::f32, il.layout},
+            p.hold)
             .get_data_handle());
   }
   auto* yp = static_cast<float*>(
-      outputMemory(c.out, {{yd[0], yd[1], yd[2], yd[3]}, dt::f32, layout})
+      outputMemory(c.out, {{yd[0], yd[1], yd[2], yd[3]}, dt::f32, il.layout})
           .get_data_handle());
   // Output row oy = sH * m + r takes row m of the phases (r, *), each
   // every sW-th pixel from its t on: b channels (one block) a pixel.

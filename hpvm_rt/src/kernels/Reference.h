@@ -453,7 +453,6 @@ inline void spatialSlice(const float* x, int64_t N, int64_t C, int64_t H,
         y[(bc * nh + i) * nw + j] = x[(bc * H + bh + i * th) * W + bw + j * tw];
 }
 
-/// y (N x C) = token \p index of x (N x C x T).
 /// The crop rows' region (roi top, left, bottom, right) and the value of
 /// pixels outside the input; the plain rows: none.
 struct ResizeCrop {
@@ -572,6 +571,7 @@ inline void resizeCubic(const float* x, int64_t N, int64_t C, int64_t H,
       }
 }
 
+/// y (N x C) = token \p index of x (N x C x T).
 inline void selectToken(const float* x, int64_t N, int64_t C, int64_t T,
                         int64_t index, float* y) {
   for (int64_t b = 0; b < N; ++b)

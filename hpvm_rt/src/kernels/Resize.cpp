@@ -43,12 +43,10 @@ struct AxisMap {
   }
 };
 
-/// The scalar operands: size h, w, then scale h, w, coord (the plain rows)
-/// or roi top, left, bottom, right, extrapolation (the crop rows); the
-/// mode's own scalars from `extra` on.
+/// The scalar operands: size h, w (the axes' out), then scale h, w, coord
+/// (the plain rows) or roi top, left, bottom, right, extrapolation (the
+/// crop rows); the mode's own scalars from `extra` on.
 struct ResizeScalars {
-  int64_t outH, outW;
-  bool crop;
   float extrapolation;
   AxisMap h, w;
   size_t extra;
@@ -57,33 +55,21 @@ struct ResizeScalars {
 ResizeScalars scalarsOf(const OpCall& c, bool crop) {
   const Dims4 xd = dims4(c.in[0]);
   const double* s = c.scalars;
-  ResizeScalars r{static_cast<int64_t>(s[0]),
-                  static_cast<int64_t>(s[1]),
-                  crop,
-                  0.f,
-                  {},
-                  {},
-                  crop ? 7u : 5u};
-  if (crop) {
-    r.h = {ResizeCoord::TfCropAndResize,
-           1.f,
-           xd[2],
-           r.outH,
-           float(s[2]),
-           float(s[4])};
-    r.w = {ResizeCoord::TfCropAndResize,
-           1.f,
-           xd[3],
-           r.outW,
-           float(s[3]),
-           float(s[5])};
-    r.extrapolation = static_cast<float>(s[6]);
-  } else {
-    const auto coord = static_cast<ResizeCoord>(static_cast<int>(s[4]));
-    r.h = {coord, static_cast<float>(s[2]), xd[2], r.outH};
-    r.w = {coord, static_cast<float>(s[3]), xd[3], r.outW};
-  }
-  return r;
+  // Axis i (0: height, 1: width) of the input.
+  auto axis = [&](int i) {
+    const int64_t in = xd[2 + i], out = static_cast<int64_t>(s[i]);
+    if (crop)
+      return AxisMap{ResizeCoord::TfCropAndResize,
+                     1.f,
+                     in,
+                     out,
+                     static_cast<float>(s[2 + i]),
+                     static_cast<float>(s[4 + i])};
+    return AxisMap{static_cast<ResizeCoord>(static_cast<int>(s[4])),
+                   static_cast<float>(s[2 + i]), in, out};
+  };
+  return {crop ? static_cast<float>(s[6]) : 0.f, axis(0), axis(1),
+          crop ? 7u : 5u};
 }
 
 Taps nearestTaps(const AxisMap& m, NearestRounding r) {
@@ -173,7 +159,7 @@ void extrapolate(const ResizeScalars& s, int64_t planes, float* y) {
     return;
   const char* outRow = rows.data();
   const char* outCol = cols.data();
-  const int64_t Ho = s.outH, Wo = s.outW;
+  const int64_t Ho = s.h.out, Wo = s.w.out;
   const float v = s.extrapolation;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t p = 0; p < planes; ++p)
@@ -189,8 +175,8 @@ void extrapolate(const ResizeScalars& s, int64_t planes, float* y) {
 void checkShapes(const OpCall& c, const ResizeScalars& s) {
   const Dims4 xd = dims4(c.in[0]), yd = dims4(c.out);
   HPVM_ASSERT(
-      yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == s.outH && yd[3] == s.outW &&
-          xd[2] >= 1 && xd[3] >= 1,
+      yd[0] == xd[0] && yd[1] == xd[1] && yd[2] == s.h.out &&
+          yd[3] == s.w.out && xd[2] >= 1 && xd[3] >= 1,
       fmt::format("resize of {} into {}", dimsStr(c.in[0]), dimsStr(c.out)));
 }
 
@@ -202,7 +188,7 @@ void resizeNearest(const OpCall& c, bool crop) {
       static_cast<NearestRounding>(static_cast<int>(c.scalars[s.extra]));
   const Dims4 xd = dims4(c.in[0]);
   const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
-  const int64_t Ho = s.outH, Wo = s.outW;
+  const int64_t Ho = s.h.out, Wo = s.w.out;
   const Taps th = nearestTaps(s.h, r);
   const Taps tw = nearestTaps(s.w, r);
   const float* xp = hostData(c.in[0]);
@@ -232,7 +218,7 @@ void resizeLinear(const OpCall& c, bool crop) {
   checkShapes(c, s);
   const Dims4 xd = dims4(c.in[0]);
   const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
-  const int64_t Ho = s.outH, Wo = s.outW;
+  const int64_t Ho = s.h.out, Wo = s.w.out;
   const Taps th = linearTaps(s.h);
   const Taps tw = linearTaps(s.w);
   const float* xp = hostData(c.in[0]);
@@ -267,7 +253,7 @@ void resizeCubic(const OpCall& c, bool crop) {
   const bool exclude = c.scalars[s.extra + 1] != 0;
   const Dims4 xd = dims4(c.in[0]);
   const int64_t planes = xd[0] * xd[1], H = xd[2], W = xd[3];
-  const int64_t Ho = s.outH, Wo = s.outW;
+  const int64_t Ho = s.h.out, Wo = s.w.out;
   const CubicTaps th = cubicTaps(s.h, a, exclude);
   const CubicTaps tw = cubicTaps(s.w, a, exclude);
   const float* xp = hostData(c.in[0]);
