@@ -37,8 +37,14 @@ std::string constantOperand(Lowering& L, Node* n, Value* b,
   const bool legacy = n->kind == OpKind::OnnxAdd ||
                       n->kind == OpKind::OnnxSub ||
                       n->kind == OpKind::OnnxMul || n->kind == OpKind::OnnxDiv;
-  if (legacy && attrs.getInt("broadcast") != 0 && attrs.has("axis"))
-    offset = static_cast<size_t>(attrs.getInt("axis"));
+  if (legacy && attrs.getInt("broadcast") != 0 && attrs.has("axis")) {
+    const int64_t axis = attrs.getInt("axis");
+    if (axis < 0 || axis > int64_t(onnx.size() - cd.size()))
+      return "its broadcast axis " + std::to_string(axis) +
+             " does not place a constant of shape " + formatShape(cd) +
+             " within shape " + formatShape(onnx);
+    offset = static_cast<size_t>(axis);
+  }
   std::vector<int64_t> aligned(onnx.size(), 1);
   for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
     aligned[offset + i] = cd[i];

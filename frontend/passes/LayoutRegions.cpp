@@ -32,7 +32,7 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
     OpAttrs a(*u, opset);
     const int64_t axis = a.getInt("axis");
     bool fits = u->inputs[0] == v &&
-                (axis == -1 || axis + 1 == int64_t(v->shape.size()));
+                (axis == -1 || axis == int64_t(v->shape.size()) - 1);
     for (size_t i = 1; i < u->inputs.size(); ++i)
       fits =
           fits && (u->inputs[i]->name.empty() ||

@@ -67,6 +67,8 @@ bool isConstantOf(const Value* v, int64_t n, int64_t last) {
 
 int64_t channelFirstAxis(int64_t a) {
   static const int64_t map[] = {0, 2, 3, 1};
+  if (a < -4 || a >= 4)
+    return a; // no axis of a 4-D value: stays one (callers compare or refuse)
   return map[a < 0 ? a + 4 : a];
 }
 

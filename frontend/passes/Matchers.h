@@ -40,7 +40,7 @@ bool isTranspose(const Node* n, const Value* v, std::vector<int64_t> perm,
 bool isConstantOf(const Value* v, int64_t n, int64_t last);
 
 /// Axis \p a (negative counts from the end) of N x H x W x C in
-/// N x C x H x W.
+/// N x C x H x W; an \p a that is no axis of a 4-D value is returned as is.
 int64_t channelFirstAxis(int64_t a);
 
 } // namespace hpvm::fe

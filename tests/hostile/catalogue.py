@@ -308,6 +308,37 @@ def _(w):
         inputs=[x], outputs=[y], inits=[weight]))
 
 
+@case("model: channel-last LayerNormalization axis at INT64_MAX (fuzz_onnx)",
+      "{W}/model.onnx: node 'ln' (LayerNormalization, #1): layer "
+      "normalization over axes 9223372036854775807.. of shape 1x8x8x1 is not "
+      "supported (only over the channels: of N x C, or of N x C x 1 x 1; a "
+      "channel-last LayerNorm between Transposes to and from N x H x W x C "
+      "is made channel-first)")
+def _(w):
+    # The channel-last region's check computed axis + 1 (a signed overflow
+    # under UBSan, found by fuzz_onnx).
+    scale = nh.from_array(np.ones(1, np.float32), "s")
+    return save(w, graph_model(
+        [h.make_node("Transpose", ["input"], ["t"], perm=[0, 2, 3, 1],
+                     name="to_last"),
+         h.make_node("LayerNormalization", ["t", "s"], ["n"],
+                     axis=2**63 - 1, name="ln"),
+         h.make_node("Transpose", ["n"], ["output"], perm=[0, 3, 1, 2],
+                     name="back")],
+        inits=[scale], opset=17))
+
+
+@case("model: legacy broadcast axis out of range",
+      "{W}/model.onnx: node 'add' (Add, #0): its broadcast axis -5 does not "
+      "place a constant of shape 1 within shape 1x1x8x8")
+def _(w):
+    # It was cast to size_t and used as an offset into the shape.
+    b = nh.from_array(np.ones(1, np.float32), "b")
+    return save(w, graph_model(
+        [h.make_node("Add", ["input", "b"], ["output"], broadcast=1, axis=-5,
+                     name="add")], inits=[b], opset=6))
+
+
 @case("model: raw_data shorter than dims", "{W}/model.onnx: initializer 'w' "
       "has 10 bytes of raw data; its shape needs 2560")
 def _(w):
