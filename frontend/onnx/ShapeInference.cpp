@@ -42,13 +42,34 @@ void checkConv(InferenceContext& ctx) {
                          "; they must have the same rank");
 }
 
+/// Convolutions and pools divide by their strides.
+void checkStrides(InferenceContext& ctx) {
+  const onnx::AttributeProto* strides = ctx.getAttribute("strides");
+  if (strides == nullptr)
+    return;
+  for (int64_t s : strides->ints())
+    if (s < 1) {
+      std::string list;
+      for (int64_t v : strides->ints())
+        list += (list.empty() ? "" : " ") + std::to_string(v);
+      fail_shape_inference("strides [", list, "] must be positive");
+    }
+}
+
+void checkConvAndStrides(InferenceContext& ctx) {
+  checkConv(ctx);
+  checkStrides(ctx);
+}
+
 /// The operators checked, by ONNX name (default domain, every version).
 struct Guard {
   const char* op;
   void (*check)(InferenceContext&);
 };
 constexpr Guard kGuards[] = {
-    {"Conv", checkConv},
+    {"Conv", checkConvAndStrides}, {"ConvInteger", checkStrides},
+    {"QLinearConv", checkStrides}, {"MaxPool", checkStrides},
+    {"AveragePool", checkStrides}, {"LpPool", checkStrides},
 };
 
 /// The ONNX registry's schemas, with a guarded copy for each operator of

@@ -274,6 +274,19 @@ def _(w):
                                inputs=[x], outputs=[y]))
 
 
+@case("model: pool stride 0 (fuzz_onnx)",
+      "{W}/model.onnx: node 'pool' (AveragePool, #0): strides [2, 0] must "
+      "be positive")
+def _(w):
+    # ONNX 1.12's conv and pool inference divides by the strides (SIGFPE):
+    # a guard fails it first, and the loader's own check names the node.
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 4, 8])
+    return save(w, graph_model(
+        [h.make_node("AveragePool", ["input"], ["output"], name="pool",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     strides=[2, 0])], outputs=[y]))
+
+
 @case("model: Conv input and weight of different ranks",
       "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
       "inference error(s): (op_type:Conv, node name: conv): "
