@@ -956,6 +956,38 @@ def mixer_tiny():
                   (1, 3, 4, 4))
 
 
+def products_tiny():
+    """Token products at toy size (3 x 4 x 6 image: a conv pooled to one
+    row of 3 columns of 8 features, the columns as tokens): a single-head
+    attention written out (queries, keys, values, softmax(q @ k^T / 2) @
+    v), a residual, then the features mixed across the tokens by the
+    attention's weights from the transposed tokens ((t^T @ a)^T, a product
+    whose first operand is flipped), a residual; the mean over the tokens
+    to 3 classes."""
+    import torch
+    import torch.nn as nn
+
+    class Products(nn.Module):
+        def __init__(self, d=8, tokens=3, width=6):
+            super().__init__()
+            self.conv = nn.Conv2d(3, d, 3, padding=1)
+            self.pool = nn.MaxPool2d((4, width // tokens))
+            self.q = nn.Linear(d, d)
+            self.k = nn.Linear(d, d)
+            self.v = nn.Linear(d, d)
+            self.whole = nn.Linear(d, 3)
+
+        def forward(self, x):
+            t = self.pool(self.conv(x)).squeeze(2).permute(0, 2, 1)
+            a = torch.softmax(self.q(t) @ self.k(t).transpose(1, 2) / 2, -1)
+            t = t + a @ self.v(t)
+            t = t + (t.transpose(1, 2) @ a).transpose(1, 2)
+            return self.whole(t.mean(1))
+
+    torch.manual_seed(0)
+    torch_fixture("products_tiny", Products().eval(), (1, 3, 4, 6))
+
+
 def swin_tiny():
     """torchvision's SwinTransformer at toy size (10x10 image, 2x2
     patches: 5x5 pixels of 8 features, padded to 3x3 windows of 2x2; two
@@ -978,6 +1010,7 @@ def main():
     vit_tiny()
     tokens_tiny()
     mixer_tiny()
+    products_tiny()
     swin_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.

@@ -66,12 +66,14 @@ int64_t opFlops(const Node& n) {
   const std::vector<int64_t>* second =
       f.tensorArgs > 1 ? &n.inputs.at(1)->shape : nullptr;
   const std::vector<int64_t>& first = n.inputs.at(0)->shape;
-  HPVM_ASSERT(
-      f.reduceOver == hpvm::rt::ReduceOver::None ||
-          f.reduceOver == hpvm::rt::ReduceOver::Window ||
-          (f.reduceOver == hpvm::rt::ReduceOver::Tokens && first.size() == 4) ||
-          (second && second->size() == 4),
-      "the reduction operand of " + std::string(desc.kindName) + " is not 4-D");
+  HPVM_ASSERT(f.reduceOver == hpvm::rt::ReduceOver::None ||
+                  f.reduceOver == hpvm::rt::ReduceOver::Window ||
+                  ((f.reduceOver == hpvm::rt::ReduceOver::Tokens ||
+                    f.reduceOver == hpvm::rt::ReduceOver::Channels) &&
+                   first.size() == 4) ||
+                  (second && second->size() == 4),
+              "the reduction operand of " + std::string(desc.kindName) +
+                  " is not 4-D");
   std::vector<double> scalars;
   for (const Scalar& s : n.scalars)
     scalars.push_back(s.isInteger ? static_cast<double>(s.i) : s.d);

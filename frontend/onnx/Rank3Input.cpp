@@ -49,8 +49,9 @@ bool isTokensOfRank3Input(const Graph& g, const Node& n) {
 
 const char* const kPerTokenRule =
     "works per token (LayerNorm, Linear, Softmax over D, element-wise ops, "
-    "self-attention; a Transpose of the last two axes and back) until a mean "
-    "over the tokens, the Gather of one or a graph output";
+    "self-attention, a MatMul of two token sequences; a Transpose of the "
+    "last two axes and back) until a mean over the tokens, the Gather of one "
+    "or a graph output";
 
 std::string rank3InputRefusal(const Node& n) {
   return rank3Problem(n.inputs[0]->name, formatShape(n.output->shape),

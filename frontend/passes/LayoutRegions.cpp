@@ -235,12 +235,14 @@ struct Region {
   std::vector<std::string> outputs;
 };
 
-/// Walks every node reachable from \p start: step(u, v) classifies each
-/// new user u of a value v of the region. Nothing when a step leaves, the
-/// walk reaches a graph output (unless \p outputs: then that value is one
-/// of the region's outputs), a member reads a value from outside the region
-/// that is not a constant (no mixing of layouts), or no exit is found;
-/// then \p stop (if given) is the node where it stopped (null: no exit).
+/// Walks every node reachable from \p start, in graph (topological) order,
+/// so that a node's inputs from the region are classified before it is:
+/// step(u, v) classifies each node u reading a value v of the region (its
+/// first). Nothing when a step leaves, the walk reaches a graph output
+/// (unless \p outputs: then that value is one of the region's outputs), a
+/// member reads a value from outside the region that is not a constant (no
+/// mixing of layouts), or no exit is found; then \p stop (if given) is the
+/// node where it stopped (null: no exit).
 template <typename Step>
 std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
                                  bool outputs = false,
@@ -252,37 +254,42 @@ std::optional<Region> walkRegion(const Graph& g, Value* start, Step step,
   };
   Region r;
   std::unordered_set<const Node*> seen;
-  std::unordered_set<const Value*> inside = {start};
-  std::vector<Value*> work = {start};
-  while (!work.empty()) {
-    Value* v = work.back();
-    work.pop_back();
-    if (g.isOutput(v)) {
-      if (!outputs || v == start)
-        return stopAt(v->producer);
-      r.outputs.push_back(v->name);
-    }
-    for (Node* u : v->users) {
-      if (!seen.insert(u).second)
-        continue;
-      RegionStep s = step(u, v);
-      switch (s.kind) {
-      case RegionStep::Leave:
+  std::unordered_set<const Value*> inside;
+  // Value v joins the region; false if it may not (a graph output).
+  auto join = [&](Value* v) {
+    inside.insert(v);
+    if (!g.isOutput(v))
+      return true;
+    if (!outputs || v == start)
+      return false;
+    r.outputs.push_back(v->name);
+    return true;
+  };
+  if (!join(start))
+    return stopAt(start->producer);
+  for (const auto& owned : g.nodes()) {
+    Node* u = owned.get();
+    auto in = std::find_if(u->inputs.begin(), u->inputs.end(),
+                           [&](const Value* v) { return inside.count(v); });
+    if (in == u->inputs.end() || !seen.insert(u).second)
+      continue;
+    RegionStep s = step(u, *in);
+    switch (s.kind) {
+    case RegionStep::Leave:
+      return stopAt(u);
+    case RegionStep::Exit:
+      r.exits.push_back(u);
+      break;
+    case RegionStep::Member:
+      r.members.push_back(u);
+      if (!join(u->output))
         return stopAt(u);
-      case RegionStep::Exit:
-        r.exits.push_back(u);
-        break;
-      case RegionStep::Member:
-        r.members.push_back(u);
-        inside.insert(u->output);
-        work.push_back(u->output);
-        break;
-      case RegionStep::Block:
-        seen.insert(s.block.begin(), s.block.end());
-        inside.insert(s.block.back()->output);
-        work.push_back(s.block.back()->output);
-        break;
-      }
+      break;
+    case RegionStep::Block:
+      seen.insert(s.block.begin(), s.block.end());
+      if (!join(s.block.back()->output))
+        return stopAt(s.block.back());
+      break;
     }
   }
   for (const Node* u : r.members)
@@ -437,6 +444,18 @@ std::string tokenStageProblem(const Value* tokens, const Node* stop,
          "them " + kPerTokenRule;
 }
 
+/// MatMul \p u of two token sequences: B x M x K times B x K x N (a
+/// token_matmul once they are held channel-first).
+bool isTokenProduct(const Node* u) {
+  if (u->kind != OpKind::OnnxMatMul || u->inputs.size() != 2)
+    return false;
+  const Value *a = u->inputs[0], *b = u->inputs[1];
+  const std::vector<int64_t>&as = a->shape, &bs = b->shape;
+  return !a->isConstant() && !b->isConstant() && as.size() == 3 &&
+         bs.size() == 3 && as[0] == bs[0] && as[2] == bs[1] &&
+         u->output->shape == std::vector<int64_t>{as[0], as[1], bs[2]};
+}
+
 /// ReduceMean over the tokens of B x T x D \p v (axis 1, keepdims 0):
 /// the global mean pool of the tokens held channel-first.
 bool meanOfTokens(const Node* u, const Value* v, int64_t opset) {
@@ -481,12 +500,24 @@ void makeTokensChannelFirst(Graph& g) {
     // x T held B x T x D x 1, until a Transpose back.
     std::vector<SelfAttention> attentions;
     std::unordered_set<const Value*> flipped;
+    std::unordered_set<const Node*> products; // MatMuls of two token values
     const Node* stop = nullptr;
     bool mixed = false;
     std::optional<Region> region = walkRegion(
         g, e->tokens,
         [&](Node* u, const Value* v) {
           const bool flip = flipped.count(v) != 0;
+          if (isTokenProduct(u)) {
+            // Oriented as its first operand (classified already: the walk
+            // goes in graph order); flipped products must stay B x D x T.
+            products.insert(u);
+            if (flipped.count(u->inputs[0]) == 0)
+              return RegionStep{RegionStep::Member};
+            if (u->output->shape[2] != T)
+              return RegionStep{RegionStep::Leave};
+            flipped.insert(u->output);
+            return RegionStep{RegionStep::Member};
+          }
           if (u->kind == OpKind::OnnxTranspose) {
             SelfAttention m;
             if (!flip && matchSelfAttention(g, u, m)) {
@@ -525,12 +556,14 @@ void makeTokensChannelFirst(Graph& g) {
         !e->vit, &stop);
     // Every member reads values of its own orientation (a Transpose the
     // other one): an Add of tokens and flipped tokens (T = D) is no
-    // per-token op.
+    // per-token op. (A product's second operand may have either: held
+    // channel-first, both are its K tokens.)
     auto orientationFits = [&](const Node* u) {
       const bool out = flipped.count(u->output) != 0;
-      for (const Value* in : u->inputs)
-        if (!in->isConstant() &&
-            (flipped.count(in) != 0) !=
+      const size_t read = products.count(u) ? 1 : u->inputs.size();
+      for (size_t i = 0; i < read; ++i)
+        if (!u->inputs[i]->isConstant() &&
+            (flipped.count(u->inputs[i]) != 0) !=
                 (out != (u->kind == OpKind::OnnxTranspose)))
           return false;
       return true;
@@ -595,6 +628,11 @@ void makeTokensChannelFirst(Graph& g) {
       const std::vector<int64_t> s = u->output->shape;
       u->output->shape = flip ? std::vector<int64_t>{s[0], s[2], s[1], 1}
                               : std::vector<int64_t>{s[0], s[2], rows, cols};
+      if (products.count(u)) {
+        erased.insert(u);
+        replaceChain(g, OpKind::TokenMatMul, {u->inputs[0], u->inputs[1]}, {u});
+        continue;
+      }
       if (u->kind != OpKind::OnnxTranspose) {
         rewriteChannelFirst(g, u, erased);
         continue;

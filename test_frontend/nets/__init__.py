@@ -547,6 +547,49 @@ def _mlp_mixer():
     return Mixer()
 
 
+def _token_products():
+    """Token products (3 x 32 x 32 images): 4 x 4 patches embedded by a
+    strided conv to 64 tokens of 32 features; a block with a single-head
+    attention written out as a user writes it (LayerNorm, queries, keys,
+    values, softmax(q @ k^T / sqrt(d)) @ v, a projection, a residual),
+    then the features mixed across the tokens by the attention's weights
+    from the transposed tokens ((t^T @ a)^T, a residual); LayerNorm, the
+    mean over the tokens, a Linear to 10 classes."""
+    import math
+
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+            self.q, self.k, self.v, self.proj = (nn.Linear(d, d)
+                                                 for _ in range(4))
+            self.scale = 1 / math.sqrt(d)
+
+        def forward(self, x):
+            h = self.norm(x)
+            a = torch.softmax(
+                self.q(h) @ self.k(h).transpose(1, 2) * self.scale, -1)
+            x = x + self.proj(a @ self.v(h))
+            return x + (x.transpose(1, 2) @ a).transpose(1, 2)
+
+    class Products(nn.Module):
+        def __init__(self, d=32, classes=10):
+            super().__init__()
+            self.patch = nn.Conv2d(3, d, 4, stride=4)
+            self.block = Block(d)
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            t = self.patch(x).flatten(2).transpose(1, 2)
+            return self.head(self.norm(self.block(t)).mean(1))
+
+    return Products()
+
+
 MODELS += [
     ModelSpec("sequence_transformer_16x32", _sequence_transformer, (16, 32),
               13, 10, 4, ci=True,
@@ -560,6 +603,12 @@ MODELS += [
               "last two axes: token_transpose, a Linear over the tokens, "
               "back), feature MLPs, residuals, mean over the tokens",
               export="pytorch"),
+    ModelSpec("token_products_32", _token_products, (3, 32, 32), 13, 4, 2,
+              ci=True,
+              about="a single-head attention written out on 64 tokens of 32 "
+              "features: q @ k^T and a @ v as token_matmul (two token "
+              "activations), then (t^T @ a)^T, a product of the transposed "
+              "tokens; mean over the tokens", export="pytorch"),
     ModelSpec("speech_cnn_40x64", _speech_cnn, (40, 64), 13, 12, 5, ci=True,
               about="a keyword-spotting CNN on a 3-D input (N x 40 x 64, "
               "held as N x 1 x 40 x 64): Unsqueeze(1) into convs, "

@@ -183,9 +183,9 @@ TEST_CASE("Frontend: an input's problems are explained, with the unsupported "
        "first reshapes it to 4-D (N x 1 x A x B, N x A x B x 1) or 2-D (N x "
        "A*B), as Unsqueeze(axes=[1]) does, or as a sequence of tokens N x T "
        "x D where every node on it works per token (LayerNorm, Linear, "
-       "Softmax over D, element-wise ops, self-attention; a Transpose of the "
-       "last two axes and back) until a mean over the tokens, the Gather of "
-       "one or a graph output"}};
+       "Softmax over D, element-wise ops, self-attention, a MatMul of two "
+       "token sequences; a Transpose of the last two axes and back) until a "
+       "mean over the tokens, the Gather of one or a graph output"}};
   for (const auto& [name, want] : cases) {
     const std::string path = errorFixture(name);
     std::string expected = path + ": " + want;

@@ -237,9 +237,9 @@ RANK3_WAY = ("the node reads it as it is; a 3-D input is supported where "
              "x 1) or 2-D (N x A*B), as Unsqueeze(axes=[1]) does, or as a "
              "sequence of tokens N x T x D where every node on it works per "
              "token (LayerNorm, Linear, Softmax over D, element-wise ops, "
-             "self-attention; a Transpose of the last two axes and back) "
-             "until a mean over the tokens, the Gather of one or a graph "
-             "output")
+             "self-attention, a MatMul of two token sequences; a Transpose "
+             "of the last two axes and back) until a mean over the tokens, "
+             "the Gather of one or a graph output")
 
 
 @case("model: 3-D input read as it is, not as tokens", "{W}/model.onnx: 2 "

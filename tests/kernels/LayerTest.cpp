@@ -1,6 +1,6 @@
 // LayerTest.cpp - pooling, batch norm, add, activations, softmaxes, the
-// NHWC edges and the vision transformer ops (class token, attention, token
-// selection) on oneDNN against the reference loops, on host (NCHW) and
+// NHWC edges and the token ops (class token, attention, token selection,
+// token_matmul) on oneDNN against the reference loops, on host (NCHW) and
 // blocked inputs, in place and out of place.
 #include "KernelTestUtil.h"
 #include "kernels/TensorImpl.h"
@@ -336,6 +336,33 @@ TEST_CASE("Kernels: attention matches the reference") {
       TestTensor y({k.N, k.C, k.H, k.W});
       runAttention(qkv.get(), int64_t(k.heads), KnobSpec{}, y.get());
       checkClose(y.values(), want, 1e-5, 1e-5, "attention");
+    }
+  }
+}
+
+TEST_CASE("Kernels: token_matmul matches the reference") {
+  struct Case {
+    size_t N, K, H, W, M, bh, bw;
+  };
+  // Tokens over both spatial dims, one token, one feature, K tokens of b
+  // held as a grid or a column, and sizes off the vector width.
+  for (Case k : {Case{2, 8, 4, 4, 8, 8, 1}, Case{3, 6, 3, 5, 10, 2, 3},
+                 Case{1, 1, 7, 1, 4, 1, 1}, Case{2, 17, 1, 1, 3, 17, 1},
+                 Case{2, 33, 9, 1, 40, 3, 11}}) {
+    for (bool blocked : {false, true}) {
+      INFO("N " << k.N << " K " << k.K << " tokens " << k.H << "x" << k.W
+                << " M " << k.M << (blocked ? " blocked" : ""));
+      TestTensor a({k.N, k.K, k.H, k.W}), b({k.N, k.M, k.bh, k.bw});
+      fill(a, 800 + unsigned(k.K), blocked, 2.f);
+      fill(b, 900 + unsigned(k.M), blocked, 2.f);
+      std::vector<float> want(k.N * k.M * k.H * k.W);
+      ref::tokenMatMul(a.values().data(), b.values().data(), int64_t(k.N),
+                       int64_t(k.K), int64_t(k.H * k.W), int64_t(k.M),
+                       want.data());
+      TestTensor y({k.N, k.M, k.H, k.W});
+      Tensor* in[] = {a.get(), b.get()};
+      runTokenMatMul(OpCall{in, 2, nullptr, PostAct{}, KnobSpec{}, y.get()});
+      checkClose(y.values(), want, 1e-5, 1e-5, "token_matmul");
     }
   }
 }

@@ -606,6 +606,18 @@ OpCase caseFor(HpvmOp op) {
     c.direct = c.intrinsic;
     ref::channelsLast(hostOf(x), 2, 4, 42, c.want.data());
     break;
+  case HpvmOp::TokenMatMul: { // 42 tokens of 4 features, times 4 x 5
+    void* b = randomTensor({2, 5, 2, 2}, 2, -1, 1);
+    c.in = {x, b};
+    c.out = {2, 5, 7, 6};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_token_matmul(t[0], t[1]);
+    };
+    c.direct = c.intrinsic;
+    c.want.resize(2 * 5 * 42);
+    ref::tokenMatMul(hostOf(x), hostOf(b), 2, 4, 42, 5, c.want.data());
+    break;
+  }
   case HpvmOp::SelectToken: // pixel 9: row 1, column 3
     c.in = {x};
     c.out = {2, 4, 1, 1};

@@ -39,11 +39,12 @@ enum class KnobApplies : uint8_t { KnobAll, KnobConv, KnobDense };
 /// What an op's reduction length per output element is (Ops.def
 /// ReduceOver column).
 enum class ReduceOver : uint8_t {
-  None,    ///< 0
-  Filter,  ///< C/groups * KH * KW: dims 1-3 of the second operand.
-  Weights, ///< K: dim 2 of the second operand (1 x 1 x K x N).
-  Window,  ///< KH * KW: the first two scalars.
-  Tokens,  ///< H * W: dims 2 and 3 of the first operand.
+  None,     ///< 0
+  Filter,   ///< C/groups * KH * KW: dims 1-3 of the second operand.
+  Weights,  ///< K: dim 2 of the second operand (1 x 1 x K x N).
+  Window,   ///< KH * KW: the first two scalars.
+  Tokens,   ///< H * W: dims 2 and 3 of the first operand.
+  Channels, ///< C: dim 1 of the first operand (token_matmul's K).
   /// A transposed convolution's: every input value meets K/groups * KH *
   /// KW taps (dims 1-3 of the second operand), so R = that times the
   /// input's C * H * W over the output's values (taps a pad cuts off
@@ -214,6 +215,9 @@ constexpr double opFlopsOf(const OpFacts& f, double outElems, const Dim* first,
     break;
   case ReduceOver::Tokens:
     reduce = double(first[2]) * double(first[3]);
+    break;
+  case ReduceOver::Channels:
+    reduce = double(first[1]);
     break;
   case ReduceOver::Transposed:
     reduce = double(second[1]) * double(second[2]) * double(second[3]) *

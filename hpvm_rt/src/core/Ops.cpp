@@ -279,6 +279,18 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       std::to_string(x[1]) + " channels of " + shapeText(x));
     return {x[0], x[2] * x[3], int64_t(s[0]), int64_t(s[1])};
   }
+  case HpvmOp::TokenMatMul: {
+    // a: N x K x h x w (h*w tokens of K features); b: N x M x hb x wb
+    // (K tokens of M features).
+    const Shape& b = in[1];
+    if (b.size() != 4 || b[0] != x[0] || b[2] * b[3] != x[1])
+      throw UserError(where() + ": the tokens of " + shapeText(x) + " have " +
+                      std::to_string(x[1]) +
+                      " features, and cannot be multiplied by " + shapeText(b) +
+                      " (need the same batch and " + std::to_string(x[1]) +
+                      " of its tokens)");
+    return {x[0], b[1], x[2], x[3]};
+  }
   case HpvmOp::ClassToken: {
     const int64_t tokens = 1 + x[2] * x[3];
     if (numElements(in[1]) != x[1] || numElements(in[2]) != x[1] * tokens)

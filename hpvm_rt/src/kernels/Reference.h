@@ -398,6 +398,23 @@ inline void attention(const float* qkv, int64_t N, int64_t C, int64_t T,
     }
 }
 
+/// The token matrix product (runTokenMatMul), straight from its
+/// definition on tokens: a holds T tokens of K features channel-first
+/// (N x K x T), b K tokens of M features (N x M x K), y = their product,
+/// T tokens of M features (N x M x T); sums in double.
+inline void tokenMatMul(const float* a, const float* b, int64_t N, int64_t K,
+                        int64_t T, int64_t M, float* y) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t m = 0; m < M; ++m) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc +=
+              double(a[(n * K + k) * T + t]) * double(b[(n * M + m) * K + k]);
+        y[(n * M + m) * T + t] = float(acc);
+      }
+}
+
 /// Swin's shifted window attention (runWindowAttention): qkv N x 3C x H x
 /// W, windows wh x ww of the image rolled by -sh, -sw, bias heads x T x T,
 /// mask masks x T x T (masks 1: the same for every window; both key-major:
