@@ -9,6 +9,7 @@
 #include "passes/LayoutRegions.h"
 #include "passes/QuantizedOps.h"
 #include "passes/Simplify.h"
+#include "passes/TokenStages.h"
 #include "support/Diagnostics.h"
 
 namespace hpvm::fe {

@@ -988,6 +988,54 @@ def products_tiny():
     torch_fixture("products_tiny", Products().eval(), (1, 3, 4, 6))
 
 
+def non_local_tiny():
+    """A non-local block at toy size (3 x 4 x 6 image, a conv to 8
+    features): queries, keys and values by 1x1 convs to 4, the keys viewed
+    as B x 4 x 24 (flipped tokens), the queries and values transposed to
+    B x 24 x 4, softmax(q @ k) @ v, transposed and viewed back as
+    B x 4 x 4 x 6, a 1x1 conv and the residual; the mean to 3 classes. And
+    errors/mixer_wide: tokens transposed, widened to 2T by a Linear and
+    transposed back at 2T, which is no token sequence of the image."""
+    import torch
+    import torch.nn as nn
+
+    class NonLocal(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.theta = nn.Conv2d(8, 4, 1)
+            self.phi = nn.Conv2d(8, 4, 1)
+            self.g = nn.Conv2d(8, 4, 1)
+            self.out = nn.Conv2d(4, 8, 1)
+            self.whole = nn.Linear(8, 3)
+
+        def forward(self, x):
+            x = self.conv(x)
+            b, _, h, w = x.shape
+            q = self.theta(x).view(b, -1, h * w).permute(0, 2, 1)
+            k = self.phi(x).view(b, -1, h * w)
+            v = self.g(x).view(b, -1, h * w).permute(0, 2, 1)
+            y = (torch.softmax(q @ k, -1) @ v).permute(0, 2, 1)
+            x = x + self.out(y.contiguous().view(b, -1, h, w))
+            return self.whole(x.mean((2, 3)))
+
+    class Wide(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.widen = nn.Linear(24, 48)
+            self.whole = nn.Linear(4, 3)
+
+        def forward(self, x):
+            t = self.conv(x).flatten(2).transpose(1, 2)
+            t = self.widen(t.transpose(1, 2)).transpose(1, 2)
+            return self.whole(t.mean(1))
+
+    torch.manual_seed(0)
+    torch_fixture("non_local_tiny", NonLocal().eval(), (1, 3, 4, 6))
+    torch_fixture("errors/mixer_wide", Wide().eval(), (1, 3, 4, 6))
+
+
 def swin_tiny():
     """torchvision's SwinTransformer at toy size (10x10 image, 2x2
     patches: 5x5 pixels of 8 features, padded to 3x3 windows of 2x2; two
@@ -1011,6 +1059,7 @@ def main():
     tokens_tiny()
     mixer_tiny()
     products_tiny()
+    non_local_tiny()
     swin_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.

@@ -590,6 +590,52 @@ def _token_products():
     return Products()
 
 
+def _non_local():
+    """A small CNN with a non-local block (Wang et al.; the embedded
+    Gaussian form, as SAGAN and DANet's position attention write it) on 3
+    x 32 x 32 images: two conv stages to 32 x 8 x 8, then queries, keys and
+    values by 1x1 convs, the keys viewed as B x C x H*W, the queries and
+    values also transposed to B x H*W x C, softmax(q @ k) @ v, transposed
+    and viewed back as B x C x H x W, a 1x1 conv and the residual; a conv,
+    global mean, Linear to 10 classes."""
+    import torch
+    import torch.nn as nn
+
+    class NonLocal(nn.Module):
+        def __init__(self, c, inner):
+            super().__init__()
+            self.theta = nn.Conv2d(c, inner, 1)
+            self.phi = nn.Conv2d(c, inner, 1)
+            self.g = nn.Conv2d(c, inner, 1)
+            self.out = nn.Conv2d(inner, c, 1)
+
+        def forward(self, x):
+            b, _, h, w = x.shape
+            q = self.theta(x).view(b, -1, h * w).permute(0, 2, 1)
+            k = self.phi(x).view(b, -1, h * w)
+            v = self.g(x).view(b, -1, h * w).permute(0, 2, 1)
+            y = torch.softmax(q @ k, -1) @ v
+            y = y.permute(0, 2, 1).contiguous().view(b, -1, h, w)
+            return x + self.out(y)
+
+    class Net(nn.Module):
+        def __init__(self, classes=10):
+            super().__init__()
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                nn.MaxPool2d(2))
+            self.block = NonLocal(32, 16)
+            self.tail = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1),
+                                      nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                      nn.Flatten(), nn.Linear(32, classes))
+
+        def forward(self, x):
+            return self.tail(self.block(self.stem(x)))
+
+    return Net()
+
+
 MODELS += [
     ModelSpec("sequence_transformer_16x32", _sequence_transformer, (16, 32),
               13, 10, 4, ci=True,
@@ -609,6 +655,12 @@ MODELS += [
               "features: q @ k^T and a @ v as token_matmul (two token "
               "activations), then (t^T @ a)^T, a product of the transposed "
               "tokens; mean over the tokens", export="pytorch"),
+    ModelSpec("non_local_32", _non_local, (3, 32, 32), 13, 4, 2, ci=True,
+              about="a CNN with a non-local block: queries, keys and values "
+              "by 1x1 convs viewed as 64 tokens (the keys B x C x H*W: a "
+              "token_transpose), softmax(q @ k) @ v by token_matmul, viewed "
+              "back as B x C x H x W (as held: nothing), a 1x1 conv, the "
+              "residual", export="pytorch"),
     ModelSpec("speech_cnn_40x64", _speech_cnn, (40, 64), 13, 12, 5, ci=True,
               about="a keyword-spotting CNN on a 3-D input (N x 40 x 64, "
               "held as N x 1 x 40 x 64): Unsqueeze(1) into convs, "

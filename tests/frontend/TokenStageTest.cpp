@@ -9,8 +9,8 @@
 #include "onnx/ModelLoader.h"
 #include "passes/ConstantFolding.h"
 #include "passes/Fusions.h"
-#include "passes/LayoutRegions.h"
 #include "passes/Simplify.h"
+#include "passes/TokenStages.h"
 #include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
@@ -228,4 +228,44 @@ TEST_CASE("Passes: MatMuls of two token sequences become token_matmul, "
   CHECK(products[2]->inputs[0]->shape == std::vector<int64_t>{1, 3, 8, 1});
   CHECK(products[2]->output->shape == std::vector<int64_t>{1, 3, 8, 1});
   CHECK(products[2]->origins.front().name == "/MatMul_2");
+}
+
+TEST_CASE("Passes: a non-local block's tokens are one stage: the keys "
+          "token_transpose'd, the products token_matmul, the way back to "
+          "B x C x H x W nothing") {
+  // A conv to 1 x 8 x 4 x 6; queries, keys, values by 1x1 convs to 4; the
+  // keys viewed as 1 x 4 x 24 (flipped), the queries and values
+  // transposed to 1 x 24 x 4; softmax(q @ k) @ v transposed and viewed
+  // back as 1 x 4 x 4 x 6; a 1x1 conv, the residual, the mean, 3 classes.
+  std::unique_ptr<Graph> g = loadModel(fixture("non_local_tiny"), {});
+  lowerToHpvm(*g);
+  using K = OpKind;
+  INFO(dumpIr(*g));
+  // clang-format off
+  CHECK(kindsOf(*g) ==
+        std::vector<OpKind>{
+            K::Conv, K::Add,                      // the conv
+            K::Conv, K::Add, K::Conv, K::Add,     // queries, keys
+            K::TokenTranspose,                    // the keys' entry
+            K::Conv, K::Add,                      // values
+            K::TokenMatMul, K::ChannelSoftmax,    // softmax(q @ k)
+            K::TokenMatMul,                       // @ v
+            K::Conv, K::Add, K::Add,              // 1x1 conv, residual
+            K::AvgPool, K::Mul, K::Add});         // mean, classes
+  // clang-format on
+  const Node* keys = firstOf(*g, K::TokenTranspose);
+  REQUIRE(keys != nullptr);
+  CHECK(keys->inputs[0]->shape == std::vector<int64_t>{1, 4, 4, 6});
+  CHECK(keys->output->shape == std::vector<int64_t>{1, 24, 4, 1});
+  CHECK(keys->scalars[0].i == 4);
+  CHECK(keys->scalars[1].i == 1);
+  const Node* scores = firstOf(*g, K::TokenMatMul);
+  REQUIRE(scores != nullptr);
+  CHECK(scores->output->shape == std::vector<int64_t>{1, 24, 4, 6});
+  // The 1x1 conv after the block reads the second product as it is.
+  const Node* mixed = scores->output->users.front()->output->users.front();
+  REQUIRE(mixed->kind == K::TokenMatMul);
+  CHECK(mixed->output->shape == std::vector<int64_t>{1, 4, 4, 6});
+  REQUIRE(mixed->output->users.size() == 1);
+  CHECK(mixed->output->users.front()->kind == K::Conv);
 }
