@@ -507,6 +507,27 @@ def _sequence_transformer():
     return SequenceTransformer()
 
 
+def _patch_tokens_classifier(blocks, d, classes=10):
+    """3 x 32 x 32 images to 4 x 4 patches embedded by a strided conv, the
+    64 patches as B x T x d tokens through \p blocks, LayerNorm, the mean
+    over the tokens, a Linear to \p classes."""
+    import torch.nn as nn
+
+    class PatchTokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(3, d, 4, stride=4)
+            self.blocks = blocks
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            t = self.patch(x).flatten(2).transpose(1, 2)
+            return self.head(self.norm(self.blocks(t)).mean(1))
+
+    return PatchTokens()
+
+
 def _mlp_mixer():
     """A small MLP-Mixer (3 x 32 x 32 images): 4 x 4 patches embedded by a
     strided conv to 64 tokens of 48 features, two mixer blocks (LayerNorm,
@@ -532,19 +553,8 @@ def _mlp_mixer():
             x = x + self.tokens(self.norm1(x).transpose(1, 2)).transpose(1, 2)
             return x + self.features(self.norm2(x))
 
-    class Mixer(nn.Module):
-        def __init__(self, d=48, classes=10):
-            super().__init__()
-            self.patch = nn.Conv2d(3, d, 4, stride=4)
-            self.blocks = nn.Sequential(MixerBlock(64, d), MixerBlock(64, d))
-            self.norm = nn.LayerNorm(d)
-            self.head = nn.Linear(d, classes)
-
-        def forward(self, x):
-            t = self.patch(x).flatten(2).transpose(1, 2)
-            return self.head(self.norm(self.blocks(t)).mean(1))
-
-    return Mixer()
+    return _patch_tokens_classifier(
+        nn.Sequential(MixerBlock(64, 48), MixerBlock(64, 48)), 48)
 
 
 def _token_products():
@@ -575,19 +585,7 @@ def _token_products():
             x = x + self.proj(a @ self.v(h))
             return x + (x.transpose(1, 2) @ a).transpose(1, 2)
 
-    class Products(nn.Module):
-        def __init__(self, d=32, classes=10):
-            super().__init__()
-            self.patch = nn.Conv2d(3, d, 4, stride=4)
-            self.block = Block(d)
-            self.norm = nn.LayerNorm(d)
-            self.head = nn.Linear(d, classes)
-
-        def forward(self, x):
-            t = self.patch(x).flatten(2).transpose(1, 2)
-            return self.head(self.norm(self.block(t)).mean(1))
-
-    return Products()
+    return _patch_tokens_classifier(Block(32), 32)
 
 
 def _non_local():
