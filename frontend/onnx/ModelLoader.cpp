@@ -6,6 +6,7 @@
 #include "ir/OpTable.h"
 #include "ir/Printer.h" // formatShape
 #include "onnx/Attributes.h"
+#include "onnx/HiddenNodes.h"
 #include "onnx/ModelInput.h"
 #include "onnx/OpAttrs.h"
 #include "onnx/ProtoConversion.h"
@@ -180,15 +181,20 @@ struct PreScan {
   std::vector<std::map<std::string, AttrValue>> attrs;
   /// Per node: why it is unsupported (empty when it is supported).
   std::vector<std::vector<std::string>> reasons;
-  /// False when an unsupported node has no ONNX schema (a custom domain, a
-  /// misspelt operator): the checker and shape inference cannot take the
-  /// model then, so loading stops at the refusal.
-  bool carried = true;
+  /// Per node: true for an unsupported node the ONNX checker and shape
+  /// inference cannot take (no ONNX schema: a custom domain, a misspelt
+  /// operator; or attributes its schema rejects): they run with it hidden
+  /// (HiddenNodes), and lowering says what else is wrong.
+  std::vector<bool> hide;
 
   /// True when some node is unsupported.
   bool anyRefused() const {
     return std::any_of(reasons.begin(), reasons.end(),
                        [](const auto& r) { return !r.empty(); });
+  }
+  /// True when some node is hidden.
+  bool anyHidden() const {
+    return std::find(hide.begin(), hide.end(), true) != hide.end();
   }
 };
 
@@ -207,17 +213,18 @@ Origin originOf(const NodeProto& node, int index) {
 PreScan preScan(const ModelProto& model, int64_t opset) {
   PreScan scan;
   const auto& nodes = model.graph().node();
-  // Records the last node as unsupported, because of \p reasons.
-  auto refuse = [&](const NodeProto& node, std::vector<std::string> reasons) {
+  // Records the last node as unsupported, because of \p reasons (of its
+  // attributes when \p attributes).
+  auto refuse = [&](const NodeProto& node, std::vector<std::string> reasons,
+                    bool attributes = false) {
     scan.kinds.back() = OpKind::Refused;
     scan.attrs.back().clear();
     scan.reasons.back() = std::move(reasons);
     const bool defaultDomain =
         node.domain().empty() || node.domain() == "ai.onnx";
-    if (!defaultDomain ||
-        onnx::OpSchemaRegistry::Schema(node.op_type(),
-                                       static_cast<int>(opset)) == nullptr)
-      scan.carried = false;
+    scan.hide.back() = attributes || !defaultDomain ||
+                       onnx::OpSchemaRegistry::Schema(
+                           node.op_type(), static_cast<int>(opset)) == nullptr;
   };
   for (int i = 0; i < nodes.size(); ++i) {
     const NodeProto& node = nodes[i];
@@ -225,6 +232,7 @@ PreScan preScan(const ModelProto& model, int64_t opset) {
     scan.kinds.push_back(OpKind::Refused);
     scan.attrs.emplace_back();
     scan.reasons.emplace_back();
+    scan.hide.push_back(false);
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
       refuse(node, {"operator " + escapeName(origin.opType) +
                     " is not supported (custom domain '" +
@@ -259,7 +267,7 @@ PreScan preScan(const ModelProto& model, int64_t opset) {
       reasons.push_back("attribute '" + escapeName(name) +
                         "' is not supported");
     if (!reasons.empty()) {
-      refuse(node, std::move(reasons));
+      refuse(node, std::move(reasons), /*attributes=*/true);
       continue;
     }
     // Only the declared attributes, which lowering reads, travel on.
@@ -277,8 +285,9 @@ PreScan preScan(const ModelProto& model, int64_t opset) {
 /// Refuses a model with unsupported nodes, listing with them what is wrong
 /// with its input (--input-shape applied first), so that one refusal says
 /// all that loading finds before shape inference: for models that cannot
-/// carry their unsupported nodes on to lowering (PreScan::carried), or
-/// whose --input-shape does not fit.
+/// carry their unsupported nodes on to lowering (hidden nodes of a model
+/// with external data, which the checker reads from its file; opset
+/// conversion), or whose --input-shape does not fit.
 void refuseScanned(onnx::ModelProto& model, const std::string& path,
                    const LoadOptions& opts, const PreScan& scan) {
   if (!scan.anyRefused())
@@ -636,9 +645,11 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
                       "to " +
                       std::to_string(latest));
     PreScan scan = preScan(model, opset);
-    // (Opset conversion stops at unsupported nodes, as the checker at
-    // operators it does not know.)
-    if (!scan.carried || (opts.targetOpset != 0 && opts.targetOpset != opset))
+    // (Opset conversion stops at unsupported nodes. The checker reads a
+    // model with external data from its file, where no node is hidden.)
+    const bool external = hasExternalData(model) && !endsWith(path, ".onnxtxt");
+    if ((scan.anyHidden() && external) ||
+        (opts.targetOpset != 0 && opts.targetOpset != opset))
       refuseScanned(model, path, opts, scan);
     try {
       checkGraphShape(model, path, opts.maxBytes);
@@ -650,7 +661,8 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
     try {
       // The checker finds external data files relative to the model's
       // folder only when it reads the model itself.
-      if (hasExternalData(model) && !endsWith(path, ".onnxtxt"))
+      HiddenNodes hidden(model, scan.hide);
+      if (external)
         onnx::checker::check_model(path);
       else
         onnx::checker::check_model(model);
@@ -680,7 +692,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       const std::string converted =
           path + " (converted to opset " + std::to_string(opset) + ")";
       scan = preScan(model, opset);
-      if (!scan.carried)
+      if (scan.anyHidden() && external)
         refuseScanned(model, converted, opts, scan);
     }
 
@@ -697,6 +709,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
     }
 
     try {
+      HiddenNodes hidden(model, scan.hide);
       inferShapes(model, /*strict=*/true);
     } catch (const std::exception& e) {
       // ONNX ends a list of node errors with a newline.
@@ -710,6 +723,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       bool inferred = false;
       if (scan.anyRefused()) {
         try {
+          HiddenNodes hidden(model, scan.hide);
           inferShapes(model, /*strict=*/false);
           inferred = true;
         } catch (const std::exception&) {

@@ -382,6 +382,41 @@ def _(w):
                                             name="n" * 100000)]))
 
 
+TRANSPOSE_REFUSAL = (
+    "transposing activations by perm [0, 1, 3, 2] of 1x1x8x8 is not "
+    "supported (only N x C x H x W to N x H x W x C and back, [0, 2, 3, 1] "
+    "and [0, 3, 1, 2]; a transformer's tokens B x T x D and ShuffleNet's "
+    "channel shuffle where recognised whole)")
+
+
+@case("model: custom-domain operator and a lowering refusal, in one refusal",
+      "{W}/model.onnx: 2 unsupported nodes:\n  node 'tr' (Transpose, #0): "
+      + TRANSPOSE_REFUSAL + "\n  node 'custom' (com.example.Foo, #1): "
+      "operator com.example.Foo is not supported (custom domain "
+      "'com.example')")
+def _(w):
+    # The checker and shape inference run with the custom node hidden
+    # (onnx/HiddenNodes.h), so lowering's refusals come in the same list.
+    m = graph_model([
+        h.make_node("Transpose", ["input"], ["t"], perm=[0, 1, 3, 2],
+                    name="tr"),
+        h.make_node("Foo", ["t"], ["output"], domain="com.example",
+                    name="custom")])
+    m.opset_import.append(h.make_opsetid("com.example", 1))
+    return save(w, m)
+
+
+@case("model: unknown attribute and a lowering refusal, in one refusal",
+      "{W}/model.onnx: 2 unsupported nodes:\n  node 'tr' (Transpose, #0): "
+      + TRANSPOSE_REFUSAL + "\n  node 'relu' (Relu, #1): attribute 'junk' "
+      "is not supported")
+def _(w):
+    return save(w, graph_model([
+        h.make_node("Transpose", ["input"], ["t"], perm=[0, 1, 3, 2],
+                    name="tr"),
+        h.make_node("Relu", ["t"], ["output"], name="relu", junk=1)]))
+
+
 @case("model: 50 MB attribute", "{W}/model.onnx: node '#0' (Relu, #0): "
       "attribute 'junk' is not supported")
 def _(w):

@@ -1,0 +1,37 @@
+// HiddenNodes.cpp - refused nodes moved to a private domain and back.
+#include "onnx/HiddenNodes.h"
+
+namespace hpvm::fe {
+
+namespace {
+
+/// No model imports it: the exporter's own.
+constexpr const char* kHiddenDomain = "ai.torch2hpvm.hidden";
+
+} // namespace
+
+HiddenNodes::HiddenNodes(onnx::ModelProto& model, const std::vector<bool>& hide)
+    : model_(model) {
+  onnx::GraphProto& g = *model.mutable_graph();
+  for (int i = 0; i < g.node_size() && size_t(i) < hide.size(); ++i)
+    if (hide[size_t(i)]) {
+      domains_.emplace_back(i, g.node(i).domain());
+      g.mutable_node(i)->set_domain(kHiddenDomain);
+    }
+  if (domains_.empty())
+    return;
+  onnx::OperatorSetIdProto* import = model.add_opset_import();
+  import->set_domain(kHiddenDomain);
+  import->set_version(1);
+}
+
+HiddenNodes::~HiddenNodes() {
+  if (domains_.empty())
+    return;
+  onnx::GraphProto& g = *model_.mutable_graph();
+  for (const auto& [i, domain] : domains_)
+    g.mutable_node(i)->set_domain(domain);
+  model_.mutable_opset_import()->RemoveLast();
+}
+
+} // namespace hpvm::fe
