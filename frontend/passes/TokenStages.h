@@ -6,15 +6,22 @@
 
 namespace hpvm::fe {
 
-/// Makes a vision transformer's tokens channel-first: from its patch
-/// embedding (a B x D x H x W activation reshaped and transposed to
-/// B x H*W x D, the constant class token concatenated before, the position
-/// embedding added: one class_token) to the Gather of one token before the
-/// head (select_token), tokens B x T x D become B x D x T x 1. Inside,
-/// ops working per token on the features are rewritten as makeChannelFirst
-/// does (layer_norm, 1 x 1 Conv, constants D x 1 x 1), and each self-
-/// attention as torch.onnx writes nn.MultiheadAttention becomes a 1 x 1
-/// Conv to queries, keys and values, attention, and a 1 x 1 Conv (ViT).
+/// Keeps sequences of tokens B x T x D channel-first, B x D x H x W (ViT's
+/// B x D x T x 1), from where they are made to where they leave.
+/// - Entries: a B x D x H x W activation reshaped to B x D x H*W and
+///   transposed (ViT's with its class token and position embedding: one
+///   class_token; others: nothing), or only reshaped (flipped tokens, B x D
+///   x T: a token_transpose); a 3-D input read as tokens (channels_first).
+///   Entries of images of one size that the stage's nodes read together
+///   are one stage (a non-local block's queries, keys and values).
+/// - Inside: ops working per token on the features, rewritten as
+///   makeChannelFirst does (layer_norm, 1 x 1 Conv, constants D x 1 x 1);
+///   self-attention as torch.onnx writes nn.MultiheadAttention (1 x 1
+///   Convs and attention); Transposes of the last two axes
+///   (token_transpose) and MatMuls of two token values (token_matmul).
+/// - Exits: the Gather of one token (select_token), the mean over the
+///   tokens (pool_mean), the tokens viewed back as B x D x H x W (nothing,
+///   or a token_transpose), graph outputs (channels_last).
 void makeTokensChannelFirst(Graph& g);
 
 } // namespace hpvm::fe
