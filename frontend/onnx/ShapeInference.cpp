@@ -4,6 +4,8 @@
 // fuzzer (tests/fuzz/FuzzOnnx.cpp); each check has a hostile-input case.
 #include "onnx/ShapeInference.h"
 
+#include "onnx/Attributes.h"
+
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
 #include <onnx/shape_inference/implementation.h>
@@ -47,13 +49,11 @@ void checkStrides(InferenceContext& ctx) {
   const onnx::AttributeProto* strides = ctx.getAttribute("strides");
   if (strides == nullptr)
     return;
-  for (int64_t s : strides->ints())
-    if (s < 1) {
-      std::string list;
-      for (int64_t v : strides->ints())
-        list += (list.empty() ? "" : " ") + std::to_string(v);
-      fail_shape_inference("strides [", list, "] must be positive");
-    }
+  const std::vector<int64_t> values(strides->ints().begin(),
+                                    strides->ints().end());
+  for (int64_t s : values)
+    if (s < 1)
+      fail_shape_inference("strides ", formatInts(values), " must be positive");
 }
 
 void checkConvAndStrides(InferenceContext& ctx) {

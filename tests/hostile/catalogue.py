@@ -287,6 +287,23 @@ def _(w):
                      strides=[2, 0])], outputs=[y]))
 
 
+@case("model: ConvInteger stride 0 (the shape inference guard's message)",
+      "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
+      "inference error(s): (op_type:ConvInteger, node name: ci): "
+      "[ShapeInferenceError] strides [2, 0] must be positive")
+def _(w):
+    # The loader checks no ConvInteger strides: the guard's message is the
+    # one the user sees.
+    x = h.make_tensor_value_info("input", T.UINT8, [1, 1, 8, 8])
+    y = h.make_tensor_value_info("output", T.INT32, [1, 1, 4, 8])
+    weight = nh.from_array(np.ones((1, 1, 3, 3), np.uint8), "w")
+    return save(w, graph_model(
+        [h.make_node("ConvInteger", ["input", "w"], ["output"], name="ci",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                     strides=[2, 0])],
+        inputs=[x], outputs=[y], inits=[weight]))
+
+
 @case("model: Conv input and weight of different ranks",
       "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
       "inference error(s): (op_type:Conv, node name: conv): "
