@@ -402,9 +402,10 @@ def cmd_node_run(args):
     mine = [c for i, c in enumerate(chosen) if i % args.parts == args.part]
     node_dir = os.path.join(args.workdir, "cases", "node")
     diffs = []
-    for case in mine:
-        got = N.run_case(case, node_dir, os.path.join(args.workdir, "run"),
-                         args.exporter, args.export_timeout)
+    outcomes = N.run_cases(mine, node_dir, os.path.join(args.workdir, "run"),
+                           args.exporter, args.export_timeout,
+                           os.path.join(args.workdir, f"build-{args.part}"))
+    for case, got in outcomes.items():
         want = expected.get(case, "(not recorded)")
         H.log(f"{case}: {got}")
         if got != want:
@@ -423,12 +424,12 @@ def cmd_node_update(args):
     args.no_check = True
     cmd_node_generate(args)
     node_dir = os.path.join(args.workdir, "cases", "node")
-    outcomes = {}
-    for case in _node_selected(args.workdir):
-        outcomes[case] = N.run_case(case, node_dir,
-                                    os.path.join(args.workdir, "run"),
-                                    args.exporter, args.export_timeout)
-        H.log(f"{case}: {outcomes[case]}")
+    outcomes = N.run_cases(_node_selected(args.workdir), node_dir,
+                           os.path.join(args.workdir, "run"),
+                           args.exporter, args.export_timeout,
+                           os.path.join(args.workdir, "build-all"))
+    for case, got in outcomes.items():
+        H.log(f"{case}: {got}")
     N.write_expected(args.expected, outcomes)
     H.log(f"wrote {args.expected}: {len(outcomes)} cases")
 

@@ -4,7 +4,8 @@ Every case of ONNX's own conformance suite whose operators all have an
 HPVM_ONNX row in Ops.def (read from the table, not listed here) is exported:
 its first input becomes a one-set HPVM dataset (labels 0), its other inputs
 (weights, in a network) become initializers holding the case's values,
-torch2hpvm-export generates and builds it, and the binary's --output is
+torch2hpvm-export generates it, one CMake project builds all the programs
+(a configure each would cost more than the build), and the binary's --output is
 compared with the case's output_0.pb (harness.TOLERANCE). The outcome is one of
     pass                 exported, built, ran, matched
     rejected: <reason>   the exporter refused the model (exit 1); its message
@@ -14,6 +15,7 @@ regression and an improvement show. `update` rewrites the record.
 """
 import os
 import re
+import shutil
 
 import numpy as np
 
@@ -133,8 +135,10 @@ def freeze_inputs(src, data, dst):
     return dst
 
 
-def run_case(case, node_dir, work_root, exporter, timeout):
-    """Runs one case end to end; returns its outcome string."""
+def _export_case(case, node_dir, work_root, exporter, timeout):
+    """Exports one case without building it. Returns (outcome, None) where
+    the exporter already decided it (a refusal, a crash), else (None,
+    (work, out_dir, reference output or None))."""
     import onnx
     from onnx import numpy_helper
     src = os.path.join(node_dir, case)
@@ -167,19 +171,100 @@ def run_case(case, node_dir, work_root, exporter, timeout):
     tune_in, _ = H.write_dataset(work, "tune", x, labels)
 
     out_dir = os.path.join(work, "out")
-    cmd = H.export_cmd(exporter, model, tune_in, test_in, out_dir)
+    cmd = H.export_cmd(exporter, model, tune_in, test_in, out_dir,
+                       ["--no-build"])
     try:
         proc = H.run(cmd, timeout, what="torch2hpvm-export")
     except H.TestFailure as e:
-        return "fail: " + _one_line(str(e).splitlines()[0], work)
+        return "fail: " + _one_line(str(e).splitlines()[0], work), None
     if proc.returncode == 1:
-        return "rejected: " + _one_line(proc.stderr, work)
+        return "rejected: " + _one_line(proc.stderr, work), None
     if proc.returncode != 0:
         return (f"fail: exporter {H.status_text(proc.returncode)}: "
-                + _one_line(proc.stderr, work))
+                + _one_line(proc.stderr, work)), None
+    return None, (work, out_dir, ref)
+
+
+def _hpvm_rt_dir(exporter):
+    """hpvm_rt's CMake package in the exporter's build tree (the directory
+    the exporter itself hands to CMake)."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(exporter)))
+    pkg = os.path.join(build, "hpvm_rt")
+    if not os.path.isfile(os.path.join(pkg, "hpvm_rtConfig.cmake")):
+        raise H.TestFailure(f"no hpvm_rtConfig.cmake in {pkg}: the node "
+                            f"cases need the exporter of a build tree")
+    return pkg
+
+
+def _build_all(exported, top, exporter, timeout):
+    """Builds every exported program in one CMake project: each export's
+    own CMakeLists.txt is a subdirectory whose build directory is the one
+    the exporter would have used (OUT/build), so the programs are the
+    exporter's, at one configure for all instead of one each. Returns
+    {case: build error} for the programs that did not build."""
+    top = H.fresh_dir(top)
+    with open(os.path.join(top, "CMakeLists.txt"), "w") as f:
+        f.write("cmake_minimum_required(VERSION 3.18)\n"
+                "project(onnx_node_cases LANGUAGES CXX)\n")
+        for case, (_, out_dir, _) in exported.items():
+            f.write(f'add_subdirectory("{out_dir}" '
+                    f'"{os.path.join(out_dir, "build")}")\n')
+    build = os.path.join(top, "build")
+    cxx = shutil.which("clang++")
+    if not cxx:
+        raise H.TestFailure("clang++ is not on PATH (scripts/install-deps.sh "
+                            "installs it)")
+    cmd = ["cmake", "-S", top, "-B", build, "-G", "Ninja",
+           f"-DCMAKE_CXX_COMPILER={cxx}", "-DCMAKE_BUILD_TYPE=Release",
+           f"-Dhpvm_rt_DIR={_hpvm_rt_dir(exporter)}"]
+    proc = H.run(cmd, timeout, what="cmake (configure)")
+    H.check_ok(proc, cmd, "cmake (configure)")
+    # -k 0: every program that can be built is, whatever another's fate.
+    cmd = ["cmake", "--build", build, "-j", str(os.cpu_count() or 1),
+           "--", "-k", "0"]
+    proc = H.run(cmd, timeout * max(1, len(exported)), what="cmake --build")
+    # Ninja's report of a failed step: "FAILED: <its outputs>", then the
+    # command and what it printed, up to the next "[k/n]" progress line.
+    blocks, block = [], None
+    for line in proc.stdout.splitlines():
+        if line.startswith("FAILED: "):
+            block = [line]
+            blocks.append(block)
+        elif re.match(r"\[\d+/\d+\] ", line):
+            block = None
+        elif block is not None:
+            block.append(line)
+    failed = {}
+    for case, (work, out_dir, _) in exported.items():
+        program = _program(out_dir)
+        if os.path.isfile(program):
+            continue
+        name = os.path.basename(program)
+        mine = [b for b in blocks if re.search(
+            rf"\b{name}(_code\.dir/|\b)", b[0])]
+        errors = [ln for b in mine for ln in b if "error:" in ln]
+        failed[case] = "build failed: " + _one_line(
+            errors[0] if errors else
+            (mine[0][0] if mine else "no program was built"), work)
+    return failed
+
+
+def _program(out_dir):
+    """The program an export without a build would build: the executable
+    its CMakeLists.txt declares, in OUT/build."""
+    with open(os.path.join(out_dir, "CMakeLists.txt")) as f:
+        m = re.search(r"^add_executable\((\w+)\)", f.read(), re.M)
+    if not m:
+        raise H.TestFailure(f"{out_dir}/CMakeLists.txt declares no "
+                            f"add_executable(NAME)")
+    return os.path.join(out_dir, "build", m.group(1))
+
+
+def _run_built(case, work, out_dir, ref, timeout):
+    """Runs a built case's program and compares it with the reference."""
     run_dir = H.fresh_dir(os.path.join(work, "run"))
     try:
-        ours, _, _ = H.run_binary(H.binary_path(out_dir, case), run_dir,
+        ours, _, _ = H.run_binary(_program(out_dir), run_dir,
                                   os.path.join(run_dir, "output.npy"),
                                   timeout)
         if ref is None:
@@ -192,3 +277,28 @@ def run_case(case, node_dir, work_root, exporter, timeout):
                 f"(tolerance {H.TOLERANCE:g}) at {tuple(map(int, worst))}")
     H.discard(work)
     return "pass"
+
+
+def run_cases(cases, node_dir, work_root, exporter, timeout, project):
+    """Runs the cases end to end; returns {case: outcome} in their order.
+    Exports first (one at a time), then builds every program the exporter
+    accepted at once (in the CMake project directory `project`, one per
+    concurrent run), then runs each."""
+    outcomes, exported = {}, {}
+    for case in cases:
+        outcome, ready = _export_case(case, node_dir, work_root, exporter,
+                                      timeout)
+        if ready:
+            exported[case] = ready
+        outcomes[case] = outcome
+    H.log(f"{len(cases)} cases exported: {len(exported)} programs to "
+          f"build, {len(cases) - len(exported)} decided by the exporter")
+    failed = _build_all(exported, project, exporter, timeout) \
+        if exported else {}
+    H.log(f"{len(exported) - len(failed)} programs built; running them")
+    for case, (work, out_dir, ref) in exported.items():
+        outcomes[case] = ("fail: " + failed[case] if case in failed else
+                          _run_built(case, work, out_dir, ref, timeout))
+    if not failed:
+        H.discard(project)
+    return outcomes
