@@ -226,6 +226,14 @@ std::string lowerUnsqueeze(Lowering& L, Node* n) {
 std::string lowerSqueeze(Lowering& L, Node* n) {
   return lowerMemoryReshape(L, n, notFolded(n));
 }
+std::string lowerSplit(Lowering& L, Node* n) {
+  // (The loader made a Slice of every output whose place along the axis
+  // shape inference gave.)
+  return "the lengths of its outputs along axis " +
+         std::to_string(OpAttrs(*n, L.g.source.opset).getInt("axis")) +
+         " are unknown (a split input that is no constant, or an input of "
+         "unknown shape)";
+}
 std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerConstantOfShape(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerEqual(Lowering&, Node* n) { return notFolded(n); }

@@ -13,6 +13,7 @@
 #include "onnx/Rank3Input.h"
 #include "onnx/Sha256.h"
 #include "onnx/ShapeInference.h"
+#include "onnx/SplitOutputs.h"
 #include "support/Diagnostics.h"
 
 #include <onnx/checker.h>
@@ -486,6 +487,14 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
       HPVM_ASSERT(it != values.end(),
                   "checked model uses undefined value " + names[k]);
       ins.push_back(it->second);
+    }
+    if (kind == OpKind::OnnxSplit) {
+      const int64_t axis =
+          OpAttrs(kind, scan.attrs[static_cast<size_t>(i)], opset)
+              .getInt("axis");
+      addSplitOutputs(*g, node, origin, ins, ok, axis, opset, types, used,
+                      values);
+      continue;
     }
     // DynamicQuantizeLinear's scale and zero point (outputs 1 and 2)
     // become nodes of their own, of the same kind and operand

@@ -241,6 +241,12 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     static const Decls decls = {intsAttr("perm", {})};
     return decls;
   }
+  case OpKind::OnnxSplit: {
+    // The sizes: the attribute before opset 13, input 1 from 13 on (either
+    // way the outputs' inferred lengths, which the loader reads).
+    static const Decls decls = {intAttr("axis", 0), intsAttr("split", {})};
+    return decls;
+  }
   case OpKind::OnnxSlice: {
     // Opset < 10; inputs from 10 on (with steps).
     static const Decls decls = {intsAttr("starts", {}), intsAttr("ends", {}),

@@ -13,9 +13,10 @@ program's default configuration and with exact fp32:
   the channels, a conv whose weights are stored in float16 and bfloat16
   (with their Casts), the DequantizeLinear fixture's float output, an MLP on
   a 2-D input (N, K), tf_crop_and_resize's regions (linear, nearest and
-  cubic, inside and across the image's edges), and Reshapes that only
+  cubic, inside and across the image's edges), Reshapes that only
   reinterpret memory (a Linear viewed as an image, a map flattened for a
-  Softmax): to 1e-5 of the largest output.
+  Softmax) and Split (sizes as an input, and an even split): to 1e-5 of
+  the largest output.
 
 On a CPU without VNNI, ONNX Runtime's u8 x s8 matrix products saturate
 (vpmaddubsw's 16-bit pair sums) with the QLinearMatMul and MatMulInteger
@@ -70,7 +71,8 @@ for name in ("QuantizeLinear", "DequantizeLinear", "QLinearConv",
              "QLinearMatMul", "DynamicQuantizeLinear", "ConvInteger",
              "MatMulInteger", "Sub", "Div", "Max", "Min", "Sum",
              "arithmetic", "constant_first", "LogSoftmax", "fp16_weights",
-             "mlp_2d", "resize_crop", "reshape_memory"):
+             "mlp_2d", "resize_crop", "reshape_memory", "Split",
+             "Split_opset11"):
     m = text_format.Parse(
         open(os.path.join(src, "test_frontend", "models",
                           name + ".onnxtxt")).read(), onnx.ModelProto())

@@ -304,6 +304,26 @@ def _(w):
         inputs=[x], outputs=[y], inits=[weight]))
 
 
+@case("model: Split with sizes computed from the input",
+      "{W}/model.onnx: node 'split' (Split, #4): the lengths of its outputs "
+      "along axis 1 are unknown (a split input that is no constant, or an "
+      "input of unknown shape)\n(1 more node after these could not be "
+      "checked until they are fixed)")
+def _(w):
+    # Shape inference leaves the outputs' lengths unknown; the loader makes
+    # Slices of known lengths only.
+    return save(w, graph_model(
+        [h.make_node("Concat", ["input", "input"], ["pair"], axis=1),
+         h.make_node("Shape", ["input"], ["shape"]),
+         h.make_node("Slice", ["shape", "one", "two"], ["c"]),
+         h.make_node("Concat", ["c", "c"], ["sizes"], axis=0),
+         h.make_node("Split", ["pair", "sizes"], ["a", "b"], name="split",
+                     axis=1),
+         h.make_node("Add", ["a", "b"], ["output"])],
+        inits=[nh.from_array(np.array([1], np.int64), "one"),
+               nh.from_array(np.array([2], np.int64), "two")]))
+
+
 @case("model: Conv input and weight of different ranks",
       "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
       "inference error(s): (op_type:Conv, node name: conv): "
