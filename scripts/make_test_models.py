@@ -424,6 +424,23 @@ def op_fixtures():
          [X], io("y", [1, 2, 6, 6]),
          [weights("w", [4, 2, 1, 1], 20), ints("s0", [0]), ints("s2", [2]),
           ints("s4", [4]), ints("ax", [1])])
+    # Split (unbind, chunk): sizes 1, 2, 3 as an input (opset 13), put back
+    # in another order; an even split by the attribute's default (opset
+    # 11). Each output is loaded as a Slice.
+    save("Split.onnxtxt",
+         [node("Conv", ["input", "w"], ["c"], "expand", kernel_shape=[1, 1]),
+          node("Split", ["c", "sizes"], ["a", "b", "d"], "split", axis=1),
+          node("Sigmoid", ["b"], ["g"], "gate"),
+          node("Concat", ["d", "a", "g"], ["y"], "join", axis=1)],
+         [X], io("y", [1, 6, 6, 6]),
+         [weights("w", [6, 2, 1, 1], 22), ints("sizes", [1, 2, 3])])
+    save("Split_opset11.onnxtxt",
+         [node("Conv", ["input", "w"], ["c"], "expand", kernel_shape=[1, 1]),
+          node("Split", ["c"], ["a", "b", "d"], "split", axis=-3),
+          node("Mul", ["a", "b"], ["ab"], "mul"),
+          node("Add", ["ab", "d"], ["y"], "add")],
+         [X], io("y", [1, 2, 6, 6]),
+         [weights("w", [6, 2, 1, 1], 23)], opset=11)
     save("Transpose.onnxtxt",
          [node("Conv", ["input", "w"], ["c"], "expand", kernel_shape=[1, 1]),
           node("Reshape", ["c", "grouped"], ["g"], "group"),
@@ -988,6 +1005,47 @@ def products_tiny():
     torch_fixture("products_tiny", Products().eval(), (1, 3, 4, 6))
 
 
+def heads_tiny():
+    """Multi-head attention written out, at toy size (3 x 4 x 6 image: a
+    conv pooled to one row of 3 columns of 8 features, the columns as
+    tokens): timm's form (one qkv Linear, Reshape to 1 x 3 x 3 x 2 x 4,
+    permute, unbind, the queries times 1/2), a residual, then a Linear each
+    viewed as 2 heads of 4 and permuted (the scores divided by 2), a
+    residual; the mean over the tokens to 3 classes."""
+    import torch
+    import torch.nn as nn
+
+    class Heads(nn.Module):
+        def __init__(self, d=8, heads=2, tokens=3, width=6):
+            super().__init__()
+            self.heads = heads
+            self.conv = nn.Conv2d(3, d, 3, padding=1)
+            self.pool = nn.MaxPool2d((4, width // tokens))
+            self.qkv = nn.Linear(d, 3 * d)
+            self.q, self.k, self.v = (nn.Linear(d, d) for _ in range(3))
+            self.whole = nn.Linear(d, 3)
+
+        def split(self, x):
+            b, t, d = x.shape
+            return x.view(b, t, self.heads, d // self.heads).permute(0, 2, 1, 3)
+
+        def forward(self, x):
+            t = self.pool(self.conv(x)).squeeze(2).permute(0, 2, 1)
+            b, n, d = t.shape
+            q, k, v = self.qkv(t).reshape(b, n, 3, self.heads, -1).permute(
+                2, 0, 3, 1, 4).unbind(0)
+            a = (q * 0.5 @ k.transpose(-2, -1)).softmax(-1) @ v
+            t = t + a.transpose(1, 2).reshape(b, n, d)
+            q, k, v = self.split(self.q(t)), self.split(self.k(t)), \
+                self.split(self.v(t))
+            a = torch.softmax(q @ k.transpose(-1, -2) / 2, -1) @ v
+            t = t + a.permute(0, 2, 1, 3).reshape(b, n, d)
+            return self.whole(t.mean(1))
+
+    torch.manual_seed(0)
+    torch_fixture("heads_tiny", Heads().eval(), (1, 3, 4, 6))
+
+
 def non_local_tiny():
     """A non-local block at toy size (3 x 4 x 6 image, a conv to 8
     features): queries, keys and values by 1x1 convs to 4, the keys viewed
@@ -1059,6 +1117,7 @@ def main():
     tokens_tiny()
     mixer_tiny()
     products_tiny()
+    heads_tiny()
     non_local_tiny()
     swin_tiny()
     errors()

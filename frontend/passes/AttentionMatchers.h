@@ -1,6 +1,7 @@
 // AttentionMatchers.h - matching the attention blocks torch.onnx writes
-// (Swin's window attention, nn.MultiheadAttention's self-attention) and
-// replacing each by 1 x 1 Convs around one HPVM attention op.
+// (Swin's window attention, nn.MultiheadAttention's self-attention,
+// multi-head attention written out by hand) and replacing each by one
+// HPVM attention op (with 1 x 1 Convs for the projections it holds).
 #ifndef TORCH2HPVM_FRONTEND_PASSES_ATTENTIONMATCHERS_H
 #define TORCH2HPVM_FRONTEND_PASSES_ATTENTIONMATCHERS_H
 
@@ -75,6 +76,38 @@ bool matchSelfAttention(const Graph& g, Node* t0, SelfAttention& m);
 /// B x D x tokenRows x tokenCols) by a 1 x 1 Conv to queries, keys and values,
 /// attention, and a 1 x 1 Conv for the output projection.
 void replaceSelfAttention(Graph& g, const SelfAttention& m);
+
+/// Multi-head attention written out by hand on B x T x D tokens, in the
+/// two forms torch.onnx writes for the code people write:
+///  - timm's: one Linear to 3D features, Reshape to B x T x 3 x heads x d,
+///    Transpose (2, 0, 3, 1, 4), the queries, keys and values taken along
+///    axis 0 by Gather (qkv[0]) or by Slice and Squeeze (unbind: a Split,
+///    which the loader makes Slices);
+///  - a Linear each (BERT-style): each Reshaped to B x T x heads x d and
+///    Transposed (0, 2, 1, 3) (the keys (0, 2, 3, 1) where torch.onnx
+///    merged the transpose of k^T into it);
+/// then the scores q @ k^T (the keys Transposed (0, 1, 3, 2)), scaled by
+/// d^-0.5 (a Mul or Div of the queries, of the scores or of both), Softmax
+/// over the last axis, MatMul by the values, Transpose (0, 2, 1, 3) and
+/// Reshape to B x T x D. The projections around it are ordinary Linears.
+struct HeadsAttention {
+  std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
+  /// What the heads are cut from: one B x T x 3D value (queries, keys and
+  /// values one after another) or three B x T x D ones.
+  std::vector<Value*> sources;
+  int64_t batch = 0, tokens = 0, dim = 0, heads = 0;
+};
+
+/// Matches the multi-head attention that \p start (a Reshape of tokens
+/// into heads) begins; false if the nodes around it differ from either
+/// form in any way.
+bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m);
+
+/// Replaces matched attention \p m by one attention op reading its sources
+/// (held channel-first, B x features x \p rows x \p cols; three are
+/// concatenated first) and writing B x D x rows x cols.
+void replaceHeadsAttention(Graph& g, const HeadsAttention& m, int64_t rows,
+                           int64_t cols);
 
 } // namespace hpvm::fe
 

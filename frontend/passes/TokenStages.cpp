@@ -186,6 +186,7 @@ void makeTokensChannelFirst(Graph& g) {
     // Tokens back to B x D x H x W (a Transpose and a Reshape, or a Reshape
     // of flipped tokens) leave too, as a non-local block's do.
     std::vector<SelfAttention> attentions;
+    std::vector<HeadsAttention> headsAttentions;
     std::unordered_set<const Value*> flipped;
     std::unordered_set<const Node*> products; // MatMuls of two token values
     std::unordered_map<const Node*, Node*> toImage; // Transpose -> Reshape
@@ -224,6 +225,14 @@ void makeTokensChannelFirst(Graph& g) {
           flipped.insert(u->output);
         return RegionStep{RegionStep::Member};
       }
+      if (u->kind == OpKind::OnnxReshape && !flip) {
+        // Tokens cut into heads: a multi-head attention written out.
+        HeadsAttention m;
+        if (matchHeadsAttention(g, u, m)) {
+          headsAttentions.push_back(m);
+          return RegionStep{RegionStep::Block, m.nodes};
+        }
+      }
       if (flip) {
         // Per token of the flipped tokens: anything but an exit.
         if (u->kind == OpKind::OnnxReshape && u->inputs[0] == v &&
@@ -257,6 +266,7 @@ void makeTokensChannelFirst(Graph& g) {
     std::optional<Region> region;
     for (;;) {
       attentions.clear();
+      headsAttentions.clear();
       flipped.clear();
       products.clear();
       toImage.clear();
@@ -292,6 +302,25 @@ void makeTokensChannelFirst(Graph& g) {
           return false;
       return true;
     };
+    // A written-out attention's queries, keys and values are tokens of
+    // this stage, as held (its walk took the attention before it reached
+    // them all).
+    auto ownTokens = [&](const Value* v) {
+      const Node* p = v->producer;
+      return flipped.count(v) == 0 &&
+             (std::any_of(entries.begin(), entries.end(),
+                          [&](const TokenEntry& t) { return t.tokens == v; }) ||
+              (p && std::find(region->members.begin(), region->members.end(),
+                              p) != region->members.end()) ||
+              std::any_of(attentions.begin(), attentions.end(),
+                          [&](const SelfAttention& a) {
+                            return a.nodes.back() == p;
+                          }) ||
+              std::any_of(headsAttentions.begin(), headsAttentions.end(),
+                          [&](const HeadsAttention& a) {
+                            return a.nodes.back() == p;
+                          }));
+    };
     if (region) {
       auto bad = std::find_if_not(region->members.begin(),
                                   region->members.end(), orientationFits);
@@ -301,6 +330,12 @@ void makeTokensChannelFirst(Graph& g) {
         region.reset();
       }
     }
+    for (const HeadsAttention& m : headsAttentions)
+      if (region &&
+          !std::all_of(m.sources.begin(), m.sources.end(), ownTokens)) {
+        stop = m.nodes.front();
+        region.reset();
+      }
     if (!region) {
       // Told by lowering in place of the entry's own refusal (a 3-D
       // input's readers are told theirs).
@@ -350,6 +385,10 @@ void makeTokensChannelFirst(Graph& g) {
         for (size_t i = t.embed.size(); i-- > 0;)
           g.eraseNode(t.embed[i]);
       }
+    }
+    for (const HeadsAttention& m : headsAttentions) {
+      erased.insert(m.nodes.begin(), m.nodes.end());
+      replaceHeadsAttention(g, m, rows, cols);
     }
     for (SelfAttention& m : attentions) {
       erased.insert(m.nodes.begin(), m.nodes.end());

@@ -588,6 +588,80 @@ def _token_products():
     return _patch_tokens_classifier(Block(32), 32)
 
 
+def _multihead_tokens():
+    """Multi-head attention written out by hand (3 x 32 x 32 images): 4 x 4
+    patches embedded by a strided conv to 64 tokens of 32 features; a
+    block whose attention is timm's (one Linear to queries, keys and
+    values, Reshape to B x T x 3 x heads x d, permute(2, 0, 3, 1, 4),
+    unbind, the queries scaled, softmax(q @ k^T) @ v, transpose(1, 2) and
+    Reshape back, a projection); the same in timm's older form (no qkv
+    bias, qkv[0], qkv[1], qkv[2], the scores scaled); a block whose
+    attention is the
+    per-projection form of BERT-style code (a Linear each, view as B x T x
+    heads x d, permute(0, 2, 1, 3), the scores divided by sqrt(d)); each
+    block with a GELU MLP and residuals; LayerNorm, the mean over the
+    tokens, a Linear to 10 classes."""
+    import torch
+    import torch.nn as nn
+
+    class Fused(nn.Module):
+        def __init__(self, d, heads, unbind):
+            super().__init__()
+            self.heads, self.scale = heads, (d // heads) ** -0.5
+            self.unbind = unbind
+            self.qkv = nn.Linear(d, 3 * d, bias=unbind)
+            self.proj = nn.Linear(d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            qkv = self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads)
+            qkv = qkv.permute(2, 0, 3, 1, 4)
+            if self.unbind:
+                q, k, v = qkv.unbind(0)
+                a = q * self.scale @ k.transpose(-2, -1)
+            else:
+                q, k, v = qkv[0], qkv[1], qkv[2]
+                a = (q @ k.transpose(-2, -1)) * self.scale
+            return self.proj((a.softmax(dim=-1) @ v).transpose(1, 2)
+                             .reshape(b, t, d))
+
+    class Separate(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads = heads
+            self.q, self.k, self.v, self.out = (nn.Linear(d, d)
+                                                for _ in range(4))
+
+        def split(self, x):
+            b, t, d = x.shape
+            return x.view(b, t, self.heads, d // self.heads).permute(0, 2, 1, 3)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.split(self.q(x)), self.split(self.k(x)), \
+                self.split(self.v(x))
+            a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5,
+                              -1)
+            return self.out((a @ v).permute(0, 2, 1, 3).reshape(b, t, d))
+
+    class Block(nn.Module):
+        def __init__(self, attention, d):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attention = attention
+            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(),
+                                     nn.Linear(2 * d, d))
+
+        def forward(self, x):
+            x = x + self.attention(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+    return _patch_tokens_classifier(
+        nn.Sequential(Block(Fused(32, 4, True), 32),
+                      Block(Fused(32, 4, False), 32),
+                      Block(Separate(32, 4), 32)), 32)
+
+
 def _non_local():
     """A small CNN with a non-local block (Wang et al.; the embedded
     Gaussian form, as SAGAN and DANet's position attention write it) on 3
@@ -653,6 +727,12 @@ MODELS += [
               "features: q @ k^T and a @ v as token_matmul (two token "
               "activations), then (t^T @ a)^T, a product of the transposed "
               "tokens; mean over the tokens", export="pytorch"),
+    ModelSpec("multihead_tokens_32", _multihead_tokens, (3, 32, 32), 13, 4,
+              2, ci=True,
+              about="multi-head attention written out on 64 tokens of 32 "
+              "features, 4 heads: timm's (one qkv Linear, Reshape to 5-D, "
+              "permute, unbind or qkv[i]) and BERT-style (a Linear each, view "
+              "as heads, permute); each an attention op", export="pytorch"),
     ModelSpec("non_local_32", _non_local, (3, 32, 32), 13, 4, 2, ci=True,
               about="a CNN with a non-local block: queries, keys and values "
               "by 1x1 convs viewed as 64 tokens (the keys B x C x H*W: a "

@@ -1,7 +1,7 @@
 // TokenStageTest.cpp - the token stages of makeTokensChannelFirst on
 // fixture models: ViT's, a CRNN's columns, MLP-Mixer's token mixing, token
-// products, and the stages left as they are (with the reason lowering
-// gives).
+// products, non-local blocks, multi-head attention written out, and the
+// stages left as they are (with the reason lowering gives).
 #include "GraphQueries.h"
 #include "LowerToHpvm.h"
 #include "ir/Printer.h"
@@ -268,4 +268,61 @@ TEST_CASE("Passes: a non-local block's tokens are one stage: the keys "
   CHECK(mixed->output->shape == std::vector<int64_t>{1, 4, 4, 6});
   REQUIRE(mixed->output->users.size() == 1);
   CHECK(mixed->output->users.front()->kind == K::Conv);
+}
+
+TEST_CASE("Passes: multi-head attention written out (timm's 5-D cut and "
+          "unbind, BERT-style heads of each projection) becomes one "
+          "attention op each") {
+  // 1 x 3 x 8 tokens (one row of 3 columns), 2 heads of 4: timm's form
+  // (qkv Linear, Reshape to 1 x 3 x 3 x 2 x 4, permute, Split, Squeeze,
+  // q * 1/2), a residual; a Linear each, viewed as heads and permuted, the
+  // scores / 2; a residual; the mean, 3 classes.
+  std::unique_ptr<Graph> g = loadModel(fixture("heads_tiny"), {});
+  lowerToHpvm(*g);
+  using K = OpKind;
+  INFO(dumpIr(*g));
+  // clang-format off
+  CHECK(kindsOf(*g) ==
+        std::vector<OpKind>{
+            K::Conv, K::Add, K::MaxPool,               // the conv stage
+            K::Conv, K::Add, K::Attention, K::Add,     // timm's, residual
+            K::Conv, K::Add, K::Conv, K::Add,          // queries, keys
+            K::Conv, K::Add, K::Concat,                // values, joined
+            K::Attention, K::Add,                      // heads, residual
+            K::AvgPool, K::Mul, K::Add});              // mean, classes
+  // clang-format on
+  std::vector<const Node*> heads;
+  for (const auto& n : g->nodes())
+    if (n->kind == K::Attention)
+      heads.push_back(n.get());
+  REQUIRE(heads.size() == 2);
+  for (const Node* a : heads) {
+    CHECK(a->scalars[0].i == 2);
+    CHECK(a->inputs[0]->shape == std::vector<int64_t>{1, 24, 1, 3});
+    CHECK(a->output->shape == std::vector<int64_t>{1, 8, 1, 3});
+  }
+  // timm's reads the qkv Linear as it is; the other the three joined.
+  CHECK(heads[0]->inputs[0]->producer->kind == K::Add);
+  CHECK(heads[1]->inputs[0]->producer->kind == K::Concat);
+}
+
+TEST_CASE("Passes: written-out heads scaled by another factor than "
+          "d^-0.5 stay as they are, and lowering refuses the tokens") {
+  std::unique_ptr<Graph> g = loadModel(fixture("heads_tiny"), {});
+  eliminateDeadNodes(*g);
+  foldConstants(*g);
+  removeIdentities(*g);
+  fuseLayerNorms(*g);
+  Node* scale = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
+        n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
+      scale = n.get();
+  REQUIRE(scale != nullptr);
+  setScalarInput(*g, scale, 1, 3.f);
+  const size_t before = g->nodes().size();
+  makeTokensChannelFirst(*g);
+  CHECK(g->nodes().size() == before);
+  CHECK(firstOf(*g, OpKind::Attention) == nullptr);
+  CHECK_THROWS_AS(lowerNodes(*g), UserError);
 }
