@@ -17,7 +17,9 @@ namespace hpvm::fe {
 /// - Inside: ops working per token on the features, rewritten as
 ///   makeChannelFirst does (layer_norm, 1 x 1 Conv, constants D x 1 x 1);
 ///   self-attention as torch.onnx writes nn.MultiheadAttention (1 x 1
-///   Convs and attention); Transposes of the last two axes
+///   Convs and attention); multi-head attention written out (attention on
+///   the projections as they are, three joined by a Concat); Transposes
+///   of the last two axes
 ///   (token_transpose) and MatMuls of two token values (token_matmul).
 /// - Exits: the Gather of one token (select_token), the mean over the
 ///   tokens (pool_mean), the tokens viewed back as B x D x H x W (nothing,
