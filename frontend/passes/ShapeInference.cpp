@@ -128,6 +128,40 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
     std::vector<int64_t> out;
     return broadcastDims(a0, y, out) ? out : std::vector<int64_t>{};
   }
+  if (k == OpKind::OnnxSqueeze || k == OpKind::OnnxUnsqueeze) {
+    // The axes: the attribute before opset 13, input 1 from 13 on (none:
+    // Squeeze drops every dimension of size 1).
+    std::vector<int64_t> axes = a.getInts("axes");
+    if (opset >= 13 && n->inputs.size() > 1) {
+      if (!n->inputs[1]->isConstant())
+        return {};
+      axes = n->inputs[1]->constant->toInts();
+    }
+    const bool grow = k == OpKind::OnnxUnsqueeze;
+    const int64_t rank =
+        int64_t(x.size()) + (grow ? int64_t(axes.size()) : int64_t{0});
+    std::vector<bool> at(size_t(rank), false);
+    for (int64_t ax : axes) {
+      ax = ax < 0 ? ax + rank : ax;
+      if (ax < 0 || ax >= rank || at[size_t(ax)])
+        return {};
+      at[size_t(ax)] = true;
+    }
+    if (grow && axes.empty())
+      return {};
+    std::vector<int64_t> out;
+    for (size_t i = 0, j = 0; i < size_t(rank); ++i) {
+      if (grow) {
+        out.push_back(at[i] ? 1 : x[j++]);
+        continue;
+      }
+      if (axes.empty() ? x[i] < 0 : at[i] && x[i] != 1)
+        return {}; // (a size only known at run time, or not 1)
+      if (!(axes.empty() ? x[i] == 1 : at[i]))
+        out.push_back(x[i]);
+    }
+    return out;
+  }
   if (k == OpKind::OnnxSlice) {
     std::vector<int64_t> begin, step, extent;
     if (!sliceGeometry(*n, opset, x, begin, step, extent))

@@ -662,6 +662,64 @@ def _multihead_tokens():
                       Block(Separate(32, 4), 32)), 32)
 
 
+def _timm_vit():
+    """A ViT as timm (0.9) writes one, at 32 x 32 (patches of 4: 64 tokens
+    of 48 features, 3 heads): the patch conv flattened and transposed, the
+    class token expanded and concatenated, the position embedding added;
+    two blocks of LayerNorm, timm's attention (one qkv Linear, 5-D
+    Reshape, permute, unbind, q * scale), LayerScale, residual, LayerNorm,
+    GELU MLP, LayerScale, residual; LayerNorm, the class token, a Linear
+    to 10 classes."""
+    import torch
+    import torch.nn as nn
+
+    class Attention(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.heads, self.scale = heads, (d // heads) ** -0.5
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        def forward(self, x):
+            b, n, c = x.shape
+            q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(
+                2, 0, 3, 1, 4).unbind(0)
+            x = (q * self.scale @ k.transpose(-2, -1)).softmax(-1) @ v
+            return self.proj(x.transpose(1, 2).reshape(b, n, c))
+
+    class Block(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = Attention(d, heads)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(),
+                                     nn.Linear(4 * d, d))
+            self.ls1 = nn.Parameter(torch.full((d,), 0.5))
+            self.ls2 = nn.Parameter(torch.full((d,), 0.5))
+
+        def forward(self, x):
+            x = x + self.ls1 * self.attn(self.norm1(x))
+            return x + self.ls2 * self.mlp(self.norm2(x))
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, d=48, heads=3, depth=2, classes=10):
+            super().__init__()
+            self.patch = nn.Conv2d(3, d, 4, stride=4)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
+            self.pos_embed = nn.Parameter(torch.randn(1, 65, d) * 0.02)
+            self.blocks = nn.Sequential(*(Block(d, heads)
+                                          for _ in range(depth)))
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            x = self.patch(x).flatten(2).transpose(1, 2)
+            x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), 1)
+            x = self.norm(self.blocks(x + self.pos_embed))
+            return self.head(x[:, 0])
+
+    return VisionTransformer()
+
+
 def _non_local():
     """A small CNN with a non-local block (Wang et al.; the embedded
     Gaussian form, as SAGAN and DANet's position attention write it) on 3
@@ -733,6 +791,11 @@ MODELS += [
               "features, 4 heads: timm's (one qkv Linear, Reshape to 5-D, "
               "permute, unbind or qkv[i]) and BERT-style (a Linear each, view "
               "as heads, permute); each an attention op", export="pytorch"),
+    ModelSpec("timm_vit_32", _timm_vit, (3, 32, 32), 13, 4, 2, ci=True,
+              about="a ViT as timm writes one: class token and position "
+              "embedding (class_token), timm's attention (5-D qkv cut, "
+              "unbind: attention), LayerScale, the class token to the head",
+              export="pytorch"),
     ModelSpec("non_local_32", _non_local, (3, 32, 32), 13, 4, 2, ci=True,
               about="a CNN with a non-local block: queries, keys and values "
               "by 1x1 convs viewed as 64 tokens (the keys B x C x H*W: a "
