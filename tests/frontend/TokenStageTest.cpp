@@ -21,13 +21,48 @@
 using namespace hpvm::fe;
 using namespace hpvm::fe::test;
 
+namespace {
+
+/// Loads fixture \p name, runs the passes before the token stages, makes
+/// its attention's Div by 2 (1/sqrt(d)) a Div by 3, and checks that the
+/// token pass then leaves every node (no class_token, no attention) and
+/// that lowering refuses the tokens.
+void checkRescaledLeft(const std::string& name) {
+  std::unique_ptr<Graph> g = loadModel(fixture(name), {});
+  eliminateDeadNodes(*g);
+  foldConstants(*g);
+  removeIdentities(*g);
+  fuseLayerNorms(*g);
+  Node* scale = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
+        n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
+      scale = n.get();
+  REQUIRE(scale != nullptr);
+  setScalarInput(*g, scale, 1, 3.f);
+  const size_t before = g->nodes().size();
+  makeTokensChannelFirst(*g);
+  CHECK(g->nodes().size() == before);
+  CHECK(firstOf(*g, OpKind::ClassToken) == nullptr);
+  CHECK(firstOf(*g, OpKind::Attention) == nullptr);
+  CHECK_THROWS_AS(lowerNodes(*g), UserError);
+}
+
+/// Fixture \p name loaded and lowered to HPVM ops.
+std::unique_ptr<Graph> lowered(const std::string& name) {
+  std::unique_ptr<Graph> g = loadModel(fixture(name), {});
+  lowerToHpvm(*g);
+  return g;
+}
+
+} // namespace
+
 TEST_CASE("Passes: ViT's tokens become channel-first: class_token, "
           "layer_norm, 1x1 convs, attention, gelu, select_token") {
   // torchvision's VisionTransformer at toy size as torch.onnx writes it:
   // 2x2 patches of 8 features plus the class token (5 tokens), one encoder
   // layer of 2 heads, MLP 16, 3 classes.
-  std::unique_ptr<Graph> g = loadModel(fixture("vit_tiny"), {});
-  lowerToHpvm(*g);
+  std::unique_ptr<Graph> g = lowered("vit_tiny");
   using K = OpKind;
   CHECK(kindsOf(*g) ==
         std::vector<OpKind>{
@@ -76,8 +111,7 @@ TEST_CASE("Passes: a CRNN's columns become tokens channel-first: 1x1 "
   // Transposed to 1 x 3 x 8 tokens, Linear, LayerNorm, a self-attention
   // of 2 heads; per-token LogSoftmax (output 0, 1 x 3 x 5) and a Linear of
   // the mean of the tokens (output 1, 1 x 3).
-  std::unique_ptr<Graph> g = loadModel(fixture("tokens_tiny"), {});
-  lowerToHpvm(*g);
+  std::unique_ptr<Graph> g = lowered("tokens_tiny");
   using K = OpKind;
   CHECK(kindsOf(*g) ==
         std::vector<OpKind>{K::Conv, K::Add, K::MaxPool,   // the conv stage
@@ -108,8 +142,7 @@ TEST_CASE("Passes: MLP-Mixer's token mixing: token_transpose to the "
   // 1 x 3 x 8 tokens (one row of 3 columns), LayerNorm, transposed to
   // 1 x 8 x 3 (output 1), a Linear over the 3 tokens, transposed back, a
   // residual; the mean over the tokens to 3 classes (output 0).
-  std::unique_ptr<Graph> g = loadModel(fixture("mixer_tiny"), {});
-  lowerToHpvm(*g);
+  std::unique_ptr<Graph> g = lowered("mixer_tiny");
   using K = OpKind;
   INFO(dumpIr(*g));
   CHECK(kindsOf(*g) ==
@@ -170,24 +203,7 @@ TEST_CASE("Passes: tokens stay as they are when a self-attention differs "
   // Queries scaled by 1/3 instead of 1/sqrt(head dim) = 1/2: not the
   // attention op; the whole token region is left for the lowering to
   // refuse.
-  std::unique_ptr<Graph> g = loadModel(fixture("vit_tiny"), {});
-  eliminateDeadNodes(*g);
-  foldConstants(*g);
-  removeIdentities(*g);
-  fuseLayerNorms(*g);
-  Node* scale = nullptr;
-  for (const auto& n : g->nodes())
-    if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
-        n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
-      scale = n.get();
-  REQUIRE(scale != nullptr);
-  setScalarInput(*g, scale, 1, 3.f);
-  const size_t before = g->nodes().size();
-  makeTokensChannelFirst(*g);
-  CHECK(g->nodes().size() == before);
-  CHECK(firstOf(*g, OpKind::ClassToken) == nullptr);
-  CHECK(firstOf(*g, OpKind::Attention) == nullptr);
-  CHECK_THROWS_AS(lowerNodes(*g), UserError);
+  checkRescaledLeft("vit_tiny");
 }
 
 TEST_CASE("Passes: MatMuls of two token sequences become token_matmul, "
@@ -195,8 +211,7 @@ TEST_CASE("Passes: MatMuls of two token sequences become token_matmul, "
   // 1 x 3 x 8 tokens (one row of 3 columns); a single-head attention
   // written out, softmax(q @ k^T / 2) @ v, a residual; then
   // (t^T @ a)^T: a product of flipped tokens by the 3 x 3 weights.
-  std::unique_ptr<Graph> g = loadModel(fixture("products_tiny"), {});
-  lowerToHpvm(*g);
+  std::unique_ptr<Graph> g = lowered("products_tiny");
   using K = OpKind;
   INFO(dumpIr(*g));
   // clang-format off
@@ -237,8 +252,7 @@ TEST_CASE("Passes: a non-local block's tokens are one stage: the keys "
   // keys viewed as 1 x 4 x 24 (flipped), the queries and values
   // transposed to 1 x 24 x 4; softmax(q @ k) @ v transposed and viewed
   // back as 1 x 4 x 4 x 6; a 1x1 conv, the residual, the mean, 3 classes.
-  std::unique_ptr<Graph> g = loadModel(fixture("non_local_tiny"), {});
-  lowerToHpvm(*g);
+  std::unique_ptr<Graph> g = lowered("non_local_tiny");
   using K = OpKind;
   INFO(dumpIr(*g));
   // clang-format off
@@ -277,8 +291,7 @@ TEST_CASE("Passes: multi-head attention written out (timm's 5-D cut and "
   // (qkv Linear, Reshape to 1 x 3 x 3 x 2 x 4, permute, Split, Squeeze,
   // q * 1/2), a residual; a Linear each, viewed as heads and permuted, the
   // scores / 2; a residual; the mean, 3 classes.
-  std::unique_ptr<Graph> g = loadModel(fixture("heads_tiny"), {});
-  lowerToHpvm(*g);
+  std::unique_ptr<Graph> g = lowered("heads_tiny");
   using K = OpKind;
   INFO(dumpIr(*g));
   // clang-format off
@@ -308,21 +321,6 @@ TEST_CASE("Passes: multi-head attention written out (timm's 5-D cut and "
 
 TEST_CASE("Passes: written-out heads scaled by another factor than "
           "d^-0.5 stay as they are, and lowering refuses the tokens") {
-  std::unique_ptr<Graph> g = loadModel(fixture("heads_tiny"), {});
-  eliminateDeadNodes(*g);
-  foldConstants(*g);
-  removeIdentities(*g);
-  fuseLayerNorms(*g);
-  Node* scale = nullptr;
-  for (const auto& n : g->nodes())
-    if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
-        n->inputs[1]->constant->toFloats() == std::vector<float>{2.f})
-      scale = n.get();
-  REQUIRE(scale != nullptr);
-  setScalarInput(*g, scale, 1, 3.f);
-  const size_t before = g->nodes().size();
-  makeTokensChannelFirst(*g);
-  CHECK(g->nodes().size() == before);
-  CHECK(firstOf(*g, OpKind::Attention) == nullptr);
-  CHECK_THROWS_AS(lowerNodes(*g), UserError);
+  // The BERT-style block's scores divided by 3, not sqrt(4).
+  checkRescaledLeft("heads_tiny");
 }
