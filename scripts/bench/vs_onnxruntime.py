@@ -33,6 +33,11 @@ Models (--models, comma separated):
                                segmentation at 224x224 (test_frontend/nets,
                                random weights), only when named: exact,
                                ort_fp32 and frozen; batches 1 and 8
+  timm_vit, multihead, mixer, token_products, non_local
+                               token models at 32x32 (test_frontend/nets,
+                               random weights), only when named: exact,
+                               ort_fp32 and frozen; batch 1 (their ONNX
+                               files have the batch traced into Reshapes)
 
 Measurement: every (model, batch, threads) configuration is visited in
 each of --rounds rounds, each visit timing every engine in turn: the
@@ -94,9 +99,21 @@ SEGMENTATION = {
     "fcn_resnet50": ("pt_fcn_resnet50_224", "FCN ResNet-50"),
     "unet": ("unet_224", "U-Net (small)"),
 }
+# Token stages (issue #26's new paths: attention written out, the timm
+# ViT, token_transpose, token_matmul), 32x32 test_frontend nets with random
+# weights, only when named: exact, ort_fp32 and frozen; batch 1.
+TOKENS = {
+    "timm_vit": ("timm_vit_32", "ViT, timm-style (32 px)"),
+    "multihead": ("multihead_tokens_32", "attention written out (32 px)"),
+    "mixer": ("mlp_mixer_32", "MLP-Mixer (32 px)"),
+    "token_products": ("token_products_32", "token products (32 px)"),
+    "non_local": ("non_local_32", "non-local block (32 px)"),
+}
 DEFAULT_MODELS = (list(SHIPPED) + [m for m in TORCHVISION if m not in LARGE]
                   + list(CIFAR))
-KNOWN_MODELS = DEFAULT_MODELS + list(LARGE) + list(SEGMENTATION)
+KNOWN_MODELS = (DEFAULT_MODELS + list(LARGE) + list(SEGMENTATION)
+                + list(TOKENS))
+NAMED = {**TORCHVISION, **SEGMENTATION, **TOKENS}
 ENGINES = ["exact", "int8", "tuned", "ort_fp32", "ort_int8", "frozen"]
 
 
@@ -137,12 +154,16 @@ class Model:
         self.key = key
         self.shipped = key in SHIPPED
         self.dense = key in SEGMENTATION
-        self.name = (SHIPPED.get(key) or CIFAR.get(key)
-                     or {**TORCHVISION, **SEGMENTATION}[key][1])
-        self.net = None if self.shipped else {**TORCHVISION, **SEGMENTATION}.get(
-            key, (key,))[0]
+        # FP32 engines only: the segmentation and token models.
+        self.fp32_only = self.dense or key in TOKENS
+        self.name = SHIPPED.get(key) or CIFAR.get(key) or NAMED[key][1]
+        self.net = None if self.shipped else NAMED.get(key, (key,))[0]
+        # (The token models: torch.onnx traced the batch into their
+        # Reshapes and the class token's Expand, so ONNX Runtime runs the
+        # file at batch 1 only.)
         self.batches = ([1, 16] if key in TORCHVISION
-                        else [1, 8] if self.dense else [1, 64])
+                        else [1, 8] if self.dense
+                        else [1] if key in TOKENS else [1, 64])
         work = os.path.join(args.work, key)
         os.makedirs(work, exist_ok=True)
         exporter = args.exporter
@@ -176,7 +197,7 @@ class Model:
         self.ort_fp32 = os.path.join(work, "ort_fp32.onnx")
         self.ort_int8 = os.path.join(work, "ort_int8.onnx")
         quantizer = os.path.join(HERE, "ort_quantize.py")
-        if self.dense:
+        if self.fp32_only:
             # FP32 only (the ONNX file with a symbolic batch).
             if not fresh(self.ort_fp32, self.onnx, quantizer):
                 log(f"{key}: ONNX Runtime copy (FP32)")
@@ -211,7 +232,7 @@ class Model:
                 log(f"{key}: tuned in {time.monotonic() - t0:.0f} s")
 
     def engines(self, wanted=tuple(ENGINES)):
-        if self.dense:
+        if self.fp32_only:
             return [e for e in ("exact", "ort_fp32", "frozen")
                     if e in wanted]
         out = ["exact", "int8"]
