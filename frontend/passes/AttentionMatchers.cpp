@@ -624,7 +624,7 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m) {
   double scale = 1;
   Value* sv = scores->output;
   if (Node* s = soleUser(sv); !std::isnan(scaleOf(s, sv))) {
-    scale *= scaleOf(s, sv);
+    scale = scaleOf(s, sv);
     if (!takeInto(g, nodes, s, s->kind))
       return false;
     sv = s->output;
@@ -654,8 +654,8 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m) {
     Value* in = s->inputs.empty() ? nullptr : s->inputs[0];
     if (in && in->isConstant() && s->inputs.size() == 2)
       in = s->inputs[1];
-    if (in && !std::isnan(scaleOf(s, in))) {
-      scale *= scaleOf(s, in);
+    if (const double f = in ? scaleOf(s, in) : std::nan(""); !std::isnan(f)) {
+      scale *= f;
       if (!takeInto(g, nodes, s, s->kind))
         return false;
       q = in;
@@ -698,7 +698,6 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m) {
   if (std::find(nodes.begin(), nodes.end(), start) == nodes.end())
     return false;
   m.batch = ms[0];
-  m.tokens = ms[2];
   m.dim = heads * d;
   m.heads = heads;
   return true;

@@ -95,7 +95,7 @@ struct HeadsAttention {
   /// What the heads are cut from: one B x T x 3D value (queries, keys and
   /// values one after another) or three B x T x D ones.
   std::vector<Value*> sources;
-  int64_t batch = 0, tokens = 0, dim = 0, heads = 0;
+  int64_t batch = 0, dim = 0, heads = 0;
 };
 
 /// Matches the multi-head attention that \p start (a Reshape of tokens
