@@ -59,6 +59,11 @@ Options parseOptions(const std::vector<std::string>& args) {
                  "Approximation configuration baked in as the default "
                  "(copied to tuner_confs.txt)")
       ->type_name("FILE");
+  app.add_option("--config-at-run", o.configAtRun,
+                 "Configuration file the program reads when it runs, as "
+                 "HPVM's config_file (need not exist now; while it does "
+                 "not, the program runs exact FP32 and says so)")
+      ->type_name("FILE");
   app.add_option("--target", target,
                  "hpvm_tensor, hpvm_tensor_inspect or tensor "
                  "[default: hpvm_tensor]")
@@ -184,6 +189,10 @@ Options parseOptions(const std::vector<std::string>& args) {
     throw UserError(std::string("--no-labels contradicts --") +
                     (o.tuneLabels.empty() ? "test" : "tune") +
                     "-labels: give one or the other");
+  if (!o.configFile.empty() && !o.configAtRun.empty())
+    throw UserError("--config and --config-at-run exclude each other: give "
+                    "one (--config copies the file now; --config-at-run "
+                    "reads it when the program runs)");
   if (o.toolchain == Toolchain::Hpvm && o.configFile.empty() && !o.noBuild)
     throw UserError("--toolchain hpvm needs --config FILE (hpvm-clang bakes "
                     "a configuration file into the program)");

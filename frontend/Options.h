@@ -29,6 +29,9 @@ struct Options {
   int64_t batchSize = 0;
   /// --config: approximation configuration baked in as the default.
   std::string configFile;
+  /// --config-at-run: a configuration file the program reads when it runs
+  /// (HPVM's config_file: it need not exist at export).
+  std::string configAtRun;
   /// --target: hpvm_tensor (default), hpvm_tensor_inspect or tensor.
   Target target = Target::HpvmTensor;
   /// --opset: convert the model to this opset first; 0 keeps its own.

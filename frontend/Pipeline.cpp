@@ -371,10 +371,19 @@ RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
   cg.batchSize = opts.batchSize;
   bool inspect = opts.target == Target::HpvmTensorInspect;
   // A pre-quantized model runs its own int8 configuration by default.
-  if (opts.configFile.empty() && opts.target == Target::HpvmTensor)
+  if (opts.configFile.empty() && opts.configAtRun.empty() &&
+      opts.target == Target::HpvmTensor)
     r.modelConfig = preQuantizedConfig(layout);
   bool hasConfig = !opts.configFile.empty() || !r.modelConfig.empty();
-  cg.defaultConfig = hasConfig || inspect ? "tuner_confs.txt" : "";
+  // --config-at-run: the file's absolute path, or tuner_confs.txt when it
+  // is the export's own (which then moves with the export).
+  std::string atRun;
+  if (!opts.configAtRun.empty()) {
+    atRun = fs::absolute(opts.configAtRun).lexically_normal().string();
+    if (atRun == (fs::path(out) / "tuner_confs.txt").lexically_normal())
+      atRun = "tuner_confs.txt";
+  }
+  cg.defaultConfig = hasConfig || inspect ? "tuner_confs.txt" : atRun;
   cg.templateDir = where.templateDir;
   r.source = renderProgram(layout, cg);
   r.cmakeLists = renderCMakeLists(cg);
@@ -384,8 +393,10 @@ RenderedFiles renderFiles(const Options& opts, const ExportPaths& where,
     paths.confPath = out + "/tuner_confs.txt";
     paths.fifoPathR = out + "/hpvm_fifo_r";
     paths.fifoPathW = out + "/hpvm_fifo_w";
-  } else if (hasConfig) {
+  } else if (hasConfig || atRun == "tuner_confs.txt") {
     paths.configFile = out + "/tuner_confs.txt";
+  } else {
+    paths.configFile = atRun;
   }
   r.opsJson = makeOpsJson(layout, paths).dump(2) + "\n";
   return r;
@@ -527,6 +538,8 @@ void writeManifest(const std::string& tmp, const Options& opts, const Graph& g,
                      {"labels", labelsJson(test)},
                      {"images", test.count}}}};
   m["config"] = opts.configFile;
+  if (!opts.configAtRun.empty())
+    m["config_at_run"] = opts.configAtRun;
   m["files"] = files;
   nlohmann::ordered_json merged = nlohmann::ordered_json::array();
   for (const auto& f : files)

@@ -2,6 +2,7 @@
 LeNet (python/examples/hpvm_readme_flow.py: HPVM's lines unchanged but for
 paths, model and shape), run as a user runs it, then its program back in
 PyTorch (accuracy_from_python.py)."""
+import shutil
 import subprocess
 import sys
 import unittest
@@ -53,6 +54,37 @@ class ReadmeFlow(unittest.TestCase):
         # The accuracies recorded for these blocks in tuner_confs.txt.
         self.assertEqual(proc.stdout, "exact FP32: 90.32%\nfp32: 90.32%\n"
                          "conv1_perf121: 88.94%\n")
+
+    def test_flow_with_an_empty_config_file(self):
+        """HPVM's README passes config_file="" before any tuning: the path
+        is read when the program runs (output_dir/tuner_confs.txt, which
+        HPVM's tuner writes), and while it does not exist the program runs
+        exact FP32 and says so."""
+        out = self.out.parent / "lenet_empty_config"
+        flow = subprocess.run(
+            [sys.executable, str(FLOW), str(self.data), str(out), ""],
+            cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+        self.assertEqual(flow.returncode, 0, flow.stdout)
+        binary = out / "build" / "lenet_fashion"
+        proc = subprocess.run([str(binary), "test", "-q"], cwd=common.WORK,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, check=True)
+        self.assertEqual(proc.stdout.strip(),
+                         "Accuracy: 90.320000% (4516 of 5000 images)")
+        self.assertEqual(proc.stderr,
+                         f"note: {out}/tuner_confs.txt, the configuration "
+                         f"file baked in at export, does not exist: running "
+                         f"exact FP32\n")
+        # Once the tuner's file is there, the program runs it.
+        shutil.copyfile(common.CONFIGS, out / "tuner_confs.txt")
+        proc = subprocess.run([str(binary), "test", "-q", "--config",
+                               "conv1_perf121"], cwd=common.WORK,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, check=True)
+        self.assertEqual(proc.stderr, "")
+        self.assertEqual(proc.stdout.strip(),
+                         "Accuracy: 88.940000% (4447 of 5000 images)")
 
 
 if __name__ == "__main__":

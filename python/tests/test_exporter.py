@@ -328,8 +328,8 @@ class Errors(unittest.TestCase):
                    "'gcc'", lenet, TUNE, TEST, out, toolchain="gcc")
         self.check(ValueError, "opset must be a positive integer, got 0",
                    lenet, TUNE, TEST, out, opset=0)
-        self.check(ValueError, f"Config file {WORK}/none.txt does not exist",
-                   lenet, TUNE, TEST, out, config_file=WORK / "none.txt")
+        self.check(ValueError, f"Config file {WORK} is a directory",
+                   lenet, TUNE, TEST, out, config_file=WORK)
         self.check(ValueError, "Cannot accept model of type <class 'int'>",
                    3, TUNE, TEST, out)
         self.check(ValueError, f"Cannot accept model file {DATA}/"

@@ -38,7 +38,10 @@ class ModelExporter:
     runtime calls). opset: the ONNX opset (a Module is exported at it,
     default 13; an ONNX model is converted to it). config_file: the
     approximation configuration baked in as the program's default (HPVM's
-    tuner_confs.txt format); optional here.
+    tuner_confs.txt format); optional here. As HPVM's, it is read when the
+    program runs: a file that exists now is baked in (copied); an empty
+    path (output_dir/tuner_confs.txt) or one that does not exist yet is
+    recorded, and the program runs exact FP32 while it does not exist.
 
     torch2hpvm-export's options, as keywords: toolchain ("clang", default,
     or "hpvm"), max_size (bytes, or a string such as "2GB"), force
@@ -101,10 +104,22 @@ class ModelExporter:
 
         # (hpvm_tensor_inspect without one: the program reads
         # output_dir/tuner_confs.txt, which HPVM's tuner writes.)
+        # As HPVM's, config_file is read when the program runs: an existing
+        # file is baked in now (copied to output_dir/tuner_confs.txt); an
+        # empty path (the program's own output_dir/tuner_confs.txt) or one
+        # that does not exist yet is recorded and read at run time.
+        self.config_at_run = None
         if config_file is not None:
-            config_file = Path(config_file).absolute()
-            if not config_file.is_file():
-                raise ValueError(f"Config file {config_file} does not exist")
+            if os.fspath(config_file) == "":
+                self.config_at_run = self.output_dir / self.config_file_name
+                config_file = None
+            else:
+                config_file = Path(config_file).absolute()
+                if config_file.is_dir():
+                    raise ValueError(f"Config file {config_file} is a "
+                                     f"directory")
+                if not config_file.exists():
+                    self.config_at_run, config_file = config_file, None
         self.config_file = config_file
 
         self._from_torch = isinstance(model, torch.nn.Module)
@@ -218,6 +233,8 @@ class ModelExporter:
         args += ["--target", target, "--toolchain", self.toolchain]
         if self.config_file is not None:
             args += ["--config", self.config_file]
+        elif self.config_at_run is not None:
+            args += ["--config-at-run", self.config_at_run]
         if self.opset is not None and not self._from_torch:
             args += ["--opset", str(self.opset)]
         if self.max_size is not None:

@@ -186,9 +186,27 @@ std::string configFilePath(const RunOptions& opts,
                            const hpvm_rt::ModelInfo& info,
                            const std::string& modelDir) {
   std::string configPath = opts.configFile;
-  if (configPath.empty() && info.defaultConfig && *info.defaultConfig)
+  if (configPath.empty() && info.defaultConfig && *info.defaultConfig) {
     configPath = info.defaultConfig[0] == '/' ? std::string(info.defaultConfig)
                                               : modelDir + info.defaultConfig;
+    // A file baked in as HPVM's config_file may not exist yet (HPVM's
+    // tuner writes it later): without it, the program runs exact FP32.
+    if (::access(configPath.c_str(), F_OK) != 0) {
+      if (opts.allConfigs || !opts.configSelector.empty() || opts.qosLoss)
+        throw UserError(fmt::format(
+            "{} needs a configuration file: {}, baked in at export, does "
+            "not exist (give -c FILE)",
+            opts.allConfigs ? "--all-configs"
+            : opts.qosLoss  ? "--qos-loss"
+                            : "--config",
+            configPath));
+      std::fprintf(stderr,
+                   "note: %s, the configuration file baked in at export, "
+                   "does not exist: running exact FP32\n",
+                   configPath.c_str());
+      return "";
+    }
+  }
   if (configPath.empty() &&
       (opts.allConfigs || !opts.configSelector.empty() || opts.qosLoss))
     throw UserError(fmt::format("{} needs a configuration file: give -c FILE "
