@@ -1,13 +1,14 @@
 #!/bin/sh
 # format.sh - clang-format the project's C++ sources (frontend, hpvm_rt,
-# datasets, tests, test_frontend). --check reports files that differ and
-# fails; without it files are rewritten in place.
+# datasets, tests, test_frontend, python). --check reports files that differ
+# and fails; without it files are rewritten in place.
 set -eu
 cd "$(dirname "$0")/.."
 
 files=$(git ls-files 'frontend/*.cpp' 'frontend/*.h' 'hpvm_rt/*.cpp' \
   'hpvm_rt/*.h' 'datasets/*.cpp' 'datasets/*.h' 'tests/*.cpp' 'tests/*.h' \
-  'test_frontend/*.cpp' 'test_frontend/*.h' | grep -v '/golden/' || true)
+  'test_frontend/*.cpp' 'test_frontend/*.h' 'python/*.cpp' 'python/*.h' \
+  | grep -v '/golden/' || true)
 [ -n "$files" ] || exit 0
 
 if [ "${1:-}" = "--check" ]; then

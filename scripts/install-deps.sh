@@ -9,6 +9,8 @@ set -eu
 # Debian's PyTorch uses the reference BLAS, 4x slower).
 # libomp-dev, libclang-rt-dev: clang's OpenMP and sanitizer/libFuzzer
 # runtimes, for the sanitized build (scripts/sanitize.sh) and the fuzzers.
+# libtorch-dev: torch2hpvm's TorchScript class (python/torch2hpvm/ext), against
+# the same PyTorch 1.13 as python3-torch.
 # git: torch2hpvm-export merges hand edits into a regeneration with
 # 'git merge-file' (no repository needed).
 # nodejs (and npm): ONNX Runtime's CPU build, onnxruntime-node from the npm
@@ -24,6 +26,7 @@ PACKAGES="
   dataset-fashion-mnist
   libopenblas0-pthread
   libomp-dev libclang-rt-dev
+  libtorch-dev
   nettle-dev libzip-dev pkg-config
   nodejs
 "

@@ -8,6 +8,9 @@ and the module called on the same B images. (oneDNN chooses its kernels
 by batch size, so both the program's and the module's last bits change
 with B.)"""
 import os
+import subprocess
+import sys
+import textwrap
 import unittest
 from unittest import mock
 
@@ -369,10 +372,36 @@ class Errors(unittest.TestCase):
                          f"(it was generated without building: compile() "
                          f"it, or run torch2hpvm-export without --no-build)")
 
-    def test_not_picklable(self):
+    def test_ctypes_fallback(self):
+        """Without the TorchScript class, load() warns once and returns the
+        ctypes module, whose outputs are the same."""
+        np.save(common.WORK / "load" / "images.npy", IMAGES[:64].numpy())
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+            import sys, warnings, numpy as np, torch, torch2hpvm
+            warnings.simplefilter("always")
+            nets = [torch2hpvm.load(sys.argv[1]) for _ in range(2)]
+            print(type(nets[0]).__name__)
+            x = torch.from_numpy(np.load(sys.argv[2]))
+            np.save(sys.argv[3], nets[1](x).numpy())
+            """), str(OUT), str(common.WORK / "load" / "images.npy"),
+            str(common.WORK / "load" / "ctypes.npy")],
+            env=dict(os.environ, TORCH2HPVM_NO_EXTENSION="1"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, "CtypesModule\n")
+        self.assertEqual(proc.stderr.count("UserWarning"), 1, proc.stderr)
+        self.assertIn("torch2hpvm: the TorchScript class is not available "
+                      "($TORCH2HPVM_NO_EXTENSION is set); load() returns a "
+                      "module that runs through ctypes and cannot be "
+                      "scripted, saved or pickled", proc.stderr)
+        np.testing.assert_array_equal(
+            np.load(common.WORK / "load" / "ctypes.npy"), REFERENCE[:64])
+
+    def test_picklable(self):
         import pickle
-        with self.assertRaises(TypeError):
-            pickle.dumps(self.net)
+        back = pickle.loads(pickle.dumps(self.net))
+        np.testing.assert_array_equal(back(IMAGES[:64]).numpy(),
+                                      REFERENCE[:64])
 
 
 if __name__ == "__main__":

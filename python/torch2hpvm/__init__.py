@@ -21,8 +21,17 @@ to, then PATH.
 from ._tools import ENV_VAR, ToolError, find_tool, run_tool
 from .datasets import BinDataset
 from .exporter import ModelExporter
-from .runtime import HPVMModule, LibraryError, load
+from ._errors import LibraryError
+from .compile import compile
+from .runtime import (HPVMModule, HPVMMultiOutputModule, extension_error,
+                      load, load_extension)
 
-__all__ = ["BinDataset", "ModelExporter", "load", "HPVMModule", "ToolError",
-           "LibraryError", "find_tool", "run_tool", "ENV_VAR"]
+__all__ = ["BinDataset", "ModelExporter", "load", "HPVMModule",
+           "HPVMMultiOutputModule", "ToolError", "LibraryError", "find_tool",
+           "run_tool", "ENV_VAR", "load_extension", "extension_error",
+           "compile"]
 __version__ = "0.1.0"
+
+# torch.classes.torch2hpvm.Program, so that torch.jit.load() of a saved
+# module works once the package is imported.
+load_extension()

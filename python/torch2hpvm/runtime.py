@@ -1,81 +1,89 @@
-"""runtime - torch2hpvm.load(): a built program as a torch.nn.Module.
+"""runtime - torch2hpvm.load(): a built program as a torch.nn.Module that
+TorchScript can script, trace, save and load (in Python and C++).
 
-The module runs the generated HPVM-C through hpvm_rt, in this process: the
-program's shared library (OUT/build/lib<program>.so, built with the
-program) is loaded with ctypes and called through the C entry points of
-hpvm_rt/Library.h. Its outputs are the program's, bit for bit, at any
-batch size.
+The module holds a torch.classes.torch2hpvm.Program (libtorch2hpvm_torch.so,
+built with torch2hpvm against Debian's libtorch): the program's shared
+library, its weights, its configuration file and int8 calibration, loaded
+into this process from memory. Its forward() calls the operator
+torch2hpvm::run(images, program), so scripted and traced graphs hold the
+program itself; torch.jit.save writes it into the saved file, which loads
+again (torch.jit.load, or torch::jit::load from C++ with the library
+loaded) with nothing else, after the export directory is gone. Outputs are
+the program's, bit for bit, at any batch size.
+
+Where libtorch2hpvm_torch.so is not built, load() falls back to a module
+that calls the program through ctypes (torch2hpvm._ctypes_module), which
+cannot be scripted, saved or pickled, and warns once.
 """
-import ctypes
-import json
 import os
-import shutil
-import tempfile
 import threading
-import weakref
+import warnings
 from pathlib import Path
+from typing import List
 
 import torch
 
-LIBRARY_VERSION = 2
+from ._errors import LibraryError
+
+EXTENSION_NAME = "libtorch2hpvm_torch.so"
+# Set (to anything but 0) to leave the TorchScript class unloaded: load()
+# then returns the ctypes module.
+NO_EXTENSION_VAR = "TORCH2HPVM_NO_EXTENSION"
+
+_EXTENSION = {"loaded": None, "error": None}
+_EXTENSION_LOCK = threading.Lock()
 
 
-class LibraryError(RuntimeError):
-    """hpvm_rt refused or failed a call; str() is its message."""
+def extension_path():
+    """The TorchScript class's library beside the package (a build tree's
+    or an installation's), or None when it was not built."""
+    path = Path(__file__).resolve().parent / EXTENSION_NAME
+    return path if path.is_file() else None
 
 
-def _bind(lib):
-    c_model = ctypes.c_void_p
-    signatures = {
-        "hpvm_rt_library_version": (ctypes.c_int, []),
-        "hpvm_rt_model_name": (ctypes.c_char_p, []),
-        "hpvm_rt_model_shape": (None, [ctypes.POINTER(ctypes.c_int64)] * 4),
-        "hpvm_rt_model_outputs": (ctypes.c_int, []),
-        "hpvm_rt_model_output": (ctypes.c_int, [
-            ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]),
-        "hpvm_rt_model_output_name": (ctypes.c_char_p, [ctypes.c_int]),
-        "hpvm_rt_run_outputs": (ctypes.c_int, [c_model, ctypes.c_void_p,
-                                               ctypes.c_int64,
-                                               ctypes.c_void_p]),
-        "hpvm_rt_open": (c_model, [ctypes.c_char_p]),
-        "hpvm_rt_set_config": (ctypes.c_int, [c_model, ctypes.c_char_p,
-                                              ctypes.c_char_p,
-                                              ctypes.c_double,
-                                              ctypes.c_char_p]),
-        "hpvm_rt_config_description": (ctypes.c_char_p, [c_model]),
-        "hpvm_rt_set_threads": (ctypes.c_int, [c_model, ctypes.c_int]),
-        "hpvm_rt_run": (ctypes.c_int, [c_model, ctypes.c_void_p,
-                                       ctypes.c_int64, ctypes.c_void_p]),
-        "hpvm_rt_close": (None, [c_model]),
-        "hpvm_rt_last_error": (ctypes.c_char_p, []),
-    }
-    for name, (restype, argtypes) in signatures.items():
-        fn = getattr(lib, name)
-        fn.restype = restype
-        fn.argtypes = argtypes
-    return lib
+def load_extension():
+    """Registers torch.classes.torch2hpvm.Program and torch2hpvm::run in
+    this process (once; `import torch2hpvm` does it). Returns True, or
+    False when the library is not built or does not load (the reason is
+    extension_error())."""
+    with _EXTENSION_LOCK:
+        if _EXTENSION["loaded"] is None:
+            path = extension_path()
+            if os.environ.get(NO_EXTENSION_VAR, "") not in ("", "0"):
+                _EXTENSION["loaded"] = False
+                _EXTENSION["error"] = f"${NO_EXTENSION_VAR} is set"
+            elif path is None:
+                _EXTENSION["loaded"] = False
+                _EXTENSION["error"] = (f"{EXTENSION_NAME} is not beside the "
+                                       f"package (build torch2hpvm with "
+                                       f"HPVM_TORCH_EXT=ON)")
+            else:
+                try:
+                    torch.ops.load_library(str(path))
+                    _EXTENSION["loaded"] = True
+                except (OSError, RuntimeError) as e:
+                    _EXTENSION["loaded"] = False
+                    _EXTENSION["error"] = f"{path} does not load: {e}"
+        return _EXTENSION["loaded"]
 
 
-def _open_private(path):
-    """Loads the library at `path` through a private copy, so that every
-    load() gets a runtime of its own (its weights, configuration, threads)
-    and a rebuilt library is never mistaken for one already loaded. The
-    copy is unlinked at once; the mapping stays. Falls back to `path` when
-    the temporary directory does not allow executable mappings."""
-    fd, copy = tempfile.mkstemp(prefix="torch2hpvm-", suffix=".so")
-    try:
-        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
-            shutil.copyfileobj(src, out)
-        try:
-            return ctypes.CDLL(copy)
-        except OSError:
-            return ctypes.CDLL(str(path))
-    finally:
-        os.unlink(copy)
+def extension_error():
+    """Why the TorchScript class is not available ("" when it is)."""
+    load_extension()
+    return _EXTENSION["error"] or ""
 
 
-def _text(value):
-    return None if value is None else os.fsencode(os.fspath(value))
+def _library_error(error):
+    """hpvm_rt's message out of TorchScript's wrapping of it."""
+    text = str(error)
+    return LibraryError(text.split("\nException raised from ")[0])
+
+
+@torch.jit.unused
+def _check_input(x):
+    """Python's own message for what TorchScript's types would refuse."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"expected a torch.Tensor, got {type(x).__name__}")
 
 
 class HPVMModule(torch.nn.Module):
@@ -84,67 +92,93 @@ class HPVMModule(torch.nn.Module):
     (or one C x H x W image) on the CPU and returns the program's output
     with the shape the model declares, images first (N x classes for a
     classifier, N x C x H x W for a segmentation map); a model with several
-    graph outputs returns a tuple of them, in the model's order
-    (output_names). It has no parameters and no gradient."""
+    graph outputs is an HPVMMultiOutputModule, whose forward returns a list
+    of them in the model's order (output_names). It has no parameters and
+    no gradient.
 
-    def __init__(self, out_dir, library, config=None, config_file=None,
-                 qos_loss=None, exact=False, threads=None, calibration=None):
+    torch.jit.script and torch.jit.trace work on it and on modules holding
+    it; torch.jit.save writes the program, its weights and its chosen
+    configuration into the saved file; copy.deepcopy and pickle copy it.
+    A saved file runs the code of the library it carries: load one only
+    from a source you trust as you would a program."""
+
+    __jit_unused_properties__ = ["name", "input_shape", "num_classes",
+                                 "output_shapes", "output_names",
+                                 "config_description", "threads"]
+
+    def __init__(self, program):
         super().__init__()
-        self.out_dir = Path(out_dir).absolute()
-        self.library_path = Path(library)
-        self._lib = _bind(_open_private(self.library_path))
-        version = self._lib.hpvm_rt_library_version()
-        if version != LIBRARY_VERSION:
-            raise LibraryError(f"{library}: hpvm_rt library version "
-                               f"{version}; this torch2hpvm speaks "
-                               f"{LIBRARY_VERSION} (re-export the model)")
-        dims = [ctypes.c_int64() for _ in range(4)]
-        self._lib.hpvm_rt_model_shape(*[ctypes.byref(d) for d in dims])
-        self.input_shape = tuple(d.value for d in dims[:3])
-        self.num_classes = dims[3].value
-        self.output_shapes = []
-        self.output_names = []
-        for k in range(self._lib.hpvm_rt_model_outputs()):
-            out_dims = (ctypes.c_int64 * 3)()
-            rank = self._lib.hpvm_rt_model_output(k, out_dims)
-            self.output_shapes.append(tuple(out_dims[:rank]))
-            self.output_names.append(
-                self._lib.hpvm_rt_model_output_name(k).decode())
-        self.name = self._lib.hpvm_rt_model_name().decode()
-        self._lock = threading.Lock()
-        self._handle = None
-        handle = self._lib.hpvm_rt_open(_text(self.out_dir))
-        if not handle:
-            raise LibraryError(self._error())
-        self._handle = handle
-        self._threads = None
-        self.configure(config=config, config_file=config_file,
-                       qos_loss=qos_loss, exact=exact,
-                       calibration=calibration)
-        if threads is None:
-            env = os.environ.get("HPVM_NUM_THREADS", "")
-            if env and not env.isdigit():
-                raise ValueError(f"HPVM_NUM_THREADS='{env}': expected an "
-                                 f"integer from 0 to 1024")
-            threads = int(env) if env else 0
-        self.threads = threads
+        self.program = program
 
-    def _error(self):
-        return self._lib.hpvm_rt_last_error().decode(errors="replace")
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.jit.is_scripting():
+            _check_input(x)
+        return torch.ops.torch2hpvm.run(x, self.program)[0]
 
-    def _check(self, status):
-        if status != 0:
-            raise LibraryError(self._error())
+    @torch.jit.export
+    def set_threads(self, threads: int) -> None:
+        """Runs the model with `threads` threads (0: all cores)."""
+        self.program.set_threads(threads)
+
+    @torch.jit.export
+    def configuration(self) -> str:
+        """What runs: "exact FP32 (no configuration)" or "configuration
+        'NAME' of FILE"."""
+        return self.program.description()
+
+    @torch.jit.export
+    def use_configuration(self, config: str) -> None:
+        """Runs configuration block `config` (a name, or a 0-based index as
+        text) of the configuration file the module holds."""
+        self.program.configure(None, config, None, None, False)
+
+    @torch.jit.export
+    def use_qos_loss(self, qos_loss: float) -> None:
+        """Runs the fastest configuration recorded within `qos_loss` of the
+        file the module holds (exact FP32 when none is)."""
+        self.program.configure(None, None, qos_loss, None, False)
+
+    # --- Python only ------------------------------------------------------
+
+    @property
+    def name(self):
+        """The program's name (the exported model's file stem)."""
+        return self.program.name()
+
+    @property
+    def input_shape(self):
+        """Per-image input shape (C, H, W)."""
+        return tuple(self.program.input_shape())
+
+    @property
+    def output_shapes(self):
+        """Per-image shape of each graph output."""
+        return [tuple(s) for s in self.program.output_shapes()]
+
+    @property
+    def output_names(self):
+        """Each graph output's ONNX name."""
+        return list(self.program.output_names())
+
+    @property
+    def num_classes(self):
+        """Values per image of the first output."""
+        count = 1
+        for d in self.output_shapes[0]:
+            count *= d
+        return count
 
     def configure(self, config=None, config_file=None, qos_loss=None,
                   exact=False, calibration=None):
         """Chooses the configuration, as the program's options do:
-        config_file (-c; default: the one baked in at export), config
-        (--config: a block's name or 0-based index; default the first),
-        qos_loss (--qos-loss: the fastest block recorded within that loss,
-        exact FP32 when none is), exact=True (no configuration: exact
-        FP32), calibration (--calibration: an int8 calibration file;
-        default: the configuration file's companion <stem>.calib.txt)."""
+        config_file (-c; default: the one baked in at export, or the one a
+        saved module holds), config (--config: a block's name or 0-based
+        index; default the first), qos_loss (--qos-loss: the fastest block
+        recorded within that loss, exact FP32 when none is), exact=True (no
+        configuration: exact FP32), calibration (--calibration: an int8
+        calibration file; default: the configuration file's companion
+        <stem>.calib.txt). The files are read now and kept in the module
+        (torch.jit.save writes them)."""
         if exact and (config is not None or config_file is not None or
                       qos_loss is not None):
             raise ValueError("exact=True excludes config, config_file and "
@@ -157,150 +191,68 @@ class HPVMModule(torch.nn.Module):
                             f"index (int), got {type(config).__name__}")
         if isinstance(config, int) and config < 0:
             raise ValueError(f"config index must be >= 0, got {config}")
-        if qos_loss is not None and not (isinstance(qos_loss, (int, float))
-                                         and qos_loss >= 0):
+        if qos_loss is not None and (
+                isinstance(qos_loss, bool) or
+                not isinstance(qos_loss, (int, float)) or not qos_loss >= 0):
             raise ValueError(f"qos_loss must be a number >= 0, got "
                              f"{qos_loss!r}")
-        file_arg = b"" if exact else _text(config_file)
-        selector = None if config is None else str(config).encode()
-        loss = -1.0 if qos_loss is None else float(qos_loss)
-        with self._lock:
-            self._check(self._lib.hpvm_rt_set_config(
-                self._handle, file_arg, selector, loss, _text(calibration)))
+        try:
+            self.program.configure(
+                None if config_file is None else os.fspath(config_file),
+                None if config is None else str(config),
+                None if qos_loss is None else float(qos_loss),
+                None if calibration is None else os.fspath(calibration),
+                bool(exact))
+        except RuntimeError as e:
+            raise _library_error(e) from None
 
     @property
     def config_description(self):
         """What runs: "exact FP32 (no configuration)" or "configuration
         'NAME' of FILE"."""
-        return self._lib.hpvm_rt_config_description(self._handle).decode()
+        return self.program.description()
 
     @property
     def threads(self):
         """Threads the model runs with (0: all cores)."""
-        return self._threads
+        return self.program.threads()
 
     @threads.setter
     def threads(self, n):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"threads must be an int, got "
                             f"{type(n).__name__}")
-        with self._lock:
-            self._check(self._lib.hpvm_rt_set_threads(self._handle, n))
-        self._threads = n
-
-    def forward(self, x):
-        if torch.jit.is_tracing():
-            return _traced_run(self, x)
-        return self._run(x)
-
-    def _run(self, x):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"expected a torch.Tensor, got "
-                            f"{type(x).__name__}")
-        if x.device.type != "cpu":
-            raise ValueError(f"expected a CPU tensor, got one on {x.device} "
-                             f"(hpvm_rt runs on the CPU)")
-        if not x.is_floating_point():
-            raise TypeError(f"expected floating-point images, got dtype "
-                            f"{x.dtype}")
-        single = x.dim() == 3
-        images = x.unsqueeze(0) if single else x
-        if images.dim() != 4 or tuple(images.shape[1:]) != self.input_shape:
-            c, h, w = self.input_shape
-            raise ValueError(f"expected images of shape (N, {c}, {h}, {w}) "
-                             f"or ({c}, {h}, {w}), got {tuple(x.shape)}")
-        images = images.detach().to(torch.float32).contiguous()
-        n = images.shape[0]
-        outs = [torch.empty((n,) + shape, dtype=torch.float32)
-                for shape in self.output_shapes]
-        if n:
-            pointers = (ctypes.c_void_p * len(outs))(
-                *[o.data_ptr() for o in outs])
-            with self._lock:
-                status = self._lib.hpvm_rt_run_outputs(
-                    self._handle, images.data_ptr(), n, pointers)
-            self._check(status)
-        if single:
-            outs = [o[0] for o in outs]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        try:
+            self.program.set_threads(n)
+        except RuntimeError as e:
+            raise _library_error(e) from None
 
     def extra_repr(self):
         c, h, w = self.input_shape
+        shapes = self.output_shapes
         outputs = (f"classes={self.num_classes}"
-                   if len(self.output_shapes) == 1 and
-                   len(self.output_shapes[0]) == 1 else
+                   if len(shapes) == 1 and len(shapes[0]) == 1 else
                    "outputs=" + ", ".join(
                        f"{name}: (N, {', '.join(map(str, shape))})"
-                       for name, shape in zip(self.output_names,
-                                              self.output_shapes)))
+                       for name, shape in zip(self.output_names, shapes)))
         return (f"name={self.name!r}, input=(N, {c}, {h}, {w}), "
                 f"{outputs}, threads={self.threads}, "
                 f"{self.config_description}")
 
-    def __del__(self):
-        handle = getattr(self, "_handle", None)
-        if handle:
-            self._lib.hpvm_rt_close(handle)
-            self._handle = None
 
-    def __getstate__(self):
-        raise TypeError("an HPVMModule holds a loaded native library and "
-                        "cannot be pickled; call torch2hpvm.load() again "
-                        "in the other process")
+class HPVMMultiOutputModule(HPVMModule):
+    """An HPVMModule of a model with several graph outputs: forward returns
+    the list of them, in the model's order (output_names)."""
 
-
-# torch.jit.trace records torch operators only: the run is one operator,
-# torch2hpvm::run(images, module id), so that a traced graph calls hpvm_rt
-# on its real input instead of freezing one output as a constant.
-_MODULES = weakref.WeakValueDictionary()
-_MODULES_LOCK = threading.Lock()
-_LIBRARY = None
+    def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
+        if not torch.jit.is_scripting():
+            _check_input(x)
+        return torch.ops.torch2hpvm.run(x, self.program)
 
 
-def _register_op():
-    global _LIBRARY
-    if _LIBRARY is not None:
-        return
-    lib = torch.library.Library("torch2hpvm", "DEF")
-    lib.define("run(Tensor images, int module) -> Tensor")
-    lib.define("run_outputs(Tensor images, int module) -> Tensor[]")
-
-    def target(op, module):
-        with _MODULES_LOCK:
-            found = _MODULES.get(module)
-        if found is None:
-            raise RuntimeError(f"torch2hpvm::{op}: module {module} is not "
-                               f"loaded in this process")
-        return found
-
-    lib.impl("run", lambda images, module:
-             target("run", module)._run(images), "CPU")
-    lib.impl("run_outputs", lambda images, module:
-             list(target("run_outputs", module)._run(images)), "CPU")
-    _LIBRARY = lib
-
-
-def _traced_run(module, x):
-    _register_op()
-    key = id(module)
-    with _MODULES_LOCK:
-        _MODULES[key] = module
-    if len(module.output_shapes) == 1:
-        return torch.ops.torch2hpvm.run(x, key)
-    return tuple(torch.ops.torch2hpvm.run_outputs(x, key))
-
-
-def load(out_dir, config=None, *, config_file=None, qos_loss=None,
-         exact=False, threads=None, calibration=None):
-    """The program exported and built in `out_dir` (by ModelExporter or
-    torch2hpvm-export) as a torch.nn.Module run by hpvm_rt.
-
-    config: a configuration block (name or 0-based index) of config_file
-    (default: the configuration file baked in at export; without one, exact
-    FP32), as the program's --config; qos_loss, exact, calibration: see
-    HPVMModule.configure(). threads: 0 for all cores (default:
-    $HPVM_NUM_THREADS, else all cores); settable later as
-    module.threads."""
+def _program_files(out_dir):
+    """The export's directory and its program's shared library."""
+    import json
     out = Path(out_dir)
     manifest_path = out / "manifest.json"
     if not manifest_path.is_file():
@@ -324,6 +276,59 @@ def load(out_dir, config=None, *, config_file=None, qos_loss=None,
                                     f"'clang'")
         raise FileNotFoundError(f"{library} not found (re-export the model "
                                 f"with this torch2hpvm to build it)")
-    return HPVMModule(out, library, config=config, config_file=config_file,
-                      qos_loss=qos_loss, exact=exact, threads=threads,
-                      calibration=calibration)
+    return out.absolute(), library
+
+
+def _default_threads(threads):
+    if threads is None:
+        env = os.environ.get("HPVM_NUM_THREADS", "")
+        if env and not env.isdigit():
+            raise ValueError(f"HPVM_NUM_THREADS='{env}': expected an "
+                             f"integer from 0 to 1024")
+        threads = int(env) if env else 0
+    return threads
+
+
+_WARNED = []
+
+
+def load(out_dir, config=None, *, config_file=None, qos_loss=None,
+         exact=False, threads=None, calibration=None):
+    """The program exported and built in `out_dir` (by ModelExporter or
+    torch2hpvm-export) as an HPVMModule run by hpvm_rt (an
+    HPVMMultiOutputModule for a model with several outputs).
+
+    config: a configuration block (name or 0-based index) of config_file
+    (default: the configuration file baked in at export; without one, exact
+    FP32), as the program's --config; qos_loss, exact, calibration: see
+    HPVMModule.configure(). threads: 0 for all cores (default:
+    $HPVM_NUM_THREADS, else all cores); settable later as
+    module.threads."""
+    out, library = _program_files(out_dir)
+    threads = _default_threads(threads)
+    if not load_extension():
+        if not _WARNED:
+            _WARNED.append(True)
+            warnings.warn(f"torch2hpvm: the TorchScript class is not "
+                          f"available ({extension_error()}); load() returns "
+                          f"a module that runs through ctypes and cannot be "
+                          f"scripted, saved or pickled", stacklevel=2)
+        from ._ctypes_module import CtypesModule
+        return CtypesModule(out, library, config=config,
+                            config_file=config_file, qos_loss=qos_loss,
+                            exact=exact, threads=threads,
+                            calibration=calibration)
+    try:
+        program = torch.classes.torch2hpvm.Program(str(out), str(library))
+    except RuntimeError as e:
+        raise _library_error(e) from None
+    kind = (HPVMModule if len(program.output_shapes()) == 1 else
+            HPVMMultiOutputModule)
+    module = kind(program)
+    if (config is not None or config_file is not None or
+            qos_loss is not None or exact or calibration is not None):
+        module.configure(config=config, config_file=config_file,
+                         qos_loss=qos_loss, exact=exact,
+                         calibration=calibration)
+    module.threads = threads
+    return module

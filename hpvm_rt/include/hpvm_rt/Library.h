@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /** The version of these entry points; changes when any of them does. */
-#define HPVM_RT_LIBRARY_VERSION 2
+#define HPVM_RT_LIBRARY_VERSION 3
 
 /** An opened model (weights loaded, configuration chosen). */
 typedef struct hpvm_rt_model hpvm_rt_model;
@@ -28,6 +28,11 @@ int hpvm_rt_library_version(void);
 
 /** The model's name (the exported model's file stem). */
 const char* hpvm_rt_model_name(void);
+
+/** The configuration file baked in at export: "" for none; a relative
+ * path is relative to the model directory (as hpvm_rt_set_config() with a
+ * NULL file resolves it). (Version 3.) */
+const char* hpvm_rt_default_config(void);
 
 /** The model's per-image input shape and its number of classes (outputs
  * per image). Any pointer may be NULL. */

@@ -304,6 +304,11 @@ const char* hpvm_rt_model_output_name(int k) {
 
 int hpvm_rt_library_version(void) { return HPVM_RT_LIBRARY_VERSION; }
 
+const char* hpvm_rt_default_config(void) {
+  const char* baked = hpvm_rt::programModel().info.defaultConfig;
+  return baked ? baked : "";
+}
+
 const char* hpvm_rt_model_name(void) {
   return hpvm_rt::programModel().info.name;
 }
@@ -356,14 +361,26 @@ int hpvm_rt_set_config(hpvm_rt_model* model, const char* config_file,
   return guarded([&] {
     if (!model)
       throw UserError("hpvm_rt_set_config: the model is NULL");
-    const std::string path = configPathFor(*model, config_file);
+    std::string path = configPathFor(*model, config_file);
+    std::string missing; // a baked-in file that does not exist (yet)
+    if (!config_file && !path.empty() && ::access(path.c_str(), F_OK) != 0) {
+      if (selector || qos_loss >= 0)
+        throw UserError(std::string(selector ? "config" : "qos_loss") +
+                        " needs a configuration file: " + path +
+                        ", baked in at export, does not exist");
+      missing.swap(path);
+    }
     if (path.empty() && (selector || qos_loss >= 0))
       throw UserError(std::string(selector ? "config" : "qos_loss") +
                       " needs a configuration file (the model has no "
                       "default configuration)");
     std::unique_ptr<ConfigFile> file;
     const Configuration* config = nullptr;
-    std::string description = "exact FP32 (no configuration)";
+    std::string description = missing.empty()
+                                  ? "exact FP32 (no configuration)"
+                                  : "exact FP32 (" + missing +
+                                        ", the configuration file baked in at "
+                                        "export, does not exist)";
     if (!path.empty()) {
       file = std::make_unique<ConfigFile>(parseConfigFile(path));
       if (qos_loss >= 0) {
