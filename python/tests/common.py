@@ -105,6 +105,25 @@ def lenet():
     return model.eval()
 
 
+def export_lenet(work, batch_size=64):
+    """The trained LeNet exported by ModelExporter into work/lenet with
+    work/data's Fashion-MNIST sets and datasets/example/tuner_confs.txt
+    baked in, built; returns (output directory, data directory, the test
+    images as an N x 1 x 28 x 28 tensor)."""
+    from torch2hpvm import BinDataset, ModelExporter
+    data = fashion_bins(work / "data")
+    tune = BinDataset(data / "tune_input.bin", data / "tune_labels.bin",
+                      (TUNE, 1, 28, 28))
+    test = BinDataset(data / "test_input.bin", data / "test_labels.bin",
+                      (TEST, 1, 28, 28))
+    out = work / "lenet"
+    ModelExporter(lenet(), tune, test, out, config_file=CONFIGS).generate(
+        batch_size=batch_size).compile(out / "build" / "lenet")
+    images = torch.from_numpy(np.fromfile(
+        data / "test_input.bin", np.float32).reshape(-1, 1, 28, 28))
+    return out, data, images
+
+
 def program(out_dir):
     manifest = json.loads((Path(out_dir) / "manifest.json").read_text())
     return Path(out_dir) / manifest["binary"]

@@ -25,18 +25,7 @@ from torch2hpvm import BinDataset, LibraryError, ModelExporter
 
 def setUpModule():
     global OUT, DATA, IMAGES, LABELS, REFERENCE
-    work = common.fresh_dir("load")
-    DATA = common.fashion_bins(work / "data")
-    tune = BinDataset(DATA / "tune_input.bin", DATA / "tune_labels.bin",
-                      (common.TUNE, 1, 28, 28))
-    test = BinDataset(DATA / "test_input.bin", DATA / "test_labels.bin",
-                      (common.TEST, 1, 28, 28))
-    OUT = work / "lenet"
-    ModelExporter(common.lenet(), tune, test, OUT,
-                  config_file=common.CONFIGS).generate(batch_size=64) \
-        .compile(OUT / "build" / "lenet")
-    IMAGES = torch.from_numpy(np.fromfile(
-        DATA / "test_input.bin", np.float32).reshape(-1, 1, 28, 28))
+    OUT, DATA, IMAGES = common.export_lenet(common.fresh_dir("load"))
     LABELS = np.fromfile(DATA / "test_labels.bin", np.int32)
     # The program's outputs under its default (the first configuration),
     # at its default batch size (64).

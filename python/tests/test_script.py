@@ -12,13 +12,13 @@ import subprocess
 import sys
 import textwrap
 import unittest
+from pathlib import Path
 
 import numpy as np
 import torch
 
 import common
 import torch2hpvm
-from torch2hpvm import BinDataset, ModelExporter
 
 # The configurations compared: the approximated ones change the outputs.
 CONFIG_A, CONFIG_B = "conv2_perf121", "conv1_samp231"
@@ -31,17 +31,7 @@ def setUpModule():
         raise RuntimeError(f"the TorchScript class is not available: "
                            f"{torch2hpvm.extension_error()}")
     WORK = common.fresh_dir("script")
-    data = common.fashion_bins(WORK / "data")
-    tune = BinDataset(data / "tune_input.bin", data / "tune_labels.bin",
-                      (common.TUNE, 1, 28, 28))
-    test = BinDataset(data / "test_input.bin", data / "test_labels.bin",
-                      (common.TEST, 1, 28, 28))
-    OUT = WORK / "lenet"
-    ModelExporter(common.lenet(), tune, test, OUT,
-                  config_file=common.CONFIGS).generate(batch_size=BATCH) \
-        .compile(OUT / "build" / "lenet")
-    IMAGES = torch.from_numpy(np.fromfile(
-        data / "test_input.bin", np.float32).reshape(-1, 1, 28, 28))
+    OUT, _, IMAGES = common.export_lenet(WORK, BATCH)
     # The pipeline's input: the images before normalization.
     RAW = common.FashionPairs(common.TUNE, common.TEST)
     REFERENCE = {name: common.run_program(OUT, "--config", name)[0]
@@ -254,6 +244,46 @@ class Damaged(unittest.TestCase):
                          "the saved Program is damaged: its content does not "
                          "match its SHA-256 digest (the file was changed or "
                          "truncated)\n")
+
+
+class Compile(unittest.TestCase):
+    """torch2hpvm.compile(): export, build, tune and load in one call."""
+
+    def test_exact_without_a_tune_set(self):
+        import tempfile
+        temp = Path(tempfile.gettempdir())
+        before = set(temp.glob("torch2hpvm-compile-*"))
+        net = torch2hpvm.compile(common.lenet(), IMAGES[:8])
+        self.assertEqual(net.config_description,
+                         "exact FP32 (no configuration)")
+        want = torch2hpvm.load(OUT, exact=True)(IMAGES[:BATCH])
+        np.testing.assert_array_equal(net(IMAGES[:BATCH]).numpy(),
+                                      want.numpy())
+        # The export was temporary: the module holds the program.
+        self.assertEqual(set(temp.glob("torch2hpvm-compile-*")), before)
+        scripted = torch.jit.script(Pipeline(net))
+        np.testing.assert_array_equal(
+            scripted(unnormalized()[:BATCH])[0].numpy(), want.numpy())
+
+    def test_tuned_within_a_loss(self):
+        out = WORK / "compiled"
+        shutil.rmtree(out, ignore_errors=True)
+        net = torch2hpvm.compile(
+            common.lenet(), IMAGES[:8],
+            tune=common.FashionPairs(0, common.TUNE),
+            test=common.FashionPairs(common.TUNE, common.TEST),
+            qos_loss=3.0, budget=200, output_dir=out, batch_size=BATCH,
+            time_limit="20s", no_plot=True, quiet=True)
+        confs = out / "tuner_confs.txt"
+        self.assertTrue(confs.is_file())
+        self.assertIn(f" of {confs}", net.config_description)
+        want = common.run_program(out, "-c", str(confs), "--qos-loss", "3")
+        np.testing.assert_array_equal(net(IMAGES[:BATCH]).numpy(),
+                                      want[0][:BATCH])
+        with self.assertRaises(ValueError) as e:
+            torch2hpvm.compile(common.lenet(), IMAGES[:8], budget=10)
+        self.assertEqual(str(e.exception), "budget and tuning options need "
+                         "a tune set (tune=)")
 
 
 if __name__ == "__main__":

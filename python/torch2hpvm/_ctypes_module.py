@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from ._errors import LibraryError
+from ._errors import LibraryError, check_configure, default_threads
 
 # The versions of hpvm_rt/Library.h this module speaks (3 added a function
 # it does not call).
@@ -126,13 +126,7 @@ class CtypesModule(torch.nn.Module):
         self.configure(config=config, config_file=config_file,
                        qos_loss=qos_loss, exact=exact,
                        calibration=calibration)
-        if threads is None:
-            env = os.environ.get("HPVM_NUM_THREADS", "")
-            if env and not env.isdigit():
-                raise ValueError(f"HPVM_NUM_THREADS='{env}': expected an "
-                                 f"integer from 0 to 1024")
-            threads = int(env) if env else 0
-        self.threads = threads
+        self.threads = default_threads(threads)
 
     def _error(self):
         return self._lib.hpvm_rt_last_error().decode(errors="replace")
@@ -150,22 +144,7 @@ class CtypesModule(torch.nn.Module):
         exact FP32 when none is), exact=True (no configuration: exact
         FP32), calibration (--calibration: an int8 calibration file;
         default: the configuration file's companion <stem>.calib.txt)."""
-        if exact and (config is not None or config_file is not None or
-                      qos_loss is not None):
-            raise ValueError("exact=True excludes config, config_file and "
-                             "qos_loss")
-        if config is not None and qos_loss is not None:
-            raise ValueError("config and qos_loss exclude each other")
-        if isinstance(config, bool) or (
-                config is not None and not isinstance(config, (str, int))):
-            raise TypeError(f"config must be a configuration's name (str) or "
-                            f"index (int), got {type(config).__name__}")
-        if isinstance(config, int) and config < 0:
-            raise ValueError(f"config index must be >= 0, got {config}")
-        if qos_loss is not None and not (isinstance(qos_loss, (int, float))
-                                         and qos_loss >= 0):
-            raise ValueError(f"qos_loss must be a number >= 0, got "
-                             f"{qos_loss!r}")
+        check_configure(config, config_file, qos_loss, exact)
         file_arg = b"" if exact else _text(config_file)
         selector = None if config is None else str(config).encode()
         loss = -1.0 if qos_loss is None else float(qos_loss)

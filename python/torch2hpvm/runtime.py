@@ -4,9 +4,9 @@ TorchScript can script, trace, save and load (in Python and C++).
 The module holds a torch.classes.torch2hpvm.Program (libtorch2hpvm_torch.so,
 built with torch2hpvm against Debian's libtorch): the program's shared
 library, its weights, its configuration file and int8 calibration, loaded
-into this process from memory. Its forward() calls the operator
-torch2hpvm::run(images, program), so scripted and traced graphs hold the
-program itself; torch.jit.save writes it into the saved file, which loads
+into this process from memory. Its forward() calls the class's forward()
+(scripted) or the operator torch2hpvm::run(images, program) (traced), so
+scripted and traced graphs hold the program itself; torch.jit.save writes it into the saved file, which loads
 again (torch.jit.load, or torch::jit::load from C++ with the library
 loaded) with nothing else, after the export directory is gone. Outputs are
 the program's, bit for bit, at any batch size.
@@ -23,7 +23,7 @@ from typing import List
 
 import torch
 
-from ._errors import LibraryError
+from ._errors import LibraryError, check_configure, default_threads
 
 EXTENSION_NAME = "libtorch2hpvm_torch.so"
 # Set (to anything but 0) to leave the TorchScript class unloaded: load()
@@ -111,9 +111,18 @@ class HPVMModule(torch.nn.Module):
         self.program = program
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not torch.jit.is_scripting():
-            _check_input(x)
-        return torch.ops.torch2hpvm.run(x, self.program)[0]
+        if torch.jit.is_scripting():
+            return self.program.forward(x)[0]
+        return self._eager(x)[0]
+
+    @torch.jit.unused
+    def _eager(self, x):
+        # (Calling the class's method from Python costs a few microseconds;
+        # the operator, which a trace records, about 15 more.)
+        if torch.jit.is_tracing():
+            return torch.ops.torch2hpvm.run(x, self.program)
+        _check_input(x)
+        return self.program.forward(x)
 
     @torch.jit.export
     def set_threads(self, threads: int) -> None:
@@ -179,23 +188,7 @@ class HPVMModule(torch.nn.Module):
         calibration file; default: the configuration file's companion
         <stem>.calib.txt). The files are read now and kept in the module
         (torch.jit.save writes them)."""
-        if exact and (config is not None or config_file is not None or
-                      qos_loss is not None):
-            raise ValueError("exact=True excludes config, config_file and "
-                             "qos_loss")
-        if config is not None and qos_loss is not None:
-            raise ValueError("config and qos_loss exclude each other")
-        if isinstance(config, bool) or (
-                config is not None and not isinstance(config, (str, int))):
-            raise TypeError(f"config must be a configuration's name (str) or "
-                            f"index (int), got {type(config).__name__}")
-        if isinstance(config, int) and config < 0:
-            raise ValueError(f"config index must be >= 0, got {config}")
-        if qos_loss is not None and (
-                isinstance(qos_loss, bool) or
-                not isinstance(qos_loss, (int, float)) or not qos_loss >= 0):
-            raise ValueError(f"qos_loss must be a number >= 0, got "
-                             f"{qos_loss!r}")
+        check_configure(config, config_file, qos_loss, exact)
         try:
             self.program.configure(
                 None if config_file is None else os.fspath(config_file),
@@ -245,9 +238,9 @@ class HPVMMultiOutputModule(HPVMModule):
     the list of them, in the model's order (output_names)."""
 
     def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
-        if not torch.jit.is_scripting():
-            _check_input(x)
-        return torch.ops.torch2hpvm.run(x, self.program)
+        if torch.jit.is_scripting():
+            return self.program.forward(x)
+        return self._eager(x)
 
 
 def _program_files(out_dir):
@@ -279,16 +272,6 @@ def _program_files(out_dir):
     return out.absolute(), library
 
 
-def _default_threads(threads):
-    if threads is None:
-        env = os.environ.get("HPVM_NUM_THREADS", "")
-        if env and not env.isdigit():
-            raise ValueError(f"HPVM_NUM_THREADS='{env}': expected an "
-                             f"integer from 0 to 1024")
-        threads = int(env) if env else 0
-    return threads
-
-
 _WARNED = []
 
 
@@ -305,7 +288,7 @@ def load(out_dir, config=None, *, config_file=None, qos_loss=None,
     $HPVM_NUM_THREADS, else all cores); settable later as
     module.threads."""
     out, library = _program_files(out_dir)
-    threads = _default_threads(threads)
+    threads = default_threads(threads)
     if not load_extension():
         if not _WARNED:
             _WARNED.append(True)

@@ -1,26 +1,37 @@
 #!/usr/bin/python3
 """load_overhead.py - the cost of running a generated program from PyTorch
-(torch2hpvm.load()(x)) over the program's own run, per batch, at the same
-batch size and threads.
+over the program's own run, per batch, at the same batch size and threads:
+through torch2hpvm.load()'s module (TorchScript class), that module
+scripted (called from Python), the scripted module saved and run from C++
+(libtorch, no Python), and the ctypes fallback.
 
 The shipped Fashion-MNIST LeNet (datasets/example/lenet_fashion.onnx) is
 exported with torch2hpvm.ModelExporter into --work, then, for each batch
-size and thread count, --reps rounds alternate two measurements on the
+size and thread count, --reps rounds alternate the measurements on the
 same test images:
   binary   OUT/build/<program> test --batch-size B --threads T --json F:
            the program's own per-batch time (its timer covers the launch
            and the output request; not its file reading and input copy);
-  load()   module(x[i:i+B]) in a loop, timed around each call from Python
-           (argument checks, ctypes, the output tensor, the run, the
-           copy of the scores), after one untimed call.
+  module   net(x[i:i+B]) in a loop, timed around each call from Python
+           (nn.Module's call, the operator torch2hpvm::run, the output
+           tensor, the run, the copy of the outputs), after one untimed
+           call;
+  script   torch.jit.script(net), the same from Python;
+  cpp      the scripted module saved, loaded and run by a C++ program
+           (python/tests/cpp/load_saved.cpp --time), timed in C++;
+  ctypes   the fallback module (torch2hpvm._ctypes_module), from Python.
+A last table times each way on an empty batch (0 images: every step of
+the call but the run; the ctypes module returns before calling the
+library, so its figure misses the library's entry): the call's own cost.
 Each round gives a median and a minimum per batch; the figures reported
 are the median of the rounds' medians and the minimum of their minimums
-(the least disturbed batch: on a shared machine the steadier figure), and
-the overheads are load() / binary - 1 of each.
+(the least disturbed batch: on a shared machine the steadier figure). The
+overhead of a way is its time minus the binary's: in microseconds per
+call and in percent, of the minimums and of the medians.
 
 Usage: PYTHONPATH=build/python scripts/bench/load_overhead.py
            [--work DIR] [--batches 1,64] [--threads 1,2] [--reps 5]
-           [--images N] [--json FILE] [--markdown FILE]
+           [--images N] [--load-saved PATH] [--json FILE] [--markdown FILE]
 """
 import argparse
 import json
@@ -93,6 +104,18 @@ def load_median(net, x, batch, images):
     return statistics.median(times), min(times)
 
 
+def cpp_median(tool, saved, images_file, batch, threads, images):
+    proc = subprocess.run([str(tool), "--time", str(batch), str(threads),
+                           str(saved), str(images_file), str(images), "1",
+                           "28", "28"], check=True, stdout=subprocess.PIPE,
+                          text=True)
+    times = [float(t) for t in proc.stdout.split()]
+    return statistics.median(times), min(times)
+
+
+WAYS = ("module", "script", "cpp", "ctypes")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--work", type=Path,
@@ -106,54 +129,111 @@ def main():
                    help="torch's own thread setting: left as it is, or "
                         "set to each row's threads (no OpenMP team switch "
                         "per call)")
+    p.add_argument("--load-saved", type=Path,
+                   default=ROOT / "build" / "python" / "tests" / "load_saved",
+                   help="the C++ loader (built with HPVM_TORCH_EXT)")
     p.add_argument("--json", type=Path)
     p.add_argument("--markdown", type=Path)
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     out, x = prepare(args.work, args.images)
-    net = torch2hpvm.load(out, exact=True)
+    from torch2hpvm._ctypes_module import CtypesModule
+    nets = {"module": torch2hpvm.load(out, exact=True)}
+    nets["script"] = torch.jit.script(nets["module"])
+    saved = args.work / "lenet_script.pt"
+    torch.jit.save(nets["script"], str(saved))
+    nets["ctypes"] = CtypesModule(out, out / "build" / "liblenet.so",
+                                  exact=True)
+    images_file = args.work / "data" / "test_input.bin"
     rows = []
     for threads in [int(t) for t in args.threads.split(",")]:
-        net.threads = threads
+        nets["module"].threads = threads
+        nets["script"].set_threads(threads)
+        nets["ctypes"].threads = threads
         if args.torch_threads == "same":
             torch.set_num_threads(threads)
         for batch in [int(b) for b in args.batches.split(",")]:
-            binary, module = [], []
+            rounds = {"binary": []}
+            rounds.update({way: [] for way in WAYS})
             for _ in range(args.reps):
-                binary.append(binary_median(out, batch, threads,
-                                            args.images))
-                module.append(load_median(net, x, batch, args.images))
-            b = statistics.median(r[0] for r in binary)
-            m = statistics.median(r[0] for r in module)
-            bmin = min(r[1] for r in binary)
-            mmin = min(r[1] for r in module)
-            rows.append({"threads": threads, "batch": batch,
-                         "binary_ms": b, "load_ms": m,
-                         "overhead_pct": 100.0 * (m / b - 1.0),
-                         "binary_min_ms": bmin, "load_min_ms": mmin,
-                         "overhead_min_pct": 100.0 * (mmin / bmin - 1.0),
-                         "binary_rounds_ms": binary,
-                         "load_rounds_ms": module})
-            print(f"threads {threads} batch {batch:3d}: median: binary "
-                  f"{b:.4f} ms, load() {m:.4f} ms "
-                  f"({rows[-1]['overhead_pct']:+.1f}%); min: binary "
-                  f"{bmin:.4f} ms, load() {mmin:.4f} ms "
-                  f"({rows[-1]['overhead_min_pct']:+.1f}%)", flush=True)
+                rounds["binary"].append(binary_median(out, batch, threads,
+                                                      args.images))
+                for way in WAYS:
+                    if way == "cpp":
+                        r = cpp_median(args.load_saved, saved, images_file,
+                                       batch, threads, args.images)
+                    else:
+                        r = load_median(nets[way], x, batch, args.images)
+                    rounds[way].append(r)
+            row = {"threads": threads, "batch": batch}
+            for way, values in rounds.items():
+                row[way] = {"median_ms": statistics.median(v[0]
+                                                           for v in values),
+                            "min_ms": min(v[1] for v in values),
+                            "rounds_ms": values}
+            b = row["binary"]
+            for way in WAYS:
+                w = row[way]
+                w["overhead_min_us"] = 1e3 * (w["min_ms"] - b["min_ms"])
+                w["overhead_min_pct"] = 100.0 * (w["min_ms"] / b["min_ms"]
+                                                 - 1)
+                w["overhead_median_us"] = 1e3 * (w["median_ms"] -
+                                                 b["median_ms"])
+                w["overhead_median_pct"] = 100.0 * (w["median_ms"] /
+                                                    b["median_ms"] - 1)
+            rows.append(row)
+            print(f"threads {threads} batch {batch:3d}: binary "
+                  f"{b['median_ms']:.4f} ms (min {b['min_ms']:.4f}); " +
+                  "; ".join(f"{way} {row[way]['overhead_min_us']:+.1f} us "
+                            f"({row[way]['overhead_min_pct']:+.1f}%)"
+                            for way in WAYS) + " (of the minimums)",
+                  flush=True)
+    empty = {}
+    for way in WAYS:
+        if way == "cpp":
+            proc = subprocess.run(
+                [str(args.load_saved), "--time", "0", "1", str(saved),
+                 str(images_file), str(args.images), "1", "28", "28"],
+                check=True, stdout=subprocess.PIPE, text=True)
+            times = sorted(float(t) * 1e3 for t in proc.stdout.split())
+        else:
+            times = []
+            none = x[:0]
+            nets[way](none)
+            for _ in range(2000):
+                t0 = time.perf_counter()
+                nets[way](none)
+                times.append((time.perf_counter() - t0) * 1e6)
+            times.sort()
+        empty[way] = {"min_us": times[0],
+                      "median_us": statistics.median(times)}
+        print(f"empty batch, {way}: min {times[0]:.2f} us, median "
+              f"{empty[way]['median_us']:.2f} us", flush=True)
     result = {"model": "lenet_fashion", "images": args.images,
               "reps": args.reps, "torch_threads": args.torch_threads,
-              "cpu": cpu_model(), "rows": rows}
+              "cpu": cpu_model(), "rows": rows, "empty_batch": empty}
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown:
-        lines = ["| threads | batch | binary median | load()(x) median | "
-                 "overhead | binary min | load()(x) min | overhead |",
-                 "|---|---|---|---|---|---|---|---|"]
+        lines = ["| threads | batch | binary median (min), ms | " +
+                 " | ".join(f"{way}: overhead of the min (of the median)"
+                            for way in WAYS) + " |",
+                 "|---|---|---|" + "---|" * len(WAYS)]
         for r in rows:
+            cells = [f"{r[way]['overhead_min_us']:+.1f} µs, "
+                     f"{r[way]['overhead_min_pct']:+.1f}% "
+                     f"({r[way]['overhead_median_us']:+.1f} µs, "
+                     f"{r[way]['overhead_median_pct']:+.1f}%)"
+                     for way in WAYS]
             lines.append(f"| {r['threads']} | {r['batch']} | "
-                         f"{r['binary_ms']:.4f} | {r['load_ms']:.4f} | "
-                         f"{r['overhead_pct']:+.1f}% | "
-                         f"{r['binary_min_ms']:.4f} | {r['load_min_ms']:.4f} "
-                         f"| {r['overhead_min_pct']:+.1f}% |")
+                         f"{r['binary']['median_ms']:.4f} "
+                         f"({r['binary']['min_ms']:.4f}) | " +
+                         " | ".join(cells) + " |")
+        lines += ["", "| empty batch | " + " | ".join(WAYS) + " |",
+                  "|---|" + "---|" * len(WAYS),
+                  "| min (median), µs | " + " | ".join(
+                      f"{empty[w]['min_us']:.2f} ({empty[w]['median_us']:.2f})"
+                      for w in WAYS) + " |"]
         args.markdown.write_text("\n".join(lines) + "\n")
 
 
