@@ -245,6 +245,24 @@ class Damaged(unittest.TestCase):
                          "match its SHA-256 digest (the file was changed or "
                          "truncated)\n")
 
+    def test_library_built_for_another_cpu(self):
+        # The saved CPU features name one this CPU lacks (same length:
+        # the stored records keep their offsets): refused before the
+        # library is loaded, where its code could die of SIGILL.
+        data = self.bytes
+        at = data.find(b"avx2 fma", data.find(b"cpu_features"))
+        self.assertGreater(at, 0)
+        proc = self.load_in_subprocess(data[:at] + b"avx2 fmx" +
+                                       data[at + 8:])
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertTrue(proc.stdout.startswith(
+            "the saved Program's library was built for a CPU with avx2 fmx "),
+            proc.stdout)
+        self.assertTrue(proc.stdout.endswith(
+            "; this CPU lacks fmx: export the model again on this machine "
+            "(or with hpvm_rt built portable, -DHPVM_PORTABLE=ON)\n"),
+            proc.stdout)
+
 
 class Compile(unittest.TestCase):
     """torch2hpvm.compile(): export, build, tune and load in one call."""
@@ -272,8 +290,9 @@ class Compile(unittest.TestCase):
             common.lenet(), IMAGES[:8],
             tune=common.FashionPairs(0, common.TUNE),
             test=common.FashionPairs(common.TUNE, common.TEST),
-            qos_loss=3.0, budget=200, output_dir=out, batch_size=BATCH,
-            time_limit="20s", no_plot=True, quiet=True)
+            qos_loss=3.0, budget=50, output_dir=out, batch_size=BATCH,
+            time_limit="5s", validate=4, calibrate=4, no_plot=True,
+            quiet=True)
         confs = out / "tuner_confs.txt"
         self.assertTrue(confs.is_file())
         self.assertIn(f" of {confs}", net.config_description)

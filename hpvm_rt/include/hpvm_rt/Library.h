@@ -34,6 +34,12 @@ const char* hpvm_rt_model_name(void);
  * NULL file resolves it). (Version 3.) */
 const char* hpvm_rt_default_config(void);
 
+/** The instruction-set extensions the library's hpvm_rt was compiled to
+ * assume (its -march baseline), space-separated ("avx2 fma bmi bmi2" for
+ * the portable build); hpvm_rt_open() refuses a CPU that lacks one.
+ * (Version 3.) */
+const char* hpvm_rt_build_features(void);
+
 /** The model's per-image input shape and its number of classes (outputs
  * per image). Any pointer may be NULL. */
 void hpvm_rt_model_shape(int64_t* channels, int64_t* height, int64_t* width,

@@ -1,6 +1,8 @@
 // Isa.cpp - the runtime's instruction-set level (Isa.h).
 #include "approx/Isa.h"
 
+#include "hpvm_rt/CpuFeatures.h"
+
 #include <cpuid.h>
 
 #include <cstring>
@@ -88,6 +90,8 @@ const char* isaName(IsaLevel level) {
   }
   return "avx2";
 }
+
+const char* buildFeatures() { return "" HPVM_RT_BUILD_FEATURES; }
 
 bool haveAvx512() {
   static const bool have =

@@ -40,6 +40,10 @@ IsaLevel isaLevel();
 /// Its name as above ("avx2" .. "amx").
 const char* isaName(IsaLevel level);
 
+/// The instruction-set extensions this build's baseline (-march) assumes,
+/// space-separated (hpvm_rt/CpuFeatures.h).
+const char* buildFeatures();
+
 /// Our AVX-512 loops may run (the level is avx512 or above).
 bool haveAvx512();
 /// ... and AVX512-VBMI2's 8- and 16-bit compress too (the CPU has it).

@@ -5,6 +5,7 @@
 // message for hpvm_rt_last_error().
 #include "hpvm_rt/Library.h"
 
+#include "approx/Isa.h"
 #include "base/Errors.h"
 #include "config/Config.h"
 #include "core/Core.h"
@@ -13,6 +14,7 @@
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
 #include "driver/Runner.h"
+#include "hpvm_rt/CpuFeatures.h"
 #include "hpvm_rt/Printable.h"
 #include "hpvm_rt/RunModel.h"
 #include "kernels/Kernels.h"
@@ -304,6 +306,10 @@ const char* hpvm_rt_model_output_name(int k) {
 
 int hpvm_rt_library_version(void) { return HPVM_RT_LIBRARY_VERSION; }
 
+const char* hpvm_rt_build_features(void) {
+  return hpvm::rt::approx::buildFeatures();
+}
+
 const char* hpvm_rt_default_config(void) {
   const char* baked = hpvm_rt::programModel().info.defaultConfig;
   return baked ? baked : "";
@@ -331,6 +337,14 @@ hpvm_rt_model* hpvm_rt_open(const char* model_dir) {
   int status = guarded([&] {
     const std::string dir =
         withSlash(model_dir ? std::string(model_dir) : bakedModelDir());
+    const std::string missing =
+        hpvm_rt::missingCpuFeatures(approx::buildFeatures());
+    if (!missing.empty())
+      throw UserError(std::string("this program's hpvm_rt was built for a "
+                                  "CPU with") +
+                      approx::buildFeatures() + "; this CPU lacks " + missing +
+                      ": build the program on this machine, or build hpvm_rt "
+                      "portable (-DHPVM_PORTABLE=ON)");
     std::error_code ec;
     if (!std::filesystem::is_directory(dir + "weights", ec))
       throw UserError(dir + ": not a model directory (it has no weights/ "

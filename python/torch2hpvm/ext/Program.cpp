@@ -13,6 +13,8 @@
 // be loaded only from a source trusted as one.
 #include "ProgramLibrary.h"
 
+#include "hpvm_rt/CpuFeatures.h"
+
 #include <ATen/ATen.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
@@ -163,6 +165,8 @@ public:
     }
     digest_ = contentDigest();
     start(library);
+    features_ = lib_.buildFeatures();
+    features_.erase(0, features_.find_first_not_of(' '));
     const std::string baked = lib_.defaultConfig();
     if (!baked.empty())
       defaultPath_ = baked[0] == '/' ? baked : fromDir_ + baked;
@@ -202,6 +206,16 @@ public:
       throw ProgramError("the saved Program is damaged: its content does not "
                          "match its SHA-256 digest (the file was changed or "
                          "truncated)");
+    // Before any of the library's code runs (its kernels would die of
+    // SIGILL on a CPU without their instructions).
+    features_ = setting("cpu_features");
+    const std::string missing = hpvm_rt::missingCpuFeatures(features_);
+    if (!missing.empty())
+      throw ProgramError("the saved Program's library was built for a CPU "
+                         "with " +
+                         features_ + "; this CPU lacks " + missing +
+                         ": export the model again on this machine (or with "
+                         "hpvm_rt built portable, -DHPVM_PORTABLE=ON)");
     start("the saved Program");
     const double loss = std::get<5>(s);
     apply(saved_, selector.empty() ? std::nullopt : std::optional(selector),
@@ -223,6 +237,7 @@ public:
     settings.insert("calibration_text", current_.calibration.text);
     settings.insert("config", selector_.value_or(""));
     settings.insert("description", description_);
+    settings.insert("cpu_features", features_);
     return State(kStateFormat, digest_, library_, weights_, settings,
                  qosLoss_.value_or(-1.0), threads_);
   }
@@ -425,6 +440,7 @@ private:
   at::Tensor library_;
   c10::Dict<std::string, at::Tensor> weights_;
   std::string digest_;
+  std::string features_;    ///< hpvm_rt_build_features() of the library.
   std::string fromDir_;     ///< The export directory ("" once restored).
   std::string defaultPath_; ///< Its baked-in configuration file.
   ConfigChoice saved_;      ///< A restored Program's saved choice.

@@ -112,6 +112,7 @@ EntryPoints loadProgramLibrary(const void* bytes, size_t size,
                        " (re-export the model)");
   bind(handle, "hpvm_rt_model_name", e.modelName, origin);
   bind(handle, "hpvm_rt_default_config", e.defaultConfig, origin);
+  bind(handle, "hpvm_rt_build_features", e.buildFeatures, origin);
   bind(handle, "hpvm_rt_model_shape", e.modelShape, origin);
   bind(handle, "hpvm_rt_model_outputs", e.modelOutputs, origin);
   bind(handle, "hpvm_rt_model_output", e.modelOutput, origin);

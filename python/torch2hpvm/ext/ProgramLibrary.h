@@ -32,6 +32,7 @@ struct EntryPoints {
   int (*libraryVersion)();
   const char* (*modelName)();
   const char* (*defaultConfig)();
+  const char* (*buildFeatures)();
   void (*modelShape)(int64_t*, int64_t*, int64_t*, int64_t*);
   int (*modelOutputs)();
   int (*modelOutput)(int, int64_t*);
