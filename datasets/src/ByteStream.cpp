@@ -90,8 +90,14 @@ public:
     size_t n = std::fread(magic, 1, 2, probe);
     std::fclose(probe);
     compressed_ = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    // (A gzip file of several members is bounded the same way: each
+    // member's data is at most 1032 times its compressed bytes.)
+    constexpr int64_t kDeflateMaxRatio = 1032;
+    const int64_t fileBytes = static_cast<int64_t>(st.st_size);
     if (!compressed_)
-      size_ = static_cast<int64_t>(st.st_size);
+      size_ = maxSize_ = fileBytes;
+    else if (fileBytes <= maxSize_ / kDeflateMaxRatio)
+      maxSize_ = fileBytes * kDeflateMaxRatio;
     file_ = gzopen(path.c_str(), "rb");
     if (!file_)
       throw DatasetError(fmt::format("{}: cannot open: {}", path, errnoText()));

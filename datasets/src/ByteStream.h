@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ public:
   int64_t offset() const { return offset_; }
   /// Whether the data is gzip-compressed.
   bool compressed() const { return compressed_; }
+  /// The most bytes the data can decode to: size() when known; for gzip
+  /// data, what deflate's largest ratio (1032:1) makes of the file's size.
+  int64_t maxSize() const { return maxSize_; }
   /// Reads exactly \p n bytes of \p what; throws DatasetError naming the
   /// stream, the byte range and where the data ended.
   void readExact(void* dst, size_t n, const std::string& what);
@@ -40,6 +44,7 @@ protected:
 
   std::string name_;
   int64_t size_ = -1;
+  int64_t maxSize_ = std::numeric_limits<int64_t>::max();
   bool compressed_ = false;
 
 private:

@@ -59,6 +59,13 @@ struct Array {
   void checkSize(const std::string& announced) const {
     int64_t want = headerBytes + dataBytes();
     int64_t have = stream->size();
+    if (have < 0 && want > stream->maxSize())
+      // gzip hides the real size, but not how much it can hold: refused
+      // before anything is sized by the header's count.
+      throw DatasetError(fmt::format(
+          "{}: truncated: the header announces {} ({} bytes), more than its "
+          "gzip data can hold (at most {} bytes)",
+          name(), announced, want, stream->maxSize()));
     if (have < 0 || have == want)
       return;
     if (have < want)

@@ -40,6 +40,16 @@ ImageShape parseShape(const std::string& text, const std::string& what) {
     throw DatasetError(
         fmt::format("{}: '{}' is not a shape C,H,W of three positive integers",
                     what, text));
+  // Checked before anything multiplies the dims (2^40 float32 values, 4
+  // TiB, per image is beyond any dataset).
+  constexpr int64_t kMaxImageValues = int64_t{1} << 40;
+  int64_t values = 1;
+  for (int64_t d : v) {
+    if (d > kMaxImageValues / values)
+      throw DatasetError(fmt::format(
+          "{}: '{}' has more than 2^40 values per image", what, text));
+    values *= d;
+  }
   return ImageShape{v[0], v[1], v[2]};
 }
 

@@ -20,6 +20,7 @@ memory limit and a timeout, and checks that
 built once by --setup-program, a CTest fixture) instead of the exporter.
 """
 import argparse
+import gzip
 import os
 import re
 import resource
@@ -849,10 +850,18 @@ def _(w):
 
 
 @case("program: configuration names a node the program lacks",
-      "{W}/conf.txt:3:1: configuration 'conf1' covers 2 ops but the program "
-      "has 1")
+      "{W}/conf.txt:5:1: line '7' of configuration 'conf1' covers op 2, but "
+      "the program has 1 op (1 to 1): remove the lines past op 1")
 def _(w):
     return ["-c", config(w, "1 cpu mul fp32 11\n7 cpu relu fp32 11\n")]
+
+
+@case("program: a configuration line past the program's ops",
+      "{W}/conf.txt:5:1: line '99' of configuration 'conf1' covers op 2, but "
+      "the program has 1 op (1 to 1): remove the lines past op 1")
+def _(w):
+    # (Issue 28: such a line once ran, with exit 0 and 0% accuracy.)
+    return ["-c", config(w, "1 cpu mul fp32 11\n99 gpu softmax fp32 11\n")]
 
 
 @case("program: configuration names the wrong op",
@@ -922,7 +931,8 @@ def _(w):
 # --- The dataset tool ----------------------------------------------------------
 
 def idx(path, dims, data=b"", code=0x08):
-    with open(path, "wb") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wb") as f:
         f.write(bytes([0, 0, code, len(dims)]))
         f.write(b"".join(d.to_bytes(4, "big") for d in dims) + data)
     return path
@@ -942,6 +952,28 @@ def npy_header(path, header, version=1, data=b""):
 def _(w):
     return ["convert", idx(f"{w}/i-idx3-ubyte", [2**32 - 1, 28, 28], b"\0" * 100),
             idx(f"{w}/l-idx1-ubyte", [2**32 - 1], b"\0" * 100)]
+
+
+@case("dataset: gzip IDX claiming 2^32 - 2 images", "{W}/i-idx3-ubyte.gz: "
+      "truncated: the header announces 4294967294 images of 28x28 uint8 "
+      "(3367254358512 bytes), more than its gzip data can hold (at most 55728 "
+      "bytes)")
+def _(w):
+    # gzip hides the real size; what 54 compressed bytes can hold does not
+    # (the tool used to size its work by the count: std::bad_alloc).
+    return ["convert", idx(f"{w}/i-idx3-ubyte.gz", [2**32 - 2, 28, 28],
+                           b"\0" * 1000),
+            idx(f"{w}/l-idx1-ubyte.gz", [2**32 - 2], b"\0" * 1000)]
+
+
+@case("dataset: --shape whose size overflows", "--shape: "
+      "'4294967296,4294967296,4294967296' has more than 2^40 values per image")
+def _(w):
+    # (It used to die of SIGFPE: the overflowed size was 0.)
+    with open(f"{w}/in.bin", "wb") as f:
+        f.write(b"\0" * 4096)
+    return ["convert", f"{w}/in.bin", "--shape",
+            "4294967296,4294967296,4294967296"]
 
 
 @case("dataset: IDX with zero images", "{W}/i-idx3-ubyte: the header announces "

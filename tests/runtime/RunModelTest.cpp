@@ -373,8 +373,9 @@ TEST_CASE("Runtime: runModel selects configurations") {
     Outcome o = runModel(m, {"-c", conf});
     CHECK(o.code == 1);
     CHECK(o.err == "fake: error: " + conf +
-                       ":3:1: configuration 'conf0' covers 6 ops but the "
-                       "program has 5\n");
+                       ":6:1: line '3' of configuration 'conf0' covers op "
+                       "6, but the program has 5 ops (1 to 5): remove the "
+                       "lines past op 5\n");
     CHECK(m.batches.empty());
     CHECK_FALSE(fs::exists("final_accuracy"));
   }

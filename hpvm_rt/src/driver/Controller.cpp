@@ -76,6 +76,22 @@ void checkOpCount(const Configuration& config, const std::string& path,
     return;
   const NodeConfig& last = config.nodes.back();
   int64_t covered = last.key + static_cast<int64_t>(last.ops.size()) - 1;
+  // A line past the program's ops: that line, with the ops that exist.
+  for (const NodeConfig& node : config.nodes) {
+    const int64_t end = node.key + static_cast<int64_t>(node.ops.size()) - 1;
+    if (end <= numOps)
+      continue;
+    throw UserError(
+        path, node.line, 1,
+        fmt::format("line '{}' of configuration '{}' covers {}, but the "
+                    "program has {} op{} (1 to {}): remove the lines past "
+                    "op {}",
+                    node.name, config.name,
+                    node.key == end
+                        ? fmt::format("op {}", end)
+                        : fmt::format("ops {} to {}", node.key, end),
+                    numOps, numOps == 1 ? "" : "s", numOps, numOps));
+  }
   if (covered != numOps)
     throw UserError(path, config.line, 1,
                     fmt::format("configuration '{}' covers {} op{} but the "
