@@ -425,11 +425,11 @@ private:
   std::string contentDigest() const {
     Digest d;
     auto [bytes, size] = tensorBytes(library_, "library");
-    d.add(std::string(static_cast<const char*>(bytes), size));
+    d.add(std::string_view(static_cast<const char*>(bytes), size));
     for (const auto& item : weights_) {
       auto [data, n] = tensorBytes(item.value(), "weight file " + item.key());
       d.add(item.key());
-      d.add(std::string(static_cast<const char*>(data), n));
+      d.add(std::string_view(static_cast<const char*>(data), n));
     }
     return d.hex();
   }

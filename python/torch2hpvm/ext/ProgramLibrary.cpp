@@ -211,7 +211,7 @@ void Digest::add(const void* bytes, size_t size) {
   sha256_update(&ctx_, size, static_cast<const uint8_t*>(bytes));
 }
 
-void Digest::add(const std::string& text) {
+void Digest::add(std::string_view text) {
   // Length first: "ab"+"c" and "a"+"bc" differ.
   const uint64_t n = text.size();
   add(&n, sizeof n);

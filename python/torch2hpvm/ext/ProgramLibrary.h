@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace torch2hpvm {
 
@@ -88,7 +89,8 @@ class Digest {
 public:
   Digest();
   void add(const void* bytes, size_t size);
-  void add(const std::string& text);
+  /// \p bytes's length, then the bytes (no copy of them is made).
+  void add(std::string_view bytes);
   std::string hex();
 
 private:
