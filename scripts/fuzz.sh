@@ -14,7 +14,7 @@ BUILD="${2:-build-asan}"
 WORK="${3:-$BUILD/fuzz}"
 RUNS="${4:--1}"
 
-for t in ${FUZZ_TARGETS:-fuzz_onnx fuzz_config fuzz_datasets}; do
+for t in ${FUZZ_TARGETS:-fuzz_onnx fuzz_config fuzz_datasets fuzz_command_line fuzz_config_calibration}; do
   if [ ! -x "$BUILD/tests/fuzz/$t" ]; then
     echo "fuzz.sh: $BUILD/tests/fuzz/$t is not built (run scripts/sanitize.sh," \
       "or configure with clang and -DHPVM_FUZZ=ON)" >&2
@@ -29,7 +29,7 @@ BUILD=$(cd "$BUILD" && pwd)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 status=0
-for t in ${FUZZ_TARGETS:-fuzz_onnx fuzz_config fuzz_datasets}; do
+for t in ${FUZZ_TARGETS:-fuzz_onnx fuzz_config fuzz_datasets fuzz_command_line fuzz_config_calibration}; do
   corpus="$WORK/$t/corpus"
   mkdir -p "$corpus"
   # -rss_limit_mb and -timeout make hangs and memory blow-ups findings too;

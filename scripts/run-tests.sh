@@ -27,4 +27,4 @@ cmake -S . -B build-portable -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DHPVM_WERROR=ON -DHPVM_PORTABLE=ON
 cmake --build build-portable -j "$(nproc)" --target kernels_tests
 sh scripts/isa-matrix.sh build build-portable
-sh scripts/sanitize.sh 30
+sh scripts/sanitize.sh 20

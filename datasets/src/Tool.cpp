@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <ostream>
 
 namespace hpvm::ds {
@@ -127,20 +128,23 @@ nlohmann::json infoJson(const DatasetInfo& info) {
   return j;
 }
 
-int runConvert(const Common& c, const ConvertOptions& base,
-               const std::string& scale, const std::string& normalize,
-               const std::string& split, bool quiet, std::ostream& out) {
+/// A parsed command line.
+struct CommandLine {
+  bool convert = false; ///< Else info.
+  Common common;
+  ConvertOptions options; ///< convert: all but --normalize (needs the data).
+  std::string normalize;
+  bool quiet = false, json = false;
+};
+
+int runConvert(const CommandLine& cl, std::ostream& out) {
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Source> src = open(c, false);
-  ConvertOptions opt = base;
-  if (!scale.empty())
-    opt.scale = parseScale(scale);
-  if (!normalize.empty())
-    std::tie(opt.mean, opt.std) = parseNormalize(normalize, src->shape().c);
-  if (!split.empty())
-    opt.split = parseSplit(split);
+  std::unique_ptr<Source> src = open(cl.common, false);
+  ConvertOptions opt = cl.options;
+  if (!cl.normalize.empty())
+    std::tie(opt.mean, opt.std) = parseNormalize(cl.normalize, src->shape().c);
   ConvertResult r = convert(*src, opt);
-  if (quiet)
+  if (cl.quiet)
     return 0;
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -155,14 +159,23 @@ int runConvert(const Common& c, const ConvertOptions& base,
                r.unused);
   fmt::print(out, "  values in [{}, {}] after --scale {}{}; {:.2f} s\n",
              number(r.minValue), number(r.maxValue), opt.scale.text,
-             normalize.empty() ? "" : " --normalize " + normalize, secs);
+             cl.normalize.empty() ? "" : " --normalize " + cl.normalize, secs);
   return 0;
 }
 
-} // namespace
+/// An error of the command line's values, as runTool prints it.
+int failed(std::ostream& err, const std::exception& e) {
+  fmt::print(err, "{}: error: {}\n", kTool, hpvm::printableMessage(e.what()));
+  return 1;
+}
 
-int runTool(const std::vector<std::string>& args, std::ostream& out,
-            std::ostream& err) {
+/// Parses \p args into \p cl and checks the values that need no file
+/// (--shape, --scale, --split). Returns the exit code where the command
+/// line ends here (--help, --version, or an error printed to \p err), or
+/// nullopt to run \p cl.
+std::optional<int> parseCommandLine(const std::vector<std::string>& args,
+                                    CommandLine& cl, std::ostream& out,
+                                    std::ostream& err) {
   CLI::App app{"Convert datasets to HPVM's bin format (float32 NCHW inputs, "
                "int32 labels) and inspect them.",
                kTool};
@@ -170,11 +183,10 @@ int runTool(const std::vector<std::string>& args, std::ostream& out,
   app.set_version_flag("--version", "torch2hpvm-dataset 0.1.0");
 
   Common conv, inf;
-  ConvertOptions copt;
-  std::string outDir, scale, normalize, split;
+  ConvertOptions& copt = cl.options;
+  std::string outDir, scale, split;
   int64_t limit = -1;
   uint64_t seed = 0;
-  bool quiet = false, json = false;
 
   CLI::App* convert = app.add_subcommand(
       "convert", "Convert SOURCE files to tune/test (or --name) bin pairs");
@@ -187,7 +199,7 @@ int runTool(const std::vector<std::string>& args, std::ostream& out,
                       "Write one pair NAME_input.bin/NAME_labels.bin");
   convert->add_option("--scale", scale,
                       "Multiply values by this number or fraction (1/255)");
-  convert->add_option("--normalize", normalize,
+  convert->add_option("--normalize", cl.normalize,
                       "MEAN,STD, or C means then C deviations, applied "
                       "after --scale as (x - mean) / std");
   convert->add_option("--split", split,
@@ -198,7 +210,7 @@ int runTool(const std::vector<std::string>& args, std::ostream& out,
   convert->add_option("--limit", limit, "Use only the first N images")
       ->check(CLI::PositiveNumber);
   convert->add_flag("--no-manifest", "Do not write dataset.json");
-  convert->add_flag("-q,--quiet", quiet, "Print nothing on success");
+  convert->add_flag("-q,--quiet", cl.quiet, "Print nothing on success");
 
   CLI::App* info = app.add_subcommand(
       "info", "Count, shape, value range and label histogram of a dataset; "
@@ -206,7 +218,7 @@ int runTool(const std::vector<std::string>& args, std::ostream& out,
   addCommon(info, inf,
             "Dataset file(s); for an HPVM *_input.bin the labels file is "
             "found by HPVM's naming");
-  info->add_flag("--json", json, "Print JSON instead of text");
+  info->add_flag("--json", cl.json, "Print JSON instead of text");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -233,28 +245,53 @@ int runTool(const std::vector<std::string>& args, std::ostream& out,
     return 1;
   }
 
+  cl.convert = convert->parsed();
+  cl.common = cl.convert ? conv : inf;
   try {
-    if (convert->parsed()) {
+    if (!cl.common.shape.empty())
+      parseShape(cl.common.shape, "--shape");
+    if (cl.convert) {
       copt.outDir = outDir;
       copt.limit = limit;
       copt.manifest = convert->count("--no-manifest") == 0;
       if (shuffle->count() > 0)
         copt.shuffleSeed = seed;
-      return runConvert(conv, copt, scale, normalize, split, quiet, out);
+      if (!scale.empty())
+        copt.scale = parseScale(scale);
+      if (!split.empty())
+        copt.split = parseSplit(split);
     }
-    std::unique_ptr<Source> src = open(inf, true);
+  } catch (const std::exception& e) {
+    return failed(err, e);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+int checkToolArgs(const std::vector<std::string>& args, std::ostream& out,
+                  std::ostream& err) {
+  CommandLine cl;
+  return parseCommandLine(args, cl, out, err).value_or(-1);
+}
+
+int runTool(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  CommandLine cl;
+  if (std::optional<int> done = parseCommandLine(args, cl, out, err))
+    return *done;
+  try {
+    if (cl.convert)
+      return runConvert(cl, out);
+    std::unique_ptr<Source> src = open(cl.common, true);
     DatasetInfo di = inspect(*src);
-    if (json)
+    if (cl.json)
       out << infoJson(di).dump(2) << "\n";
     else
       printInfo(di, out);
     return 0;
-  } catch (const DatasetError& e) {
-    fmt::print(err, "{}: error: {}\n", kTool, hpvm::printableMessage(e.what()));
-    return 1;
   } catch (const std::exception& e) {
-    fmt::print(err, "{}: error: {}\n", kTool, hpvm::printableMessage(e.what()));
-    return 1;
+    return failed(err, e);
   }
 }
 

@@ -3,7 +3,9 @@
 fixtures: WORK/fuzz_onnx/seeds (the ONNX fixtures, binary), WORK/fuzz_config
 /seeds (the configuration files of the tests), WORK/fuzz_datasets/seeds
 (small files of every dataset format, prefixed with the target's format
-byte)."""
+byte), WORK/fuzz_command_line/seeds (typical command lines of each parser,
+after its selector byte), WORK/fuzz_config_calibration/seeds (configurations
+of the test chain, exact and int8, with and without a calibration)."""
 import glob
 import io
 import os
@@ -56,6 +58,44 @@ def main(work):
     write(seeds, "cifar10.bin", bytes([3]) + bytes([3]) + bytes(3072))
     write(seeds, "cifar100.bin", bytes([4]) + bytes([1, 5]) + bytes(3072))
     write(seeds, "images.bin", bytes([5]) + np.arange(8, dtype="<f4").tobytes())
+
+    # Selector bytes: FuzzCommandLine.cpp's switch; words NUL-separated.
+    seeds = os.path.join(work, "fuzz_command_line", "seeds")
+    lines = {
+        0: ["m.onnx", "--tune", "tune_input.bin", "--test", "test_input.bin",
+            "-o", "out", "--batch-size", "16", "--max-size", "2GiB:64MiB",
+            "--input-shape", "x:1x3x32x32", "--opset", "13"],
+        1: ["convert", "a.idx", "b.idx", "-o", "d", "--scale", "1/255",
+            "--normalize", "0.5,0.25", "--split", "tune=10,test=20",
+            "--shape", "1,28,28", "--shuffle", "3", "--limit", "50"],
+        2: ["-c", "c.txt", "--config", "2", "--batch-size", "8", "--limit",
+            "100", "--threads", "2", "--output", "o.npy", "--qos-loss", "0.5",
+            "--repeat", "3", "--json", "r.json"],
+        3: ["-o", "cal.txt", "--method", "percentile:99.9", "--images", "100",
+            "--batch-size", "10"],
+        4: ["--qos-loss", "1,2", "--budget", "30s", "--time-limit", "5m",
+            "-o", "t.txt", "--seed", "7", "--threads", "2"],
+        5: ["--batch", "4", "--repeats", "2", "--knobs", "11,311",
+            "--json", "k.json"],
+    }
+    for sel, words in lines.items():
+        write(seeds, f"parser{sel}",
+              bytes([sel]) + b"\0".join(w.encode() for w in words))
+
+    seeds = os.path.join(work, "fuzz_config_calibration", "seeds")
+    head = "100\n+++++\nconf1 1 1 100 0\n"
+    exact = (head + "1 cpu conv fp32 11 add fp32 1 tanh fp32 1 pool_max fp32 1\n"
+             "2 cpu mul fp32 11 add fp32 1 tanh fp32 1\n"
+             "3 cpu softmax fp32 1\n-----\n")
+    int8 = (head + "1 cpu conv int8 311 add fp32 1 tanh fp32 1 pool_max fp32 1\n"
+            "2 cpu mul int8 312 add fp32 1 tanh fp32 1\n"
+            "3 cpu softmax fp32 1\n-----\n")
+    cal = ("torch2hpvm-int8-calibration 1\nmodel chain\nmethod minmax\n"
+           "images 2\nnode 1 conv -1 1\nnode 2 mul 0 0.75\n")
+    write(seeds, "exact.txt", exact.encode())
+    write(seeds, "int8.txt", (int8 + "\n%%\n" + cal).encode())
+    write(seeds, "two.txt", (exact + int8.split("\n", 1)[1] + "\n%%\n" + cal)
+          .encode())
     return 0
 
 

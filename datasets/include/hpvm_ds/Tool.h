@@ -15,6 +15,14 @@ namespace hpvm::ds {
 int runTool(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err);
 
+/// Parses and checks \p args as runTool does (the options, and the values
+/// that need no file: --shape, --scale, --split), reading and writing no
+/// file. Returns the exit code where runTool would stop before opening a
+/// file (--help, --version: 0; a bad command line, printed to \p err as
+/// runTool prints it: 1), or -1 where it would go on to run the command.
+int checkToolArgs(const std::vector<std::string>& args, std::ostream& out,
+                  std::ostream& err);
+
 } // namespace hpvm::ds
 
 #endif // HPVM_DS_TOOL_H

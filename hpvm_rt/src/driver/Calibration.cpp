@@ -73,8 +73,12 @@ std::string exactFloat(float v) {
 } // namespace
 
 Int8Calibration readCalibration(const std::string& path) {
-  const std::string text =
-      readRegularFile(path, "int8 calibration", kMaxFileBytes);
+  return parseCalibrationText(
+      readRegularFile(path, "int8 calibration", kMaxFileBytes), path);
+}
+
+Int8Calibration parseCalibrationText(std::string_view text,
+                                     const std::string& path) {
   Int8Calibration cal;
   cal.path = path;
   auto fail = [&](int line, const std::string& what) -> void {

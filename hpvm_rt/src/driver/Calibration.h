@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hpvm::rt {
@@ -30,6 +31,9 @@ namespace hpvm::rt {
 /// Reads a calibration file; throws UserError naming the file, line and
 /// what is wrong.
 Int8Calibration readCalibration(const std::string& path);
+/// Parses the text of a calibration file read from \p path (for messages).
+Int8Calibration parseCalibrationText(std::string_view text,
+                                     const std::string& path);
 
 /// The file's text for \p cal.
 std::string calibrationText(const Int8Calibration& cal);
