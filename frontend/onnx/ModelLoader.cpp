@@ -602,6 +602,7 @@ void checkGraphShape(const ModelProto& model, const std::string& path,
       throw UserError(path + ": graph output '" + escapeName(vi.name()) +
                       "' is produced by no node and is no input or "
                       "initializer");
+  checkElementTypes(graph, path);
   const std::string modelDir = dirOf(path);
   for (const TensorProto& t : graph.initializer()) {
     if (t.data_location() != TensorProto::EXTERNAL)

@@ -6,6 +6,9 @@
 #include "support/Diagnostics.h"
 #include "support/InputFile.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <optional>
 
 namespace hpvm::fe {
@@ -43,7 +46,37 @@ std::string onnxTypeName(int32_t onnxType) {
   if (TensorProto::DataType_IsValid(onnxType))
     return TensorProto::DataType_Name(
         static_cast<TensorProto::DataType>(onnxType));
-  return "type " + std::to_string(onnxType);
+  return std::to_string(onnxType) + " (not an ONNX data type)";
+}
+
+void checkElementTypes(const onnx::GraphProto& graph, const std::string& path) {
+  std::vector<std::string> bad;
+  auto check = [&](const char* kind, const std::string& name, int32_t type) {
+    if (!TensorProto::DataType_IsValid(type) || type == TensorProto::UNDEFINED)
+      bad.push_back(fmt::format("{} '{}' has element type {}", kind,
+                                escapeName(name), type));
+  };
+  auto checkValues = [&](const char* kind, const auto& values) {
+    for (const onnx::ValueInfoProto& vi : values)
+      if (vi.type().has_tensor_type() &&
+          vi.type().tensor_type().has_elem_type())
+        check(kind, vi.name(), vi.type().tensor_type().elem_type());
+  };
+  for (const TensorProto& t : graph.initializer())
+    check("initializer", t.name(), t.data_type());
+  checkValues("input", graph.input());
+  checkValues("output", graph.output());
+  checkValues("value_info", graph.value_info());
+  if (bad.empty())
+    return;
+  constexpr size_t kShown = 8;
+  std::string list = bad[0];
+  for (size_t i = 1; i < std::min(bad.size(), kShown); ++i)
+    list += "; " + bad[i];
+  if (bad.size() > kShown)
+    list += fmt::format("; and {} more", bad.size() - kShown);
+  throw UserError(
+      fmt::format("{}: {}, which is no ONNX data type", path, list));
 }
 
 uint64_t checkedTensorBytes(const std::string& what,

@@ -20,8 +20,14 @@ namespace hpvm::fe {
 /// Our DataType for an ONNX element type, Undefined if unsupported.
 DataType toDataType(int32_t onnxType);
 
-/// The name of ONNX element type \p onnxType ("FLOAT16"), or "type <n>".
+/// The name of ONNX element type \p onnxType ("FLOAT16"), or "<n> (not an
+/// ONNX data type)".
 std::string onnxTypeName(int32_t onnxType);
+
+/// Refuses (UserError naming \p path and each tensor, every one at once)
+/// initializers, inputs, outputs and value_info whose element type is no
+/// ONNX data type, which ONNX's shape inference reports naming none.
+void checkElementTypes(const onnx::GraphProto& graph, const std::string& path);
 
 /// Appends \p v as \p n little-endian bytes.
 template <typename T> void appendValue(std::vector<uint8_t>& out, T v) {
