@@ -37,6 +37,37 @@ void writeFileAtomic(const std::string& path, std::string_view bytes) {
   }
 }
 
+void checkOutputFiles(const std::vector<OutputFile>& outputs) {
+  std::string problems;
+  for (const OutputFile& o : outputs) {
+    const size_t slash = o.path.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "."
+                               : slash == 0               ? "/"
+                                            : o.path.substr(0, slash);
+    const std::string who =
+        o.option.empty() ? o.path : fmt::format("{} {}", o.option, o.path);
+    struct stat st;
+    std::string problem;
+    if (::stat(folder.c_str(), &st) != 0)
+      problem = fmt::format("cannot write: the folder {} {}", folder,
+                            errno == ENOENT ? "does not exist"
+                                            : std::strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+      problem = fmt::format("cannot write: {} is not a folder", folder);
+    else if (::access(folder.c_str(), W_OK | X_OK) != 0)
+      problem = fmt::format("cannot write in the folder {}: {}", folder,
+                            std::strerror(errno));
+    else if (::stat(o.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      problem = "cannot write: it is a folder";
+    if (problem.empty())
+      continue;
+    problems += problems.empty() ? "" : "\n";
+    problems += fmt::format("{}: {}", who, problem);
+  }
+  if (!problems.empty())
+    throw UserError(problems);
+}
+
 std::string stemOf(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   const size_t dot = path.find_last_of('.');

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hpvm::rt {
 
@@ -15,6 +16,18 @@ namespace hpvm::rt {
 /// written, flushed and renamed over \p path. Throws UserError naming the
 /// path and the system error on failure (the temporary file is removed).
 void writeFileAtomic(const std::string& path, std::string_view bytes);
+
+/// A file a command will write, named by an option ("--output") or, with
+/// an empty option, by the command itself.
+struct OutputFile {
+  std::string option;
+  std::string path;
+};
+
+/// Checks, before a long run, that every file of \p outputs can be written
+/// when the run ends: its folder exists and is writable, and the path is no
+/// folder. Throws one UserError listing every problem, one a line.
+void checkOutputFiles(const std::vector<OutputFile>& outputs);
 
 /// \p path without the extension of its last component ("a/b.txt" ->
 /// "a/b"; "a.d/b" stays).

@@ -299,34 +299,69 @@ void writeOutputs(const std::string& path, const hpvm_rt::ModelInfo& info,
   writeNpz(path, arrays);
 }
 
-/// Writes a run's files, each atomically: final_accuracy,
-/// profile_info.txt, and those the options ask for (--output, --profile,
-/// --trace, --log-calls, --json).
+/// The files a run writes: those the options name, then (in the current
+/// folder, as HPVM's programs do) final_accuracy and profile_info.txt.
+std::vector<OutputFile> runOutputFiles(const RunOptions& opts) {
+  std::vector<OutputFile> out;
+  for (const auto& [option, path] : {std::pair{"--output", &opts.outputNpy},
+                                     {"--profile", &opts.profileFile},
+                                     {"--trace", &opts.traceFile},
+                                     {"--log-calls", &opts.callLogFile},
+                                     {"--json", &opts.jsonFile}})
+    if (!path->empty())
+      out.push_back({option, *path});
+  out.push_back({"", "final_accuracy"});
+  out.push_back({"", "profile_info.txt"});
+  return out;
+}
+
+/// Removes, unless released, the files a failed writeRunFiles wrote: a run
+/// that fails leaves none of its files behind.
+class WrittenFiles {
+public:
+  ~WrittenFiles() {
+    std::error_code ignored;
+    for (const std::string& path : paths_)
+      std::filesystem::remove(path, ignored);
+  }
+  void add(const std::string& path) { paths_.push_back(path); }
+  void release() { paths_.clear(); }
+
+private:
+  std::vector<std::string> paths_;
+};
+
+/// Writes a run's files, each atomically, those the options ask for
+/// (--output, --profile, --trace, --log-calls, --json) first, HPVM's
+/// final_accuracy and profile_info.txt last; if one cannot be written, the
+/// others written so far are removed.
 void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
                    const Dataset& ds, const RunResult& result, int64_t batch,
                    const Profiler& profiler, const Configuration* config,
                    const ConfigFile* file) {
-  // Without labels there is no accuracy: no final_accuracy (an earlier
-  // run's would look like this one's).
-  std::error_code ignored;
-  if (result.labeled)
-    writeFileAtomic("final_accuracy", fmt::format("{:.6f}", result.accuracy()));
-  else
-    std::filesystem::remove("final_accuracy", ignored);
-  RuntimeController::get().writeProfile("profile_info.txt");
+  WrittenFiles written;
+  auto write = [&](const std::string& path, auto&& writer) {
+    written.add(path);
+    writer(path);
+  };
   if (!opts.outputNpy.empty())
-    writeOutputs(opts.outputNpy, info, result);
+    write(opts.outputNpy,
+          [&](const std::string& p) { writeOutputs(p, info, result); });
   if (!opts.profileFile.empty())
-    writeJson(opts.profileFile, profiler.profileJson());
+    write(opts.profileFile,
+          [&](const std::string& p) { writeJson(p, profiler.profileJson()); });
   if (!opts.traceFile.empty())
-    writeJson(opts.traceFile, profiler.traceJson());
+    write(opts.traceFile,
+          [&](const std::string& p) { writeJson(p, profiler.traceJson()); });
   if (!opts.callLogFile.empty())
-    writeJson(opts.callLogFile, profiler.callLogJson());
+    write(opts.callLogFile,
+          [&](const std::string& p) { writeJson(p, profiler.callLogJson()); });
   if (!opts.jsonFile.empty()) {
     double total = result.totalSeconds();
     std::vector<double> batchMs;
     for (double s : result.batchSeconds)
       batchMs.push_back(s * 1e3);
+    written.add(opts.jsonFile);
     writeJson(opts.jsonFile,
               {{"model", info.name},
                {"set", ds.name},
@@ -346,6 +381,18 @@ void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
                {"images_per_second",
                 total > 0 ? result.images * opts.repeat / total : 0.0}});
   }
+  // Without labels there is no accuracy: no final_accuracy (an earlier
+  // run's would look like this one's).
+  std::error_code ignored;
+  if (result.labeled)
+    write("final_accuracy", [&](const std::string& p) {
+      writeFileAtomic(p, fmt::format("{:.6f}", result.accuracy()));
+    });
+  else
+    std::filesystem::remove("final_accuracy", ignored);
+  write("profile_info.txt",
+        [](const std::string& p) { RuntimeController::get().writeProfile(p); });
+  written.release();
 }
 
 /// The plain run mode: \p ds under \p config (of \p file, read from
@@ -414,6 +461,9 @@ int runMain(int argc, char** argv, const hpvm_rt::ModelInfo& info,
     return 0;
   }
   std::string modelDir = resolveModelDir(opts.modelDir, info.modelDir);
+  // Before the (possibly long) run, not after it.
+  if (info.inspect != 1)
+    checkOutputFiles(runOutputFiles(opts));
   applyThreads(opts);
   const std::string configPath = configFilePath(opts, info, modelDir);
 
