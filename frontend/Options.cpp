@@ -2,6 +2,7 @@
 #include "Options.h"
 
 #include "Version.h"
+#include "codegen/Sanitizer.h"
 #include "support/Diagnostics.h"
 
 #include <CLI/CLI.hpp>
@@ -12,7 +13,8 @@ namespace hpvm::fe {
 
 std::string defaultOutDir(const std::string& modelPath) {
   std::string stem = std::filesystem::path(modelPath).stem().string();
-  return (stem.empty() ? std::string("model") : stem) + "_hpvm";
+  // (A folder name has 255 bytes at most.)
+  return boundedName(stem.empty() ? std::string("model") : stem, 250) + "_hpvm";
 }
 
 Options parseOptions(const std::vector<std::string>& args) {

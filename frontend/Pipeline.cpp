@@ -118,7 +118,7 @@ const char* const kTempMarker = ".torch2hpvm-export-tmp";
 /// left by exports to the same place that were killed, once their process
 /// is gone.
 void removeStaleTempDirs(const fs::path& outPath) {
-  std::string prefix = "." + outPath.filename().string() + ".tmp-";
+  const std::string prefix = tempPrefixFor(outPath.filename().string());
   std::error_code ec;
   for (const fs::directory_entry& e :
        fs::directory_iterator(outPath.parent_path(), ec)) {
@@ -205,17 +205,26 @@ ExportPaths checkPaths(const Options& opts) {
     t.outPath = t.outPath.parent_path();
   t.out = t.outPath.string();
   const std::string& out = t.out;
-  // CMake cannot configure in a path holding ';' (its list separator), '"'
-  // or '\\' (its escapes) or control bytes: refuse before any work.
-  if (!opts.noBuild)
+  // Refused before any work, each character the path holds: CMake cannot
+  // configure in a path holding ';' (its list separator), '"' or '\\' (its
+  // escapes), '$' (variable references: "${", "$ENV{", "$("), '[' or ']'
+  // (bracket arguments) or control bytes; its Makefiles, in one holding
+  // ':' or '|' (make's rule separators).
+  if (!opts.noBuild) {
+    std::string held;
     for (char c : out)
-      if (c == ';' || c == '"' || c == '\\' ||
-          static_cast<unsigned char>(c) < 0x20)
-        throw UserError("output directory '" + escapeName(out) +
-                        "': CMake cannot build in a path that holds '" +
-                        escapeName(std::string(1, c)) +
-                        "'; choose another -o, or only generate the sources "
-                        "with --no-build");
+      if ((std::strchr(";\"\\$[]:|", c) != nullptr && c != '\0') ||
+          static_cast<unsigned char>(c) < 0x20) {
+        const std::string shown = "'" + escapeName(std::string(1, c)) + "'";
+        if (held.find(shown) == std::string::npos)
+          held += (held.empty() ? "" : ", ") + shown;
+      }
+    if (!held.empty())
+      throw UserError("output directory '" + escapeName(out) +
+                      "': CMake cannot build in a path that holds " + held +
+                      "; choose another -o, or only generate the sources "
+                      "with --no-build");
+  }
   fs::file_status st = fs::symlink_status(out, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st))
@@ -410,7 +419,7 @@ std::string makeTempDir(const fs::path& outPath) {
     throw UserError("cannot create '" + outPath.parent_path().string() +
                     "': " + ec.message());
   std::string tmp =
-      (outPath.parent_path() / ("." + outPath.filename().string() + ".tmp-" +
+      (outPath.parent_path() / (tempPrefixFor(outPath.filename().string()) +
                                 std::to_string(::getpid())))
           .string();
   removeStaleTempDirs(outPath);

@@ -1,6 +1,7 @@
 // OutputFiles.cpp - atomic file writes, weight binaries, file digests.
 #include "codegen/OutputFiles.h"
 
+#include "codegen/Sanitizer.h"
 #include "onnx/Sha256.h"
 #include "support/Diagnostics.h"
 
@@ -9,7 +10,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -25,7 +25,7 @@ std::string tempNameFor(const std::string& path) {
   static unsigned counter = 0;
   std::filesystem::path p(path);
   return (p.parent_path() /
-          ("." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+          (tempPrefixFor(p.filename().string()) + std::to_string(::getpid()) +
            "-" + std::to_string(counter++)))
       .string();
 }
@@ -56,32 +56,31 @@ void commit(const std::string& tmp, const std::string& path) {
 
 } // namespace
 
+std::string tempPrefixFor(const std::string& leaf) {
+  return "." + boundedName(leaf, 200) + ".tmp-";
+}
+
 std::string sha256File(const std::string& path) {
-  // Mapped, not read: datasets can be gigabytes, and a regeneration hashes
-  // every generated file.
+  // Read in chunks, not mapped: datasets can be gigabytes, and a mapping's
+  // pages count as the exporter's memory as they are read.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw UserError("cannot read '" + path + "': " + errnoText());
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    std::string why = errnoText();
-    ::close(fd);
-    throw UserError("cannot read '" + path + "': " + why);
+  Sha256 hash;
+  std::vector<char> buf(size_t(1) << 20);
+  ssize_t n;
+  while ((n = ::read(fd, buf.data(), buf.size())) != 0) {
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      std::string why = errnoText();
+      ::close(fd);
+      throw UserError("cannot read '" + path + "': " + why);
+    }
+    hash.add(std::string_view(buf.data(), static_cast<size_t>(n)));
   }
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return sha256Hex({});
-  }
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  std::string why = data == MAP_FAILED ? errnoText() : std::string();
   ::close(fd);
-  if (data == MAP_FAILED)
-    throw UserError("cannot read '" + path + "': " + why);
-  std::string digest =
-      sha256Hex(std::string_view(static_cast<const char*>(data), size));
-  ::munmap(data, size);
-  return digest;
+  return hash.hex();
 }
 
 void writeFileAtomic(const std::string& path, std::string_view bytes) {

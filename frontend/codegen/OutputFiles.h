@@ -25,6 +25,11 @@ void writeFileAtomic(const std::string& path, std::string_view bytes);
 /// written, computed from memory.
 std::string writeWeightFile(const std::string& path, const TensorData& data);
 
+/// The start of the temporary names beside a file or folder named
+/// \p leaf: "." + leaf (cut with a hash past 200 bytes, so that a name of
+/// 255 bytes still has one) + ".tmp-".
+std::string tempPrefixFor(const std::string& leaf);
+
 /// Copies \p from to \p to atomically (copy_file_range: a reflink where the
 /// file system supports it).
 void copyFileAtomic(const std::string& from, const std::string& to);

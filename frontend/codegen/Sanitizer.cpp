@@ -1,8 +1,11 @@
 // Sanitizer.cpp - identifier sanitizing and text escaping for generated code.
 #include "codegen/Sanitizer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <iterator>
 
 namespace hpvm::fe {
@@ -145,6 +148,19 @@ bool isReservedWord(std::string_view word) {
   return word.size() >= 2 && word.substr(word.size() - 2) == "_t";
 }
 
+std::string shortHash(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull; // FNV-1a, 64 bits
+  for (unsigned char c : text)
+    hash = (hash ^ c) * 1099511628211ull;
+  return fmt::format("{:08x}", static_cast<uint32_t>(hash ^ (hash >> 32)));
+}
+
+std::string boundedName(const std::string& name, size_t limit) {
+  if (name.size() <= limit)
+    return name;
+  return name.substr(0, limit - 9) + "-" + shortHash(name);
+}
+
 std::string sanitizeIdentifier(std::string_view name) {
   std::string out;
   out.reserve(name.size());
@@ -166,6 +182,15 @@ std::string sanitizeIdentifier(std::string_view name) {
     return "unnamed";
   if (std::isdigit(static_cast<unsigned char>(out.front())))
     out.insert(out.begin(), 'n');
+  // Identifiers become file names (weights/<ident>.bin, 255 bytes at most)
+  // and symbols: a long one is cut, with a hash of the whole name so that
+  // names sharing their first characters stay apart.
+  if (out.size() > kMaxIdentifierLength) {
+    out.resize(kMaxIdentifierLength - 9);
+    while (out.back() == '_')
+      out.pop_back();
+    out += "_" + shortHash(name);
+  }
   // A suffix, not a trailing '_': "int_" + "_bytes" would hold "__".
   if (isReservedWord(out))
     out += "_v";

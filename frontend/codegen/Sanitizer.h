@@ -4,6 +4,7 @@
 #ifndef TORCH2HPVM_FRONTEND_CODEGEN_SANITIZER_H
 #define TORCH2HPVM_FRONTEND_CODEGEN_SANITIZER_H
 
+#include <cstddef>
 #include <set>
 #include <string>
 #include <string_view>
@@ -38,8 +39,23 @@ private:
 /// trailing '_', lowercase, a leading digit prefixed with 'n', keywords and
 /// reserved names suffixed with "_v", "unnamed" when nothing is left. The
 /// result never contains "__" and never ends in '_', so derived names
-/// (ident + "_bytes", ident + "_2") are valid too.
+/// (ident + "_bytes", ident + "_2") are valid too. A result longer than
+/// kMaxIdentifierLength is cut to that length, its last 8 characters a hash
+/// of the whole name ("..._1f2e3d4c").
 std::string sanitizeIdentifier(std::string_view name);
+
+/// The longest identifier sanitizeIdentifier() returns: short enough that
+/// every file name derived from one (weights/<ident>.bin, ident_2) stays
+/// far below the 255 bytes a file name may have.
+constexpr size_t kMaxIdentifierLength = 64;
+
+/// 8 lowercase hex digits hashing \p text (FNV-1a): the suffix that keeps
+/// apart names cut to a bounded length.
+std::string shortHash(std::string_view text);
+
+/// \p name, or when longer than \p limit bytes, its first bytes and
+/// "-" + shortHash(name): exactly \p limit bytes (\p limit > 9).
+std::string boundedName(const std::string& name, size_t limit);
 
 /// True if \p word is a C or C++ keyword or a name the standard reserves.
 bool isReservedWord(std::string_view word);

@@ -8,22 +8,39 @@
 
 namespace hpvm::fe {
 
-std::string sha256Hex(std::string_view bytes) {
+struct Sha256::State {
   sha256_ctx ctx;
-  sha256_init(&ctx);
+};
+
+Sha256::Sha256() : state_(std::make_unique<State>()) {
+  sha256_init(&state_->ctx);
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::add(std::string_view bytes) {
   // nettle takes size_t lengths: any size in one call.
-  sha256_update(&ctx, bytes.size(),
+  sha256_update(&state_->ctx, bytes.size(),
                 reinterpret_cast<const uint8_t*>(bytes.data()));
+}
+
+std::string Sha256::hex() {
   uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, sizeof digest, digest);
-  static const char hex[] = "0123456789abcdef";
+  sha256_digest(&state_->ctx, sizeof digest, digest);
+  static const char hexDigits[] = "0123456789abcdef";
   std::string out;
   out.reserve(2 * SHA256_DIGEST_SIZE);
   for (uint8_t b : digest) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
+    out += hexDigits[b >> 4];
+    out += hexDigits[b & 15];
   }
   return out;
+}
+
+std::string sha256Hex(std::string_view bytes) {
+  Sha256 hash;
+  hash.add(bytes);
+  return hash.hex();
 }
 
 } // namespace hpvm::fe

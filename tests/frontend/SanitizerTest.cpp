@@ -21,6 +21,22 @@ TEST_CASE("Sanitizer: identifiers are C-safe and lowercase") {
         "x_system_rm_rf");
 }
 
+TEST_CASE("Sanitizer: long names are cut, with a hash of the whole name") {
+  const std::string w(100000, 'w');
+  const std::string a = sanitizeIdentifier(w);
+  REQUIRE(a.size() == kMaxIdentifierLength);
+  CHECK(a.substr(0, 55) == std::string(55, 'w'));
+  CHECK(a[55] == '_');
+  CHECK(a.find_first_not_of("0123456789abcdef", 56) == std::string::npos);
+  CHECK(sanitizeIdentifier(w) == a); // deterministic
+  CHECK(sanitizeIdentifier(w + "x") != a);
+  // A cut at a separator leaves no "__", and the hash is of the name.
+  const std::string b = sanitizeIdentifier(std::string(54, 'b') + "." + w);
+  CHECK(b.substr(0, 55) == std::string(54, 'b') + "_");
+  CHECK(b.find("__") == std::string::npos);
+  CHECK(sanitizeIdentifier(std::string(64, 'c')) == std::string(64, 'c'));
+}
+
 TEST_CASE("Sanitizer: keywords and reserved names get a suffix") {
   CHECK(sanitizeIdentifier("int") == "int_v");
   CHECK(sanitizeIdentifier("Class") == "class_v");

@@ -187,6 +187,33 @@ def _(w):
     return save(w, graph_model([]))
 
 
+@case("model: element types that are no ONNX data type",
+      "{W}/model.onnx: initializer 'w' has element type 99; input 'input' has "
+      "element type 99; value_info 'f' has element type 0, which is no ONNX "
+      "data type")
+def _(w):
+    m = dense_model()
+    m.graph.initializer[0].data_type = 99
+    m.graph.input[0].type.tensor_type.elem_type = 99
+    m.graph.value_info.append(h.make_tensor_value_info("f", 0, [1, 64]))
+    return save(w, m)
+
+
+@case("model: a Constant of no ONNX data type",
+      "{W}/model.onnx: node '#0' (Constant, #0): attribute 'value' has element "
+      "type 99 (not an ONNX data type), which is not supported\n(1 more node "
+      "after these could not be checked until they are fixed)")
+def _(w):
+    m = dense_model()
+    c = h.make_node("Constant", [], ["w2"],
+                    value=nh.from_array(np.ones((64, 10), np.float32)))
+    c.attribute[0].t.data_type = 99
+    m.graph.node.insert(0, c)
+    m.graph.node[2].input[1] = "w2"
+    del m.graph.initializer[:]
+    return save(w, m)
+
+
 @case("model: output no node produces",
       "{W}/model.onnx: graph output 'nothere' is produced by no node and is no "
       "input or initializer")
@@ -916,6 +943,26 @@ def _(w):
     return ["--frobnicate"]
 
 
+@case("program: --output in a folder that does not exist",
+      "--output {W}/nodir/o.npy: cannot write: the folder {W}/nodir does not "
+      "exist")
+def _(w):
+    # Refused before the run: no final_accuracy or profile_info.txt is
+    # left in the current folder ({W}) as if it had run.
+    return ["--output", f"{w}/nodir/o.npy"]
+
+
+@case("program: every output that cannot be written, at once",
+      "--profile {W}/tune_labels.bin/p.json: cannot write: "
+      "{W}/tune_labels.bin is not a folder\n"
+      "--trace {W}: cannot write: it is a folder\n"
+      "--json {W}/none/r.json: cannot write: the folder {W}/none does not "
+      "exist")
+def _(w):
+    return ["--profile", f"{w}/tune_labels.bin/p.json", "--trace", w,
+            "--json", f"{w}/none/r.json"]
+
+
 @case("program: calibration is /dev/zero", "/dev/zero: cannot open int8 "
       "calibration: not a regular file")
 def _(w):
@@ -1250,14 +1297,19 @@ def _(w, exporter):
 @custom("output: paths CMake cannot build in are refused up front")
 def _(w, exporter):
     problems = []
-    for ch, shown in ((";", ";"), ('"', '"'), ("\\", "\\\\"), ("\n", "\\n")):
+    # (infix, the infix as the message shows it, the characters it names)
+    for ch, shown, held in (
+            (";", ";", "';'"), ('"', '"', "'\"'"), ("\\", "\\\\", "'\\\\'"),
+            ("\n", "\\n", "'\\n'"), ("|", "|", "'|'"), (":", ":", "':'"),
+            ("${x}", "${x}", "'$'"), ("$(x)", "$(x)", "'$'"),
+            ("[x]", "[x]", "'[', ']'"), ("|a:b|", "|a:b|", "'|', ':'")):
         out = f"{w}/a{ch}b"
         args = export_args(exporter, w)
         args[args.index("-o") + 1] = out
         p = subprocess.run(args, capture_output=True, timeout=TIMEOUT_S)
         want = (f"torch2hpvm-export: error: output directory "
                 f"'{w}/a{shown}b': CMake cannot build in a path that holds "
-                f"'{shown}'; choose another -o, or only generate the sources "
+                f"{held}; choose another -o, or only generate the sources "
                 "with --no-build\n")
         if p.returncode != 1:
             problems.append(f"{ch!r}: exit status {p.returncode}, expected 1")
@@ -1267,6 +1319,37 @@ def _(w, exporter):
         left = sorted(n for n in os.listdir(w) if n.startswith((".a", "a")))
         if left:
             problems.append(f"{ch!r}: left behind: {left}")
+    return problems
+
+
+@custom("names: a 100 KB tensor name, a 250-byte stem, a 255-byte -o")
+def _(w, exporter):
+    # Derived names are bounded (cut with a hash): the weight file, the
+    # program and its library, the temporary directory beside the output.
+    m = dense_model()
+    long_name = "w" * 100000
+    m.graph.initializer[0].name = long_name
+    m.graph.node[1].input[1] = long_name
+    stem = "m" * 250
+    out = f"{w}/" + "o" * 255
+    p = subprocess.run([exporter, save(w, m, stem + ".onnx"), "--tune",
+                        f"{w}/tune_input.bin", "--test", f"{w}/test_input.bin",
+                        "-o", out], capture_output=True, timeout=TIMEOUT_S * 4)
+    problems = []
+    if p.returncode != 0:
+        problems.append(f"exit status {p.returncode}: {p.stderr.decode()!r}")
+        return problems
+    weights = os.listdir(f"{out}/weights")
+    if [n for n in weights if len(n) > 64 + 4]:
+        problems.append(f"weight file names not bounded: {weights}")
+    built = [n for n in os.listdir(f"{out}/build") if n.startswith("m" * 55)]
+    if len(built) != 1 or len(built[0]) != 64:
+        problems.append(f"program name not bounded: {built}")
+        return problems
+    run = subprocess.run([f"{out}/build/{built[0]}", "-q"], cwd=w,
+                         capture_output=True, timeout=TIMEOUT_S)
+    if run.returncode != 0:
+        problems.append(f"the program failed: {run.stderr.decode()!r}")
     return problems
 
 
