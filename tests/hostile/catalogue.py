@@ -963,6 +963,30 @@ def _(w):
             "--json", f"{w}/none/r.json"]
 
 
+@case("program: tune-search's outputs in a folder that does not exist",
+      "-o {W}/nodir/t.txt: cannot write: the folder {W}/nodir does not exist\n"
+      "--json {W}/nodir/t.json: cannot write: the folder {W}/nodir does not "
+      "exist\n"
+      "--plot {W}/nodir/t_front: cannot write: the folder {W}/nodir does not "
+      "exist")
+def _(w):
+    # Refused before the profiling and search, not after them.
+    return ["tune-search", "-o", f"{w}/nodir/t.txt"]
+
+
+@case("program: calibrate -o into a folder",
+      "-o {W}: cannot write: it is a folder")
+def _(w):
+    return ["calibrate", "-o", w]
+
+
+@case("program: bench-knobs --json in a folder that does not exist",
+      "--json {W}/nodir/k.json: cannot write: the folder {W}/nodir does not "
+      "exist")
+def _(w):
+    return ["bench-knobs", "--json", f"{w}/nodir/k.json"]
+
+
 @case("program: calibration is /dev/zero", "/dev/zero: cannot open int8 "
       "calibration: not a regular file")
 def _(w):
@@ -1436,7 +1460,12 @@ def run_case(name, exporter, dataset_tool, program_dir, keep):
             prog = f"{program_dir}/out"
             if not os.path.exists(f"{prog}/build/{PROGRAM}"):
                 return [f"no program in {prog} (run --setup-program first)"]
-            args = [f"{prog}/build/{PROGRAM}", "-q"] + fn(w)
+            words = fn(w)
+            # A mode's own -q follows the mode's name.
+            mode = words[:1] if words[:1] in (["calibrate"], ["tune-search"],
+                                              ["bench-knobs"]) else []
+            args = ([f"{prog}/build/{PROGRAM}"] + mode + ["-q"] +
+                    words[len(mode):])
             os.remove(f"{w}/tune_input.bin")  # (the program's own are used)
         else:
             model = fn(w)

@@ -21,6 +21,7 @@
 #include "driver/TunerRunner.h"
 #include "kernels/Kernels.h"
 #include "tuner/BenchKnobs.h"
+#include "tuner/TuneOptions.h"
 #include "tuner/Tuner.h"
 
 #include <fmt/format.h>
@@ -36,6 +37,25 @@
 namespace hpvm::rt {
 
 namespace {
+
+/// The files the tuner's modes write that their options name, checked
+/// before the (possibly long) run.
+std::vector<OutputFile> modeOutputFiles(const CalibrateOptions& o) {
+  return {{"-o", o.output}};
+}
+std::vector<OutputFile> modeOutputFiles(const tuner::TuneOptions& o) {
+  std::vector<OutputFile> out = {{"-o", o.output}};
+  if (!o.jsonFile.empty())
+    out.push_back({"--json", o.jsonFile});
+  if (!o.plotStem.empty() && !o.noPlot)
+    out.push_back({"--plot", o.plotStem});
+  return out;
+}
+std::vector<OutputFile> modeOutputFiles(const tuner::BenchOptions& o) {
+  if (o.jsonFile.empty())
+    return {};
+  return {{"--json", o.jsonFile}};
+}
 
 /// `<program> MODE ...` for the modes that run the program through the
 /// tuner's ProgramRunner (tune-search, bench-knobs): \p parse reads the
@@ -65,6 +85,7 @@ int runTunerMode(int argc, char** argv, const hpvm_rt::ModelInfo& info,
     throw UserError(fmt::format("{} needs a program of the hpvm_tensor target "
                                 "(this one serves HPVM's tuner protocol)",
                                 mode));
+  checkOutputFiles(modeOutputFiles(topts));
   RunOptions opts;
   opts.batchSize = topts.batchSize;
   opts.threads = topts.threads;
