@@ -165,16 +165,22 @@ parseNormalize(const std::string& text, int64_t channels) {
   return {mean, std};
 }
 
+bool isPartName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxPartName)
+    return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      return false;
+  return true;
+}
+
 std::vector<SplitPart> parseSplit(const std::string& text) {
   std::vector<SplitPart> parts;
   for (const std::string& item : splitComma(text)) {
     size_t eq = item.find('=');
     SplitPart p;
     p.name = item.substr(0, eq == std::string::npos ? item.size() : eq);
-    bool nameOk = !p.name.empty();
-    for (char c : p.name)
-      nameOk =
-          nameOk && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    const bool nameOk = isPartName(p.name);
     std::string count = eq == std::string::npos ? "" : item.substr(eq + 1);
     size_t used = 0;
     long long n = 0;
@@ -185,9 +191,9 @@ std::vector<SplitPart> parseSplit(const std::string& text) {
     }
     if (!nameOk || used == 0 || used != count.size() || n <= 0)
       throw DatasetError(fmt::format(
-          "--split: '{}' is not NAME=COUNT (NAME of letters, digits and _, "
-          "COUNT positive), as in tune=5000,test=5000",
-          item));
+          "--split: '{}' is not NAME=COUNT (NAME of 1 to {} letters, digits "
+          "and _, COUNT positive), as in tune=5000,test=5000",
+          item, kMaxPartName));
     for (const SplitPart& q : parts)
       if (q.name == p.name)
         throw DatasetError(

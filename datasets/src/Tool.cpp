@@ -260,6 +260,11 @@ std::optional<int> parseCommandLine(const std::vector<std::string>& args,
         copt.scale = parseScale(scale);
       if (!split.empty())
         copt.split = parseSplit(split);
+      if (!copt.name.empty() && !isPartName(copt.name))
+        throw DatasetError(fmt::format(
+            "--name: '{}' is not a NAME (1 to {} letters, digits and _), as "
+            "in --name test",
+            copt.name, kMaxPartName));
     }
   } catch (const std::exception& e) {
     return failed(err, e);

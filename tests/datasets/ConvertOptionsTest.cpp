@@ -151,9 +151,11 @@ TEST_CASE("Datasets: --scale fractions and decimals, --normalize per "
   CHECK(parseSplit("tune=5000,test=5000")[1].name == "test");
   CHECK(parseSplit("tune=5000,test=5000")[1].count == 5000);
   CHECK_THROWS_WITH(parseSplit("a=0"),
-                    "--split: 'a=0' is not NAME=COUNT (NAME of letters, "
-                    "digits and _, COUNT positive), as in "
+                    "--split: 'a=0' is not NAME=COUNT (NAME of 1 to 100 "
+                    "letters, digits and _, COUNT positive), as in "
                     "tune=5000,test=5000");
+  CHECK(parseSplit(std::string(100, 'n') + "=1")[0].name ==
+        std::string(100, 'n'));
 }
 
 TEST_CASE("Datasets: dataset.json records source, transform and parts") {

@@ -149,8 +149,19 @@ TEST_CASE("Datasets: counts that do not fit the split, limit or halves") {
   CHECK(convertError(dir, {img, lab}, {"--name", "x", "--split", "a=1"}) ==
         "--name and --split exclude each other\n");
   CHECK(convertError(dir, {img, lab}, {"--split", "tune"}) ==
-        "--split: 'tune' is not NAME=COUNT (NAME of letters, digits and _, "
-        "COUNT positive), as in tune=5000,test=5000\n");
+        "--split: 'tune' is not NAME=COUNT (NAME of 1 to 100 letters, digits "
+        "and _, COUNT positive), as in tune=5000,test=5000\n");
+  CHECK(convertError(dir, {img, lab},
+                     {"--split", std::string(101, 'n') + "=3"}) ==
+        "--split: '" + std::string(101, 'n') +
+            "=3' is not NAME=COUNT (NAME of 1 to 100 letters, digits and _, "
+            "COUNT positive), as in tune=5000,test=5000\n");
+  CHECK(convertError(dir, {img, lab}, {"--name", "a/b"}) ==
+        "--name: 'a/b' is not a NAME (1 to 100 letters, digits and _), as in "
+        "--name test\n");
+  CHECK(convertError(dir, {img, lab}, {"--name", ".."}) ==
+        "--name: '..' is not a NAME (1 to 100 letters, digits and _), as in "
+        "--name test\n");
   CHECK(convertError(dir, {img, lab}, {"--split", "a=1,a=2"}) ==
         "--split: part 'a' is given twice\n");
   CHECK(convertError(dir, {img, lab}, {"--scale", "1/0"}) ==

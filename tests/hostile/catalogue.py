@@ -1037,6 +1037,22 @@ def _(w):
             idx(f"{w}/l-idx1-ubyte.gz", [2**32 - 2], b"\0" * 1000)]
 
 
+@case("dataset: --name holding a path", "--name: '../x' is not a NAME (1 to "
+      "100 letters, digits and _), as in --name test")
+def _(w):
+    # Refused before any file is read or written: the name is no path.
+    return ["convert", idx(f"{w}/i-idx3-ubyte", [2, 2, 2], bytes(8)),
+            idx(f"{w}/l-idx1-ubyte", [2], bytes(2)), "--name", "../x"]
+
+
+@case("dataset: a 300-character --split name", "--split: '" + "n" * 300 +
+      "=1' is not NAME=COUNT (NAME of 1 to 100 letters, digits and _, COUNT "
+      "positive), as in tune=5000,test=5000")
+def _(w):
+    return ["convert", idx(f"{w}/i-idx3-ubyte", [2, 2, 2], bytes(8)),
+            idx(f"{w}/l-idx1-ubyte", [2], bytes(2)), "--split", "n" * 300 + "=1"]
+
+
 @case("dataset: --shape whose size overflows", "--shape: "
       "'4294967296,4294967296,4294967296' has more than 2^40 values per image")
 def _(w):

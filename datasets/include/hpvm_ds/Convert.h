@@ -39,7 +39,15 @@ struct SplitPart {
   int64_t count = 0;
 };
 
-/// Parses --split "tune=5000,test=5000" (names [A-Za-z0-9_]+, counts > 0,
+/// The longest part name (--name, --split): NAME_labels.bin and its
+/// temporary name stay far below a file name's 255 bytes.
+constexpr size_t kMaxPartName = 100;
+
+/// True if \p name can name an output pair: 1 to kMaxPartName letters,
+/// digits and '_' (no path, no hidden file).
+bool isPartName(const std::string& name);
+
+/// Parses --split "tune=5000,test=5000" (names: isPartName(), counts > 0,
 /// no name twice).
 std::vector<SplitPart> parseSplit(const std::string& text);
 
