@@ -33,15 +33,28 @@ int knownRank(InferenceContext& ctx, size_t i) {
   return type->tensor_type().shape().dim_size();
 }
 
-/// Conv without kernel_shape takes the window from the weight's shape, and
-/// ONNX then indexes the input's spatial axes (and dilations) with it.
-void checkConv(InferenceContext& ctx) {
+/// ConvTranspose reads the weight's (input \p W) second axis, its output
+/// channels, and every convolution takes its window from the axes after,
+/// whatever the weight's rank.
+template <size_t W> void checkWeightRank(InferenceContext& ctx) {
+  const int w = knownRank(ctx, W);
+  if (w >= 0 && w < 3)
+    fail_shape_inference("the weight W has rank ", w,
+                         "; a convolution's has 3 or more (output and input "
+                         "channels, then the window)");
+}
+
+/// A convolution without kernel_shape takes the window from the weight's
+/// shape (input \p W), and ONNX then indexes the input's spatial axes (and
+/// dilations) with it.
+template <size_t W> void checkConv(InferenceContext& ctx) {
   const int x = knownRank(ctx, 0);
-  const int w = knownRank(ctx, 1);
+  const int w = knownRank(ctx, W);
   if (x >= 0 && w >= 0 && x != w)
     fail_shape_inference("the input X has rank ", x,
                          " but the weight W has rank ", w,
                          "; they must have the same rank");
+  checkWeightRank<W>(ctx);
 }
 
 /// Convolutions and pools divide by their strides.
@@ -56,8 +69,8 @@ void checkStrides(InferenceContext& ctx) {
       fail_shape_inference("strides ", formatInts(values), " must be positive");
 }
 
-void checkConvAndStrides(InferenceContext& ctx) {
-  checkConv(ctx);
+template <size_t W> void checkConvAndStrides(InferenceContext& ctx) {
+  checkConv<W>(ctx);
   checkStrides(ctx);
 }
 
@@ -67,9 +80,13 @@ struct Guard {
   void (*check)(InferenceContext&);
 };
 constexpr Guard kGuards[] = {
-    {"Conv", checkConvAndStrides}, {"ConvInteger", checkStrides},
-    {"QLinearConv", checkStrides}, {"MaxPool", checkStrides},
-    {"AveragePool", checkStrides}, {"LpPool", checkStrides},
+    {"Conv", checkConvAndStrides<1>},
+    {"ConvTranspose", checkWeightRank<1>},
+    {"ConvInteger", checkConvAndStrides<1>},
+    {"QLinearConv", checkConvAndStrides<3>},
+    {"MaxPool", checkStrides},
+    {"AveragePool", checkStrides},
+    {"LpPool", checkStrides},
 };
 
 /// The ONNX registry's schemas, with a guarded copy for each operator of

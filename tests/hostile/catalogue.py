@@ -369,6 +369,37 @@ def _(w):
         outputs=[y], inits=[shape, weight]))
 
 
+@case("model: ConvTranspose with a weight of rank 1 (fuzz_onnx)",
+      "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
+      "inference error(s): (op_type:ConvTranspose, node name: up): "
+      "[ShapeInferenceError] the weight W has rank 1; a convolution's has 3 "
+      "or more (output and input channels, then the window)")
+def _(w):
+    # ONNX 1.12 reads the weight's second axis, which a rank-1 weight does
+    # not have (a SEGV inside libonnx, found by the fuzz_onnx campaign).
+    weight = nh.from_array(np.ones(2, np.float32), "w")
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, 16, 16])
+    return save(w, graph_model(
+        [h.make_node("ConvTranspose", ["input", "w"], ["output"], name="up",
+                     kernel_shape=[2, 2], strides=[2, 2])],
+        outputs=[y], inits=[weight]))
+
+
+@case("model: Conv with a weight of rank 2",
+      "{W}/model.onnx: shape inference failed: [ShapeInferenceError] Shape "
+      "inference error(s): (op_type:Conv, node name: conv): "
+      "[ShapeInferenceError] the weight W has rank 2; a convolution's has 3 "
+      "or more (output and input channels, then the window)")
+def _(w):
+    shape = nh.from_array(np.array([8, 8], np.int64), "shape")
+    weight = nh.from_array(np.ones((1, 8), np.float32), "w")
+    y = h.make_tensor_value_info("output", T.FLOAT, [8, 1])
+    return save(w, graph_model(
+        [h.make_node("Reshape", ["input", "shape"], ["x2"]),
+         h.make_node("Conv", ["x2", "w"], ["output"], name="conv")],
+        outputs=[y], inits=[shape, weight]))
+
+
 @case("model: 3-D input read by a node of unknown output shape (fuzz_onnx)",
       "{W}/model.onnx: node 'up' (ConvTranspose, #0): the 3-D input 'input' "
       "(1x6x6): " + RANK3_WAY + "\n(1 more node after these could not be "
