@@ -166,12 +166,28 @@ Tensor* stored(Plan& p, int o) {
   return slot;
 }
 
+/// A new tensor for root output op \p op of \p p, computed straight into
+/// the caller's buffer where \p settings give one for it
+/// (LaunchSettings::setOutputBuffers()).
+Tensor* rootOutputTensor(const Plan& p, int op,
+                         const LaunchSettings& settings) {
+  Tensor* out = newTensor(p.ops[op].out, 4, /*tracked=*/true);
+  const auto slot = std::find(p.rootOutputs.begin(), p.rootOutputs.end(), op);
+  if (float* buffer = settings.outputBuffer(
+          size_t(slot - p.rootOutputs.begin()), numElements(p.ops[op].out))) {
+    out->host_data = buffer; // adopted, never freed (hostModified)
+    hostModified(out);
+  }
+  return out;
+}
+
 /// The tensor group \p g writes its output to.
-Tensor* outputOf(Plan& p, const Trace& t, const Group& g) {
+Tensor* outputOf(Plan& p, const Trace& t, const Group& g,
+                 const LaunchSettings& settings) {
   if (g.inPlace != kNoOperand)
     return operand(p, t, g.inPlace);
   if (p.isRootOut[g.last])
-    return newTensor(p.ops[g.last].out, 4, /*tracked=*/true);
+    return rootOutputTensor(p, g.last, settings);
   Tensor* out = stored(p, g.last);
   const ChannelView& v = p.sched.views[g.last];
   if (v.whole >= 0)
@@ -198,7 +214,7 @@ void execute(Plan& p, const Trace& t, LaunchSettings& settings,
     start = Clock::now();
   }
   for (const Group& g : s.groups) {
-    Tensor* out = outputOf(p, t, g);
+    Tensor* out = outputOf(p, t, g, settings);
     if (observer && hasInt8Knob(g.kind)) {
       Tensor* x = operand(p, t, g.x);
       ensureHost(x);
@@ -305,7 +321,7 @@ bool runSubBatches(ExecState& st, Plan& whole, const Trace& t,
     return false;
   std::vector<Tensor*> outs;
   for (auto [k, op] : symOut) {
-    Tensor* out = newTensor(whole.ops[op].out, 4, /*tracked=*/true);
+    Tensor* out = rootOutputTensor(whole, op, settings);
     allocHost(out);
     outs.push_back(out);
   }

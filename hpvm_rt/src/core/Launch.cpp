@@ -3,6 +3,7 @@
 #include "core/Launch.h"
 
 #include <atomic>
+#include <cstdint>
 #include <utility>
 
 namespace hpvm::rt {
@@ -51,6 +52,21 @@ void LaunchSettings::setRecording(bool on) {
 void LaunchSettings::setInputObserver(InputObserver observer, void* context) {
   observer_ = observer;
   observerContext_ = context;
+}
+
+void LaunchSettings::setOutputBuffers(float* const* buffers,
+                                      const int64_t* elems, size_t count) {
+  outputBuffers_.clear();
+  for (size_t i = 0; i < count; ++i)
+    outputBuffers_.emplace_back(buffers[i], elems[i]);
+}
+
+float* LaunchSettings::outputBuffer(size_t i, int64_t elems) const {
+  if (i >= outputBuffers_.size())
+    return nullptr;
+  const auto [buffer, want] = outputBuffers_[i];
+  const bool aligned = reinterpret_cast<uintptr_t>(buffer) % 64 == 0;
+  return buffer && aligned && want == elems ? buffer : nullptr;
 }
 
 } // namespace hpvm::rt

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpvm::rt {
@@ -101,6 +102,18 @@ public:
   InputObserver inputObserver() const { return observer_; }
   void* observerContext() const { return observerContext_; }
 
+  /// Where the next launches write their root outputs: root tensor output
+  /// i (in the root's order) is computed straight into \p buffers[i] when
+  /// it has \p elems[i] values and the buffer is 64-byte aligned (the
+  /// kernels' stores may assume it); any other output, or one an op
+  /// computes in place, gets a buffer of its own, as with \p count 0 (the
+  /// default). The buffers must outlive the launches' outputs.
+  void setOutputBuffers(float* const* buffers, const int64_t* elems,
+                        size_t count);
+  /// The buffer root output \p i of \p elems values is computed into, or
+  /// nullptr (setOutputBuffers()).
+  float* outputBuffer(size_t i, int64_t elems) const;
+
   /// Identifies the settings a plan's schedule depends on (configuration,
   /// calibration, channel views, gate folding): a new value, unique in the
   /// process, at construction and at every change of them.
@@ -119,6 +132,7 @@ private:
   bool recording_ = false;
   InputObserver observer_ = nullptr;
   void* observerContext_ = nullptr;
+  std::vector<std::pair<float*, int64_t>> outputBuffers_;
   uint64_t scheduleStamp_;
   LaunchResults results_;
 };

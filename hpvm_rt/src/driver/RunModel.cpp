@@ -11,6 +11,7 @@
 #include "command/Npy.h"
 #include "config/Config.h"
 #include "core/Launch.h"
+#include "driver/BakedConfig.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
 #include "driver/Options.h"
@@ -207,24 +208,18 @@ std::string configFilePath(const RunOptions& opts,
                            const hpvm_rt::ModelInfo& info,
                            const std::string& modelDir) {
   std::string configPath = opts.configFile;
-  if (configPath.empty() && info.defaultConfig && *info.defaultConfig) {
-    configPath = info.defaultConfig[0] == '/' ? std::string(info.defaultConfig)
-                                              : modelDir + info.defaultConfig;
+  if (configPath.empty()) {
+    configPath = bakedConfigPath(info, modelDir);
     // A file baked in as HPVM's config_file may not exist yet (HPVM's
     // tuner writes it later): without it, the program runs exact FP32.
-    if (::access(configPath.c_str(), F_OK) != 0) {
-      if (opts.allConfigs || !opts.configSelector.empty() || opts.qosLoss)
-        throw UserError(fmt::format(
-            "{} needs a configuration file: {}, baked in at export, does "
-            "not exist (give -c FILE)",
-            opts.allConfigs ? "--all-configs"
-            : opts.qosLoss  ? "--qos-loss"
-                            : "--config",
-            configPath));
-      std::fprintf(stderr,
-                   "note: %s, the configuration file baked in at export, "
-                   "does not exist: running exact FP32\n",
-                   configPath.c_str());
+    const char* needs = opts.allConfigs                ? "--all-configs"
+                        : opts.qosLoss                 ? "--qos-loss"
+                        : !opts.configSelector.empty() ? "--config"
+                                                       : nullptr;
+    if (!configPath.empty() &&
+        !bakedConfigExists(configPath, needs, " (give -c FILE)")) {
+      std::fprintf(stderr, "note: %s: running exact FP32\n",
+                   missingBakedConfig(configPath).c_str());
       return "";
     }
   }

@@ -11,6 +11,7 @@
 #include "core/Core.h"
 #include "core/Launch.h"
 #include "core/Top1.h"
+#include "driver/BakedConfig.h"
 #include "driver/Calibration.h"
 #include "driver/Controller.h"
 #include "driver/Runner.h"
@@ -31,6 +32,7 @@
 #include <omp.h>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -215,12 +217,8 @@ private:
 /// The configuration file hpvm_rt_set_config() reads: \p given, else the
 /// one baked in at export (relative to the model directory), else none.
 std::string configPathFor(const hpvm_rt_model& m, const char* given) {
-  if (given)
-    return given;
-  const char* baked = hpvm_rt::programModel().info.defaultConfig;
-  if (!baked || !*baked)
-    return "";
-  return baked[0] == '/' ? std::string(baked) : m.modelDir + baked;
+  return given ? std::string(given)
+               : bakedConfigPath(hpvm_rt::programModel().info, m.modelDir);
 }
 
 /// Runs \p n images and copies output k to outs[k] (n x its values).
@@ -254,6 +252,16 @@ void runInto(hpvm_rt_model* model, const float* images, int64_t n,
                             /*tracked=*/true);
   input->host_data = const_cast<float*>(images);
   hostModified(input);
+  // The outputs are computed straight into the caller's buffers where
+  // they can be (aligned, the graph output's size): no copy then.
+  std::vector<int64_t> elems(static_cast<size_t>(count));
+  for (int k = 0; k < count; ++k)
+    elems[size_t(k)] = n * outputValues(info, k);
+  model->settings.setOutputBuffers(outs, elems.data(), elems.size());
+  struct ClearBuffers {
+    LaunchSettings& settings;
+    ~ClearBuffers() { settings.setOutputBuffers(nullptr, nullptr, 0); }
+  } clearBuffers{model->settings};
   auto* first = static_cast<Tensor*>(program.runBatch(input));
   for (int k = 0; k < count; ++k) {
     auto* out = k == 0 ? first : static_cast<Tensor*>(info.outputOf(k));
@@ -270,7 +278,8 @@ void runInto(hpvm_rt_model* model, const float* images, int64_t n,
                       std::to_string(out->num_elems) + " values; expected " +
                       std::to_string(n) + " images x " +
                       std::to_string(values));
-    std::memcpy(outs[k], out->host_data, want * sizeof(float));
+    if (out->host_data != outs[k])
+      std::memcpy(outs[k], out->host_data, want * sizeof(float));
   }
 }
 
@@ -337,7 +346,8 @@ hpvm_rt_model* hpvm_rt_open(const char* model_dir) {
   int status = guarded([&] {
     const std::string dir =
         withSlash(model_dir ? std::string(model_dir) : bakedModelDir());
-    const std::string missing =
+    // (The CPU does not change while the process runs.)
+    static const std::string missing =
         hpvm_rt::missingCpuFeatures(approx::buildFeatures());
     if (!missing.empty())
       throw UserError(std::string("this program's hpvm_rt was built for a "
@@ -377,24 +387,20 @@ int hpvm_rt_set_config(hpvm_rt_model* model, const char* config_file,
       throw UserError("hpvm_rt_set_config: the model is NULL");
     std::string path = configPathFor(*model, config_file);
     std::string missing; // a baked-in file that does not exist (yet)
-    if (!config_file && !path.empty() && ::access(path.c_str(), F_OK) != 0) {
-      if (selector || qos_loss >= 0)
-        throw UserError(std::string(selector ? "config" : "qos_loss") +
-                        " needs a configuration file: " + path +
-                        ", baked in at export, does not exist");
+    if (!config_file && !path.empty() &&
+        !bakedConfigExists(path, selector        ? "config"
+                                 : qos_loss >= 0 ? "qos_loss"
+                                                 : nullptr))
       missing.swap(path);
-    }
     if (path.empty() && (selector || qos_loss >= 0))
       throw UserError(std::string(selector ? "config" : "qos_loss") +
                       " needs a configuration file (the model has no "
                       "default configuration)");
     std::unique_ptr<ConfigFile> file;
     const Configuration* config = nullptr;
-    std::string description = missing.empty()
-                                  ? "exact FP32 (no configuration)"
-                                  : "exact FP32 (" + missing +
-                                        ", the configuration file baked in at "
-                                        "export, does not exist)";
+    std::string description =
+        missing.empty() ? "exact FP32 (no configuration)"
+                        : "exact FP32 (" + missingBakedConfig(missing) + ")";
     if (!path.empty()) {
       file = std::make_unique<ConfigFile>(parseConfigFile(path));
       if (qos_loss >= 0) {
