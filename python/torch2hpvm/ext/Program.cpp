@@ -20,7 +20,6 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -58,10 +57,13 @@ struct ConfigChoice {
   TextFile calibration;
 };
 
-at::Tensor bytesTensor(const std::string& bytes) {
-  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  if (!bytes.empty())
-    std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+/// The whole file at \p path as a byte tensor, read straight into it.
+at::Tensor fileTensor(const std::string& path, const std::string& what) {
+  at::Tensor t;
+  readWholeFileInto(path, what, kMaxFileBytes, [&](size_t size) {
+    t = at::empty({static_cast<int64_t>(size)}, at::kByte);
+    return static_cast<char*>(t.data_ptr());
+  });
   return t;
 }
 
@@ -137,8 +139,7 @@ public:
   /// is \p library, running its default configuration.
   Program(const std::string& outDir, const std::string& library) {
     fromDir_ = outDir.empty() || outDir.back() == '/' ? outDir : outDir + '/';
-    library_ =
-        bytesTensor(readWholeFile(library, "program library", kMaxFileBytes));
+    library_ = fileTensor(library, "program library");
     const std::string weightsDir = fromDir_ + "weights";
     std::error_code ec;
     if (!std::filesystem::is_directory(weightsDir, ec))
@@ -159,9 +160,7 @@ public:
         throw ProgramError(weightsDir + "/" + name +
                            ": not a weight file torch2hpvm writes (its name "
                            "is not letters, digits, '.', '_' and '-')");
-      weights_.insert(name,
-                      bytesTensor(readWholeFile(weightsDir + "/" + name,
-                                                "weight file", kMaxFileBytes)));
+      weights_.insert(name, fileTensor(weightsDir + "/" + name, "weight file"));
     }
     digest_ = contentDigest();
     start(library);

@@ -163,8 +163,9 @@ std::string ScratchDir::subdir(const std::string& name) {
   return path + "/";
 }
 
-std::string readWholeFile(const std::string& path, const std::string& what,
-                          uint64_t limit) {
+void readWholeFileInto(const std::string& path, const std::string& what,
+                       uint64_t limit,
+                       const std::function<char*(size_t size)>& buffer) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw ProgramError("cannot read " + what + " " + path + ": " + errnoText());
@@ -179,10 +180,11 @@ std::string readWholeFile(const std::string& path, const std::string& what,
     throw ProgramError(what + " " + path + " has " +
                        std::to_string(st.st_size) + " bytes; at most " +
                        std::to_string(limit) + " are accepted");
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  const size_t size = static_cast<size_t>(st.st_size);
+  char* const data = buffer(size);
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    ssize_t n = ::read(fd, data + done, size - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
@@ -192,6 +194,15 @@ std::string readWholeFile(const std::string& path, const std::string& what,
       throw ProgramError(what + " " + path + " shrank while it was read");
     done += static_cast<size_t>(n);
   }
+}
+
+std::string readWholeFile(const std::string& path, const std::string& what,
+                          uint64_t limit) {
+  std::string bytes;
+  readWholeFileInto(path, what, limit, [&](size_t size) {
+    bytes.resize(size);
+    return bytes.data();
+  });
   return bytes;
 }
 

@@ -15,6 +15,7 @@
 #include <nettle/sha2.h>
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -75,8 +76,14 @@ private:
   std::string path_;
 };
 
-/// The whole regular file at \p path (ProgramError naming \p what and the
-/// path when it cannot be read or is larger than \p limit bytes).
+/// Reads the whole regular file at \p path into the buffer of its size that
+/// \p buffer returns (ProgramError naming \p what and the path when it
+/// cannot be read or is larger than \p limit bytes).
+void readWholeFileInto(const std::string& path, const std::string& what,
+                       uint64_t limit,
+                       const std::function<char*(size_t size)>& buffer);
+
+/// The whole regular file at \p path, as readWholeFileInto().
 std::string readWholeFile(const std::string& path, const std::string& what,
                           uint64_t limit);
 
