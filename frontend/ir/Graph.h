@@ -39,6 +39,17 @@ enum class DataType : int32_t {
 /// Bytes of one element of \p dtype; 0 for Undefined.
 size_t elementSize(DataType dtype);
 
+/// The product of \p dims[from..], or -1 when a dim is negative (symbolic)
+/// or the product overflows int64: a model's declared dims are any int64,
+/// and their product is only meaningful when it fits.
+inline int64_t dimsProduct(const std::vector<int64_t>& dims, size_t from = 0) {
+  int64_t product = 1;
+  for (size_t i = from; i < dims.size(); ++i)
+    if (dims[i] < 0 || __builtin_mul_overflow(product, dims[i], &product))
+      return -1;
+  return product;
+}
+
 /// Host data of a constant tensor, always little-endian, C order.
 struct TensorData {
   DataType dtype = DataType::Float;

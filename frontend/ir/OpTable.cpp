@@ -59,9 +59,7 @@ int64_t opFlops(const Node& n) {
   HPVM_ASSERT(n.output != nullptr && !n.output->shape.empty(),
               "opFlops of a node without an output shape");
   // Output elements at batch 1.
-  int64_t outElems = 1;
-  for (size_t i = 1; i < n.output->shape.size(); ++i)
-    outElems *= n.output->shape[i];
+  const int64_t outElems = dimsProduct(n.output->shape, 1);
   const hpvm::rt::OpFacts& f = *desc.facts;
   const std::vector<int64_t>* second =
       f.tensorArgs > 1 ? &n.inputs.at(1)->shape : nullptr;

@@ -204,9 +204,7 @@ std::string lowerDense(Lowering& L, Node* n) {
   double beta = gemm ? attrs.getFloat("beta") : 1.0;
   int64_t K = transB ? b.dims[1] : b.dims[0];
   int64_t N = transB ? b.dims[0] : b.dims[1];
-  int64_t inK = 1;
-  for (size_t i = 1; i < a->shape.size(); ++i)
-    inK *= a->shape[i];
+  const int64_t inK = dimsProduct(a->shape, 1);
   if (inK != K)
     return "input A has shape " + formatShape(a->shape) + " (" +
            std::to_string(inK) + " features) but the weight expects " +

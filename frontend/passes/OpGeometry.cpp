@@ -47,7 +47,8 @@ std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
   bool symbolicInferred = false;
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] >= 0) {
-      inKnown *= in[i];
+      if (__builtin_mul_overflow(inKnown, in[i], &inKnown))
+        return {}; // (no tensor has that many elements)
     } else if (static_cast<int>(i) == inferAt) {
       symbolicInferred = true;
     } else if (i >= target.size() || target[i] != in[i]) {
@@ -58,8 +59,9 @@ std::vector<int64_t> resolveReshape(const std::vector<int64_t>& in,
     return target;
   int64_t outKnown = 1;
   for (size_t i = 0; i < target.size(); ++i)
-    if (static_cast<int>(i) != inferAt && target[i] >= 0)
-      outKnown *= target[i];
+    if (static_cast<int>(i) != inferAt && target[i] >= 0 &&
+        __builtin_mul_overflow(outKnown, target[i], &outKnown))
+      return {};
   if (symbolicInferred) {
     // x.view(-1, K) on a batch of unknown size: the rest must match.
     if (outKnown != inKnown)
@@ -212,7 +214,9 @@ std::vector<int64_t> reshapeTarget(const Node& r, int64_t opset) {
       int64_t d = in[static_cast<size_t>(i)];
       if (d < 0 && !(i == 0 && axis == 1))
         return {};
-      (i < axis ? outer : inner) *= d;
+      int64_t& part = i < axis ? outer : inner;
+      if (__builtin_mul_overflow(part, d, &part))
+        return {};
     }
     return {outer, inner};
   }

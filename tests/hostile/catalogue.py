@@ -578,6 +578,25 @@ def _(w):
                             nh.from_array(np.array(big, np.int64), "shape")]))
 
 
+@case("model: a Reshape of more than 2^63 elements (fuzz_onnx)",
+      "{W}/model.onnx: 2 unsupported nodes:\n  node 'expand' (Expand, #0): "
+      "Expand computes on run-time values; it is only supported on constants "
+      "(shape computations that fold away)\n  node 'reshape' (Reshape, #1): "
+      "the target shape is not known when compiling (dynamic shapes are not "
+      "supported)")
+def _(w):
+    # The reshape's geometry multiplied the input's dims in int64 (a signed
+    # overflow under UBSan, found by the fuzz_onnx campaign).
+    big = [2**40, 2**40, 8, 8]
+    y = h.make_tensor_value_info("output", T.FLOAT, ["n", 64])
+    return save(w, graph_model(
+        [h.make_node("Expand", ["input", "shape"], ["e"], name="expand"),
+         h.make_node("Reshape", ["e", "target"], ["output"], name="reshape")],
+        outputs=[y], inits=[nh.from_array(np.array(big, np.int64), "shape"),
+                            nh.from_array(np.array([-1, 64], np.int64),
+                                          "target")]))
+
+
 @case("model: a constant Range of 2^40 elements", "{W}/model.onnx: node "
       "'range' (Range, #0): its value, computed when compiling, has shape "
       "1099511627776: 4.0 TiB, more than the 8.0 GiB limit (raise it with "
