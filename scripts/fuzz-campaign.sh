@@ -1,8 +1,8 @@
 #!/bin/sh
 # fuzz-campaign.sh - the long fuzzing campaign (outside CI, which runs each
 # target briefly in scripts/sanitize.sh): builds the libFuzzer targets with
-# UndefinedBehaviorSanitizer only in build-fuzz/ (about twice the speed of
-# AddressSanitizer), runs each for RUNS executions or SECONDS, whichever
+# UndefinedBehaviorSanitizer only in build-fuzz/ (1.1-2.4x the speed of
+# the AddressSanitizer build on the same corpora), runs each for RUNS executions or SECONDS, whichever
 # ends first, then replays every corpus and finding under AddressSanitizer
 # (build-asan, from scripts/sanitize.sh) when that build exists. Writes
 # WORK/campaign.json: executions, rate, corpus size and findings per target.
