@@ -148,12 +148,15 @@ void fuseGelus(Graph& g) {
   for (Node* erf : nodeList(g)) {
     if (erased.count(erf) || erf->kind != OpKind::OnnxErf)
       continue;
-    Node* div = erf->inputs[0]->producer;
-    if (!div || soleUser(div->output) != erf)
+    // (A node the checker did not see, an unsupported one, may have no
+    // inputs: the kinds are checked before any input is read.)
+    Node* div = erf->inputs.size() == 1 ? erf->inputs[0]->producer : nullptr;
+    if (!div || soleUser(div->output) != erf || div->inputs.size() != 2 ||
+        (div->kind != OpKind::OnnxDiv && div->kind != OpKind::OnnxMul))
       continue;
     // x / sqrt(2), or x * (1 / sqrt(2)).
     Value* x = div->inputs[0];
-    double c = div->inputs.size() == 2 ? scalarValue(div->inputs[1]) : 0;
+    double c = scalarValue(div->inputs[1]);
     bool scaled =
         (div->kind == OpKind::OnnxDiv && std::abs(c - std::sqrt(2.0)) < 1e-6) ||
         (div->kind == OpKind::OnnxMul && std::abs(c - std::sqrt(0.5)) < 1e-6);
