@@ -49,6 +49,11 @@ std::string constantOperand(Lowering& L, Node* n, Value* b,
   for (size_t i = 0; i < cd.size() && offset + i < aligned.size(); ++i)
     aligned[offset + i] = cd[i];
   int64_t C = x4[1];
+  // (A declared channel count may be any int64: the constant made per
+  // channel below must be a size a tensor can have.)
+  if (C <= 0 || uint64_t(C) > L.g.maxTensorBytes / sizeof(float))
+    return "the activation has " + std::to_string(C) +
+           " channels: no constant can be " + doing + " to that many";
   int64_t count = b->constant->numElements();
   c = nullptr;
   std::vector<int64_t> perChannel(onnx.size(), 1);
