@@ -53,7 +53,7 @@ std::string constantOperand(Lowering& L, Node* n, Value* b,
   // channel below must be a size a tensor can have.)
   if (C <= 0 || uint64_t(C) > L.g.maxTensorBytes / sizeof(float))
     return "the activation has " + std::to_string(C) +
-           " channels: no constant can be " + doing + " to that many";
+           " channels: no per-channel constant can have that many values";
   int64_t count = b->constant->numElements();
   c = nullptr;
   std::vector<int64_t> perChannel(onnx.size(), 1);
