@@ -356,22 +356,22 @@ void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
                    const Profiler& profiler, const Configuration* config,
                    const ConfigFile* file) {
   WrittenFiles written;
-  auto write = [&](const std::string& path, auto&& writer) {
-    written.add(path);
-    writer(path);
-  };
-  if (!opts.outputNpy.empty())
-    write(opts.outputNpy,
-          [&](const std::string& p) { writeOutputs(p, info, result); });
-  if (!opts.profileFile.empty())
-    write(opts.profileFile,
-          [&](const std::string& p) { writeJson(p, profiler.profileJson()); });
-  if (!opts.traceFile.empty())
-    write(opts.traceFile,
-          [&](const std::string& p) { writeJson(p, profiler.traceJson()); });
-  if (!opts.callLogFile.empty())
-    write(opts.callLogFile,
-          [&](const std::string& p) { writeJson(p, profiler.callLogJson()); });
+  if (!opts.outputNpy.empty()) {
+    written.add(opts.outputNpy);
+    writeOutputs(opts.outputNpy, info, result);
+  }
+  if (!opts.profileFile.empty()) {
+    written.add(opts.profileFile);
+    writeJson(opts.profileFile, profiler.profileJson());
+  }
+  if (!opts.traceFile.empty()) {
+    written.add(opts.traceFile);
+    writeJson(opts.traceFile, profiler.traceJson());
+  }
+  if (!opts.callLogFile.empty()) {
+    written.add(opts.callLogFile);
+    writeJson(opts.callLogFile, profiler.callLogJson());
+  }
   if (!opts.jsonFile.empty()) {
     double total = result.totalSeconds();
     std::vector<double> batchMs;
@@ -400,14 +400,14 @@ void writeRunFiles(const RunOptions& opts, const hpvm_rt::ModelInfo& info,
   // Without labels there is no accuracy: no final_accuracy (an earlier
   // run's would look like this one's).
   std::error_code ignored;
-  if (result.labeled)
-    write("final_accuracy", [&](const std::string& p) {
-      writeFileAtomic(p, fmt::format("{:.6f}", result.accuracy()));
-    });
-  else
+  if (result.labeled) {
+    written.add("final_accuracy");
+    writeFileAtomic("final_accuracy", fmt::format("{:.6f}", result.accuracy()));
+  } else {
     std::filesystem::remove("final_accuracy", ignored);
-  write("profile_info.txt",
-        [](const std::string& p) { RuntimeController::get().writeProfile(p); });
+  }
+  written.add("profile_info.txt");
+  RuntimeController::get().writeProfile("profile_info.txt");
   written.release();
 }
 
