@@ -2,7 +2,9 @@
 # fuzz.sh - runs each libFuzzer target (tests/fuzz) for a given time, seeded
 # from the test fixtures, and fails on any crash, hang, leak or sanitizer
 # report. Findings are left in WORK/<target>/ (crash-*, leak-*, timeout-*);
-# turn each into a case of tests/hostile/catalogue.py.
+# turn each into a case of tests/hostile/catalogue.py where the tools can
+# reach it, and keep the input in tests/fuzz/regressions/TARGET (a seed of
+# later runs; fuzz_onnx's are replayed by tests/frontend/FuzzRegressionTest).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 60)] [BUILD_DIR
 #        (default build-asan, configured by scripts/sanitize.sh)] [WORK]
 #        [RUNS_PER_TARGET (default: no limit; each target stops at the

@@ -5,7 +5,8 @@ fixtures: WORK/fuzz_onnx/seeds (the ONNX fixtures, binary), WORK/fuzz_config
 (small files of every dataset format, prefixed with the target's format
 byte), WORK/fuzz_command_line/seeds (typical command lines of each parser,
 after its selector byte), WORK/fuzz_config_calibration/seeds (configurations
-of the test chain, exact and int8, with and without a calibration)."""
+of the test chain, exact and int8, with and without a calibration). Each
+target's past findings (tests/fuzz/regressions/TARGET) are seeds too."""
 import glob
 import io
 import os
@@ -96,6 +97,12 @@ def main(work):
     write(seeds, "int8.txt", (int8 + "\n%%\n" + cal).encode())
     write(seeds, "two.txt", (exact + int8.split("\n", 1)[1] + "\n%%\n" + cal)
           .encode())
+
+    for path in sorted(glob.glob(f"{ROOT}/tests/fuzz/regressions/*/*")):
+        target = os.path.basename(os.path.dirname(path))
+        with open(path, "rb") as f:
+            write(os.path.join(work, target, "seeds"),
+                  "finding-" + os.path.basename(path), f.read())
     return 0
 
 
