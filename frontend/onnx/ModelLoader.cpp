@@ -24,6 +24,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -419,8 +420,12 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   const std::string inputWrong = inputProblem(inputs);
   if (inputs.size() != 1)
     throw UserError(path + ": " + inputWrong);
+  std::string inputBig =
+      activationSizeProblem(typeInfo(inputs[0]->type()).shape, limit);
   if (!inputWrong.empty())
     errors.problem(inputWrong);
+  else if (!inputBig.empty())
+    errors.problem("input '" + escapeName(inputs[0]->name()) + "' " + inputBig);
   const onnx::ValueInfoProto& in = *inputs.front();
   const TypeInfo inType = typeInfo(in.type());
   // (A 3-D input is held in 4-D: the nodes read `asRead`, rewritten to
@@ -548,10 +553,30 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     Node* n = g->addNode(kind, std::move(ins), out, {origin});
     n->attrs = std::move(scan.attrs[static_cast<size_t>(i)]);
   }
+  // A node making an activation too large to hold, or to count in 64 bits,
+  // is refused, and its output's shape and those of the nodes after it left
+  // unknown: no pass multiplies those dimensions, and lowering reports the
+  // node with the others.
+  std::unordered_set<const Value*> unsized;
+  for (const auto& n : g->nodes()) {
+    const bool after =
+        std::any_of(n->inputs.begin(), n->inputs.end(),
+                    [&](const Value* v) { return unsized.count(v) > 0; });
+    const std::string big =
+        after ? "" : activationSizeProblem(n->output->shape, limit);
+    if (!big.empty()) {
+      g->refusals.emplace_back(n->origins.front(), "its output " + big);
+      n->kind = OpKind::Refused;
+    }
+    if (after || !big.empty()) {
+      n->output->shape.clear();
+      unsized.insert(n->output);
+    }
+  }
   if (rank3)
     adoptRank3Input(*g, asRead, errors);
   // Only the loader's refusals: lowering reports them with its own.
-  if (!inputWrong.empty() || errors.size() > carried)
+  if (!inputWrong.empty() || !inputBig.empty() || errors.size() > carried)
     errors.throwIfAny();
 
   std::vector<std::string> idle;

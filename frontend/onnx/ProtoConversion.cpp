@@ -92,6 +92,33 @@ uint64_t checkedTensorBytes(const std::string& what,
   return *bytes;
 }
 
+std::string activationSizeProblem(const std::vector<int64_t>& shape,
+                                  uint64_t limit) {
+  // 8 bytes an element for the whole: int64 shapes and indices are the
+  // widest. An image is all but the first dimension of an activation of
+  // rank 2 or more (as Lowering's checkOperandRanges counts it).
+  int64_t whole = 8;
+  int64_t image = sizeof(float);
+  bool wholeOverflows = false, imageOverflows = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = std::max<int64_t>(shape[i], 1);
+    wholeOverflows |= __builtin_mul_overflow(whole, d, &whole);
+    if (i > 0 || shape.size() == 1)
+      imageOverflows |= __builtin_mul_overflow(image, d, &image);
+  }
+  const std::string per = shape.size() > 1 ? " per image" : "";
+  const std::string tail = per + ", more than the " + byteSize(limit) +
+                           " limit (raise it with --max-size)";
+  if (imageOverflows)
+    return formatShape(shape) + " takes more bytes than 2^63" + tail;
+  if (uint64_t(image) > limit)
+    return formatShape(shape) + " takes " + byteSize(uint64_t(image)) + tail;
+  if (wholeOverflows)
+    return formatShape(shape) +
+           " takes more bytes than 2^63 in all (its batch is too large)";
+  return "";
+}
+
 ExternalData resolveExternal(const TensorProto& t, const std::string& modelDir,
                              const std::string& what, uint64_t bytes) {
   ExternalData ext;

@@ -43,6 +43,15 @@ uint64_t checkedTensorBytes(const std::string& what,
                             const std::vector<int64_t>& dims, size_t elemSize,
                             uint64_t limit);
 
+/// What is wrong with the size of an activation of \p shape (the input, or
+/// the output of a node as shape inference gave it), as "AxB takes ...", or
+/// "": an image (all but the first dimension) of more than \p limit bytes,
+/// or a size that overflows (an unknown or zero dimension taken as 1).
+/// Checked when the IR is built, so that passes may multiply any of an
+/// activation's dimensions.
+std::string activationSizeProblem(const std::vector<int64_t>& shape,
+                                  uint64_t limit);
+
 /// Where an initializer's external data is, checked: a file inside the
 /// model's folder after resolving symlinks, regular, holding the tensor's
 /// \p bytes at its offset.

@@ -15,15 +15,51 @@ std::string nodeName(const Origin& origin) {
          std::to_string(origin.index) + ")";
 }
 
+namespace {
+
+/// The length of the well-formed UTF-8 sequence at \p s[i] of a character
+/// past ASCII that prints (not a C1 control, U+0080 to U+009F), or 0.
+size_t printableUtf8Length(const std::string& s, size_t i) {
+  const auto at = [&](size_t k) {
+    return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u;
+  };
+  const unsigned c = at(i);
+  size_t length = 0;
+  unsigned low = 0x80, high = 0xbf; // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    length = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    length = 3;
+    low = c == 0xe0 ? 0xa0 : 0x80;  // no overlong form
+    high = c == 0xed ? 0x9f : 0xbf; // no surrogate
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    length = 4;
+    low = c == 0xf0 ? 0x90 : 0x80;
+    high = c == 0xf4 ? 0x8f : 0xbf; // nothing past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (at(i + 1) < low || at(i + 1) > high)
+    return 0;
+  for (size_t k = 2; k < length; ++k)
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf)
+      return 0;
+  if (c == 0xc2 && at(i + 1) <= 0x9f)
+    return 0;
+  return length;
+}
+
+} // namespace
+
 std::string escapeName(const std::string& name) {
   std::string out;
   out.reserve(std::min(name.size(), kMaxNameBytes));
-  for (char ch : name) {
+  for (size_t i = 0; i < name.size(); ++i) {
     if (out.size() >= kMaxNameBytes) {
       out += "...(" + std::to_string(name.size()) + " bytes)";
       break;
     }
-    unsigned char c = static_cast<unsigned char>(ch);
+    const unsigned char c = static_cast<unsigned char>(name[i]);
     switch (c) {
     case '\n':
       out += "\\n";
@@ -41,12 +77,16 @@ std::string escapeName(const std::string& name) {
       out += "\\'";
       break;
     default:
-      if (c < 0x20 || c == 0x7f) {
+      if (c >= 0x20 && c < 0x7f) {
+        out += name[i];
+      } else if (const size_t n = c > 0x7f ? printableUtf8Length(name, i) : 0;
+                 n > 0) {
+        out.append(name, i, n); // a character of a non-ASCII name
+        i += n - 1;
+      } else { // a control byte, or one that is not UTF-8
         char buf[8];
         std::snprintf(buf, sizeof(buf), "\\x%02x", c);
         out += buf;
-      } else {
-        out += ch;
       }
     }
   }

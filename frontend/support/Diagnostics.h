@@ -50,9 +50,11 @@ std::string nodeName(const Origin& origin);
 /// Longest name (escaped) a message shows; a longer one is cut, with its
 /// length.
 constexpr size_t kMaxNameBytes = 200;
-/// \p name with control characters, quotes and backslashes escaped C-style
-/// ("\n", "\x01", "\'"), so a name from a model prints on one line; cut
-/// after kMaxNameBytes ("...(100000 bytes)").
+/// \p name with control characters (C0 and C1), bytes that are not
+/// well-formed UTF-8, quotes and backslashes escaped C-style ("\n", "\x01",
+/// "\xb0", "\'"), so a name from a model prints on one line and as text;
+/// other non-ASCII characters are kept. Cut after kMaxNameBytes
+/// ("...(100000 bytes)").
 std::string escapeName(const std::string& name);
 
 /// "'a', 'b'": \p names escaped (escapeName) and quoted, comma-separated.

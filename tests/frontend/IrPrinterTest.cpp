@@ -84,6 +84,17 @@ TEST_CASE("IrPrinter: scalars print in their shortest exact form") {
 
 TEST_CASE("IrPrinter: names with control characters are escaped") {
   CHECK(escapeName("a\nb\tc\x01'\\") == "a\\nb\\tc\\x01\\'\\\\");
+  // UTF-8 is kept; a byte outside a well-formed sequence (a lone lead or
+  // continuation byte, an overlong form, a surrogate, past U+10FFFF) and C1
+  // controls are escaped.
+  CHECK(escapeName("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(escapeName("M\xb0mm") == "M\\xb0mm");
+  CHECK(escapeName("a\xc3") == "a\\xc3");
+  CHECK(escapeName("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(escapeName("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(escapeName("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");
+  CHECK(escapeName("\xc2\x85x") == "\\xc2\\x85x");
   CHECK(nodeContext("m.onnx", {"x\"; rm\n", "Conv", 3}) ==
         "m.onnx: node 'x\"; rm\\n' (Conv, #3)");
   CHECK(nodeContext("m.onnx", {"", "Relu", 4}) ==
