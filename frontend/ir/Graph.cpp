@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 namespace hpvm::fe {
 
@@ -76,18 +78,33 @@ void checkIndex(const TensorData& t, int64_t i) {
                   std::to_string(t.bytes.size()) + " bytes)");
 }
 
+/// \p v as T; a real number converted to an integer type saturates at its
+/// limits (NaN becomes 0): a shape read from a float constant may hold any
+/// value, and later checks refuse what is out of range.
+template <typename T, typename S> T convertTo(S v) {
+  if constexpr (std::is_integral_v<T> && std::is_floating_point_v<S>) {
+    if (std::isnan(v))
+      return 0;
+    if (v >= static_cast<S>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
+    if (v <= static_cast<S>(std::numeric_limits<T>::min()))
+      return std::numeric_limits<T>::min();
+  }
+  return static_cast<T>(v);
+}
+
 /// Element \p i of \p t, whatever its element type, converted to T.
 template <typename T> T loadAs(const TensorData& t, int64_t i) {
   checkIndex(t, i);
   switch (t.dtype) {
   case DataType::Float:
-    return static_cast<T>(load<float>(t, i));
+    return convertTo<T>(load<float>(t, i));
   case DataType::Double:
-    return static_cast<T>(load<double>(t, i));
+    return convertTo<T>(load<double>(t, i));
   case DataType::Float16:
-    return static_cast<T>(halfToFloat(load<uint16_t>(t, i)));
+    return convertTo<T>(halfToFloat(load<uint16_t>(t, i)));
   case DataType::BFloat16:
-    return static_cast<T>(bf16ToFloat(load<uint16_t>(t, i)));
+    return convertTo<T>(bf16ToFloat(load<uint16_t>(t, i)));
   case DataType::Int32:
     return static_cast<T>(load<int32_t>(t, i));
   case DataType::Int64:

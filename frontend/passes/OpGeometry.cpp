@@ -413,6 +413,16 @@ namespace hpvm::fe {
 
 namespace {
 
+/// The longest axis a Resize may make (the IR's activation checks refuse
+/// anything near it; this bound keeps the size an exact int64).
+constexpr double kMaxResizedSize = double(int64_t(1) << 40);
+
+std::string axisName(int axis) {
+  return axis == 2   ? "height"
+         : axis == 3 ? "width"
+                     : "axis " + std::to_string(axis);
+}
+
 /// The enumerator whose ONNX name is \p name, or -1.
 template <size_t N>
 int indexOfName(const std::string_view (&names)[N], const std::string& name) {
@@ -572,9 +582,12 @@ std::string resizeGeometry(const Node& n, int64_t opset,
       if (!(scales[i] > 0) || !std::isfinite(scales[i]))
         return "scale " + formatScalar(Scalar::real(scales[i])) +
                " is not a positive number";
-      out[axis] = axis < 2 ? x[axis]
-                           : static_cast<int64_t>(std::floor(
-                                 static_cast<double>(x[axis]) * scales[i]));
+      const double size = std::floor(double(x[axis]) * scales[i]);
+      if (axis >= 2 && !(size < kMaxResizedSize))
+        return "scale " + formatScalar(Scalar::real(scales[i])) +
+               " makes the output's " + axisName(axis) + " " +
+               formatScalar(Scalar::real(size)) + " (more than 2^40)";
+      out[axis] = axis < 2 ? x[axis] : static_cast<int64_t>(size);
     } else {
       // A folded Shape gives 0 for an unknown batch.
       out[axis] = axis == 0 && sizes[i] <= 0 ? x[0] : sizes[i];
@@ -589,7 +602,12 @@ std::string resizeGeometry(const Node& n, int64_t opset,
                                               : std::max(scale[2], scale[3]);
       for (int axis = 2; axis < 4; ++axis) {
         scale[axis] = s;
-        out[axis] = static_cast<int64_t>(std::floor(double(x[axis]) * s + 0.5));
+        const double size = std::floor(double(x[axis]) * s + 0.5);
+        if (!(size < kMaxResizedSize))
+          return "keep_aspect_ratio_policy '" + policy +
+                 "' makes the output's " + axisName(axis) + " " +
+                 formatScalar(Scalar::real(size)) + " (more than 2^40)";
+        out[axis] = static_cast<int64_t>(size);
       }
     } else if (policy != "stretch") {
       return "keep_aspect_ratio_policy '" + escapeName(policy) +

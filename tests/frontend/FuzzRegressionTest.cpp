@@ -40,6 +40,13 @@ const std::multimap<std::string, std::string> kFindings = {
     {"token-entry-size-overflow.onnx",
      "node '/whole/Gemm' (\\xb0emm, #53): operator \\xb0emm is not "
      "supported"},
+    // A Resize scale of 2.9e25: its output size, converted to int64.
+    {"resize-scale-overflow.onnx",
+     "node 'across_bottom' (Resize, #1): scale 2.901448484269716e+25 makes "
+     "the output's height 2.6113036358427444e+26 (more than 2^40)"},
+    // A float shape constant of 1.3e36, converted to int64.
+    {"float-shape-overflow.onnx",
+     "node 'dropout' (Squeeze, #0): Squeeze computes on run-time values"},
     {"constant-channel-count.onnx",
      "kernel_shape [61, 3] does not match the weight shape 2x2x3x3"},
 };

@@ -678,6 +678,21 @@ def _(w):
                floats("roi_inf", [0, 0, -np.inf, 0, 1, 1, 1, 1])]))
 
 
+@case("model: Resize scales that make a size past int64 (fuzz_onnx)",
+      "{W}/model.onnx: node 'up' (Resize, #0): scale 1.2676506002282294e+30 "
+      "makes the output's height 1.0141204801825835e+31 (more than 2^40)")
+def _(w):
+    # floor(8 * 2^100) was converted to int64: undefined behaviour (found
+    # by the fuzz_onnx campaign).
+    x = h.make_tensor_value_info("input", T.FLOAT, [1, 1, 8, 8])
+    y = h.make_tensor_value_info("output", T.FLOAT, [1, 1, "H", 8])
+    scales = nh.from_array(np.array([1, 1, 2.0**100, 1], np.float32), "scales")
+    return save(w, graph_model(
+        [h.make_node("Resize", ["input", "", "scales"], ["output"], name="up",
+                     mode="nearest")],
+        inputs=[x], outputs=[y], inits=[scales]))
+
+
 @case("model: a Constant whose tensor has more values than its shape",
       "{W}/model.onnx: node 'c' (Constant, #0): attribute 'value' has 7 "
       "values; its shape needs 3\n(1 more node after these could not be "
