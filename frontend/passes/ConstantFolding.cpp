@@ -51,6 +51,23 @@ void boundFold(const Graph& g, const Node* n, const std::vector<int64_t>& dims,
                      g.maxTensorBytes);
 }
 
+/// int64 arithmetic as ONNX runtimes do it, in two's complement: an overflow
+/// wraps around (in C++ it would be undefined), INT64_MIN / -1 included.
+int64_t wrapAdd(int64_t x, int64_t y) {
+  return static_cast<int64_t>(uint64_t(x) + uint64_t(y));
+}
+int64_t wrapSub(int64_t x, int64_t y) {
+  return static_cast<int64_t>(uint64_t(x) - uint64_t(y));
+}
+int64_t wrapMul(int64_t x, int64_t y) {
+  return static_cast<int64_t>(uint64_t(x) * uint64_t(y));
+}
+/// (y != 0.)
+int64_t wrapDiv(int64_t x, int64_t y) {
+  return y == -1 ? wrapSub(0, x) : x / y;
+}
+int64_t wrapMod(int64_t x, int64_t y) { return y == -1 ? 0 : x % y; }
+
 // The folding of each operator: its result as a constant, nullptr when it
 // cannot be evaluated when compiling.
 
@@ -285,18 +302,18 @@ std::shared_ptr<const TensorData> foldArithmetic(const Graph& g, Node* n) {
       if (y < 0 || y > 62)
         return nullptr;
       for (int64_t i = 0; i < y; ++i)
-        r *= x;
+        r = wrapMul(r, x);
       iv.push_back(r);
     } else {
       int64_t x = a.asInt(ia), y = b.asInt(ib);
       if (k == OpKind::OnnxDiv && y == 0)
         return nullptr;
-      iv.push_back(k == OpKind::OnnxAdd   ? x + y
-                   : k == OpKind::OnnxSub ? x - y
-                   : k == OpKind::OnnxMul ? x * y
+      iv.push_back(k == OpKind::OnnxAdd   ? wrapAdd(x, y)
+                   : k == OpKind::OnnxSub ? wrapSub(x, y)
+                   : k == OpKind::OnnxMul ? wrapMul(x, y)
                    : k == OpKind::OnnxMax ? std::max(x, y)
                    : k == OpKind::OnnxMin ? std::min(x, y)
-                                          : x / y);
+                                          : wrapDiv(x, y));
     }
     nextIndex(index, od);
   }
@@ -495,9 +512,9 @@ std::shared_ptr<const TensorData> foldMod(const Graph& g, Node* n,
       const int64_t x = a.asInt(as(index)), y = b.asInt(bs(index));
       if (y == 0)
         return nullptr;
-      int64_t r = x % y;
+      int64_t r = wrapMod(x, y);
       if (r != 0 && (r < 0) != (y < 0))
-        r += y;
+        r += y; // (|r| < |y|: no overflow)
       iv.push_back(r);
     }
     nextIndex(index, od);
@@ -539,7 +556,7 @@ std::shared_ptr<const TensorData> foldRange(const Graph& g, Node* n) {
   if (s.dtype == DataType::Int64) {
     std::vector<int64_t> v;
     for (int64_t i = 0; i < count; ++i)
-      v.push_back(s.asInt(0) + i * d.asInt(0));
+      v.push_back(wrapAdd(s.asInt(0), wrapMul(i, d.asInt(0))));
     return intTensor(v, {count});
   }
   std::vector<float> v;

@@ -47,6 +47,10 @@ const std::multimap<std::string, std::string> kFindings = {
     // A float shape constant of 1.3e36, converted to int64.
     {"float-shape-overflow.onnx",
      "node 'dropout' (Squeeze, #0): Squeeze computes on run-time values"},
+    // An int64 Mul folded when compiling overflowed (now wraps, as ONNX
+    // runtimes compute it).
+    {"int-fold-overflow.onnx",
+     "node 'expand' (Expand, #4): Expand computes on run-time values"},
     {"constant-channel-count.onnx",
      "kernel_shape [61, 3] does not match the weight shape 2x2x3x3"},
 };
