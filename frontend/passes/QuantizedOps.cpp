@@ -173,7 +173,9 @@ std::shared_ptr<const TensorData> foldQuantizeLinear(const Node* n,
     const size_t k = paramIndex(p, x.dims, static_cast<int64_t>(i));
     // ONNX: saturate(round_half_even(x / scale) + zero_point).
     double q = std::nearbyint(v[i] / p.scale[k]) + double(p.zero[k]);
-    q = std::min(std::max(q, double(p.lo)), double(p.hi));
+    // (A NaN, which no integer holds, becomes the zero point.)
+    q = std::isnan(q) ? double(p.zero[k])
+                      : std::min(std::max(q, double(p.lo)), double(p.hi));
     if (p.type == DataType::Uint8)
       t->bytes.push_back(static_cast<uint8_t>(q));
     else
