@@ -7,6 +7,7 @@ namespace {
 
 /// No model imports it: the exporter's own.
 constexpr const char* kHiddenDomain = "ai.torch2hpvm.hidden";
+constexpr const char* kHiddenOp = "Hidden";
 
 } // namespace
 
@@ -15,10 +16,11 @@ HiddenNodes::HiddenNodes(onnx::ModelProto& model, const std::vector<bool>& hide)
   onnx::GraphProto& g = *model.mutable_graph();
   for (int i = 0; i < g.node_size() && size_t(i) < hide.size(); ++i)
     if (hide[size_t(i)]) {
-      domains_.emplace_back(i, g.node(i).domain());
+      hidden_.push_back({i, g.node(i).domain(), g.node(i).op_type()});
       g.mutable_node(i)->set_domain(kHiddenDomain);
+      g.mutable_node(i)->set_op_type(kHiddenOp);
     }
-  if (domains_.empty())
+  if (hidden_.empty())
     return;
   onnx::OperatorSetIdProto* import = model.add_opset_import();
   import->set_domain(kHiddenDomain);
@@ -26,11 +28,13 @@ HiddenNodes::HiddenNodes(onnx::ModelProto& model, const std::vector<bool>& hide)
 }
 
 HiddenNodes::~HiddenNodes() {
-  if (domains_.empty())
+  if (hidden_.empty())
     return;
   onnx::GraphProto& g = *model_.mutable_graph();
-  for (const auto& [i, domain] : domains_)
-    g.mutable_node(i)->set_domain(domain);
+  for (const Hidden& h : hidden_) {
+    g.mutable_node(h.node)->set_domain(h.domain);
+    g.mutable_node(h.node)->set_op_type(h.opType);
+  }
   model_.mutable_opset_import()->RemoveLast();
 }
 

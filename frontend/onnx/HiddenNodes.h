@@ -7,17 +7,17 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace hpvm::fe {
 
 /// While it lives, each node of \p model's graph marked in \p hide (an
 /// operator ONNX has no schema for: a custom domain, a misspelt name; or
-/// attributes its schema rejects) is a node of a private domain the model
-/// imports: the checker skips it and shape inference leaves its outputs
-/// unknown. Its domain and the model's imports are restored on
-/// destruction.
+/// attributes its schema rejects; an experimental one) is a node of a
+/// private domain the model imports, under a name of its own (the checker
+/// warns of an experimental operator's name in any domain): the checker
+/// skips it and shape inference leaves its outputs unknown. Its domain, its
+/// operator and the model's imports are restored on destruction.
 class HiddenNodes {
 public:
   HiddenNodes(onnx::ModelProto& model, const std::vector<bool>& hide);
@@ -27,7 +27,11 @@ public:
 
 private:
   onnx::ModelProto& model_;
-  std::vector<std::pair<int, std::string>> domains_; ///< Node, its domain.
+  struct Hidden {
+    int node;
+    std::string domain, opType;
+  };
+  std::vector<Hidden> hidden_;
 };
 
 } // namespace hpvm::fe

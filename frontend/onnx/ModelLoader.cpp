@@ -224,9 +224,13 @@ PreScan preScan(const ModelProto& model, int64_t opset) {
     scan.reasons.back() = std::move(reasons);
     const bool defaultDomain =
         node.domain().empty() || node.domain() == "ai.onnx";
-    scan.hide.back() = attributes || !defaultDomain ||
-                       onnx::OpSchemaRegistry::Schema(
-                           node.op_type(), static_cast<int>(opset)) == nullptr;
+    // (ONNX's checker prints a warning of its own for an experimental
+    // operator, such as Crop.)
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset));
+    scan.hide.back() =
+        attributes || !defaultDomain || schema == nullptr ||
+        schema->support_level() == onnx::OpSchema::SupportType::EXPERIMENTAL;
   };
   for (int i = 0; i < nodes.size(); ++i) {
     const NodeProto& node = nodes[i];

@@ -594,6 +594,19 @@ def _(w):
                                           "target")]))
 
 
+@case("model: an experimental operator (Crop)",
+      "{W}/model.onnx: node 'crop' (Crop, #0): operator Crop is not "
+      "supported\n(1 more node after these could not be checked until they "
+      "are fixed)")
+def _(w):
+    # ONNX's checker printed "Warning: Checker does not support models with
+    # experimental ops: Crop" above the refusal (found by fuzz_onnx).
+    return save(w, graph_model(
+        [h.make_node("Crop", ["input"], ["c"], name="crop",
+                     border=[1, 1, 1, 1]),
+         h.make_node("Relu", ["c"], ["output"], name="relu")]))
+
+
 @case("model: Erf of a node with no inputs (fuzz_onnx)",
       "{W}/model.onnx: node 'drv' (Drv, #0): operator Drv is not supported\n"
       "(2 more nodes after these could not be checked until they are fixed)")
