@@ -99,6 +99,8 @@ void fuseLayerNorms(Graph& g) {
     // The optional affine part: times a scale, plus a bias (per channel of
     // the last axis).
     const int64_t C = x->shape.back();
+    if (C <= 0) // (a symbolic last axis)
+      continue;
     auto perChannel = [&](const Value* v) {
       return v && v->isConstant() && v->constant->numElements() == C &&
              !v->constant->dims.empty() && v->constant->dims.back() == C;

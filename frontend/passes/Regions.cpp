@@ -71,8 +71,10 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
       std::shared_ptr<const TensorData> t =
           i < u->inputs.size() && !u->inputs[i]->name.empty()
               ? u->inputs[i]->constant
-              : floatTensor(std::vector<float>(size_t(ch), i == 1 ? 1 : 0),
-                            {ch});
+          : ch > 0 // (not a symbolic channel axis)
+              ? floatTensor(std::vector<float>(size_t(ch), i == 1 ? 1 : 0),
+                            {ch})
+              : nullptr;
       if (!t || t->numElements() != ch || t->dtype != DataType::Float) {
         ins.clear();
         break;
