@@ -10,8 +10,15 @@ std::string needActivation(const Value* v, const char* role, bool allow2d) {
   if (v->shape.empty())
     return std::string(role) + " '" + escapeName(v->name) +
            "' has an unknown shape (dynamic shapes are not supported)";
-  if (v->shape.size() == 4 || (allow2d && v->shape.size() == 2))
+  if (v->shape.size() == 4 || (allow2d && v->shape.size() == 2)) {
+    for (size_t d = 1; d < v->shape.size(); ++d)
+      if (v->shape[d] < 0)
+        return std::string(role) + " '" + escapeName(v->name) + "' has shape " +
+               formatShape(v->shape) +
+               "; only its batch dimension may be unknown (dynamic shapes "
+               "are not supported)";
     return "";
+  }
   return std::string(role) + " '" + escapeName(v->name) + "' has shape " +
          formatShape(v->shape) + "; only 4-D (N, C, H, W)" +
          (allow2d ? " or 2-D (N, K)" : "") + " tensors are supported";

@@ -107,7 +107,7 @@ struct Lowering {
 };
 
 /// Checks that \p v is a 4-D activation (or, with \p allow2d, an (N, K)
-/// one); returns the reason if not.
+/// one), every dimension but the batch known; returns the reason if not.
 std::string needActivation(const Value* v, const char* role,
                            bool allow2d = false);
 

@@ -204,3 +204,21 @@ TEST_CASE("Frontend: a channel-last ConvNeXt block as torch.onnx writes it "
         "%9 = Add(%8: 1x2x6x6, %1: 1x2x6x6) -> 1x2x6x6  # residual\n"
         "return %9: 1x2x6x6\n");
 }
+
+TEST_CASE("Frontend: an activation with an unknown dimension past the batch "
+          "is refused, not lowered") {
+  // Per-channel constants are made of the channel count: a symbolic one
+  // (-1) must not reach them (a fuzz_onnx finding of the kind).
+  std::unique_ptr<Graph> g = loadModel(fixture("BatchNormalization"), {});
+  g->input->shape[1] = -1;
+  std::string message;
+  try {
+    lowerToHpvm(*g);
+  } catch (const UserError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("' has shape 1x?x") != std::string::npos);
+  CHECK(message.find("; only its batch dimension may be unknown (dynamic "
+                     "shapes are not supported)") != std::string::npos);
+}
