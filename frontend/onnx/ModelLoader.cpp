@@ -424,14 +424,13 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
   const std::string inputWrong = inputProblem(inputs);
   if (inputs.size() != 1)
     throw UserError(path + ": " + inputWrong);
-  std::string inputBig =
-      activationSizeProblem(typeInfo(inputs[0]->type()).shape, limit);
+  const onnx::ValueInfoProto& in = *inputs.front();
+  const TypeInfo inType = typeInfo(in.type());
+  const std::string inputBig = activationSizeProblem(inType.shape, limit);
   if (!inputWrong.empty())
     errors.problem(inputWrong);
   else if (!inputBig.empty())
-    errors.problem("input '" + escapeName(inputs[0]->name()) + "' " + inputBig);
-  const onnx::ValueInfoProto& in = *inputs.front();
-  const TypeInfo inType = typeInfo(in.type());
+    errors.problem("input '" + escapeName(in.name()) + "' " + inputBig);
   // (A 3-D input is held in 4-D: the nodes read `asRead`, rewritten to
   // read g->input below.)
   const bool rank3 = inType.shape.size() == 3 && inputWrong.empty();
