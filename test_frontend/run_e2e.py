@@ -112,6 +112,16 @@ def run_model(spec, args, work, out_dir):
     return ours, acc
 
 
+def check_symbolic_batch(onnx_path):
+    """The export's batch must really be symbolic, or a dynamic_batch test
+    would prove nothing about it."""
+    import onnx
+    dim = onnx.load(onnx_path).graph.input[0].type.tensor_type.shape.dim
+    if dim[0].dim_param != "batch":
+        raise H.TestFailure(f"the export's batch dim is {dim[0]}, not "
+                            f"symbolic")
+
+
 def model_test(spec, work, args):
     """PyTorch -> ONNX -> torch2hpvm-export -> binary -> compare."""
     import numpy as np
@@ -128,7 +138,12 @@ def model_test(spec, work, args):
         return dense_model_test(spec, work, args, model, seed)
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
                               os.path.join(work, spec.name + ".onnx"),
+                              dynamic_axes={"input": {0: "batch"},
+                                            "output": {0: "batch"}}
+                              if spec.dynamic_batch else None,
                               **H.EXPORTS[spec.export])
+    if spec.dynamic_batch:
+        check_symbolic_batch(onnx_path)
     x, ref = pick_inputs(model, spec.shape, spec.images, seed)
     labels = np.argmax(ref, axis=1).astype(np.int32)
     tx, tref = pick_inputs(model, spec.shape, 2, seed + 100)
@@ -193,7 +208,11 @@ def dense_model_test(spec, work, args, model, seed):
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
                               os.path.join(work, spec.name + ".onnx"),
                               dynamic_axes=symbolic if spec.symbolic_hw
-                              else None, **H.EXPORTS[spec.export])
+                              else {"input": {0: "batch"}}
+                              if spec.dynamic_batch else None,
+                              **H.EXPORTS[spec.export])
+    if spec.dynamic_batch:
+        check_symbolic_batch(onnx_path)
     extra = []
     if spec.symbolic_hw:
         # The file's input must really be symbolic, or the test would

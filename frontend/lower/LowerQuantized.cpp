@@ -101,7 +101,7 @@ std::string lowerDequantizeLinear(Lowering& L, Node* n) {
 /// integers stand for): quantize_dynamic.
 std::string lowerDynamicQuantizeLinear(Lowering& L, Node* n) {
   OpAttrs attrs(*n, L.g.source.opset);
-  if (attrs.getInt(kDynamicQuantizeOutput) != -1)
+  if (attrs.getInt(kOutputIndex) != -1)
     return "DynamicQuantizeLinear is supported where ONNX Runtime's dynamic "
            "quantization writes it: read by ConvInteger or MatMulInteger "
            "whose result goes through Cast to float and a Mul by its scale "

@@ -7,6 +7,7 @@
 #include "onnx/Attributes.h"
 #include "onnx/OpAttrs.h"
 #include "onnx/Rank3Input.h"
+#include "onnx/SplitOutputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -227,12 +228,10 @@ std::string lowerSqueeze(Lowering& L, Node* n) {
   return lowerMemoryReshape(L, n, notFolded(n));
 }
 std::string lowerSplit(Lowering& L, Node* n) {
-  // (The loader made a Slice of every output whose place along the axis
-  // shape inference gave.)
-  return "the lengths of its outputs along axis " +
-         std::to_string(OpAttrs(*n, L.g.source.opset).getInt("axis")) +
-         " are unknown (a split input that is no constant, or an input of "
-         "unknown shape)";
+  // (The loader and constant folding made a Slice of every output they
+  // could place along the axis.)
+  int64_t begin = 0, length = 0, axis = 0;
+  return splitPlacement(*n, L.g.source.opset, begin, length, axis);
 }
 std::string lowerCast(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerConstantOfShape(Lowering&, Node* n) { return notFolded(n); }

@@ -86,21 +86,17 @@ struct Lowering {
   /// LoweringRefusal where the model declares other dims for it.
   void finish(Node* n, Value* result) {
     // ONNX's dims, where it knows them (Flatten of a value it could not
-    // infer: ?x1000), must be the lowering's: a model may declare a graph
-    // output with batch 1 while its input's batch is symbolic.
+    // infer: ?x1000), must be the lowering's. (A symbolic batch is read as
+    // 1, so an output declared with batch 1 fits.)
     const std::vector<int64_t>& onnx = form4d(n->output->shape);
     bool same = onnx.size() == result->shape.size();
     for (size_t i = 0; same && i < onnx.size(); ++i)
       same = onnx[i] < 0 || onnx[i] == result->shape[i];
     if (!onnx.empty() && !same)
-      throw LoweringRefusal(
-          "the model declares its output '" + escapeName(n->output->name) +
-          "' as " + formatShape(n->output->shape) + " but it computes " +
-          formatShape(result->shape) +
-          (result->shape[0] < 0 && onnx[0] >= 0
-               ? " (the input's batch is symbolic: declare the output's "
-                 "batch symbolic too, or fix the input's)"
-               : ""));
+      throw LoweringRefusal("the model declares its output '" +
+                            escapeName(n->output->name) + "' as " +
+                            formatShape(n->output->shape) +
+                            " but it computes " + formatShape(result->shape));
     g.replaceAllUses(n->output, result);
     g.eraseNode(n);
   }

@@ -105,6 +105,30 @@ void fixInputShape(onnx::ModelProto& model, const std::string& path,
   }
 }
 
+void readSymbolicBatchAsOne(onnx::ModelProto& model) {
+  std::unordered_set<std::string> inits;
+  for (const onnx::TensorProto& t : model.graph().initializer())
+    inits.insert(t.name());
+  onnx::ValueInfoProto* in = nullptr;
+  for (onnx::ValueInfoProto& vi : *model.mutable_graph()->mutable_input())
+    if (!inits.count(vi.name())) {
+      if (in)
+        return;
+      in = &vi;
+    }
+  if (!in || !in->type().has_tensor_type() ||
+      !in->type().tensor_type().has_shape())
+    return;
+  onnx::TensorShapeProto* shape =
+      in->mutable_type()->mutable_tensor_type()->mutable_shape();
+  // (An input refused for its other dims is described as the model has it.)
+  for (int d = 1; d < shape->dim_size(); ++d)
+    if (!shape->dim(d).has_dim_value())
+      return;
+  if (shape->dim_size() >= 2 && !shape->dim(0).has_dim_value())
+    shape->mutable_dim(0)->set_dim_value(1);
+}
+
 std::vector<const onnx::ValueInfoProto*>
 modelInputs(const onnx::GraphProto& graph) {
   std::unordered_set<std::string> inits;

@@ -31,13 +31,22 @@ std::string givenShape(const TypeInfo& info);
 
 /// --input-shape: the dims of input \p name ("" = the one graph input that
 /// is no initializer) become \p dims where the model leaves them symbolic;
-/// a fixed dim must agree; a symbolic batch stays symbolic. \p from names
+/// a fixed dim must agree; a symbolic batch is left to
+/// readSymbolicBatchAsOne(). \p from names
 /// a dataset whose images gave the dims ("" = --input-shape): then fixed
 /// dims are left as they are (the dataset check compares the images with
 /// them), and N x 1 x H x W images fit an N x H x W input.
 void fixInputShape(onnx::ModelProto& model, const std::string& path,
                    const std::string& name, std::vector<int64_t> dims,
                    const std::string& from = "");
+
+/// Reads a symbolic batch of the model's one input as 1: every shape
+/// computation (a Reshape's target, ViT's class token expanded to the
+/// batch, attention's head cut) then folds as in a batch-1 export, whose
+/// program runs at any batch: a program's batch is its run's, never the
+/// model's. Does nothing to a model of several inputs, or to an input with
+/// another symbolic dim (both refused, described as the model has them).
+void readSymbolicBatchAsOne(onnx::ModelProto& model);
 
 /// The graph inputs that are no initializer (the model's inputs proper).
 std::vector<const onnx::ValueInfoProto*>

@@ -497,16 +497,14 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
       ins.push_back(it->second);
     }
     if (kind == OpKind::OnnxSplit) {
-      const int64_t axis =
-          OpAttrs(kind, scan.attrs[static_cast<size_t>(i)], opset)
-              .getInt("axis");
-      addSplitOutputs(*g, node, origin, ins, ok, axis, opset, types, used,
+      addSplitOutputs(*g, node, origin, ins, ok,
+                      scan.attrs[static_cast<size_t>(i)], opset, types, used,
                       values);
       continue;
     }
     // DynamicQuantizeLinear's scale and zero point (outputs 1 and 2)
     // become nodes of their own, of the same kind and operand
-    // (kDynamicQuantizeOutput names which).
+    // (kOutputIndex names which).
     const bool splitOutputs = kind == OpKind::OnnxDynamicQuantizeLinear;
     for (int k = 1; k < node.output_size(); ++k)
       if (!splitOutputs && !node.output(k).empty() &&
@@ -543,15 +541,15 @@ std::unique_ptr<Graph> buildGraph(const ModelProto& model, PreScan& scan,
     if (!ok)
       continue;
     if (splitOutputs &&
-        scan.attrs[static_cast<size_t>(i)].count(kDynamicQuantizeOutput)) {
-      errors.add(origin, std::string("attribute '") + kDynamicQuantizeOutput +
+        scan.attrs[static_cast<size_t>(i)].count(kOutputIndex)) {
+      errors.add(origin, std::string("attribute '") + kOutputIndex +
                              "' is torch2hpvm's own");
       continue;
     }
     for (int k = 1; k < 3; ++k)
       if (split[size_t(k)] != nullptr) {
         Node* nk = g->addNode(kind, ins, split[size_t(k)], {origin});
-        nk->attrs[kDynamicQuantizeOutput] = int64_t{k};
+        nk->attrs[kOutputIndex] = int64_t{k};
       }
     Node* n = g->addNode(kind, std::move(ins), out, {origin});
     n->attrs = std::move(scan.attrs[static_cast<size_t>(i)]);
@@ -746,6 +744,7 @@ std::unique_ptr<Graph> loadModelBytes(std::string bytes,
       }
     }
 
+    readSymbolicBatchAsOne(model);
     try {
       HiddenNodes hidden(model, scan.hide);
       inferShapes(model, /*strict=*/true);

@@ -20,8 +20,8 @@ struct LoadOptions {
   /// per image), in bytes.
   uint64_t maxBytes = kDefaultMaxInputBytes;
   /// --input-shape: dims of input \p inputShapeName ("" = the one input)
-  /// replacing symbolic ones (a symbolic batch stays symbolic: programs
-  /// take any batch); empty: none given.
+  /// replacing symbolic ones (a symbolic batch is read as 1 whether given or
+  /// not: programs take any batch); empty: none given.
   std::string inputShapeName;
   std::vector<int64_t> inputShape;
   /// The dataset inputShape came from ("the tune set 'x.npy' (8x3x64x64)"),

@@ -242,9 +242,12 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
     return decls;
   }
   case OpKind::OnnxSplit: {
-    // The sizes: the attribute before opset 13, input 1 from 13 on (either
-    // way the outputs' inferred lengths, which the loader reads).
-    static const Decls decls = {intAttr("axis", 0), intsAttr("split", {})};
+    // The sizes: the attribute before opset 13, input 1 from 13 on; none:
+    // an even split. The loader's own two (SplitOutputs.h) on the nodes it
+    // makes of outputs it could not place yet.
+    static const Decls decls = {intAttr("axis", 0), intsAttr("split", {}),
+                                intAttr(kOutputIndex, 0),
+                                intAttr(kSplitOutputs, 0)};
     return decls;
   }
   case OpKind::OnnxSlice: {
@@ -280,7 +283,7 @@ const std::vector<AttrDecl>& attrDecls(OpKind kind) {
   case OpKind::OnnxConvInteger:
     return attrDecls(OpKind::OnnxConv);
   case OpKind::OnnxDynamicQuantizeLinear: {
-    static const Decls decls = {intAttr(kDynamicQuantizeOutput, 0)};
+    static const Decls decls = {intAttr(kOutputIndex, 0)};
     return decls;
   }
   case OpKind::OnnxMatMulInteger:

@@ -35,10 +35,13 @@ struct AttrDecl {
 /// accepts besides the row's IgnoredAttrs; empty for HPVM kinds.
 const std::vector<AttrDecl>& attrDecls(OpKind kind);
 
-/// The attribute the loader gives the nodes it makes of
-/// DynamicQuantizeLinear's scale (1) and zero point (2) outputs; 0 (absent)
-/// is its quantized output.
-inline constexpr const char* kDynamicQuantizeOutput = "torch2hpvm.output";
+/// The attribute naming which output of a multi-output ONNX node a node the
+/// loader made computes: DynamicQuantizeLinear's scale (1) and zero point
+/// (2), 0 (absent) its quantized output; the output of a Split it could not
+/// place along the axis yet (SplitOutputs.h).
+inline constexpr const char* kOutputIndex = "torch2hpvm.output";
+/// How many outputs that Split has.
+inline constexpr const char* kSplitOutputs = "torch2hpvm.outputs";
 
 /// Reads the attributes of one ONNX-level node against attrDecls(): the
 /// accessors take only a name and return the value, or the declared default

@@ -6,6 +6,7 @@
 #include "ir/Printer.h" // formatShape
 #include "onnx/OpAttrs.h"
 #include "onnx/ProtoConversion.h" // checkedTensorBytes
+#include "onnx/SplitOutputs.h"
 #include "passes/ConstantTensors.h"
 #include "passes/Matchers.h"
 #include "passes/OpGeometry.h"
@@ -414,7 +415,10 @@ std::shared_ptr<const TensorData> foldExpand(const Graph& g, Node* n) {
   const TensorData& data = *n->inputs[0]->constant;
   std::vector<int64_t> in = data.dims, shape = n->inputs[1]->constant->toInts(),
                        out;
-  if (!broadcastDims(in, shape, out))
+  // A batch of 0 is the symbolic batch as foldShape writes it: the
+  // constant is expanded at run time (ViT's class token per image), its
+  // shape inferred with the batch unknown.
+  if (!broadcastDims(in, shape, out) || (!out.empty() && out[0] == 0))
     return nullptr;
   boundFold(g, n, out, data.dtype);
   return gatherElements(data, out, BroadcastSource(data.dims, out.size()));
@@ -671,6 +675,10 @@ std::shared_ptr<const TensorData> evaluate(const Graph& g, Node* n) {
 
 void foldConstants(Graph& g) {
   for (Node* n : nodeList(g)) {
+    // A Split output the loader could not place (its sizes or its input's
+    // shape known only now) becomes its Slice.
+    if (n->kind == OpKind::OnnxSplit)
+      sliceOfSplit(g, n, g.source.opset);
     if (auto data = evaluate(g, n)) {
       replaceByConstant(g, n, std::move(data));
       continue;

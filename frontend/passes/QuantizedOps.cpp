@@ -192,7 +192,7 @@ const Node* dynamicQuantizeOf(const Value* v, int64_t which) {
   const Node* p = v->producer;
   if (p == nullptr || p->kind != OpKind::OnnxDynamicQuantizeLinear)
     return nullptr;
-  auto it = p->attrs.find(kDynamicQuantizeOutput);
+  auto it = p->attrs.find(kOutputIndex);
   const int64_t output =
       it == p->attrs.end() ? 0 : std::get<int64_t>(it->second);
   return output == which ? p : nullptr;
@@ -208,7 +208,7 @@ Value* dynamicValues(Graph& g, const Node* q, std::map<Value*, Value*>& made) {
     xf = g.addValue(x->name + "/dynamically_quantized", DataType::Float, {});
     Node* d = g.addNode(OpKind::OnnxDynamicQuantizeLinear, {x}, xf, q->origins,
                         g.position(q) + 1);
-    d->attrs[kDynamicQuantizeOutput] = int64_t{-1};
+    d->attrs[kOutputIndex] = int64_t{-1};
   }
   return xf;
 }

@@ -29,7 +29,7 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       k == OpKind::OnnxSum)
     return x;
   if (k == OpKind::OnnxDynamicQuantizeLinear)
-    return a.getInt(kDynamicQuantizeOutput) > 0 ? std::vector<int64_t>{} : x;
+    return a.getInt(kOutputIndex) > 0 ? std::vector<int64_t>{} : x;
   if (k == OpKind::OnnxTranspose) {
     std::vector<int64_t> perm = a.getInts("perm"), out;
     if (perm.empty())
@@ -127,6 +127,19 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
         n->inputs[0]->isConstant() ? n->inputs[0]->constant->dims : x;
     std::vector<int64_t> out;
     return broadcastDims(a0, y, out) ? out : std::vector<int64_t>{};
+  }
+  if (k == OpKind::OnnxExpand && n->inputs.size() == 2 &&
+      n->inputs[1]->isConstant()) {
+    // A target batch of 0 is the symbolic batch (foldShape's convention).
+    std::vector<int64_t> in = n->inputs[0]->isConstant()
+                                  ? n->inputs[0]->constant->dims
+                                  : x,
+                         to = n->inputs[1]->constant->toInts(), out;
+    if (!broadcastDims(in, to, out))
+      return {};
+    if (!out.empty() && out[0] == 0)
+      out[0] = -1;
+    return out;
   }
   if (k == OpKind::OnnxSqueeze || k == OpKind::OnnxUnsqueeze) {
     // The axes: the attribute before opset 13, input 1 from 13 on (none:

@@ -4,7 +4,7 @@ MODELS is the one list of end-to-end model tests: CMake asks
 `run_e2e.py list --set ci|full` for it, so adding a model here adds its ctest.
 STABILITY lists the torchvision networks whose export must be deterministic.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Tuple
 
 import torchvision
@@ -34,6 +34,8 @@ class ModelSpec:
     #   per-pixel argmax, on plain random inputs, with no labels files
     class_axis: int = 1             # dense: the axis of the class scores
     #   (-1: N x T x classes tokens, N x H x W x classes NHWC maps)
+    dynamic_batch: bool = False     # exported with a symbolic batch
+    #   (N x C x H x W), as torch.onnx users export for serving
     symbolic_hw: str = ""           # dense: exported with symbolic batch,
     #   H and W, fixed by the exporter's --input-shape ("option") or by the
     #   tune set given as a .npy array ("npy": both sets .npy files)
@@ -832,4 +834,21 @@ MODELS += [
               "x 3 transposed to NCHW (channels_first), convs (a dilated "
               "one), bicubic upsampling, NHWC output N x 32 x 32 x 6 "
               "(channels_last)", export="pytorch", dense=True, class_axis=-1),
+]
+
+# Models exported with a symbolic batch, as torch.onnx users export them for
+# serving (dynamic_axes={"input": {0: "batch"}}): shape computations through
+# Shape (ViT's class token expanded to the batch, attention's head cuts and
+# unbind) must fold as in a batch-1 export (the batch is read as 1), and the
+# program runs at any batch.
+MODELS += [
+    replace(model(base), name=name, ci=ci, dynamic_batch=True,
+            about=model(base).about + "; exported with a symbolic batch")
+    for base, name, ci in [
+        ("timm_vit_32", "timm_vit_dynamic_batch_32", True),
+        ("sequence_transformer_16x32", "sequence_transformer_dynamic_batch_16x32",
+         True),
+        ("multihead_tokens_32", "multihead_tokens_dynamic_batch_32", False),
+        ("pt_vit_b_16_64", "pt_vit_b_16_dynamic_batch_64", False),
+        ("pt_swin_t_64", "pt_swin_t_dynamic_batch_64", False)]
 ]

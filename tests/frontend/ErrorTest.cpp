@@ -128,9 +128,10 @@ TEST_CASE("Frontend: symbolic height and width are fixed by --input-shape, "
   opts.inputShape = {1, 2, 10, 12};
   auto g = loadModel(path, opts);
   lowerToHpvm(*g);
-  // The batch stays symbolic: programs take any batch.
-  CHECK(g->input->shape == std::vector<int64_t>{-1, 2, 10, 12});
-  CHECK(g->output0()->shape == std::vector<int64_t>{-1, 3, 10, 12});
+  // The symbolic batch is read as 1, as in a batch-1 export: programs take
+  // any batch.
+  CHECK(g->input->shape == std::vector<int64_t>{1, 2, 10, 12});
+  CHECK(g->output0()->shape == std::vector<int64_t>{1, 3, 10, 12});
   opts.inputShapeName = "";
   CHECK_NOTHROW(loadModel(path, opts));
   auto refusal = [&](const std::string& name, std::vector<int64_t> dims) {

@@ -247,14 +247,15 @@ TEST_CASE("ModelLoader: external data is read relative to the model") {
   CHECK(loadError(path).find("weights.bin") != std::string::npos);
 }
 
-TEST_CASE("ModelLoader: a symbolic batch dimension is kept as -1") {
+TEST_CASE("ModelLoader: a symbolic batch dimension is read as 1, as in a "
+          "batch-1 export (the program's batch is the run's)") {
   TempDir dir;
   std::string path = dir.file("conv.onnx");
   writeBinary(convModel("N"), path);
   std::unique_ptr<Graph> g = loadModel(path, {});
-  CHECK(g->input->shape == std::vector<int64_t>{-1, 2, 3, 3});
+  CHECK(g->input->shape == std::vector<int64_t>{1, 2, 3, 3});
   lowerToHpvm(*g);
-  CHECK(g->output0()->shape == std::vector<int64_t>{-1, 1, 3, 3});
+  CHECK(g->output0()->shape == std::vector<int64_t>{1, 1, 3, 3});
 }
 
 TEST_CASE("ModelLoader: a 3-D input is held as N x 1 x H x W, its "

@@ -271,9 +271,43 @@ TEST_CASE("Passes: view(-1, K) on a symbolic batch aliases before Gemm") {
       "elem_type: 1 shape { dim { dim_param: 'N' } dim { dim_value: 1 } } } "
       "} } }");
   lowerToHpvm(*g);
-  CHECK(dumpIr(*g) == "%1 = Mul(%input: ?x2x2x2, %w: 1x1x8x1) -> ?x1x1x1  "
+  CHECK(dumpIr(*g) == "%1 = Mul(%input: 1x2x2x2, %w: 1x1x8x1) -> 1x1x1x1  "
                       "# fc\n"
-                      "return %1: ?x1x1x1\n");
+                      "return %1: 1x1x1x1\n");
+}
+
+TEST_CASE("Passes: a Split whose sizes are computed from a shape becomes "
+          "Slices once they fold") {
+  // ONNX's shape inference cannot place the outputs (the sizes are no
+  // constant yet); folding gives them, and the Split nodes the loader left
+  // become channel slices.
+  std::unique_ptr<Graph> g = loadText(
+      "ir_version: 7 opset_import { version: 13 } graph { name: 'g' "
+      "node { input: 'input' input: 'input' output: 'pair' op_type: "
+      "'Concat' attribute { name: 'axis' i: 1 type: INT } } "
+      "node { input: 'input' output: 'shape' op_type: 'Shape' } "
+      "node { input: 'shape' input: 'one' input: 'two' output: 'c' "
+      "op_type: 'Slice' } "
+      "node { input: 'c' input: 'c' output: 'sizes' op_type: 'Concat' "
+      "attribute { name: 'axis' i: 0 type: INT } } "
+      "node { input: 'pair' input: 'sizes' output: 'a' output: 'b' name: "
+      "'split' op_type: 'Split' attribute { name: 'axis' i: 1 type: INT } } "
+      "node { input: 'b' input: 'a' output: 'y' name: 'sub' op_type: 'Sub' "
+      "} initializer { name: 'one' dims: 1 data_type: 7 int64_data: [1] } "
+      "initializer { name: 'two' dims: 1 data_type: 7 int64_data: [2] } "
+      "input { name: 'input' type { tensor_type { elem_type: 1 shape { "
+      "dim { dim_param: 'N' } dim { dim_value: 3 } dim { dim_value: 4 } "
+      "dim { dim_value: 4 } } } } } output { name: 'y' type { tensor_type { "
+      "elem_type: 1 shape { dim { dim_param: 'N' } dim { dim_value: 3 } dim "
+      "{ dim_value: 4 } dim { dim_value: 4 } } } } } }");
+  CHECK(g->nodes()[4]->kind == OpKind::OnnxSplit);
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = Concat(%input: 1x3x4x4, %input: 1x3x4x4) -> 1x6x4x4  # #0\n"
+        "%2 = ChannelSlice(%1: 1x6x4x4) -> 1x3x4x4  [begin 0 end 3]  # split\n"
+        "%3 = ChannelSlice(%1: 1x6x4x4) -> 1x3x4x4  [begin 3 end 6]  # split\n"
+        "%4 = Sub(%3: 1x3x4x4, %2: 1x3x4x4) -> 1x3x4x4  # sub\n"
+        "return %4: 1x3x4x4\n");
 }
 
 TEST_CASE("Passes: afterPass sees every pass in order") {

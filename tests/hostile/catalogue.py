@@ -332,19 +332,19 @@ def _(w):
         inputs=[x], outputs=[y], inits=[weight]))
 
 
-@case("model: Split with sizes computed from the input",
-      "{W}/model.onnx: node 'split' (Split, #4): the lengths of its outputs "
-      "along axis 1 are unknown (a split input that is no constant, or an "
-      "input of unknown shape)\n(1 more node after these could not be "
-      "checked until they are fixed)")
+@case("model: Split sizes computed from the input that do not fit it",
+      "{W}/model.onnx: node 'split' (Split, #5): its split sizes [1, 2] sum "
+      "to 3, not its input's 2 along axis 1\n(1 more node after these could "
+      "not be checked until they are fixed)")
 def _(w):
-    # Shape inference leaves the outputs' lengths unknown; the loader makes
-    # Slices of known lengths only.
+    # ONNX's shape inference cannot check sizes computed from Shape; they
+    # are known once folded (sliceOfSplit), and checked then.
     return save(w, graph_model(
         [h.make_node("Concat", ["input", "input"], ["pair"], axis=1),
          h.make_node("Shape", ["input"], ["shape"]),
          h.make_node("Slice", ["shape", "one", "two"], ["c"]),
-         h.make_node("Concat", ["c", "c"], ["sizes"], axis=0),
+         h.make_node("Add", ["c", "one"], ["c1"]),
+         h.make_node("Concat", ["c", "c1"], ["sizes"], axis=0),
          h.make_node("Split", ["pair", "sizes"], ["a", "b"], name="split",
                      axis=1),
          h.make_node("Add", ["a", "b"], ["output"])],
