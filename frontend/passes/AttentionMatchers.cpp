@@ -682,9 +682,11 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m) {
         (cut[i].split != nullptr) != (cut[0].split != nullptr) ||
         (cut[0].split && (cut[i].part != i || cut[i].split != cut[0].split)))
       return false;
-  if (ms[1] != heads || ms[3] != d ||
-      std::abs(scale * std::sqrt(double(d)) - 1) > 1e-6)
+  if (ms[1] != heads || ms[3] != d || !std::isfinite(scale))
     return false;
+  // (Within rounding of the usual d^-0.5: the attention op's own.)
+  const double over = scale * std::sqrt(double(d));
+  m.queryScale = std::abs(over - 1) > 1e-6 ? over : 1;
   if (Node* t = cut[0].split) {
     if (t->output->users.size() != 3)
       return false;
@@ -717,12 +719,26 @@ void replaceHeadsAttention(Graph& g, const HeadsAttention& m, int64_t rows,
                               return a.index == b.index;
                             }),
                 origins.end());
-  Value* qkv = m.sources[0];
-  if (m.sources.size() == 3) {
+  std::vector<Value*> sources = m.sources;
+  if (m.queryScale != 1) {
+    // The queries (the first D channels) times the scale over d^-0.5.
+    const int64_t C = sources.size() == 3 ? D : 3 * D;
+    std::vector<float> f(size_t(C), 1.0f);
+    std::fill(f.begin(), f.begin() + D, float(m.queryScale));
+    Value* factor = g.addConstant("", floatTensor(f, {1, C, 1, 1}));
+    factor->shape = {1, C, 1, 1};
+    Value* q = g.addValue(exit->output->name + "/queries", DataType::Float,
+                          {B, C, rows, cols});
+    g.addNode(OpKind::OnnxMul, {sources[0], factor}, q, origins,
+              g.position(exit));
+    sources[0] = q;
+  }
+  Value* qkv = sources[0];
+  if (sources.size() == 3) {
     // Queries, keys and values one after another along the channels.
     qkv = g.addValue(exit->output->name + "/qkv", DataType::Float,
                      {B, 3 * D, rows, cols});
-    g.addNode(OpKind::OnnxConcat, m.sources, qkv, origins, g.position(exit))
+    g.addNode(OpKind::OnnxConcat, sources, qkv, origins, g.position(exit))
         ->attrs["axis"] = int64_t{1};
   }
   Value* y =

@@ -87,15 +87,20 @@ void replaceSelfAttention(Graph& g, const SelfAttention& m);
 ///    Transposed (0, 2, 1, 3) (the keys (0, 2, 3, 1) where torch.onnx
 ///    merged the transpose of k^T into it);
 /// then the scores q @ k^T (the keys Transposed (0, 1, 3, 2)), scaled by
-/// d^-0.5 (a Mul or Div of the queries, of the scores or of both), Softmax
-/// over the last axis, MatMul by the values, Transpose (0, 2, 1, 3) and
-/// Reshape to B x T x D. The projections around it are ordinary Linears.
+/// any factor (a Mul or Div of the queries, of the scores or of both, or
+/// none), Softmax over the last axis, MatMul by the values, Transpose (0,
+/// 2, 1, 3) and Reshape to B x T x D. The projections around it are
+/// ordinary Linears.
 struct HeadsAttention {
   std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
   /// What the heads are cut from: one B x T x 3D value (queries, keys and
   /// values one after another) or three B x T x D ones.
   std::vector<Value*> sources;
   int64_t batch = 0, dim = 0, heads = 0;
+  /// The scale of the scores over the attention op's own d^-0.5 (timm's
+  /// qk_scale, a temperature; 1 for the usual scale): the queries are
+  /// multiplied by it first.
+  double queryScale = 1;
 };
 
 /// Matches the multi-head attention that \p start (a Reshape of tokens
@@ -105,7 +110,8 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m);
 
 /// Replaces matched attention \p m by one attention op reading its sources
 /// (held channel-first, B x features x \p rows x \p cols; three are
-/// concatenated first) and writing B x D x rows x cols.
+/// concatenated first; the queries scaled first by a Mul where the scale
+/// is not d^-0.5) and writing B x D x rows x cols.
 void replaceHeadsAttention(Graph& g, const HeadsAttention& m, int64_t rows,
                            int64_t cols);
 

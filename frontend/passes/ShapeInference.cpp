@@ -240,8 +240,12 @@ std::vector<int64_t> inferredShape(Node* n, int64_t opset) {
       return {};
     return {x[0], x[1], geo.outH, geo.outW};
   }
-  if (k == OpKind::OnnxGlobalAveragePool && x.size() == 4)
-    return {x[0], x[1], 1, 1};
+  if (k == OpKind::OnnxGlobalAveragePool && x.size() >= 3) {
+    std::vector<int64_t> out(x.size(), 1);
+    out[0] = x[0];
+    out[1] = x[1];
+    return out;
+  }
   return {};
 }
 

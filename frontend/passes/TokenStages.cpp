@@ -152,6 +152,45 @@ bool meanOfTokens(const Node* u, const Value* v, int64_t opset) {
          (axes[0] == 1 || axes[0] == -2);
 }
 
+/// The means over the tokens of B x T x D \p v taken after Transpose \p t
+/// flips them to B x D x T (the official Swin's `avgpool(x.transpose(1,
+/// 2))`), one for each reader of \p t: a GlobalAveragePool to B x D x 1
+/// flattened to B x D, or a ReduceMean over the last axis; the nodes of
+/// each after \p t, or none if a reader is something else.
+std::vector<std::vector<Node*>>
+meansOfFlippedTokens(const Graph& g, Node* t, const Value* v, int64_t opset) {
+  if (!isTranspose(t, v, {0, 2, 1}, opset) || g.isOutput(t->output) ||
+      t->output->users.empty())
+    return {};
+  const std::vector<int64_t> features = {v->shape[0], v->shape[2]};
+  std::vector<std::vector<Node*>> means;
+  for (Node* p : t->output->users) {
+    if (p->inputs[0] != t->output)
+      return {};
+    if (p->kind == OpKind::OnnxReduceMean) {
+      // (Its B x D output: keepdims 0.)
+      const std::vector<int64_t> axes = OpAttrs(*p, opset).getInts("axes");
+      if ((axes != std::vector<int64_t>{-1} &&
+           axes != std::vector<int64_t>{2}) ||
+          p->inputs.size() != 1 || p->output->shape != features)
+        return {};
+      means.push_back({p});
+      continue;
+    }
+    if (p->kind != OpKind::OnnxGlobalAveragePool || g.isOutput(p->output))
+      return {};
+    Node* f = soleUser(p->output);
+    if (!f ||
+        (f->kind != OpKind::OnnxFlatten && f->kind != OpKind::OnnxReshape) ||
+        f->output->shape != features ||
+        (f->kind == OpKind::OnnxFlatten &&
+         OpAttrs(*f, opset).getInt("axis") != 1))
+      return {};
+    means.push_back({p, f});
+  }
+  return means;
+}
+
 } // namespace
 
 void makeTokensChannelFirst(Graph& g) {
@@ -190,6 +229,8 @@ void makeTokensChannelFirst(Graph& g) {
     std::unordered_set<const Value*> flipped;
     std::unordered_set<const Node*> products; // MatMuls of two token values
     std::unordered_map<const Node*, Node*> toImage; // Transpose -> Reshape
+    // Transpose -> the means over the tokens it flips.
+    std::unordered_map<const Node*, std::vector<std::vector<Node*>>> toMean;
     const Node* stop = nullptr;
     const Value* outside = nullptr;
     bool mixed = false;
@@ -215,6 +256,11 @@ void makeTokensChannelFirst(Graph& g) {
         }
         if (!isTranspose(u, v, {0, 2, 1}, opset) || (flip && v->shape[2] != T))
           return RegionStep{RegionStep::Leave};
+        if (auto means = meansOfFlippedTokens(g, u, v, opset);
+            !flip && !means.empty()) {
+          toMean[u] = std::move(means);
+          return RegionStep{RegionStep::Exit};
+        }
         Node* image = soleUser(u->output);
         if (!flip && image != nullptr && image->kind == OpKind::OnnxReshape &&
             !g.isOutput(u->output) && isImage(image->output, v->shape[2])) {
@@ -270,6 +316,7 @@ void makeTokensChannelFirst(Graph& g) {
       flipped.clear();
       products.clear();
       toImage.clear();
+      toMean.clear();
       stop = nullptr;
       outside = nullptr;
       std::vector<Value*> starts;
@@ -424,6 +471,22 @@ void makeTokensChannelFirst(Graph& g) {
         erased.insert(reshape);
         g.replaceAllUses(reshape->output, exit->inputs[0]);
         g.eraseNode(reshape);
+        g.eraseNode(exit);
+        continue;
+      }
+      if (auto means = toMean.find(exit); means != toMean.end()) {
+        // Each mean over the tokens as they are held: over axes 2 and 3.
+        for (const std::vector<Node*>& mean : means->second) {
+          erased.insert(mean.begin(), mean.end());
+          const std::vector<int64_t> features = mean.back()->output->shape;
+          Node* over =
+              replaceChain(g, OpKind::OnnxReduceMean, {exit->inputs[0]}, mean);
+          over->origins.insert(over->origins.begin(), exit->origins.begin(),
+                               exit->origins.end());
+          over->attrs["axes"] = std::vector<int64_t>{2, 3};
+          over->attrs["keepdims"] = int64_t{0};
+          over->output->shape = features;
+        }
         g.eraseNode(exit);
         continue;
       }

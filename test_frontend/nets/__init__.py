@@ -530,6 +530,30 @@ def _patch_tokens_classifier(blocks, d, classes=10):
     return PatchTokens()
 
 
+def _flipped_token_means():
+    """Tokens (as in _patch_tokens_classifier, one transformer block of
+    _token_block) leaving as the official Swin's `avgpool(x.transpose(1,
+    2))` (AdaptiveAvgPool1d(1) of B x D x T, flattened) and as
+    `x.transpose(1, 2).mean(-1)`, the two summed into a Linear."""
+    import torch.nn as nn
+
+    class FlippedMeans(nn.Module):
+        def __init__(self, d=32, classes=10):
+            super().__init__()
+            self.patch = nn.Conv2d(3, d, 4, stride=4)
+            self.block = _token_block(d)
+            self.norm = nn.LayerNorm(d)
+            self.avgpool = nn.AdaptiveAvgPool1d(1)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            t = self.norm(self.block(self.patch(x).flatten(2).transpose(1, 2)))
+            pooled = self.avgpool(t.transpose(1, 2)).flatten(1)
+            return self.head(pooled + 0.5 * t.transpose(1, 2).mean(-1))
+
+    return FlippedMeans()
+
+
 def _mlp_mixer():
     """A small MLP-Mixer (3 x 32 x 32 images): 4 x 4 patches embedded by a
     strided conv to 64 tokens of 48 features, two mixer blocks (LayerNorm,
@@ -590,7 +614,7 @@ def _token_products():
     return _patch_tokens_classifier(Block(32), 32)
 
 
-def _multihead_tokens():
+def _multihead_tokens(scales=(None, None, None)):
     """Multi-head attention written out by hand (3 x 32 x 32 images): 4 x 4
     patches embedded by a strided conv to 64 tokens of 32 features; a
     block whose attention is timm's (one Linear to queries, keys and
@@ -602,14 +626,17 @@ def _multihead_tokens():
     per-projection form of BERT-style code (a Linear each, view as B x T x
     heads x d, permute(0, 2, 1, 3), the scores divided by sqrt(d)); each
     block with a GELU MLP and residuals; LayerNorm, the mean over the
-    tokens, a Linear to 10 classes."""
+    tokens, a Linear to 10 classes. `scales`: each block's scale of the
+    scores (the third one's a divisor) where not the usual d^-0.5; 1: no
+    Mul at all."""
     import torch
     import torch.nn as nn
 
     class Fused(nn.Module):
-        def __init__(self, d, heads, unbind):
+        def __init__(self, d, heads, unbind, scale=None):
             super().__init__()
-            self.heads, self.scale = heads, (d // heads) ** -0.5
+            self.heads = heads
+            self.scale = (d // heads) ** -0.5 if scale is None else scale
             self.unbind = unbind
             self.qkv = nn.Linear(d, 3 * d, bias=unbind)
             self.proj = nn.Linear(d, d)
@@ -620,17 +647,20 @@ def _multihead_tokens():
             qkv = qkv.permute(2, 0, 3, 1, 4)
             if self.unbind:
                 q, k, v = qkv.unbind(0)
-                a = q * self.scale @ k.transpose(-2, -1)
+                q = q if self.scale == 1 else q * self.scale
+                a = q @ k.transpose(-2, -1)
             else:
                 q, k, v = qkv[0], qkv[1], qkv[2]
-                a = (q @ k.transpose(-2, -1)) * self.scale
+                a = q @ k.transpose(-2, -1)
+                a = a if self.scale == 1 else a * self.scale
             return self.proj((a.softmax(dim=-1) @ v).transpose(1, 2)
                              .reshape(b, t, d))
 
     class Separate(nn.Module):
-        def __init__(self, d, heads):
+        def __init__(self, d, heads, divisor=None):
             super().__init__()
             self.heads = heads
+            self.divisor = (d // heads) ** 0.5 if divisor is None else divisor
             self.q, self.k, self.v, self.out = (nn.Linear(d, d)
                                                 for _ in range(4))
 
@@ -642,8 +672,7 @@ def _multihead_tokens():
             b, t, d = x.shape
             q, k, v = self.split(self.q(x)), self.split(self.k(x)), \
                 self.split(self.v(x))
-            a = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5,
-                              -1)
+            a = torch.softmax(q @ k.transpose(-1, -2) / self.divisor, -1)
             return self.out((a @ v).permute(0, 2, 1, 3).reshape(b, t, d))
 
     class Block(nn.Module):
@@ -659,9 +688,9 @@ def _multihead_tokens():
             return x + self.mlp(self.norm2(x))
 
     return _patch_tokens_classifier(
-        nn.Sequential(Block(Fused(32, 4, True), 32),
-                      Block(Fused(32, 4, False), 32),
-                      Block(Separate(32, 4), 32)), 32)
+        nn.Sequential(Block(Fused(32, 4, True, scales[0]), 32),
+                      Block(Fused(32, 4, False, scales[1]), 32),
+                      Block(Separate(32, 4, scales[2]), 32)), 32)
 
 
 def _timm_vit():
@@ -781,6 +810,12 @@ MODELS += [
               "last two axes: token_transpose, a Linear over the tokens, "
               "back), feature MLPs, residuals, mean over the tokens",
               export="pytorch"),
+    ModelSpec("flipped_token_means_32", _flipped_token_means, (3, 32, 32),
+              13, 4, 2, ci=True,
+              about="tokens leaving as the mean over them taken after a "
+              "Transpose to B x D x T: AdaptiveAvgPool1d then Flatten (the "
+              "official Swin's avgpool), and mean(-1)",
+              export="pytorch"),
     ModelSpec("token_products_32", _token_products, (3, 32, 32), 13, 4, 2,
               ci=True,
               about="a single-head attention written out on 64 tokens of 32 "
@@ -793,6 +828,13 @@ MODELS += [
               "features, 4 heads: timm's (one qkv Linear, Reshape to 5-D, "
               "permute, unbind or qkv[i]) and BERT-style (a Linear each, view "
               "as heads, permute); each an attention op", export="pytorch"),
+    ModelSpec("attention_scales_32",
+              lambda: _multihead_tokens((0.1, 1, 8.0)), (3, 32, 32), 13, 4, 2,
+              ci=True, about="multihead_tokens_32 with other scales of the "
+              "scores than d^-0.5 (the attention op's own): the queries "
+              "times 0.1 (timm's qk_scale), no scale, the scores divided by "
+              "8: the queries multiplied by the rest first",
+              export="pytorch"),
     ModelSpec("timm_vit_32", _timm_vit, (3, 32, 32), 13, 4, 2, ci=True,
               about="a ViT as timm writes one: class token and position "
               "embedding (class_token), timm's attention (5-D qkv cut, "

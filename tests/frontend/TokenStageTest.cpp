@@ -23,11 +23,9 @@ using namespace hpvm::fe::test;
 
 namespace {
 
-/// Loads fixture \p name, runs the passes before the token stages, makes
-/// its attention's Div by 2 (1/sqrt(d)) a Div by 3, and checks that the
-/// token pass then leaves every node (no class_token, no attention) and
-/// that lowering refuses the tokens.
-void checkRescaledLeft(const std::string& name) {
+/// Fixture \p name after the passes before the token stages, its
+/// attention's Div by 2 (1/sqrt(d)) made a Div by 3.
+std::unique_ptr<Graph> rescaled(const std::string& name) {
   std::unique_ptr<Graph> g = loadModel(fixture(name), {});
   eliminateDeadNodes(*g);
   foldConstants(*g);
@@ -40,6 +38,13 @@ void checkRescaledLeft(const std::string& name) {
       scale = n.get();
   REQUIRE(scale != nullptr);
   setScalarInput(*g, scale, 1, 3.f);
+  return g;
+}
+
+/// Checks that the token pass leaves every node of rescaled(\p name) (no
+/// class_token, no attention) and that lowering refuses the tokens.
+void checkRescaledLeft(const std::string& name) {
+  std::unique_ptr<Graph> g = rescaled(name);
   const size_t before = g->nodes().size();
   makeTokensChannelFirst(*g);
   CHECK(g->nodes().size() == before);
@@ -320,7 +325,25 @@ TEST_CASE("Passes: multi-head attention written out (timm's 5-D cut and "
 }
 
 TEST_CASE("Passes: written-out heads scaled by another factor than "
-          "d^-0.5 stay as they are, and lowering refuses the tokens") {
-  // The BERT-style block's scores divided by 3, not sqrt(4).
-  checkRescaledLeft("heads_tiny");
+          "d^-0.5 become attention on queries multiplied first") {
+  // The BERT-style block's scores divided by 3, not sqrt(4): its queries
+  // times 2/3, then the attention op's own 1/2.
+  std::unique_ptr<Graph> g = rescaled("heads_tiny");
+  makeTokensChannelFirst(*g);
+  std::vector<const Node*> heads;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::Attention)
+      heads.push_back(n.get());
+  REQUIRE(heads.size() == 2);
+  // timm's as before: the qkv Linear read as it is.
+  CHECK(heads[0]->inputs[0]->producer->kind == OpKind::OnnxAdd);
+  const Node* cat = heads[1]->inputs[0]->producer;
+  REQUIRE(cat->kind == OpKind::OnnxConcat);
+  const Node* mul = cat->inputs[0]->producer;
+  REQUIRE(mul->kind == OpKind::OnnxMul);
+  CHECK(mul->inputs[1]->constant->dims == std::vector<int64_t>{1, 8, 1, 1});
+  CHECK(mul->inputs[1]->constant->toFloats() ==
+        std::vector<float>(8, float(2.0 / 3.0)));
+  CHECK(mul->output->shape == std::vector<int64_t>{1, 8, 1, 3});
+  CHECK_NOTHROW(lowerNodes(*g));
 }
