@@ -9,6 +9,7 @@
 #include "passes/LayoutRegions.h"
 #include "passes/QuantizedOps.h"
 #include "passes/Simplify.h"
+#include "passes/TokenOrder.h"
 #include "passes/TokenStages.h"
 #include "support/Diagnostics.h"
 
@@ -31,6 +32,7 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("alias-reshapes", aliasReshapes);
   run("fuse-channel-shuffles", fuseChannelShuffles);
   run("fuse-layer-norms", fuseLayerNorms);
+  run("make-tokens-batch-first", makeTokensBatchFirst);
   run("make-tokens-channel-first", makeTokensChannelFirst);
   run("fuse-gelus", fuseGelus);
   run("fuse-silus", fuseSilus);

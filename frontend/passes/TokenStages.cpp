@@ -396,7 +396,9 @@ void makeTokensChannelFirst(Graph& g) {
     // Rewrite: an entry becomes ViT's class_token, a 3-D input's
     // channels_first, a token_transpose (flipped tokens) or nothing; tokens
     // B x T x D become B x D x rows x cols, flipped tokens B x D x T
-    // B x T x D x 1.
+    // B x T x D x 1. (An attention reading an entry's tokens itself, as
+    // in a post-norm transformer, reads what replaces them: \p entered.)
+    std::unordered_map<const Value*, Value*> entered;
     for (const TokenEntry& t : entries) {
       erased.insert(t.embed.begin(), t.embed.end());
       Value* image = t.embed[0]->inputs[0];
@@ -418,27 +420,37 @@ void makeTokensChannelFirst(Graph& g) {
         Node* tokens =
             replaceChain(g, OpKind::ClassToken, {image, clsC, posC}, t.embed);
         tokens->output->shape = {B, features, T, 1};
+        entered[t.tokens] = tokens->output;
       } else if (t.input) {
         // B x 1 x T x D in memory is B x T x D: its NHWC view (H = 1, W =
         // T, C = D) made channel-first.
         Node* tokens = replaceChain(g, OpKind::ChannelsFirst, {image}, t.embed);
         tokens->output->shape = {B, features, 1, T};
+        entered[t.tokens] = tokens->output;
       } else if (t.flipped) {
         Node* swap = replaceChain(g, OpKind::TokenTranspose, {image}, t.embed);
         swap->output->shape = {B, T, features, 1};
         swap->scalars = {Scalar::integer(features), Scalar::integer(1)};
+        entered[t.tokens] = swap->output;
       } else {
         g.replaceAllUses(t.tokens, image);
+        entered[t.tokens] = image;
         for (size_t i = t.embed.size(); i-- > 0;)
           g.eraseNode(t.embed[i]);
       }
     }
-    for (const HeadsAttention& m : headsAttentions) {
+    auto current = [&](Value*& v) {
+      if (auto it = entered.find(v); it != entered.end())
+        v = it->second;
+    };
+    for (HeadsAttention& m : headsAttentions) {
       erased.insert(m.nodes.begin(), m.nodes.end());
+      std::for_each(m.sources.begin(), m.sources.end(), current);
       replaceHeadsAttention(g, m, rows, cols);
     }
     for (SelfAttention& m : attentions) {
       erased.insert(m.nodes.begin(), m.nodes.end());
+      current(m.x);
       m.tokenRows = rows;
       m.tokenCols = cols;
       replaceSelfAttention(g, m);

@@ -554,6 +554,34 @@ def _flipped_token_means():
     return FlippedMeans()
 
 
+def _transformer_encoder(batch_first):
+    """Patch tokens (as in _patch_tokens_classifier, 64 of 32 features)
+    through torch's nn.TransformerEncoder (2 layers, 4 heads): batch first
+    with pre-norm layers and GELU, or as older code writes it, the tokens
+    permuted to sequence-first T x B x D (batch_first=False, post-norm,
+    ReLU) and the mean taken over axis 0; a Linear to 10 classes."""
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self, d=32, classes=10):
+            super().__init__()
+            self.patch = nn.Conv2d(3, d, 4, stride=4)
+            layer = nn.TransformerEncoderLayer(
+                d, 4, 2 * d, dropout=0.0, batch_first=batch_first,
+                norm_first=batch_first,
+                activation="gelu" if batch_first else "relu")
+            self.encoder = nn.TransformerEncoder(layer, 2)
+            self.head = nn.Linear(d, classes)
+
+        def forward(self, x):
+            t = self.patch(x).flatten(2).transpose(1, 2)
+            if batch_first:
+                return self.head(self.encoder(t).mean(1))
+            return self.head(self.encoder(t.permute(1, 0, 2)).mean(0))
+
+    return Encoder()
+
+
 def _mlp_mixer():
     """A small MLP-Mixer (3 x 32 x 32 images): 4 x 4 patches embedded by a
     strided conv to 64 tokens of 48 features, two mixer blocks (LayerNorm,
@@ -815,6 +843,17 @@ MODELS += [
               about="tokens leaving as the mean over them taken after a "
               "Transpose to B x D x T: AdaptiveAvgPool1d then Flatten (the "
               "official Swin's avgpool), and mean(-1)",
+              export="pytorch"),
+    ModelSpec("transformer_encoder_32", lambda: _transformer_encoder(True),
+              (3, 32, 32), 13, 4, 2, ci=True,
+              about="torch's nn.TransformerEncoder, batch first (pre-norm, "
+              "GELU): each layer's nn.MultiheadAttention an attention op",
+              export="pytorch"),
+    ModelSpec("transformer_encoder_seq_first_32",
+              lambda: _transformer_encoder(False), (3, 32, 32), 13, 4, 2,
+              ci=True, about="the same sequence-first (tokens permuted to T "
+              "x B x D, batch_first=False, post-norm, ReLU), the mean over "
+              "axis 0: put batch first (make-tokens-batch-first)",
               export="pytorch"),
     ModelSpec("token_products_32", _token_products, (3, 32, 32), 13, 4, 2,
               ci=True,

@@ -323,8 +323,9 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
                       "fold-constants", "remove-identities",
                       "eliminate-dead-nodes", "fold-pads", "alias-reshapes",
                       "fuse-channel-shuffles", "fuse-layer-norms",
-                      "make-tokens-channel-first", "fuse-gelus", "fuse-silus",
-                      "make-channel-first", "lower", "eliminate-dead-nodes"});
+                      "make-tokens-batch-first", "make-tokens-channel-first",
+                      "fuse-gelus", "fuse-silus", "make-channel-first", "lower",
+                      "eliminate-dead-nodes"});
 }
 
 TEST_CASE("Lowering: a Concat of more than 64 activations becomes a tree of "
