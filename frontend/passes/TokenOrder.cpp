@@ -73,11 +73,13 @@ void shareTokenTransposes(Graph& g, int64_t opset) {
 /// read by the Slices of queries, keys and values): it reads the tokens
 /// sequence-first in its batch_first form too.
 bool isAttentionProjection(const Node* u) {
-  const Node* bias = u->kind == OpKind::OnnxMatMul ? soleUser(u->output)
-                                                   : nullptr;
-  return bias && bias->kind == OpKind::OnnxAdd && !bias->output->users.empty() &&
-         std::all_of(bias->output->users.begin(), bias->output->users.end(),
-                     [](const Node* r) { return r->kind == OpKind::OnnxSlice; });
+  const Node* bias =
+      u->kind == OpKind::OnnxMatMul ? soleUser(u->output) : nullptr;
+  return bias && bias->kind == OpKind::OnnxAdd &&
+         !bias->output->users.empty() &&
+         std::all_of(
+             bias->output->users.begin(), bias->output->users.end(),
+             [](const Node* r) { return r->kind == OpKind::OnnxSlice; });
 }
 
 /// Puts the sequence-first tokens Transpose \p t makes (T x B x D) batch
@@ -149,14 +151,16 @@ bool makeBatchFirst(Graph& g, Node* t, int64_t opset,
         g.eraseNode(r);
         continue;
       }
+      // (Both B x D: keepdims 0, one token.)
       if (r->kind == OpKind::OnnxReduceMean && r->inputs.size() == 1 &&
+          a.getInt("keepdims") == 0 &&
           (a.getInts("axes") == std::vector<int64_t>{0} ||
            a.getInts("axes") == std::vector<int64_t>{-3})) {
         r->attrs["axes"] = std::vector<int64_t>{1};
         continue;
       }
       if (r->kind == OpKind::OnnxGather && r->inputs[0] == v &&
-          r->inputs[1] != v &&
+          r->inputs[1]->isConstant() && r->inputs[1]->constant->dims.empty() &&
           (a.getInt("axis") == 0 || a.getInt("axis") == -3)) {
         r->attrs["axis"] = int64_t{1};
         continue;
@@ -188,11 +192,10 @@ std::unordered_set<const Value*> batchFirstTokens(const Graph& g,
          p->kind == OpKind::OnnxSqueeze))
       tokens.insert(n->output);
     else if (n->output->shape.size() == 3 &&
-             std::any_of(n->inputs.begin(), n->inputs.end(),
-                         [&](const Value* in) {
-                           return tokens.count(in) &&
-                                  worksPerPixel(n.get(), in, opset);
-                         }))
+             std::any_of(
+                 n->inputs.begin(), n->inputs.end(), [&](const Value* in) {
+                   return tokens.count(in) && worksPerPixel(n.get(), in, opset);
+                 }))
       tokens.insert(n->output);
   }
   return tokens;
