@@ -10,6 +10,7 @@
 #include "passes/Fusions.h"
 #include "passes/LayoutRegions.h"
 #include "passes/Simplify.h"
+#include "passes/TokenOrder.h"
 #include "support/Diagnostics.h"
 
 #include <doctest/doctest.h>
@@ -308,6 +309,55 @@ TEST_CASE("Passes: a Split whose sizes are computed from a shape becomes "
         "%3 = ChannelSlice(%1: 1x6x4x4) -> 1x3x4x4  [begin 3 end 6]  # split\n"
         "%4 = Sub(%3: 1x3x4x4, %2: 1x3x4x4) -> 1x3x4x4  # sub\n"
         "return %4: 1x3x4x4\n");
+}
+
+TEST_CASE("Passes: sequence-first tokens are put batch first: a merged "
+          "Transpose split, per-token ops on B x T x D, the mean over axis "
+          "0 taken over the tokens") {
+  // B x D x T tokens made T x B x D at once (torch.onnx merges
+  // transpose(1, 2) and permute(1, 0, 2) into one (2, 0, 1)), a Linear
+  // and a ReLU on them, the mean over axis 0.
+  const std::string text =
+      "ir_version: 7 opset_import { version: 13 } graph { name: 'g' "
+      "node { input: 'input' input: 'shape' output: 'bdt' name: 'view' "
+      "op_type: 'Reshape' } "
+      "node { input: 'bdt' output: 'tbd' name: 'permute' op_type: "
+      "'Transpose' attribute { name: 'perm' ints: [2, 0, 1] type: INTS } } "
+      "node { input: 'tbd' input: 'w' output: 'lin' name: 'linear' op_type: "
+      "'MatMul' } "
+      "node { input: 'lin' output: 'act' name: 'relu' op_type: 'Relu' } "
+      "node { input: 'act' output: 'y' name: 'mean' op_type: 'ReduceMean' "
+      "attribute { name: 'axes' ints: [0] type: INTS } attribute { name: "
+      "'keepdims' i: 0 type: INT } } "
+      "initializer { name: 'shape' dims: 3 data_type: 7 int64_data: [1, 4, "
+      "6] } initializer { name: 'w' dims: 4 dims: 4 data_type: 1 float_data: "
+      "[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1] } "
+      "input { name: 'input' type { tensor_type { elem_type: 1 shape { "
+      "dim { dim_value: 1 } dim { dim_value: 4 } dim { dim_value: 2 } "
+      "dim { dim_value: 3 } } } } } output { name: 'y' type { tensor_type { "
+      "elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 4 } } } } "
+      "} }";
+  std::unique_ptr<Graph> g = loadText(text);
+  foldConstants(*g);
+  makeTokensBatchFirst(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = OnnxReshape(%input: 1x4x2x3, %shape: 3) -> 1x4x6  # view\n"
+        "%2 = OnnxTranspose(%1: 1x4x6) -> 1x6x4  [perm=[0 2 1]]  # permute\n"
+        "%3 = OnnxMatMul(%2: 1x6x4, %w: 4x4) -> 1x6x4  # linear\n"
+        "%4 = OnnxRelu(%3: 1x6x4) -> 1x6x4  # relu\n"
+        "%5 = OnnxReduceMean(%4: 1x6x4) -> 1x4  [axes=[1] keepdims=0]  # "
+        "mean\n"
+        "return %5: 1x4\n");
+  // Then the token stage: a 1x1 conv, a ReLU and the mean, channel-first.
+  g = loadText(text);
+  lowerToHpvm(*g);
+  CHECK(dumpIr(*g) ==
+        "%1 = Conv(%input: 1x4x2x3, %w: 4x4x1x1) -> 1x4x2x3  [pads 0 0 "
+        "strides 1 1]  # linear\n"
+        "%2 = Relu(%1: 1x4x2x3) -> 1x4x2x3  # relu\n"
+        "%3 = AvgPool(%2: 1x4x2x3) -> 1x4x1x1  [window 2 3 pads 0 0 strides "
+        "1 1]  # mean\n"
+        "return %3: 1x4x1x1\n");
 }
 
 TEST_CASE("Passes: afterPass sees every pass in order") {
