@@ -149,10 +149,11 @@ class BuildWatch:
 
 # --- export -------------------------------------------------------------------
 
-def export(name, exporter, work, images):
+def export(name, exporter, work, images, dynamic_batch=False):
     """Exports test_frontend/nets row `name` as run_e2e.py does (seed,
-    calibration, PyTorch-style ONNX) with `images` random test images, and
-    builds it. Returns the export folder."""
+    calibration, PyTorch-style ONNX; with `dynamic_batch`, a symbolic batch
+    in the ONNX file) with `images` random test images, and builds it.
+    Returns the export folder."""
     import numpy as np
     import torch
     sys.path.insert(0, os.path.join(ROOT, "test_frontend"))
@@ -164,6 +165,8 @@ def export(name, exporter, work, images):
     out = os.path.join(folder, "out")
     stamp = os.path.join(folder, "exported.json")
     want = {"images": images, "exporter_mtime": os.path.getmtime(exporter)}
+    if dynamic_batch:
+        want["dynamic_batch"] = True
     try:
         with open(stamp) as f:
             if json.load(f) == want and os.path.isdir(out):
@@ -177,6 +180,9 @@ def export(name, exporter, work, images):
                                 spec.calib_images or 4)
     onnx_path = H.export_onnx(model, spec.shape, spec.opset,
                               os.path.join(folder, name + ".onnx"),
+                              dynamic_axes={"input": {0: "batch"},
+                                            "output": {0: "batch"}}
+                              if dynamic_batch else None,
                               **H.EXPORTS[spec.export])
     gen = torch.Generator().manual_seed(seed + 3)
     x = torch.randn((images,) + tuple(spec.shape), generator=gen).numpy()
