@@ -43,19 +43,29 @@ std::string givenShape(const TypeInfo& info) {
   return s;
 }
 
-void fixInputShape(onnx::ModelProto& model, const std::string& path,
-                   const std::string& name, std::vector<int64_t> dims,
-                   const std::string& from) {
+namespace {
+
+/// The graph inputs of \p model that are no initializer, to edit.
+std::vector<onnx::ValueInfoProto*> editableInputs(onnx::ModelProto& model) {
   std::unordered_set<std::string> inits;
   for (const onnx::TensorProto& t : model.graph().initializer())
     inits.insert(t.name());
   std::vector<onnx::ValueInfoProto*> inputs;
-  std::vector<std::string> names;
   for (onnx::ValueInfoProto& vi : *model.mutable_graph()->mutable_input())
-    if (!inits.count(vi.name())) {
+    if (!inits.count(vi.name()))
       inputs.push_back(&vi);
-      names.push_back(vi.name());
-    }
+  return inputs;
+}
+
+} // namespace
+
+void fixInputShape(onnx::ModelProto& model, const std::string& path,
+                   const std::string& name, std::vector<int64_t> dims,
+                   const std::string& from) {
+  const std::vector<onnx::ValueInfoProto*> inputs = editableInputs(model);
+  std::vector<std::string> names;
+  for (const onnx::ValueInfoProto* vi : inputs)
+    names.push_back(vi->name());
   onnx::ValueInfoProto* in = nullptr;
   for (onnx::ValueInfoProto* vi : inputs)
     if (name.empty() ? inputs.size() == 1 : vi->name() == name)
@@ -106,18 +116,11 @@ void fixInputShape(onnx::ModelProto& model, const std::string& path,
 }
 
 void readSymbolicBatchAsOne(onnx::ModelProto& model) {
-  std::unordered_set<std::string> inits;
-  for (const onnx::TensorProto& t : model.graph().initializer())
-    inits.insert(t.name());
-  onnx::ValueInfoProto* in = nullptr;
-  for (onnx::ValueInfoProto& vi : *model.mutable_graph()->mutable_input())
-    if (!inits.count(vi.name())) {
-      if (in)
-        return;
-      in = &vi;
-    }
-  if (!in || !in->type().has_tensor_type() ||
-      !in->type().tensor_type().has_shape())
+  const std::vector<onnx::ValueInfoProto*> inputs = editableInputs(model);
+  if (inputs.size() != 1)
+    return;
+  onnx::ValueInfoProto* in = inputs.front();
+  if (!in->type().has_tensor_type() || !in->type().tensor_type().has_shape())
     return;
   onnx::TensorShapeProto* shape =
       in->mutable_type()->mutable_tensor_type()->mutable_shape();

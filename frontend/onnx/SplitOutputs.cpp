@@ -1,6 +1,7 @@
 // SplitOutputs.cpp - see SplitOutputs.h.
 #include "onnx/SplitOutputs.h"
 
+#include "onnx/Attributes.h" // formatInts
 #include "onnx/OpAttrs.h"
 
 #include <cstring>
@@ -37,13 +38,6 @@ void makeSlice(Graph& g, Node* n, int64_t opset, int64_t begin, int64_t length,
   }
   g.setInputs(n, {n->inputs[0], intConstant(g, begin),
                   intConstant(g, begin + length), intConstant(g, axis)});
-}
-
-std::string listed(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 } // namespace
@@ -126,7 +120,7 @@ std::string splitPlacement(const Node& n, int64_t opset, int64_t& begin,
     sizes.assign(size_t(count), dim / count);
   }
   if (static_cast<int64_t>(sizes.size()) != count)
-    return "its split sizes " + listed(sizes) + " are " +
+    return "its split sizes " + formatInts(sizes) + " are " +
            std::to_string(sizes.size()) + ", for " + std::to_string(count) +
            " outputs";
   int64_t total = 0;
@@ -134,13 +128,13 @@ std::string splitPlacement(const Node& n, int64_t opset, int64_t& begin,
   for (int64_t i = 0; i < count; ++i) {
     const int64_t s = sizes[size_t(i)];
     if (s < 0 || __builtin_add_overflow(total, s, &total))
-      return "its split sizes " + listed(sizes) +
+      return "its split sizes " + formatInts(sizes) +
              " hold a negative size, or one past int64";
     if (i < k)
       begin += s;
   }
   if (dim >= 0 && total != dim)
-    return "its split sizes " + listed(sizes) + " sum to " +
+    return "its split sizes " + formatInts(sizes) + " sum to " +
            std::to_string(total) + ", not its input's " + std::to_string(dim) +
            " along axis " + std::to_string(axis);
   length = sizes[size_t(k)];

@@ -65,6 +65,17 @@ bool isConstantOf(const Value* v, int64_t n, int64_t last) {
          v->constant->dims.back() == last;
 }
 
+bool isMeanOver(const Node* u, const Value* v, int64_t axis, int64_t opset) {
+  if (u->kind != OpKind::OnnxReduceMean || u->inputs.size() != 1 ||
+      u->inputs[0] != v)
+    return false;
+  OpAttrs a(*u, opset);
+  const std::vector<int64_t> axes = a.getInts("axes");
+  const int64_t rank = static_cast<int64_t>(v->shape.size());
+  return a.getInt("keepdims") == 0 && axes.size() == 1 &&
+         (axes[0] == axis || axes[0] == axis - rank);
+}
+
 int64_t channelFirstAxis(int64_t a) {
   static const int64_t map[] = {0, 2, 3, 1};
   if (a < -4 || a >= 4)

@@ -39,6 +39,10 @@ bool isTranspose(const Node* n, const Value* v, std::vector<int64_t> perm,
 /// \p v is a float constant of \p n elements, the last dim \p last.
 bool isConstantOf(const Value* v, int64_t n, int64_t last);
 
+/// \p u is a ReduceMean of \p v alone over its axis \p axis only (given
+/// as it or as counted from the end), the axis dropped (keepdims 0).
+bool isMeanOver(const Node* u, const Value* v, int64_t axis, int64_t opset);
+
 /// Axis \p a (negative counts from the end) of N x H x W x C in
 /// N x C x H x W; an \p a that is no axis of a 4-D value is returned as is.
 int64_t channelFirstAxis(int64_t a);

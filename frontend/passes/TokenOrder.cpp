@@ -116,17 +116,19 @@ bool makeBatchFirst(Graph& g, Node* t, int64_t opset,
   std::sort(members.begin(), members.end(), [&](const Node* a, const Node* b) {
     return g.position(a) < g.position(b);
   });
-  // Other T x B x D inputs of the members, read through a Transpose.
-  std::map<const Value*, Value*> batchFirst = {{s, x}};
+  // Other T x B x D inputs of the members, read through a Transpose (one
+  // for each such input).
+  std::map<const Value*, Value*> batchFirst;
   for (Node* u : members)
     for (size_t k = 0; k < u->inputs.size(); ++k) {
       Value* w = u->inputs[k];
       if (w->isConstant() || w->name.empty() || seq.count(w))
         continue;
       auto [it, fresh] = batchFirst.try_emplace(w, nullptr);
-      if (fresh)
+      if (fresh) {
         it->second = addTranspose(g, w, kSwap, u, w->name + "/batch_first");
-      made.insert(it->second->producer);
+        made.insert(it->second->producer);
+      }
       g.setInput(u, k, it->second);
     }
   for (Node* u : members) {
@@ -135,7 +137,6 @@ bool makeBatchFirst(Graph& g, Node* t, int64_t opset,
         g.setInput(u, k, x);
     const std::vector<int64_t> d = u->output->shape;
     u->output->shape = {d[1], d[0], d[2]};
-    batchFirst[u->output] = u->output;
   }
   // The members' other readers: a Transpose back is gone, a mean or a
   // Gather along the tokens takes axis 1; each other one reads the tokens
@@ -152,10 +153,7 @@ bool makeBatchFirst(Graph& g, Node* t, int64_t opset,
         continue;
       }
       // (Both B x D: keepdims 0, one token.)
-      if (r->kind == OpKind::OnnxReduceMean && r->inputs.size() == 1 &&
-          a.getInt("keepdims") == 0 &&
-          (a.getInts("axes") == std::vector<int64_t>{0} ||
-           a.getInts("axes") == std::vector<int64_t>{-3})) {
+      if (isMeanOver(r, v, 0, opset)) {
         r->attrs["axes"] = std::vector<int64_t>{1};
         continue;
       }

@@ -140,27 +140,15 @@ bool isTokenProduct(const Node* u) {
          u->output->shape == std::vector<int64_t>{as[0], as[1], bs[2]};
 }
 
-/// ReduceMean over the tokens of B x T x D \p v (axis 1, keepdims 0):
-/// the global mean pool of the tokens held channel-first.
-bool meanOfTokens(const Node* u, const Value* v, int64_t opset) {
-  if (u->kind != OpKind::OnnxReduceMean || u->inputs.size() != 1 ||
-      u->inputs[0] != v)
-    return false;
-  OpAttrs a(*u, opset);
-  const std::vector<int64_t> axes = a.getInts("axes");
-  return a.getInt("keepdims") == 0 && axes.size() == 1 &&
-         (axes[0] == 1 || axes[0] == -2);
-}
-
 /// The means over the tokens of B x T x D \p v taken after Transpose \p t
-/// flips them to B x D x T (the official Swin's `avgpool(x.transpose(1,
-/// 2))`), one for each reader of \p t: a GlobalAveragePool to B x D x 1
-/// flattened to B x D, or a ReduceMean over the last axis; the nodes of
-/// each after \p t, or none if a reader is something else.
+/// (0, 2, 1) flips them to B x D x T (the official Swin's
+/// `avgpool(x.transpose(1, 2))`), one for each reader of \p t: a
+/// GlobalAveragePool to B x D x 1 flattened to B x D, or a ReduceMean over
+/// the last axis; the nodes of each after \p t, or none if a reader is
+/// something else.
 std::vector<std::vector<Node*>>
 meansOfFlippedTokens(const Graph& g, Node* t, const Value* v, int64_t opset) {
-  if (!isTranspose(t, v, {0, 2, 1}, opset) || g.isOutput(t->output) ||
-      t->output->users.empty())
+  if (g.isOutput(t->output) || t->output->users.empty())
     return {};
   const std::vector<int64_t> features = {v->shape[0], v->shape[2]};
   std::vector<std::vector<Node*>> means;
@@ -168,11 +156,7 @@ meansOfFlippedTokens(const Graph& g, Node* t, const Value* v, int64_t opset) {
     if (p->inputs[0] != t->output)
       return {};
     if (p->kind == OpKind::OnnxReduceMean) {
-      // (Its B x D output: keepdims 0.)
-      const std::vector<int64_t> axes = OpAttrs(*p, opset).getInts("axes");
-      if ((axes != std::vector<int64_t>{-1} &&
-           axes != std::vector<int64_t>{2}) ||
-          p->inputs.size() != 1 || p->output->shape != features)
+      if (!isMeanOver(p, t->output, 2, opset) || p->output->shape != features)
         return {};
       means.push_back({p});
       continue;
@@ -256,11 +240,12 @@ void makeTokensChannelFirst(Graph& g) {
         }
         if (!isTranspose(u, v, {0, 2, 1}, opset) || (flip && v->shape[2] != T))
           return RegionStep{RegionStep::Leave};
-        if (auto means = meansOfFlippedTokens(g, u, v, opset);
-            !flip && !means.empty()) {
-          toMean[u] = std::move(means);
-          return RegionStep{RegionStep::Exit};
-        }
+        if (!flip)
+          if (auto means = meansOfFlippedTokens(g, u, v, opset);
+              !means.empty()) {
+            toMean[u] = std::move(means);
+            return RegionStep{RegionStep::Exit};
+          }
         Node* image = soleUser(u->output);
         if (!flip && image != nullptr && image->kind == OpKind::OnnxReshape &&
             !g.isOutput(u->output) && isImage(image->output, v->shape[2])) {
@@ -298,7 +283,8 @@ void makeTokensChannelFirst(Graph& g) {
             idx->constant->asInt(0) >= -T && idx->constant->asInt(0) < T;
         return RegionStep{one ? RegionStep::Exit : RegionStep::Leave};
       }
-      if (meanOfTokens(u, v, opset))
+      // The mean over the tokens: a global mean pool once channel-first.
+      if (isMeanOver(u, v, 1, opset))
         return RegionStep{RegionStep::Exit};
       return RegionStep{worksPerPixel(u, v, opset) &&
                                 u->output->shape.size() == 3
