@@ -91,6 +91,21 @@ class Outputs(unittest.TestCase):
         self.assertTrue(torch.equal(x.detach(), before))
         self.assertFalse(out.requires_grad)
 
+    def test_program_time_of_the_last_batch(self):
+        """last_run_ms(): the program's own time of the last batch (what
+        its --json batch_times_ms records), within the call's wall time;
+        -1 before the first batch; also scripted."""
+        import time
+        net = torch2hpvm.load(OUT)
+        self.assertEqual(net.last_run_ms(), -1.0)
+        for module in (net, torch.jit.script(net)):
+            start = time.perf_counter()
+            module(IMAGES[:64])
+            wall_ms = (time.perf_counter() - start) * 1e3
+            with self.subTest(module=type(module).__name__):
+                self.assertGreater(module.last_run_ms(), 0.0)
+                self.assertLess(module.last_run_ms(), wall_ms)
+
     def test_close_to_pytorch(self):
         with torch.no_grad():
             torch_out = common.lenet()(IMAGES).numpy()
@@ -371,13 +386,15 @@ class Errors(unittest.TestCase):
             nets = [torch2hpvm.load(sys.argv[1]) for _ in range(2)]
             print(type(nets[0]).__name__)
             x = torch.from_numpy(np.load(sys.argv[2]))
+            print(nets[1].last_run_ms())
             np.save(sys.argv[3], nets[1](x).numpy())
+            print(nets[1].last_run_ms() > 0)
             """), str(OUT), str(common.WORK / "load" / "images.npy"),
             str(common.WORK / "load" / "ctypes.npy")],
             env=dict(os.environ, TORCH2HPVM_NO_EXTENSION="1"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(proc.stdout, "CtypesModule\n")
+        self.assertEqual(proc.stdout, "CtypesModule\n-1.0\nTrue\n")
         self.assertEqual(proc.stderr.count("UserWarning"), 1, proc.stderr)
         self.assertIn("torch2hpvm: the TorchScript class is not available "
                       "($TORCH2HPVM_NO_EXTENSION is set); load() returns a "
@@ -442,6 +459,10 @@ class SeveralOutputs(unittest.TestCase):
         one_seg, one_aux = net(images[0])
         self.assertEqual(tuple(one_seg.shape), (4, 28, 28))
         self.assertTrue(torch.equal(one_aux, net(images[:1])[1][0]))
+        with self.assertRaises(RuntimeError) as e:
+            net.program.forward_one(images)
+        self.assertIn(f"{net.name} has 2 graph outputs: call forward() for "
+                      f"the list", str(e.exception))
         traced = torch.jit.trace(net, images[:16], check_trace=False)
         t_seg, t_aux = traced(images[16:32])
         self.assertTrue(torch.equal(t_seg, net(images[16:32])[0]))

@@ -137,6 +137,25 @@ class SavedPipeline(unittest.TestCase):
             np.fromfile(WORK / "cpp_b.0.bin", np.float32).reshape(BATCH, -1),
             REFERENCE[CONFIG_B][:BATCH])
 
+    def test_timed_calls_from_cpp(self):
+        """load_saved --time (scripts/bench/load_overhead.py): each call's
+        wall time, then the program's own time of it, which is positive
+        and within the wall time."""
+        tool = os.environ["T2H_LOAD_SAVED"]
+        images = WORK / "images.bin"
+        IMAGES[:BATCH].numpy().tofile(images)
+        proc = subprocess.run([tool, "--time", "4", "1", WORK / "net_a.pt",
+                               images, "16", "1", "28", "28"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        walls, runs = [[float(t) for t in line.split()]
+                       for line in proc.stdout.split("\n")[:2]]
+        self.assertEqual((len(walls), len(runs)), (4, 4))
+        for wall, run in zip(walls, runs):
+            self.assertGreater(run, 0.0)
+            self.assertLess(run, wall)
+
     def setUp(self):
         if not (WORK / "net_a.pt").exists():
             net = torch2hpvm.load(OUT, config=CONFIG_A)

@@ -56,6 +56,10 @@ def _bind(lib):
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    # (Libraries built before it was added lack it.)
+    if hasattr(lib, "hpvm_rt_last_run_seconds"):
+        lib.hpvm_rt_last_run_seconds.restype = ctypes.c_double
+        lib.hpvm_rt_last_run_seconds.argtypes = [c_model]
     return lib
 
 
@@ -207,6 +211,15 @@ class CtypesModule(torch.nn.Module):
         if single:
             outs = [o[0] for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def last_run_ms(self):
+        """The program's own time of the last batch, in milliseconds (the
+        span of its --json batch_times_ms); -1 before the first batch or
+        with a library too old to say."""
+        if not hasattr(self._lib, "hpvm_rt_last_run_seconds"):
+            return -1.0
+        seconds = self._lib.hpvm_rt_last_run_seconds(self._handle)
+        return seconds * 1e3 if seconds >= 0 else -1.0
 
     def extra_repr(self):
         c, h, w = self.input_shape

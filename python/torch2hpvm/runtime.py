@@ -112,7 +112,7 @@ class HPVMModule(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.jit.is_scripting():
-            return self.program.forward(x)[0]
+            return self.program.forward_one(x)
         return self._eager(x)[0]
 
     @torch.jit.unused
@@ -146,6 +146,14 @@ class HPVMModule(torch.nn.Module):
         """Runs the fastest configuration recorded within `qos_loss` of the
         file the module holds (exact FP32 when none is)."""
         self.program.configure(None, None, qos_loss, None, False)
+
+    @torch.jit.export
+    def last_run_ms(self) -> float:
+        """The program's own time of the last batch, in milliseconds: the
+        span its --json batch_times_ms reports per batch (the launch and the
+        output request), without this call's checks, output tensors and
+        freeing. -1 before the first batch."""
+        return self.program.last_run_ms()
 
     # --- Python only ------------------------------------------------------
 

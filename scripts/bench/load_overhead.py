@@ -23,11 +23,19 @@ same test images:
 A last table times each way on an empty batch (0 images: every step of
 the call but the run; the ctypes module returns before calling the
 library, so its figure misses the library's entry): the call's own cost.
-Each round gives a median and a minimum per batch; the figures reported
-are the median of the rounds' medians and the minimum of their minimums
-(the least disturbed batch: on a shared machine the steadier figure). The
-overhead of a way is its time minus the binary's: in microseconds per
-call and in percent, of the minimums and of the medians.
+
+Two measures of the overhead of a way, both reported:
+  paired   per call: the call's wall time minus the program's own time of
+           that same call (last_run_ms(): the span the binary's timer
+           covers), over every call of every round: the median, the 10th
+           percentile and the 90th, in microseconds and in percent of the
+           program's time. Exact to the call, whatever the host's noise.
+  binary   the way's time minus the binary's, run by run: each round gives
+           a median and a minimum per batch; reported are the median of the
+           rounds' medians and the minimum of their minimums. On a noisy
+           shared host the rounds differ by more than the overhead (the
+           binary's own batch-1 time moves by tens of microseconds between
+           runs), so these figures are for scale, not for microseconds.
 
 Usage: PYTHONPATH=build/python scripts/bench/load_overhead.py
            [--work DIR] [--batches 1,64] [--threads 1,2] [--reps 5]
@@ -93,15 +101,18 @@ def binary_median(out, batch, threads, images):
 
 
 def load_median(net, x, batch, images):
+    """Each call's wall time and the program's own time of it, in ms."""
     net(x[:batch])  # untimed: plans and weight reorders for this shape
-    times = []
+    last_run = getattr(net, "last_run_ms")
+    times, runs = [], []
     with torch.no_grad():
         for start in range(0, images - batch + 1, batch):
             chunk = x[start:start + batch]
             t0 = time.perf_counter()
             net(chunk)
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), min(times)
+            runs.append(last_run())
+    return times, runs
 
 
 def cpp_median(tool, saved, images_file, batch, threads, images):
@@ -109,8 +120,31 @@ def cpp_median(tool, saved, images_file, batch, threads, images):
                            str(saved), str(images_file), str(images), "1",
                            "28", "28"], check=True, stdout=subprocess.PIPE,
                           text=True)
-    times = [float(t) for t in proc.stdout.split()]
-    return statistics.median(times), min(times)
+    walls, runs = proc.stdout.split("\n")[:2]
+    return [float(t) for t in walls.split()], [float(t) for t in runs.split()]
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def paired(rounds):
+    """The per-call overhead over every call of \p rounds ((walls, runs)
+    in ms, runs being the program's own time of each call)."""
+    over, pct = [], []
+    for walls, runs in rounds:
+        if any(r < 0 for r in runs):
+            raise SystemExit("the program did not report its own time "
+                             "(a library built before last_run_ms)")
+        for w, r in zip(walls, runs):
+            over.append((w - r) * 1e3)
+            pct.append(100.0 * (w / r - 1))
+    return {"median_us": statistics.median(over),
+            "p10_us": percentile(over, 0.1),
+            "p90_us": percentile(over, 0.9),
+            "median_pct": statistics.median(pct),
+            "calls": len(over)}
 
 
 WAYS = ("module", "script", "cpp", "ctypes")
@@ -155,6 +189,7 @@ def main():
         for batch in [int(b) for b in args.batches.split(",")]:
             rounds = {"binary": []}
             rounds.update({way: [] for way in WAYS})
+            calls = {way: [] for way in WAYS}
             for _ in range(args.reps):
                 rounds["binary"].append(binary_median(out, batch, threads,
                                                       args.images))
@@ -164,7 +199,8 @@ def main():
                                        batch, threads, args.images)
                     else:
                         r = load_median(nets[way], x, batch, args.images)
-                    rounds[way].append(r)
+                    calls[way].append(r)
+                    rounds[way].append((statistics.median(r[0]), min(r[0])))
             row = {"threads": threads, "batch": batch}
             for way, values in rounds.items():
                 row[way] = {"median_ms": statistics.median(v[0]
@@ -174,6 +210,7 @@ def main():
             b = row["binary"]
             for way in WAYS:
                 w = row[way]
+                w["paired"] = paired(calls[way])
                 w["overhead_min_us"] = 1e3 * (w["min_ms"] - b["min_ms"])
                 w["overhead_min_pct"] = 100.0 * (w["min_ms"] / b["min_ms"]
                                                  - 1)
@@ -181,13 +218,15 @@ def main():
                                                  b["median_ms"])
                 w["overhead_median_pct"] = 100.0 * (w["median_ms"] /
                                                     b["median_ms"] - 1)
+            row["program_median_ms"] = statistics.median(
+                t for _, runs in calls["cpp"] for t in runs)
             rows.append(row)
             print(f"threads {threads} batch {batch:3d}: binary "
-                  f"{b['median_ms']:.4f} ms (min {b['min_ms']:.4f}); " +
-                  "; ".join(f"{way} {row[way]['overhead_min_us']:+.1f} us "
-                            f"({row[way]['overhead_min_pct']:+.1f}%)"
-                            for way in WAYS) + " (of the minimums)",
-                  flush=True)
+                  f"{b['median_ms']:.4f} ms (min {b['min_ms']:.4f}); "
+                  "paired overhead per call, median: " +
+                  "; ".join(f"{way} {row[way]['paired']['median_us']:.1f} us "
+                            f"({row[way]['paired']['median_pct']:+.2f}%)"
+                            for way in WAYS), flush=True)
     empty = {}
     for way in WAYS:
         if way == "cpp":
@@ -195,7 +234,8 @@ def main():
                 [str(args.load_saved), "--time", "0", "1", str(saved),
                  str(images_file), str(args.images), "1", "28", "28"],
                 check=True, stdout=subprocess.PIPE, text=True)
-            times = sorted(float(t) * 1e3 for t in proc.stdout.split())
+            times = sorted(float(t) * 1e3
+                           for t in proc.stdout.split("\n")[0].split())
         else:
             times = []
             none = x[:0]
@@ -215,7 +255,25 @@ def main():
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown:
-        lines = ["| threads | batch | binary median (min), ms | " +
+        lines = ["Paired: per call, its wall time minus the program's own "
+                 "time of that call; the median over every call (10th - "
+                 "90th percentile), and the median in percent of the "
+                 "program's time.", "",
+                 "| threads | batch | program's own time, median ms | " +
+                 " | ".join(f"{way}: paired overhead" for way in WAYS) + " |",
+                 "|---|---|---|" + "---|" * len(WAYS)]
+        for r in rows:
+            cells = [f"{r[way]['paired']['median_us']:.1f} µs "
+                     f"({r[way]['paired']['p10_us']:.1f} - "
+                     f"{r[way]['paired']['p90_us']:.1f}), "
+                     f"{r[way]['paired']['median_pct']:+.2f}%"
+                     for way in WAYS]
+            lines.append(f"| {r['threads']} | {r['batch']} | "
+                         f"{r['program_median_ms']:.4f} | " +
+                         " | ".join(cells) + " |")
+        lines += ["", "Against the binary (separate runs; see the script's "
+                  "notes):", ""]
+        lines += ["| threads | batch | binary median (min), ms | " +
                  " | ".join(f"{way}: overhead of the min (of the median)"
                             for way in WAYS) + " |",
                  "|---|---|---|" + "---|" * len(WAYS)]

@@ -99,6 +99,14 @@ int hpvm_rt_run(hpvm_rt_model* model, const float* images, int64_t n,
 int hpvm_rt_run_outputs(hpvm_rt_model* model, const float* images, int64_t n,
                         float* const* outputs);
 
+/** The program's own time, in seconds, of \p model's last successful run:
+ * from the launch to the output request, what the program's own per-batch
+ * timer covers (its --json batch_times_ms), without the call's checks,
+ * input wrapping, output copies and freeing. -1 before the first run or for
+ * a NULL \p model. (Version 3; a library built before 2026-12-01 lacks
+ * it.) */
+double hpvm_rt_last_run_seconds(hpvm_rt_model* model);
+
 /** Closes \p model (NULL is ignored). The weights stay loaded for the
  * next open. */
 void hpvm_rt_close(hpvm_rt_model* model);

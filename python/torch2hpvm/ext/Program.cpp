@@ -16,6 +16,8 @@
 #include "hpvm_rt/CpuFeatures.h"
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <c10/util/SmallVector.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
@@ -297,39 +299,39 @@ public:
     }
   }
 
+  /// The program's outputs for images \p x (N x C x H x W, or one
+  /// C x H x W image): one tensor per graph output, images first.
   std::vector<at::Tensor> forward(const at::Tensor& x) {
-    TORCH_CHECK_VALUE(x.device().is_cpu(), "expected a CPU tensor, got one on ",
-                      x.device(), " (hpvm_rt runs on the CPU)");
-    TORCH_CHECK_TYPE(x.is_floating_point(),
-                     "expected floating-point images, got dtype ",
-                     dtypeName(x.scalar_type()));
-    const bool single = x.dim() == 3;
-    at::Tensor images = single ? x.unsqueeze(0) : x;
-    TORCH_CHECK_VALUE(
-        images.dim() == 4 && images.size(1) == shape_[0] &&
-            images.size(2) == shape_[1] && images.size(3) == shape_[2],
-        "expected images of shape (N, ", shape_[0], ", ", shape_[1], ", ",
-        shape_[2], ") or (", shape_[0], ", ", shape_[1], ", ", shape_[2],
-        "), got ", shapeText(x.sizes()));
     at::AutoDispatchBelowADInplaceOrView noAutograd;
-    images = images.to(at::kFloat).contiguous();
+    const at::Tensor images = inputImages(x);
     const int64_t n = images.size(0);
     std::vector<at::Tensor> outs;
-    std::vector<float*> pointers;
     outs.reserve(outputShapes_.size());
+    c10::SmallVector<float*, 4> pointers;
     for (const std::vector<int64_t>& shape : outputShapes_) {
-      std::vector<int64_t> dims{n};
-      dims.insert(dims.end(), shape.begin(), shape.end());
-      outs.push_back(at::empty(dims, at::kFloat));
+      outs.push_back(newOutput(n, shape));
       pointers.push_back(outs.back().data_ptr<float>());
     }
-    if (n > 0 && lib_.runOutputs(model_, images.data_ptr<float>(), n,
-                                 pointers.data()) != 0)
-      throw ProgramError(name_ + ": " + lib_.lastError());
-    if (single)
+    run(images, pointers.data());
+    if (x.dim() == 3)
       for (at::Tensor& o : outs)
         o = o.select(0, 0);
     return outs;
+  }
+
+  /// forward() of a program with one graph output: that output alone
+  /// (scripted modules call this; no list to make and index per call).
+  at::Tensor forwardOne(const at::Tensor& x) {
+    if (outputShapes_.size() != 1)
+      throw ProgramError(name_ + " has " +
+                         std::to_string(outputShapes_.size()) +
+                         " graph outputs: call forward() for the list");
+    at::AutoDispatchBelowADInplaceOrView noAutograd;
+    const at::Tensor images = inputImages(x);
+    at::Tensor out = newOutput(images.size(0), outputShapes_[0]);
+    float* pointer = out.data_ptr<float>();
+    run(images, &pointer);
+    return x.dim() == 3 ? out.select(0, 0) : out;
   }
 
   std::string description() const {
@@ -348,6 +350,14 @@ public:
   }
 
   int64_t threads() const { return threads_; }
+  /// The program's own time of the last run, in milliseconds (-1: none
+  /// yet, or a library too old to say).
+  double lastRunMs() const {
+    if (!lib_.lastRunSeconds)
+      return -1;
+    const double s = lib_.lastRunSeconds(model_);
+    return s < 0 ? -1 : s * 1e3;
+  }
   std::string name() const { return name_; }
   std::vector<int64_t> inputShape() const { return shape_; }
   std::vector<std::vector<int64_t>> outputShapes() const {
@@ -357,6 +367,45 @@ public:
   std::string digest() const { return digest_; }
 
 private:
+  /// \p x checked against the model's input and made the N x C x H x W
+  /// float32 contiguous tensor the library reads (\p x itself when it is
+  /// one already: the library reads the caller's memory in place).
+  at::Tensor inputImages(const at::Tensor& x) const {
+    TORCH_CHECK_VALUE(x.device().is_cpu(), "expected a CPU tensor, got one on ",
+                      x.device(), " (hpvm_rt runs on the CPU)");
+    TORCH_CHECK_TYPE(x.is_floating_point(),
+                     "expected floating-point images, got dtype ",
+                     dtypeName(x.scalar_type()));
+    at::Tensor images = x.dim() == 3 ? x.unsqueeze(0) : x;
+    TORCH_CHECK_VALUE(
+        images.dim() == 4 && images.size(1) == shape_[0] &&
+            images.size(2) == shape_[1] && images.size(3) == shape_[2],
+        "expected images of shape (N, ", shape_[0], ", ", shape_[1], ", ",
+        shape_[2], ") or (", shape_[0], ", ", shape_[1], ", ", shape_[2],
+        "), got ", shapeText(x.sizes()));
+    if (images.scalar_type() != at::kFloat)
+      images = images.to(at::kFloat);
+    if (!images.is_contiguous())
+      images = images.contiguous();
+    return images;
+  }
+
+  /// An uninitialised float32 tensor for \p n images of an output whose
+  /// per-image shape is \p shape (the library writes every value).
+  static at::Tensor newOutput(int64_t n, const std::vector<int64_t>& shape) {
+    c10::SmallVector<int64_t, 4> dims{n};
+    dims.append(shape.begin(), shape.end());
+    return at::detail::empty_cpu(dims, at::kFloat);
+  }
+
+  /// Runs the library on \p images into \p outputs (one per graph output).
+  void run(const at::Tensor& images, float* const* outputs) {
+    const int64_t n = images.size(0);
+    if (n > 0 &&
+        lib_.runOutputs(model_, images.data_ptr<float>(), n, outputs) != 0)
+      throw ProgramError(name_ + ": " + lib_.lastError());
+  }
+
   /// Loads the library image and opens the model on the weights.
   void start(const std::string& origin) {
     auto [bytes, size] = tensorBytes(library_, "library");
@@ -483,6 +532,10 @@ TORCH_LIBRARY(torch2hpvm, m) {
            [](const c10::intrusive_ptr<Program>& self, const at::Tensor& x) {
              return checked([&] { return self->forward(x); });
            })
+      .def("forward_one",
+           [](const c10::intrusive_ptr<Program>& self, const at::Tensor& x) {
+             return checked([&] { return self->forwardOne(x); });
+           })
       .def("configure",
            [](const c10::intrusive_ptr<Program>& self,
               c10::optional<std::string> configFile,
@@ -508,6 +561,10 @@ TORCH_LIBRARY(torch2hpvm, m) {
       .def("threads",
            [](const c10::intrusive_ptr<Program>& self) {
              return self->threads();
+           })
+      .def("last_run_ms",
+           [](const c10::intrusive_ptr<Program>& self) {
+             return self->lastRunMs();
            })
       .def("name",
            [](const c10::intrusive_ptr<Program>& self) { return self->name(); })

@@ -124,6 +124,9 @@ EntryPoints loadProgramLibrary(const void* bytes, size_t size,
   bind(handle, "hpvm_rt_run_outputs", e.runOutputs, origin);
   bind(handle, "hpvm_rt_close", e.close, origin);
   bind(handle, "hpvm_rt_last_error", e.lastError, origin);
+  // (Libraries built before it was added lack it.)
+  e.lastRunSeconds = reinterpret_cast<double (*)(hpvm_rt_model*)>(
+      ::dlsym(handle, "hpvm_rt_last_run_seconds"));
   return e;
 }
 

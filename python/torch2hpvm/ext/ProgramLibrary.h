@@ -47,6 +47,8 @@ struct EntryPoints {
   int (*runOutputs)(hpvm_rt_model*, const float*, int64_t, float* const*);
   void (*close)(hpvm_rt_model*);
   const char* (*lastError)();
+  /// NULL in a library built before it was added.
+  double (*lastRunSeconds)(hpvm_rt_model*);
 };
 
 /// Loads the library image \p bytes (\p size bytes; \p origin names it in
