@@ -88,9 +88,11 @@ void replaceSelfAttention(Graph& g, const SelfAttention& m);
 ///    merged the transpose of k^T into it);
 /// then the scores q @ k^T (the keys Transposed (0, 1, 3, 2)), scaled by
 /// any factor (a Mul or Div of the queries, of the scores or of both, or
-/// none), Softmax over the last axis, MatMul by the values, Transpose (0,
-/// 2, 1, 3) and Reshape to B x T x D. The projections around it are
-/// ordinary Linears.
+/// none), a constant added or not (BEiT's relative position bias, LeViT's
+/// attention biases, a mask: T x T, heads x T x T or 1 x heads x T x T),
+/// Softmax over the last axis, MatMul by the values, Transpose (0, 2, 1,
+/// 3) and Reshape to B x T x D. The projections around it are ordinary
+/// Linears.
 struct HeadsAttention {
   std::vector<Node*> nodes; ///< Every matched node; the last is the exit.
   /// What the heads are cut from: one B x T x 3D value (queries, keys and
@@ -101,6 +103,9 @@ struct HeadsAttention {
   /// qk_scale, a temperature; 1 for the usual scale): the queries are
   /// multiplied by it first.
   double queryScale = 1;
+  /// The constant added to the scores (nullptr: none), query-major,
+  /// broadcast over the images and, with one T x T, over the heads.
+  Value* bias = nullptr;
 };
 
 /// Matches the multi-head attention that \p start (a Reshape of tokens
@@ -111,7 +116,8 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m);
 /// Replaces matched attention \p m by one attention op reading its sources
 /// (held channel-first, B x features x \p rows x \p cols; three are
 /// concatenated first; the queries scaled first by a Mul where the scale
-/// is not d^-0.5) and writing B x D x rows x cols.
+/// is not d^-0.5) and writing B x D x rows x cols: `attention`, or with a
+/// bias `window_attention` of one window of all rows x cols tokens.
 void replaceHeadsAttention(Graph& g, const HeadsAttention& m, int64_t rows,
                            int64_t cols);
 

@@ -642,6 +642,26 @@ def _token_products():
     return _patch_tokens_classifier(Block(32), 32)
 
 
+def _pre_norm_block(attention, d):
+    """A pre-norm transformer block on B x T x d tokens: x + attention(
+    LayerNorm(x)), then x + MLP(LayerNorm(x)) (2d hidden, GELU)."""
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attention = attention
+            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(),
+                                     nn.Linear(2 * d, d))
+
+        def forward(self, x):
+            x = x + self.attention(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+    return Block()
+
+
 def _multihead_tokens(scales=(None, None, None)):
     """Multi-head attention written out by hand (3 x 32 x 32 images): 4 x 4
     patches embedded by a strided conv to 64 tokens of 32 features; a
@@ -703,22 +723,69 @@ def _multihead_tokens(scales=(None, None, None)):
             a = torch.softmax(q @ k.transpose(-1, -2) / self.divisor, -1)
             return self.out((a @ v).permute(0, 2, 1, 3).reshape(b, t, d))
 
-    class Block(nn.Module):
-        def __init__(self, attention, d):
+    return _patch_tokens_classifier(
+        nn.Sequential(_pre_norm_block(Fused(32, 4, True, scales[0]), 32),
+                      _pre_norm_block(Fused(32, 4, False, scales[1]), 32),
+                      _pre_norm_block(Separate(32, 4, scales[2]), 32)), 32)
+
+
+def _attention_biases():
+    """Multi-head attention written out (as in _multihead_tokens, 64 tokens
+    of 32 features on an 8 x 8 grid, 4 heads) with a constant added to the
+    scores before the softmax: BEiT's relative position bias (a table of
+    15 x 15 offsets by 4 heads, indexed by each pair's offset, permuted to
+    heads x T x T; the queries scaled first), a local mask shared by the
+    heads (-inf beyond 2 rows or columns; the scores divided by sqrt(d)
+    first; BERT-style heads) and LeViT's attention biases (4 x T x T, after
+    the scores' scale)."""
+    import torch
+    import torch.nn as nn
+
+    side, d, heads = 8, 32, 4
+    ys, xs = torch.meshgrid(torch.arange(side), torch.arange(side),
+                            indexing="ij")
+    ys, xs = ys.flatten(), xs.flatten()
+    dy = ys[:, None] - ys[None, :]
+    dx = xs[:, None] - xs[None, :]
+
+    class Biased(nn.Module):
+        def __init__(self, kind):
             super().__init__()
-            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.attention = attention
-            self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(),
-                                     nn.Linear(2 * d, d))
+            self.kind = kind
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+            t = side * side
+            if kind == "beit":
+                self.table = nn.Parameter(torch.randn((2 * side - 1) ** 2,
+                                                      heads))
+                self.register_buffer(
+                    "index", (dy + side - 1) * (2 * side - 1) + dx + side - 1)
+            elif kind == "local":
+                far = (dy.abs() > 2) | (dx.abs() > 2)
+                self.register_buffer(
+                    "mask", torch.zeros(t, t).masked_fill(far, float("-inf")))
+            else:
+                self.ab = nn.Parameter(torch.randn(heads, t, t))
 
         def forward(self, x):
-            x = x + self.attention(self.norm1(x))
-            return x + self.mlp(self.norm2(x))
+            b, t, _ = x.shape
+            qkv = self.qkv(x).reshape(b, t, 3, heads, d // heads)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+            scale = (d // heads) ** -0.5
+            if self.kind == "beit":
+                bias = self.table[self.index.view(-1)].view(t, t, heads)
+                a = (q * scale) @ k.transpose(-2, -1) + \
+                    bias.permute(2, 0, 1).unsqueeze(0)
+            elif self.kind == "local":
+                a = q @ k.transpose(-2, -1) / (d // heads) ** 0.5 + self.mask
+            else:
+                a = q @ k.transpose(-2, -1) * scale + self.ab
+            return self.proj((a.softmax(dim=-1) @ v).transpose(1, 2)
+                             .reshape(b, t, d))
 
     return _patch_tokens_classifier(
-        nn.Sequential(Block(Fused(32, 4, True, scales[0]), 32),
-                      Block(Fused(32, 4, False, scales[1]), 32),
-                      Block(Separate(32, 4, scales[2]), 32)), 32)
+        nn.Sequential(*(_pre_norm_block(Biased(kind), d)
+                        for kind in ("beit", "local", "levit"))), d)
 
 
 def _timm_vit():
@@ -873,6 +940,13 @@ MODELS += [
               "scores than d^-0.5 (the attention op's own): the queries "
               "times 0.1 (timm's qk_scale), no scale, the scores divided by "
               "8: the queries multiplied by the rest first",
+              export="pytorch"),
+    ModelSpec("attention_biases_32", _attention_biases, (3, 32, 32), 13, 4,
+              2, ci=True,
+              about="written-out multi-head attention with a constant added "
+              "to the scores: BEiT's relative position bias, a local -inf "
+              "mask shared by the heads, LeViT's attention biases; each a "
+              "window_attention of one window of all 64 tokens",
               export="pytorch"),
     ModelSpec("timm_vit_32", _timm_vit, (3, 32, 32), 13, 4, 2, ci=True,
               about="a ViT as timm writes one: class token and position "

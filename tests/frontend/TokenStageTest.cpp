@@ -8,6 +8,7 @@
 #include "lower/Lowering.h"
 #include "onnx/ModelLoader.h"
 #include "passes/ConstantFolding.h"
+#include "passes/ConstantTensors.h"
 #include "passes/Fusions.h"
 #include "passes/Simplify.h"
 #include "passes/TokenStages.h"
@@ -23,14 +24,20 @@ using namespace hpvm::fe::test;
 
 namespace {
 
-/// Fixture \p name after the passes before the token stages, its
-/// attention's Div by 2 (1/sqrt(d)) made a Div by 3.
-std::unique_ptr<Graph> rescaled(const std::string& name) {
+/// Fixture \p name after the passes before the token stages.
+std::unique_ptr<Graph> beforeTokens(const std::string& name) {
   std::unique_ptr<Graph> g = loadModel(fixture(name), {});
   eliminateDeadNodes(*g);
   foldConstants(*g);
   removeIdentities(*g);
   fuseLayerNorms(*g);
+  return g;
+}
+
+/// beforeTokens(\p name), its attention's Div by 2 (1/sqrt(d)) made a Div
+/// by 3.
+std::unique_ptr<Graph> rescaled(const std::string& name) {
+  std::unique_ptr<Graph> g = beforeTokens(name);
   Node* scale = nullptr;
   for (const auto& n : g->nodes())
     if (n->kind == OpKind::OnnxDiv && n->inputs[1]->isConstant() &&
@@ -345,5 +352,48 @@ TEST_CASE("Passes: written-out heads scaled by another factor than "
   CHECK(mul->inputs[1]->constant->toFloats() ==
         std::vector<float>(8, float(2.0 / 3.0)));
   CHECK(mul->output->shape == std::vector<int64_t>{1, 8, 1, 3});
+  CHECK_NOTHROW(lowerNodes(*g));
+}
+
+TEST_CASE("Passes: written-out heads with a constant added to the scores "
+          "become window_attention over all the tokens, the bias key-major "
+          "per head") {
+  // The BERT-style block's scores / 2 plus a 3 x 3 bias shared by its 2
+  // heads (BEiT's relative position bias, a mask): one window of the 1 x 3
+  // tokens, unshifted, the bias transposed and repeated per head, no mask.
+  std::unique_ptr<Graph> g = beforeTokens("heads_tiny");
+  Node* softmax = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->kind == OpKind::OnnxSoftmax)
+      softmax = n.get();
+  REQUIRE(softmax != nullptr); // the BERT-style block's (the last)
+  Value* scores = softmax->inputs[0];
+  REQUIRE(scores->shape == std::vector<int64_t>{1, 2, 3, 3});
+  const std::vector<float> bias{0, 1, 2, 3, 4, 5, 6, 7, 8};
+  Value* c = g->addConstant("bias", floatTensor(bias, {3, 3}));
+  c->shape = {3, 3};
+  Value* biased = g->addValue("biased", DataType::Float, scores->shape);
+  g->addNode(OpKind::OnnxAdd, {scores, c}, biased, softmax->origins,
+             g->position(softmax));
+  g->setInput(softmax, 0, biased);
+  makeTokensChannelFirst(*g);
+  const Node* w = firstOf(*g, OpKind::WindowAttention);
+  REQUIRE(w != nullptr);
+  CHECK(firstOf(*g, OpKind::OnnxSoftmax) == nullptr);
+  REQUIRE(w->scalars.size() == 5);
+  CHECK(std::vector<int64_t>{w->scalars[0].i, w->scalars[1].i, w->scalars[2].i,
+                             w->scalars[3].i, w->scalars[4].i} ==
+        std::vector<int64_t>{1, 3, 2, 0, 0});
+  CHECK(w->inputs[0]->shape == std::vector<int64_t>{1, 24, 1, 3});
+  CHECK(w->output->shape == std::vector<int64_t>{1, 8, 1, 3});
+  const std::vector<float> keyMajor{0, 3, 6, 1, 4, 7, 2, 5, 8};
+  std::vector<float> perHead = keyMajor;
+  perHead.insert(perHead.end(), keyMajor.begin(), keyMajor.end());
+  CHECK(w->inputs[1]->constant->dims == std::vector<int64_t>{1, 2, 3, 3});
+  CHECK(w->inputs[1]->constant->toFloats() == perHead);
+  CHECK(w->inputs[2]->constant->dims == std::vector<int64_t>{1, 1, 3, 3});
+  CHECK(w->inputs[2]->constant->toFloats() == std::vector<float>(9, 0.f));
+  // timm's block is still an attention op.
+  CHECK(firstOf(*g, OpKind::Attention) != nullptr);
   CHECK_NOTHROW(lowerNodes(*g));
 }
