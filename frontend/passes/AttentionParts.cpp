@@ -56,7 +56,7 @@ void eraseMatched(Graph& g, std::vector<Node*> nodes) {
 }
 
 std::shared_ptr<TensorData> keyMajorScores(const TensorData& t, int64_t T,
-                          std::vector<int64_t> dims) {
+                                           std::vector<int64_t> dims) {
   std::vector<float> src = t.toFloats(), dst(src.size());
   for (size_t b = 0; b < src.size(); b += size_t(T * T))
     for (int64_t q = 0; q < T; ++q)

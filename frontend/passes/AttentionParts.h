@@ -35,7 +35,7 @@ void eraseMatched(Graph& g, std::vector<Node*> nodes);
 /// another, with each matrix transposed to key-major ([k][q], what
 /// window_attention reads), as a tensor of \p dims.
 std::shared_ptr<TensorData> keyMajorScores(const TensorData& t, int64_t T,
-                          std::vector<int64_t> dims);
+                                           std::vector<int64_t> dims);
 
 } // namespace hpvm::fe
 

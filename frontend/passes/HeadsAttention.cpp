@@ -148,9 +148,9 @@ bool matchHeadsAttention(const Graph& g, Node* start, HeadsAttention& m) {
       sm && sm->kind == OpKind::OnnxSoftmax) {
     // (Back over the scale and the bias, where there are.)
     scores = sm->inputs[0]->producer;
-    for (int steps = 0; steps < 2 && scores &&
-                        scores->kind != OpKind::OnnxMatMul &&
-                        scores->inputs.size() == 2;
+    for (int steps = 0;
+         steps < 2 && scores && scores->kind != OpKind::OnnxMatMul &&
+         scores->inputs.size() == 2;
          ++steps)
       scores =
           scores->inputs[scores->inputs[0]->isConstant() ? 1 : 0]->producer;
@@ -310,8 +310,7 @@ void replaceHeadsAttention(Graph& g, const HeadsAttention& m, int64_t rows,
         b.insert(b.end(), b.begin(), b.begin() + T * T);
     Value* bias = g.addConstant(
         m.bias->name,
-        keyMajorScores(*floatTensor(b, {1, heads, T, T}), T,
-                       {1, heads, T, T}),
+        keyMajorScores(*floatTensor(b, {1, heads, T, T}), T, {1, heads, T, T}),
         m.bias->initializerIndex);
     bias->shape = {1, heads, T, T};
     Value* none = g.addConstant(
