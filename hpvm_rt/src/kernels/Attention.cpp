@@ -2,6 +2,7 @@
 // multi-head attention as oneDNN matmuls, and (shifted) window attention
 // of Swin in L1-resident blocks.
 #include "base/Errors.h"
+#include "kernels/FastExp.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
 #include "kernels/TensorImpl.h"
@@ -84,29 +85,6 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
   markHostWritten(y);
   roundResult(knob.precision, y);
 }
-
-namespace {
-
-/// e^x for x <= 0 (a softmax's shifted scores), within 2 ulp down to
-/// e^-87 (below it: e^-87, which is 0 next to the row's 1): x = n ln 2 + r,
-/// |r| <= ln 2 / 2, e^r by its Taylor series to r^6 (error < 2e-7), 2^n by
-/// the exponent bits. Branch-free, so that `omp simd` loops vectorize it
-/// (with -fno-trapping-math: hpvm_rt/CMakeLists.txt).
-inline float expNonPositive(float x) {
-  x = x < -87.f ? -87.f : x;
-  const float n = std::floor(x * 1.44269504f + 0.5f);
-  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  float p = 1.f / 720;
-  p = p * r + 1.f / 120;
-  p = p * r + 1.f / 24;
-  p = p * r + 1.f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
-  return p * __builtin_bit_cast(float, (int32_t(n) + 127) << 23);
-}
-
-} // namespace
 
 // GCC would turn the short run copies below into memcpy calls, each
 // costlier than its copy.

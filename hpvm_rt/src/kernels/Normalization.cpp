@@ -2,6 +2,7 @@
 // oneDNN, layer normalization over each pixel's channels, and softmax.
 #include "base/Errors.h"
 #include "kernels/Elementwise.h"
+#include "kernels/FastExp.h"
 #include "kernels/Numerics.h"
 #include "kernels/PostOps.h"
 #include "kernels/Primitives.h"
@@ -79,6 +80,62 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
 
 // --- Layer normalization ----------------------------------------------------
 
+namespace {
+
+/// The f32 descriptor of t's dims with its channels in blocks of \p block
+/// (nChw16c, nChw8c).
+dnnl::memory::desc channelBlockedDesc(const Tensor* t, int64_t block) {
+  const Dims4 d = dims4(t);
+  return dnnl::memory::desc({d[0], d[1], d[2], d[3]},
+                            dnnl::memory::data_type::f32,
+                            block == 16 ? dnnl::memory::format_tag::nChw16c
+                                        : dnnl::memory::format_tag::nChw8c);
+}
+
+/// Layer norm over the C channels of each pixel of \p xb, held with the
+/// channels in blocks of B (nChwBc), into \p yb in the same layout: the B
+/// channels of a block are the vector; each pixel sums C/B vectors, then
+/// across the lanes.
+template <int64_t B>
+void layerNormBlocked(const float* xb, const float* g, const float* b,
+                      int64_t N, int64_t C, int64_t HW, double eps, float* yb) {
+  const int64_t CB = C / B;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < HW; ++p) {
+      const float* xp = xb + (n * CB * HW + p) * B;
+      float* yp = yb + (n * CB * HW + p) * B;
+      float acc[B] = {};
+      for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+        for (int64_t l = 0; l < B; ++l)
+          acc[l] += xp[cb * HW * B + l];
+      float mean = 0;
+      for (int64_t l = 0; l < B; ++l)
+        mean += acc[l];
+      mean /= float(C);
+      float sq[B] = {};
+      for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+        for (int64_t l = 0; l < B; ++l) {
+          const float d = xp[cb * HW * B + l] - mean;
+          sq[l] += d * d;
+        }
+      float var = 0;
+      for (int64_t l = 0; l < B; ++l)
+        var += sq[l];
+      const float inv = float(1 / std::sqrt(double(var) / double(C) + eps));
+      for (int64_t cb = 0; cb < CB; ++cb)
+#pragma omp simd
+        for (int64_t l = 0; l < B; ++l)
+          yp[cb * HW * B + l] =
+              (xp[cb * HW * B + l] - mean) * inv * g[cb * B + l] +
+              b[cb * B + l];
+    }
+}
+
+} // namespace
+
 void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   double eps, const KnobSpec& knob, Tensor* y) {
   applyThreads();
@@ -91,49 +148,22 @@ void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   dimsStr(x), dimsStr(gamma), dimsStr(beta), dimsStr(y)));
   const float* g = hostData(gamma);
   const float* b = hostData(beta);
-  // x held in nChw16c (a convolution's output): normalized in that layout,
-  // and y left in it for the convolution that follows (ConvNeXt, Swin,
-  // ViT), with no reorder either side. The 16 channels of a block are the
-  // vector: each pixel sums C/16 vectors, then across the lanes.
+  // x held in nChw16c or nChw8c (a convolution's output, by the vector
+  // width): normalized in that layout, and y left in it for the
+  // convolution that follows (ConvNeXt, Swin, ViT), with no reorder either
+  // side.
   const TensorImpl& xi = implOf(x);
-  if (y != x && C % 16 == 0 && xi.memValid && xi.memScale == 1.f &&
-      xi.mem.get_desc() == blocked16Desc(x)) {
+  for (const int64_t block : {int64_t{16}, int64_t{8}}) {
+    if (y == x || C % block != 0 || !xi.memValid || xi.memScale != 1.f ||
+        xi.mem.get_desc() != channelBlockedDesc(x, block))
+      continue;
     const float* xb = static_cast<const float*>(xi.mem.get_data_handle());
     float* yb = static_cast<float*>(
-        outputMemory(y, blocked16Desc(y)).get_data_handle());
-    const int64_t CB = C / 16;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t p = 0; p < HW; ++p) {
-        const float* xp = xb + (n * CB * HW + p) * 16;
-        float* yp = yb + (n * CB * HW + p) * 16;
-        float acc[16] = {};
-        for (int64_t cb = 0; cb < CB; ++cb)
-#pragma omp simd
-          for (int64_t l = 0; l < 16; ++l)
-            acc[l] += xp[cb * HW * 16 + l];
-        float mean = 0;
-        for (int64_t l = 0; l < 16; ++l)
-          mean += acc[l];
-        mean /= float(C);
-        float sq[16] = {};
-        for (int64_t cb = 0; cb < CB; ++cb)
-#pragma omp simd
-          for (int64_t l = 0; l < 16; ++l) {
-            const float d = xp[cb * HW * 16 + l] - mean;
-            sq[l] += d * d;
-          }
-        float var = 0;
-        for (int64_t l = 0; l < 16; ++l)
-          var += sq[l];
-        const float inv = float(1 / std::sqrt(double(var) / double(C) + eps));
-        for (int64_t cb = 0; cb < CB; ++cb)
-#pragma omp simd
-          for (int64_t l = 0; l < 16; ++l)
-            yp[cb * HW * 16 + l] =
-                (xp[cb * HW * 16 + l] - mean) * inv * g[cb * 16 + l] +
-                b[cb * 16 + l];
-      }
+        outputMemory(y, channelBlockedDesc(y, block)).get_data_handle());
+    if (block == 16)
+      layerNormBlocked<16>(xb, g, b, N, C, HW, eps, yb);
+    else
+      layerNormBlocked<8>(xb, g, b, N, C, HW, eps, yb);
     roundResult(knob.precision, y);
     return;
   }
@@ -210,8 +240,9 @@ void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
   float* yp = y->impl->host;
   // Runs of up to kRun pixels of one image, the channels walked three
   // times (maximum, sum of exponentials, result), each pass contiguous
-  // along the pixels. In place is safe: a run reads its pixels before it
-  // writes them.
+  // along the pixels and vectorized (expNonPositive: libm's expf would be
+  // a call per value). In place is safe: a run reads its pixels before it
+  // writes them, each pixel's value before its result.
   constexpr int64_t kRun = 64;
   const int64_t runs = (HW + kRun - 1) / kRun;
 #pragma omp parallel for collapse(2)                                           \
@@ -224,28 +255,48 @@ void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
       float mx[kRun], sum[kRun];
       std::fill(mx, mx + n, -std::numeric_limits<float>::infinity());
       std::fill(sum, sum + n, 0.f);
-      for (int64_t c = 0; c < C; ++c)
+      for (int64_t c = 0; c < C; ++c) {
+        const float* xc = xb + c * HW;
+#pragma omp simd
         for (int64_t p = 0; p < n; ++p)
-          mx[p] = std::max(mx[p], xb[c * HW + p]);
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t p = 0; p < n; ++p) {
-          const float e = std::exp(xb[c * HW + p] - mx[p]);
-          sum[p] += e;
-          if (!log)
-            yb[c * HW + p] = e;
+          mx[p] = std::max(mx[p], xc[p]);
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const float* xc = xb + c * HW;
+        float* yc = yb + c * HW;
+        if (log) {
+#pragma omp simd
+          for (int64_t p = 0; p < n; ++p)
+            sum[p] += expNonPositive(xc[p] - mx[p]);
+        } else {
+#pragma omp simd
+          for (int64_t p = 0; p < n; ++p) {
+            const float e = expNonPositive(xc[p] - mx[p]);
+            sum[p] += e;
+            yc[p] = e;
+          }
         }
+      }
       if (log) {
         for (int64_t p = 0; p < n; ++p)
           sum[p] = mx[p] + std::log(sum[p]);
-        for (int64_t c = 0; c < C; ++c)
+        for (int64_t c = 0; c < C; ++c) {
+          const float* xc = xb + c * HW;
+          float* yc = yb + c * HW;
+#pragma omp simd
           for (int64_t p = 0; p < n; ++p)
-            yb[c * HW + p] = xb[c * HW + p] - sum[p];
+            yc[p] = xc[p] - sum[p];
+        }
       } else {
+#pragma omp simd
         for (int64_t p = 0; p < n; ++p)
           sum[p] = 1.f / sum[p];
-        for (int64_t c = 0; c < C; ++c)
+        for (int64_t c = 0; c < C; ++c) {
+          float* yc = yb + c * HW;
+#pragma omp simd
           for (int64_t p = 0; p < n; ++p)
-            yb[c * HW + p] *= sum[p];
+            yc[p] *= sum[p];
+        }
       }
     }
   markHostWritten(y);
