@@ -258,41 +258,42 @@ def main():
         lines = ["Paired: per call, its wall time minus the program's own "
                  "time of that call; the median over every call (10th - "
                  "90th percentile), and the median in percent of the "
-                 "program's time.", "",
-                 "| threads | batch | program's own time, median ms | " +
-                 " | ".join(f"{way}: paired overhead" for way in WAYS) + " |",
-                 "|---|---|---|" + "---|" * len(WAYS)]
-        for r in rows:
-            cells = [f"{r[way]['paired']['median_us']:.1f} µs "
-                     f"({r[way]['paired']['p10_us']:.1f} - "
-                     f"{r[way]['paired']['p90_us']:.1f}), "
-                     f"{r[way]['paired']['median_pct']:+.2f}%"
-                     for way in WAYS]
-            lines.append(f"| {r['threads']} | {r['batch']} | "
-                         f"{r['program_median_ms']:.4f} | " +
-                         " | ".join(cells) + " |")
+                 "program's time.", ""]
+        lines += table(rows, "program's own time, median ms",
+                       lambda r: f"{r['program_median_ms']:.4f}",
+                       "paired overhead",
+                       lambda w: f"{w['paired']['median_us']:.1f} µs "
+                                 f"({w['paired']['p10_us']:.1f} - "
+                                 f"{w['paired']['p90_us']:.1f}), "
+                                 f"{w['paired']['median_pct']:+.2f}%")
         lines += ["", "Against the binary (separate runs; see the script's "
                   "notes):", ""]
-        lines += ["| threads | batch | binary median (min), ms | " +
-                 " | ".join(f"{way}: overhead of the min (of the median)"
-                            for way in WAYS) + " |",
-                 "|---|---|---|" + "---|" * len(WAYS)]
-        for r in rows:
-            cells = [f"{r[way]['overhead_min_us']:+.1f} µs, "
-                     f"{r[way]['overhead_min_pct']:+.1f}% "
-                     f"({r[way]['overhead_median_us']:+.1f} µs, "
-                     f"{r[way]['overhead_median_pct']:+.1f}%)"
-                     for way in WAYS]
-            lines.append(f"| {r['threads']} | {r['batch']} | "
-                         f"{r['binary']['median_ms']:.4f} "
-                         f"({r['binary']['min_ms']:.4f}) | " +
-                         " | ".join(cells) + " |")
+        lines += table(rows, "binary median (min), ms",
+                       lambda r: f"{r['binary']['median_ms']:.4f} "
+                                 f"({r['binary']['min_ms']:.4f})",
+                       "overhead of the min (of the median)",
+                       lambda w: f"{w['overhead_min_us']:+.1f} µs, "
+                                 f"{w['overhead_min_pct']:+.1f}% "
+                                 f"({w['overhead_median_us']:+.1f} µs, "
+                                 f"{w['overhead_median_pct']:+.1f}%)")
         lines += ["", "| empty batch | " + " | ".join(WAYS) + " |",
                   "|---|" + "---|" * len(WAYS),
                   "| min (median), µs | " + " | ".join(
                       f"{empty[w]['min_us']:.2f} ({empty[w]['median_us']:.2f})"
                       for w in WAYS) + " |"]
         args.markdown.write_text("\n".join(lines) + "\n")
+
+
+def table(rows, program_heading, program_cell, way_heading, way_cell):
+    """A markdown table: a row per (threads, batch), the program's time
+    (program_cell(row)) and each way's figure (way_cell(row[way]))."""
+    lines = [f"| threads | batch | {program_heading} | " +
+             " | ".join(f"{way}: {way_heading}" for way in WAYS) + " |",
+             "|---|---|---|" + "---|" * len(WAYS)]
+    for r in rows:
+        lines.append(f"| {r['threads']} | {r['batch']} | {program_cell(r)} | "
+                     + " | ".join(way_cell(r[way]) for way in WAYS) + " |")
+    return lines
 
 
 def cpu_model():
