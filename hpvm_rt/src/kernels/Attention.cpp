@@ -3,6 +3,7 @@
 // of Swin in L1-resident blocks.
 #include "base/Errors.h"
 #include "kernels/FastExp.h"
+#include "kernels/Kernels.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
 #include "kernels/TensorImpl.h"
@@ -18,8 +19,12 @@
 namespace hpvm::rt {
 using namespace kern;
 
-void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
-                  Tensor* y) {
+namespace {
+
+/// runAttention(), with \p bias (heads x T x T, query-major: [h][q][k]; or
+/// null) added to the scaled scores before the softmax.
+void attention(const Tensor* qkv, int64_t heads, const float* bias,
+               const KnobSpec& knob, Tensor* y) {
   applyThreads();
   const Dims4 xd = dims4(qkv);
   const int64_t N = xd[0], C = xd[1] / 3, T = xd[2] * xd[3];
@@ -43,7 +48,9 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
   const std::string key =
       fmt::format(FMT_COMPILE("attn|{}|{}|{}|{}"), N, C, T, heads);
   // Step 1: S = Q K^T / sqrt(D), a batched matmul of Q (Q^T read
-  // transposed) by K^T, the scale an output scale.
+  // transposed) by K^T, the scale an output scale. (The bias is added
+  // after it: as a binary post-op broadcast over the images, oneDNN 2.6
+  // takes its reference matmul, 700 times slower.)
   const Prim& qk = cachedPrim(key + "|qk", [&] {
     dnnl::matmul::desc desc(rowsQ, transposed, scores);
     dnnl::primitive_attr attr;
@@ -78,12 +85,33 @@ void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
   dnnl::memory o(out, engine(), y->impl->host);
   qk.prim.execute(
       stream(), {{DNNL_ARG_SRC, q}, {DNNL_ARG_WEIGHTS, k}, {DNNL_ARG_DST, s}});
+  if (bias) {
+    stream().wait();
+    const int64_t planes = N * heads, plane = T * T;
+    float* sp = static_cast<float*>(scratch.get());
+#pragma omp parallel for schedule(static) if (planes * plane >=                \
+                                              kParallelMinElems)
+    for (int64_t i = 0; i < planes; ++i) {
+      float* row = sp + i * plane;
+      const float* b = bias + (i % heads) * plane;
+#pragma omp simd
+      for (int64_t j = 0; j < plane; ++j)
+        row[j] += b[j];
+    }
+  }
   soft.prim.execute(stream(), {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, s}});
   pv.prim.execute(
       stream(), {{DNNL_ARG_SRC, v}, {DNNL_ARG_WEIGHTS, sT}, {DNNL_ARG_DST, o}});
   stream().wait();
   markHostWritten(y);
   roundResult(knob.precision, y);
+}
+
+} // namespace
+
+void runAttention(const Tensor* qkv, int64_t heads, const KnobSpec& knob,
+                  Tensor* y) {
+  attention(qkv, heads, nullptr, knob, y);
 }
 
 // GCC would turn the short run copies below into memcpy calls, each
@@ -111,6 +139,19 @@ void runWindowAttention(const OpCall& c) {
   const float* xp = hostData(qkv);
   const float* bp = hostData(bias);
   const float* mp = hostData(mask);
+  if (windows == 1 && sh == 0 && sw == 0 && masks == 1) {
+    // One window of all the tokens, unshifted (global attention with a
+    // bias: BEiT's, LeViT's, a mask): oneDNN's matmuls as
+    // runAttention(), bias plus mask made query-major for the scores.
+    std::vector<float> sum(static_cast<size_t>(heads * T * T));
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t k = 0; k < T; ++k)
+        for (int64_t q = 0; q < T; ++q)
+          sum[size_t((h * T + q) * T + k)] =
+              bp[(h * T + k) * T + q] + mp[k * T + q];
+    attention(qkv, heads, sum.data(), c.knob, c.out);
+    return;
+  }
   allocHost(c.out);
   float* yp = c.out->impl->host;
   const float scale = float(1 / std::sqrt(double(D)));
