@@ -1,5 +1,7 @@
-// Pooling.cpp - runPool: max and average pooling on oneDNN, in the input's
-// layout and data type (an int8 layer's u8 or s8 result, a bf16 one).
+// Pooling.cpp - runPool: max and average pooling in the input's layout and
+// data type (an int8 layer's u8 or s8 result, a bf16 one): our loops for
+// fp32 blocked by 8 or 16 channels and for whole-plane means on the host,
+// oneDNN for the rest.
 #include "base/Errors.h"
 #include "kernels/Kernels.h"
 #include "kernels/Numerics.h"
