@@ -304,10 +304,12 @@ void replaceHeadsAttention(Graph& g, const HeadsAttention& m, int64_t rows,
     // One window of all the tokens, unshifted, the bias per head and
     // key-major, no mask (zeros).
     const int64_t T = rows * cols, heads = m.heads;
-    std::vector<float> b = m.bias->constant->toFloats();
-    if (int64_t(b.size()) == T * T)
-      for (int64_t h = 1; h < heads; ++h)
-        b.insert(b.end(), b.begin(), b.begin() + T * T);
+    // (A T x T bias is every head's.)
+    const std::vector<float> given = m.bias->constant->toFloats();
+    std::vector<float> b;
+    b.reserve(size_t(heads * T * T));
+    while (b.size() < size_t(heads * T * T))
+      b.insert(b.end(), given.begin(), given.end());
     Value* bias = g.addConstant(
         m.bias->name,
         keyMajorScores(*floatTensor(b, {1, heads, T, T}), T, {1, heads, T, T}),

@@ -82,16 +82,6 @@ void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
 
 namespace {
 
-/// The f32 descriptor of t's dims with its channels in blocks of \p block
-/// (nChw16c, nChw8c).
-dnnl::memory::desc channelBlockedDesc(const Tensor* t, int64_t block) {
-  const Dims4 d = dims4(t);
-  return dnnl::memory::desc({d[0], d[1], d[2], d[3]},
-                            dnnl::memory::data_type::f32,
-                            block == 16 ? dnnl::memory::format_tag::nChw16c
-                                        : dnnl::memory::format_tag::nChw8c);
-}
-
 /// Layer norm over the C channels of each pixel of \p xb, held with the
 /// channels in blocks of B (nChwBc), into \p yb in the same layout: the B
 /// channels of a block are the vector; each pixel sums C/B vectors, then
@@ -152,12 +142,10 @@ void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
   // width): normalized in that layout, and y left in it for the
   // convolution that follows (ConvNeXt, Swin, ViT), with no reorder either
   // side.
-  const TensorImpl& xi = implOf(x);
-  for (const int64_t block : {int64_t{16}, int64_t{8}}) {
-    if (y == x || C % block != 0 || !xi.memValid || xi.memScale != 1.f ||
-        xi.mem.get_desc() != channelBlockedDesc(x, block))
-      continue;
-    const float* xb = static_cast<const float*>(xi.mem.get_data_handle());
+  if (const int64_t block = heldChannelBlock(x);
+      block != 0 && y != x && C % block == 0) {
+    const float* xb =
+        static_cast<const float*>(implOf(x).mem.get_data_handle());
     float* yb = static_cast<float*>(
         outputMemory(y, channelBlockedDesc(y, block)).get_data_handle());
     if (block == 16)

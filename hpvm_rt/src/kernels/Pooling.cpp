@@ -88,12 +88,6 @@ void poolBlocked(const float* x, const Dims4& xd, const PoolArgs& a, int64_t Ho,
       }
 }
 
-/// x's fp32 nChwBc descriptor (B = \p block) for its dims.
-dnnl::memory::desc blockedOf(const Dims4& d, int64_t block) {
-  return dnnl::memory::desc({d[0], d[1], d[2], d[3]}, dt::f32,
-                            block == 16 ? tag::nChw16c : tag::nChw8c);
-}
-
 } // namespace
 
 void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
@@ -126,22 +120,19 @@ void runPool(const Tensor* x, const PoolArgs& a, const KnobSpec& knob,
     return;
   }
   // fp32 blocked by 8 or 16 channels: our own loop (see poolBlocked).
-  if (const TensorImpl& xi = implOf(x);
-      xi.memValid && xi.memScale == 1.f && !xi.memBorrowed) {
-    for (const int64_t block : {int64_t{16}, int64_t{8}}) {
-      if (xi.mem.get_desc() != blockedOf(xd, block))
-        continue;
-      const float* xb = static_cast<const float*>(xi.mem.get_data_handle());
-      float* yb = static_cast<float*>(
-          outputMemory(y, blockedOf(yd, block)).get_data_handle());
-      if (block == 16)
-        poolBlocked<16>(xb, xd, a, Ho, Wo, yb);
-      else
-        poolBlocked<8>(xb, xd, a, Ho, Wo, yb);
-      keepOrRound(a.kind == PoolArgs::Max && alreadyRounded(x, knob.precision),
-                  knob.precision, y);
-      return;
-    }
+  if (const int64_t block = heldChannelBlock(x);
+      block != 0 && !implOf(x).memBorrowed) {
+    const float* xb =
+        static_cast<const float*>(implOf(x).mem.get_data_handle());
+    float* yb = static_cast<float*>(
+        outputMemory(y, channelBlockedDesc(y, block)).get_data_handle());
+    if (block == 16)
+      poolBlocked<16>(xb, xd, a, Ho, Wo, yb);
+    else
+      poolBlocked<8>(xb, xd, a, Ho, Wo, yb);
+    keepOrRound(a.kind == PoolArgs::Max && alreadyRounded(x, knob.precision),
+                knob.precision, y);
+    return;
   }
   // oneDNN's padding for the last window: the output size may leave the
   // right/bottom pad partly unused, which oneDNN needs stated exactly.

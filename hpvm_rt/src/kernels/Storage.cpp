@@ -356,10 +356,25 @@ void zeroChannelPadding(const dnnl::memory& m) {
 }
 
 dnnl::memory::desc blocked16Desc(const Tensor* t) {
-  Dims4 d = dims4(t);
+  return channelBlockedDesc(t, 16);
+}
+
+dnnl::memory::desc channelBlockedDesc(const Tensor* t, int64_t block) {
+  const Dims4 d = dims4(t);
   return dnnl::memory::desc({d[0], d[1], d[2], d[3]},
                             dnnl::memory::data_type::f32,
-                            dnnl::memory::format_tag::nChw16c);
+                            block == 16 ? dnnl::memory::format_tag::nChw16c
+                                        : dnnl::memory::format_tag::nChw8c);
+}
+
+int64_t heldChannelBlock(const Tensor* t) {
+  const TensorImpl& impl = implOf(t);
+  if (!impl.memValid || impl.memScale != 1.f)
+    return 0;
+  for (const int64_t block : {int64_t{16}, int64_t{8}})
+    if (impl.mem.get_desc() == channelBlockedDesc(t, block))
+      return block;
+  return 0;
 }
 
 bool hasChannelViews(const Tensor* whole) {

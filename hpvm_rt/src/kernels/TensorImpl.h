@@ -138,6 +138,13 @@ bool hasChannelPadding(const dnnl::memory::desc& d);
 void zeroChannelPadding(const dnnl::memory& m);
 /// nChw16c f32 descriptor of t's dims.
 dnnl::memory::desc blocked16Desc(const Tensor* t);
+/// f32 descriptor of t's dims with the channels in blocks of \p block (16:
+/// nChw16c, 8: nChw8c).
+dnnl::memory::desc channelBlockedDesc(const Tensor* t, int64_t block);
+/// 16 or 8 when t's current values are fp32 (unscaled) in its oneDNN
+/// memory as channelBlockedDesc(t, that block) lays them out (a
+/// convolution's output), else 0.
+int64_t heldChannelBlock(const Tensor* t);
 /// True when \p whole's storage is planned for zero-copy concatenation
 /// (bindChannelView() made it a channel view, or gave it views).
 bool hasChannelViews(const Tensor* whole);
