@@ -100,10 +100,9 @@ def binary_median(out, batch, threads, images):
     return statistics.median(full), min(full)
 
 
-def load_median(net, x, batch, images):
+def load_calls(net, x, batch, images):
     """Each call's wall time and the program's own time of it, in ms."""
     net(x[:batch])  # untimed: plans and weight reorders for this shape
-    last_run = getattr(net, "last_run_ms")
     times, runs = [], []
     with torch.no_grad():
         for start in range(0, images - batch + 1, batch):
@@ -111,11 +110,13 @@ def load_median(net, x, batch, images):
             t0 = time.perf_counter()
             net(chunk)
             times.append((time.perf_counter() - t0) * 1e3)
-            runs.append(last_run())
+            runs.append(net.last_run_ms())
     return times, runs
 
 
-def cpp_median(tool, saved, images_file, batch, threads, images):
+def cpp_calls(tool, saved, images_file, batch, threads, images):
+    """Each call's wall time and the program's own time of it, in ms, from
+    C++."""
     proc = subprocess.run([str(tool), "--time", str(batch), str(threads),
                            str(saved), str(images_file), str(images), "1",
                            "28", "28"], check=True, stdout=subprocess.PIPE,
@@ -195,10 +196,10 @@ def main():
                                                       args.images))
                 for way in WAYS:
                     if way == "cpp":
-                        r = cpp_median(args.load_saved, saved, images_file,
-                                       batch, threads, args.images)
+                        r = cpp_calls(args.load_saved, saved, images_file,
+                                      batch, threads, args.images)
                     else:
-                        r = load_median(nets[way], x, batch, args.images)
+                        r = load_calls(nets[way], x, batch, args.images)
                     calls[way].append(r)
                     rounds[way].append((statistics.median(r[0]), min(r[0])))
             row = {"threads": threads, "batch": batch}
