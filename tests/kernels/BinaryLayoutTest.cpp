@@ -1,5 +1,6 @@
-// BinaryLayoutTest.cpp - the binary ops (multiply, add) on every layout a
-// producer may leave: right values, and oneDNN's vectorised kernel, never its
+// BinaryLayoutTest.cpp - the binary ops (multiply, add, the arithmetic) on
+// every layout a producer may leave, with second operands of the same shape
+// or broadcast: right values, and oneDNN's vectorised kernel, never its
 // reference one (an N x C x 1 x 1 gate described in another layout than the
 // activation made oneDNN fall back to it, 100 times slower).
 #include "KernelTestUtil.h"
@@ -199,4 +200,98 @@ TEST_CASE("Kernels: subtract, divide, maximum and minimum are right on every "
           checkClose(inPlace ? a.values() : y.values(), want, 1e-6f, 1e-6f,
                      what);
         }
+}
+
+TEST_CASE("Kernels: add and multiply broadcast a second operand whose dims "
+          "are each the first's or 1 on every layout, with a fused "
+          "activation, the new broadcasts vectorised") {
+  struct Case {
+    std::vector<size_t> a, b;
+  };
+  // YOLO's anchors 1 x 2 x 1 x L, a row 1 x 1 x 1 x W, per-pixel values
+  // 1 x C x H x 1, a batch-1 operand against a batch of 4, 84 values along
+  // the width of 84 channels (a broadcast, not one per channel), and the
+  // paths kept: the same shape, one value per channel, an N x C x 1 x 1
+  // gate.
+  const std::vector<Case> cases = {
+      {{4, 2, 1, 84}, {1, 2, 1, 84}},  {{4, 4, 1, 84}, {1, 1, 1, 84}},
+      {{2, 20, 3, 5}, {1, 20, 3, 1}},  {{4, 20, 3, 5}, {1, 20, 3, 5}},
+      {{2, 84, 1, 84}, {1, 1, 1, 84}}, {{2, 20, 3, 5}, {2, 20, 3, 5}},
+      {{2, 20, 3, 5}, {1, 20, 1, 1}},  {{2, 20, 3, 5}, {2, 20, 1, 1}}};
+  unsigned seed = 1200;
+  for (const Case& k : cases)
+    for (tag layout : {tag::nchw, tag::nhwc, tag::aBcd4b, tag::nChw16c})
+      for (bool multiply : {false, true})
+        for (Act act : {Act::None, Act::Relu, Act::Clip, Act::Sigmoid})
+          for (bool inPlace : {false, true}) {
+            const std::vector<size_t>&ad = k.a, &bd = k.b;
+            const std::string what = fmt::format(
+                "{} {}x{}x{}x{} by {}x{}x{}x{} layout {} act {} {}",
+                multiply ? "multiply" : "add", ad[0], ad[1], ad[2], ad[3],
+                bd[0], bd[1], bd[2], bd[3], static_cast<int>(layout),
+                static_cast<int>(act), inPlace ? "in place" : "out of place");
+            INFO(what);
+            TestTensor a(ad), b(bd), y(ad);
+            const std::vector<float> av = randomVec(a.size(), ++seed, -2, 2),
+                                     bv = randomVec(b.size(), ++seed, -2, 2);
+            place(a, av, layout);
+            if (bd == ad)
+              place(b, bv, layout);
+            else
+              b.set(bv);
+            const float lo = act == Act::Clip ? -0.5f : 0.f,
+                        hi = act == Act::Clip ? 1.5f : 0.f;
+            const std::set<std::string> before = referenceBinaries();
+            Tensor* out = inPlace ? a.get() : y.get();
+            if (multiply)
+              runMultiply(a.get(), b.get(), act, lo, hi, KnobSpec{}, out);
+            else
+              runAdd(a.get(), b.get(), act, lo, hi, KnobSpec{}, out);
+            // The reference: b's value at each index, its dims of 1 read
+            // at 0.
+            std::vector<float> want(av.size());
+            for (size_t i = 0; i < want.size(); ++i) {
+              const size_t w = i % ad[3], h = i / ad[3] % ad[2],
+                           c = i / (ad[3] * ad[2]) % ad[1],
+                           n = i / (ad[3] * ad[2] * ad[1]);
+              const size_t at =
+                  (((bd[0] == 1 ? 0 : n) * bd[1] + (bd[1] == 1 ? 0 : c)) *
+                       bd[2] +
+                   (bd[2] == 1 ? 0 : h)) *
+                      bd[3] +
+                  (bd[3] == 1 ? 0 : w);
+              want[i] = multiply ? av[i] * bv[at] : av[i] + bv[at];
+            }
+            ref::act(want.data(), int64_t(want.size()), act, lo, hi,
+                     want.data());
+            checkClose(inPlace ? a.values() : y.values(), want, 1e-6f, 1e-6f,
+                       what);
+            // The broadcasts beyond a gate or a value per channel run on
+            // oneDNN's vectorised kernel. (Those two keep their paths: on
+            // a padded channel block with an activation, oneDNN's
+            // reference kernel.)
+            if (bd != ad && (bd[2] != 1 || bd[3] != 1))
+              for (const std::string& key : referenceBinaries())
+                CHECK_MESSAGE(before.count(key), key);
+          }
+}
+
+TEST_CASE("Kernels: addForm tells a broadcast from one value per channel") {
+  using D = std::array<int64_t, 4>;
+  CHECK(addForm(D{2, 5, 3, 4}, D{2, 5, 3, 4}) == AddForm::Elementwise);
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 1, 1, 120}) == AddForm::Elementwise);
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 5, 1, 1}) == AddForm::PerChannel);
+  // C values in dims that do not broadcast: one per channel, as before.
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 1, 5, 1}) == AddForm::PerChannel);
+  CHECK(addForm(D{2, 5, 3, 4}, D{5, 1, 1, 1}) == AddForm::PerChannel);
+  // C values that broadcast along another dim: that broadcast.
+  CHECK(addForm(D{2, 4, 3, 4}, D{1, 1, 1, 4}) == AddForm::Broadcast);
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 5, 3, 1}) == AddForm::Broadcast);
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 5, 3, 4}) == AddForm::Broadcast);
+  CHECK(addForm(D{2, 5, 3, 4}, D{2, 5, 1, 1}) == AddForm::Broadcast);
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 1, 1, 1}) == AddForm::Broadcast);
+  CHECK(addForm(D{2, 1, 3, 4}, D{1, 1, 1, 1}) == AddForm::PerChannel);
+  CHECK(addForm(D{2, 5, 3, 4}, D{1, 5, 1, 7}) == AddForm::None);
+  CHECK(broadcastsTo(D{1, 5, 1, 4}, D{2, 5, 3, 4}));
+  CHECK(!broadcastsTo(D{1, 5, 1, 2}, D{2, 5, 3, 4}));
 }

@@ -545,6 +545,101 @@ TEST_CASE("Kernels: channel softmax and log-softmax match the reference on "
         }
 }
 
+TEST_CASE("Kernels: group softmax matches the reference over each group of "
+          "channels on every layout, in place and out of place") {
+  using tag = dnnl::memory::format_tag;
+  // Groups of 16, 4 and 7 channels (one group: channel softmax), one
+  // channel a group; a row of 84 pixels (beyond the kernel's run of 64) and
+  // a 3 x 5 image; channels padded by a blocked layout.
+  struct Case {
+    size_t C, groups, H, W;
+  };
+  unsigned seed = 770;
+  for (const Case& s :
+       {Case{64, 4, 1, 84}, Case{64, 4, 3, 5}, Case{12, 3, 1, 84},
+        Case{12, 3, 3, 5}, Case{7, 1, 1, 84}, Case{7, 1, 3, 5},
+        Case{12, 12, 3, 5}})
+    for (tag layout : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c})
+      for (bool inPlace : {false, true}) {
+        INFO("C " << s.C << ", groups " << s.groups << ", " << s.H << "x" << s.W
+                  << ", layout " << int(layout)
+                  << (inPlace ? ", in place" : ""));
+        const std::vector<float> v =
+            randomVec(2 * s.C * s.H * s.W, ++seed, -30.f, 40.f);
+        TestTensor x({2, s.C, s.H, s.W});
+        place(x, v, layout);
+        std::vector<float> want(v.size());
+        ref::channelSoftmax(v.data(), 2, int64_t(s.C), int64_t(s.H * s.W),
+                            false, want.data(), int64_t(s.groups));
+        TestTensor y({2, s.C, s.H, s.W});
+        Tensor* out = inPlace ? x.get() : y.get();
+        runGroupSoftmax(x.get(), int64_t(s.groups), KnobSpec{}, out);
+        const std::vector<float> got = inPlace ? x.values() : y.values();
+        checkClose(got, want, 1e-5, 1e-5, "group softmax");
+        // Each group of each pixel sums to 1.
+        const size_t K = s.C / s.groups, HW = s.H * s.W;
+        double worst = 0;
+        for (size_t g = 0; g < 2 * s.groups; ++g)
+          for (size_t p = 0; p < HW; ++p) {
+            double sum = 0;
+            for (size_t c = 0; c < K; ++c)
+              sum += got[(g * K + c) * HW + p];
+            worst = std::max(worst, std::fabs(sum - 1));
+          }
+        CHECK(worst <= 1e-5);
+        // One group is channel softmax, value for value.
+        if (s.groups == 1) {
+          TestTensor z({2, s.C, s.H, s.W});
+          place(z, v, layout);
+          TestTensor zy({2, s.C, s.H, s.W});
+          runChannelSoftmax(z.get(), false, KnobSpec{}, zy.get());
+          CHECK(zy.values() == got);
+        }
+      }
+}
+
+TEST_CASE("Kernels: concat_width puts each part's columns after the "
+          "previous part's, bit for bit, from every layout") {
+  using tag = dnnl::memory::format_tag;
+  // Widths 64, 16 and 4 of 67 channels (no layout's whole blocks), in one
+  // row (on this thread) and in 3 rows (over the threads), each part in
+  // its own layout.
+  unsigned seed = 790;
+  for (size_t H : {size_t(1), size_t(3)})
+    for (tag first : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+      const size_t N = 2, C = 67;
+      const size_t widths[] = {64, 16, 4};
+      const tag layouts[] = {first, tag::nchw,
+                             first == tag::nchw ? tag::nChw16c : tag::nhwc};
+      INFO("H " << H << ", first part's layout " << int(first));
+      std::vector<std::unique_ptr<TestTensor>> parts;
+      std::vector<std::vector<float>> values;
+      for (int i = 0; i < 3; ++i) {
+        parts.push_back(std::make_unique<TestTensor>(
+            std::vector<size_t>{N, C, H, widths[i]}));
+        values.push_back(randomVec(parts.back()->size(), ++seed, -5, 5));
+        place(*parts.back(), values.back(), layouts[i]);
+      }
+      const float* from[] = {values[0].data(), values[1].data(),
+                             values[2].data()};
+      const int64_t w[] = {64, 16, 4};
+      std::vector<float> want(N * C * H * 84);
+      ref::concatWidth(from, w, 3, int64_t(N * C * H), want.data());
+      // The reference by hand at a few places: part 2's first column
+      // follows part 1's last, part 3's last ends the row.
+      CHECK(want[64] == values[1][0]);
+      CHECK(want[83] == values[2][3]);
+      CHECK(want[84] == values[0][64]);
+      TestTensor y({N, C, H, 84});
+      Tensor* in[] = {parts[0]->get(), parts[1]->get(), parts[2]->get()};
+      runConcatWidth(in, 3, KnobSpec{}, y.get());
+      CHECK(y.values() == want);
+      // The parts keep their values.
+      for (int i = 0; i < 3; ++i)
+        CHECK(parts[size_t(i)]->values() == values[size_t(i)]);
+    }
+}
+
 TEST_CASE("Kernels: channels_last and channels_first move every value from "
           "every layout") {
   using tag = dnnl::memory::format_tag;

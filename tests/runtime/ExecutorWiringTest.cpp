@@ -275,7 +275,8 @@ TEST_CASE("Executor: misuse of node handles and node kinds is reported") {
 TEST_CASE("Executor: shape errors name the node function and intrinsic") {
   CHECK(LAUNCH_ERROR(badShapeRoot) ==
         "node leaf2: __hpvm__tensor_add: cannot add 1x2x2x2 to 1x2x1x1 (need "
-        "the same element count, or one element per channel)");
+        "the same element count, one element per channel, or each dim the "
+        "same or 1)");
   // A failed launch leaves the runtime usable.
   void* x = create4DTensor(0, nchw, 1, 2, 2, 2);
   CHECK(tensorRelu(x) == x);

@@ -382,6 +382,15 @@ OpCase caseFor(HpvmOp op) {
     c.direct = c.intrinsic;
     ref::channelSoftmax(hostOf(x), 2, 4, 42, true, c.want.data());
     break;
+  case HpvmOp::GroupSoftmax: // 2 groups of 2 channels
+    c.in = {x};
+    c.out = xs;
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_group_softmax(t[0], 2);
+    };
+    c.direct = c.intrinsic;
+    ref::channelSoftmax(hostOf(x), 2, 4, 42, false, c.want.data(), 2);
+    break;
   case HpvmOp::ChannelsLast:
     c.in = {x};
     c.out = {2, 7, 6, 4};
@@ -644,6 +653,21 @@ OpCase caseFor(HpvmOp op) {
     ref::concat(parts, channels, 3, 2, 42, c.want.data());
     break;
   }
+  case HpvmOp::ConcatWidth: { // variadic: widths 6, 3, 1
+    void* y = randomTensor({2, 4, 7, 3}, 11, -1, 1);
+    void* z = randomTensor({2, 4, 7, 1}, 12, -1, 1);
+    c.in = {x, y, z};
+    c.out = {2, 4, 7, 10};
+    c.intrinsic = [](void* const* t) {
+      return __hpvm_rt__tensor_concat_width(3, t[0], t[1], t[2]);
+    };
+    c.direct = c.intrinsic;
+    const float* parts[] = {hostOf(x), hostOf(y), hostOf(z)};
+    const int64_t widths[] = {6, 3, 1};
+    c.want.resize(2 * 4 * 7 * 10);
+    ref::concatWidth(parts, widths, 3, 2 * 4 * 7, c.want.data());
+    break;
+  }
   }
   return c;
 }
@@ -774,4 +798,135 @@ TEST_CASE("Intrinsics: shape errors name the call and the shapes") {
         "__hpvm_rt__tensor_concat: 0 tensor operands (need 1 to 64)");
   CHECK(error([&] { __hpvm_rt__tensor_concat(2, x, nullptr); }) ==
         "__hpvm_rt__tensor_concat: tensor operand 2 is NULL");
+  // Width concatenation: the same batch, channels and height.
+  void* v = create4DTensor(0, nchw, 1, 3, 7, 4);
+  CHECK(error([&] { __hpvm_rt__tensor_concat_width(3, x, x, v); }) ==
+        "__hpvm_rt__tensor_concat_width: cannot concatenate 1x3x7x4 (operand "
+        "3) to 1x3x8x8 along the width (need the same batch, channels and "
+        "height)");
+  CHECK(error([&] { __hpvm_rt__tensor_concat_width(2, x, y); }) ==
+        "__hpvm_rt__tensor_concat_width: cannot concatenate 1x2x8x7 (operand "
+        "2) to 1x3x8x8 along the width (need the same batch, channels and "
+        "height)");
+  // Group softmax: a group count >= 1 dividing the channels.
+  void* c12 = create4DTensor(0, nchw, 2, 12, 1, 5);
+  CHECK(error([&] { __hpvm_rt__tensor_group_softmax(c12, 5); }) ==
+        "__hpvm_rt__tensor_group_softmax: 12 channels cannot be split into 5 "
+        "softmax groups (need a group count >= 1 that divides them)");
+  CHECK(error([&] { __hpvm_rt__tensor_group_softmax(c12, 0); }) ==
+        "__hpvm_rt__tensor_group_softmax: 12 channels cannot be split into 0 "
+        "softmax groups (need a group count >= 1 that divides them)");
+  CHECK(error([&] { __hpvm_rt__tensor_group_softmax(c12, -3); }) ==
+        "__hpvm_rt__tensor_group_softmax: 12 channels cannot be split into -3 "
+        "softmax groups (need a group count >= 1 that divides them)");
+  // Add and multiply: each dim of the second the first's or 1 (add: or
+  // the first's element count, or one element per channel).
+  void* wide = create4DTensor(0, nchw, 1, 3, 1, 7);
+  CHECK(error([&] { __hpvm__tensor_add(x, wide); }) ==
+        "__hpvm__tensor_add: cannot add 1x3x1x7 to 1x3x8x8 (need the same "
+        "element count, one element per channel, or each dim the same or 1)");
+  CHECK(error([&] { __hpvm_rt__tensor_multiply(x, wide); }) ==
+        "__hpvm_rt__tensor_multiply: cannot multiply 1x3x8x8 by 1x3x1x7 "
+        "(need each dim of the second the same or 1)");
+  void* four = create4DTensor(0, nchw, 4, 3, 8, 8);
+  CHECK(error([&] { __hpvm_rt__tensor_multiply(x, four); }) ==
+        "__hpvm_rt__tensor_multiply: cannot multiply 1x3x8x8 by 4x3x8x8 "
+        "(need each dim of the second the same or 1)");
+}
+
+namespace {
+
+/// a (dims \p ad) <op> b (dims \p bd, each a's or 1), b's values repeated
+/// along the dims where it has 1 (NumPy's broadcast), then \p act.
+std::vector<float> broadcastReference(const std::vector<float>& a,
+                                      const Shape& ad,
+                                      const std::vector<float>& b,
+                                      const Shape& bd, bool multiply, Act act,
+                                      float lo, float hi) {
+  std::vector<float> y(a.size());
+  for (int64_t n = 0; n < ad[0]; ++n)
+    for (int64_t c = 0; c < ad[1]; ++c)
+      for (int64_t h = 0; h < ad[2]; ++h)
+        for (int64_t w = 0; w < ad[3]; ++w) {
+          const int64_t i = ((n * ad[1] + c) * ad[2] + h) * ad[3] + w;
+          const int64_t j =
+              (((bd[0] == 1 ? 0 : n) * bd[1] + (bd[1] == 1 ? 0 : c)) * bd[2] +
+               (bd[2] == 1 ? 0 : h)) *
+                  bd[3] +
+              (bd[3] == 1 ? 0 : w);
+          y[size_t(i)] = multiply ? a[size_t(i)] * b[size_t(j)]
+                                  : a[size_t(i)] + b[size_t(j)];
+        }
+  ref::act(y.data(), int64_t(y.size()), act, lo, hi, y.data());
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("Intrinsics: add and multiply broadcast a second operand whose "
+          "dims are each the first's or 1, eagerly and as direct calls") {
+  struct Case {
+    Shape a, b;
+  };
+  unsigned seed = 300;
+  // YOLO's anchors (1 x 2 x 1 x L), a row of weights, per-pixel values
+  // shared by the channels, a batch-1 operand against a batch of 4, and
+  // 84 values along the width of 84 channels (a broadcast, not per
+  // channel).
+  for (const Case& k :
+       {Case{{4, 2, 1, 84}, {1, 2, 1, 84}}, Case{{4, 4, 1, 84}, {1, 1, 1, 84}},
+        Case{{2, 5, 3, 4}, {1, 5, 3, 1}}, Case{{4, 3, 5, 6}, {1, 3, 5, 6}},
+        Case{{2, 84, 1, 84}, {1, 1, 1, 84}}})
+    for (bool multiply : {false, true}) {
+      INFO((multiply ? "multiply " : "add ")
+           << shapeText(k.a) << " by " << shapeText(k.b));
+      void* a = randomTensor(k.a, ++seed, -2, 2);
+      void* b = randomTensor(k.b, ++seed, -2, 2);
+      const std::vector<float> av = valuesOf(a), bv = valuesOf(b);
+      const std::vector<float> want =
+          broadcastReference(av, k.a, bv, k.b, multiply, Act::None, 0.f, 0.f);
+      void* y = multiply ? __hpvm_rt__tensor_multiply(a, b)
+                         : __hpvm__tensor_add(a, b);
+      CHECK(shapeOf(static_cast<Tensor*>(y)) == k.a);
+      checkClose(valuesOf(y), want, "eager");
+      if (!multiply) { // HPVM's direct call, in place
+        void* a2 = randomTensor(k.a, seed - 1, -2, 2);
+        CHECK(tensorAdd(a2, b) == a2);
+        checkClose(valuesOf(a2), want, "direct call");
+      }
+    }
+}
+
+TEST_CASE("Intrinsics: in a launch, a convolution's fused bias is one value "
+          "per channel, and C values along the width stay a broadcast") {
+  // conv (2 x 4 x 1 x 4: as many channels as columns) + b: b 1 x 4 x 1 x 1
+  // joins the convolution as its bias; b 1 x 1 x 1 x 4 is added along the
+  // width, not per channel.
+  void* x = randomTensor({2, 3, 1, 4}, 320, -1, 1);
+  void* w = randomTensor({4, 3, 1, 1}, 321, -1, 1);
+  std::vector<float> conv(2 * 4 * 4);
+  ref::conv2d(hostOf(x), 2, 3, 1, 4, hostOf(w), 4, 1, 1,
+              ConvArgs{0, 0, 1, 1, 1}, conv.data());
+  for (const Shape& bs : {Shape{1, 4, 1, 1}, Shape{1, 1, 1, 4}}) {
+    INFO("b " << shapeText(bs));
+    void* b = randomTensor(bs, 322, -1, 1);
+    const std::vector<float> bv = valuesOf(b);
+    std::vector<float> want(conv.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] =
+          std::max(0.f, conv[i] + bv[bs[1] == 4 ? i / 4 % 4 : i % 4]); // c or w
+    OpIn args{};
+    args.t[0] = x;
+    args.t[2] = w;
+    args.t[4] = b;
+    args.t[6] = args.t[8] = x;
+    leafCall = [](void* const* t) {
+      return __hpvm__tensor_relu(__hpvm__tensor_add(
+          __hpvm__tensor_convolution(t[0], t[1], 0, 0, 1, 1), t[2]));
+    };
+    __hpvm__wait(__hpvm__launch(0, opRoot, (void*)&args));
+    void* launched = args.r.tensor;
+    CHECK(shapeOf(static_cast<Tensor*>(launched)) == Shape{2, 4, 1, 4});
+    checkClose(valuesOf(launched), want, "launched");
+  }
 }

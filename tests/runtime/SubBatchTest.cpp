@@ -64,6 +64,18 @@ template <bool Attend> void tokenLeaf(void* x, size_t) {
   __hpvm__return(2, y, (size_t)0);
 }
 
+// x: N x 2 x 1 x 84; YOLO-like broadcast constants of batch 1 (Ops.def
+// Batch Broadcast: shared by every slice): relu(x + anchors), then
+// tanh(that * row), anchors 1 x 2 x 1 x 84 and row 1 x 1 x 1 x 84.
+void broadcastLeaf(void* x, size_t) {
+  __hpvm__hint(hpvm::TENSOR_TARGET);
+  void* anchors = randomTensor({1, 2, 1, 84}, 70, -1.f, 1.f);
+  void* row = randomTensor({1, 1, 1, 84}, 71, -2.f, 2.f);
+  void* y = __hpvm__tensor_relu(__hpvm__tensor_add(x, anchors));
+  y = __hpvm__tensor_tanh(__hpvm_rt__tensor_multiply(y, row));
+  __hpvm__return(2, y, (size_t)0);
+}
+
 /// HPVM_RT_SUB_BATCH set for a scope.
 class SubBatchEnv {
 public:
@@ -272,5 +284,39 @@ TEST_CASE("Sub-batches: one thread takes a batch too large for slices image "
   REQUIRE(depthwiseWhole.size() == depthwise.size());
   CHECK(maxAbsDiff(depthwise, depthwiseWhole) <= 1e-6);
   CHECK(full.size() == size_t(N * 32 * H * H));
+  freeTensor(x);
+}
+
+TEST_CASE("Sub-batches: batch-1 constants broadcast by add and multiply are "
+          "shared by every slice") {
+  hpvm::rt::LaunchSettings settings;
+  hpvm::rt::LaunchScope scope(settings);
+  const int64_t N = 10;
+  void* x = randomTensor({N, 2, 1, 84}, 72, -1.f, 1.f);
+  // The reference: the leaf's constants again, a loop over every value.
+  const std::vector<float> xv = valuesOf(x);
+  void* anchors = randomTensor({1, 2, 1, 84}, 70, -1.f, 1.f);
+  void* row = randomTensor({1, 1, 1, 84}, 71, -2.f, 2.f);
+  const std::vector<float> av = valuesOf(anchors), rv = valuesOf(row);
+  std::vector<float> want(xv.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const size_t w = i % 84, c = i / 84 % 2;
+    want[i] = std::tanh(std::max(0.f, xv[i] + av[c * 84 + w]) * rv[w]);
+  }
+  std::vector<float> whole;
+  {
+    SubBatchEnv env("0");
+    whole = launch<broadcastLeaf>(x);
+  }
+  REQUIRE(whole.size() == want.size());
+  CHECK(maxAbsDiff(whole, want) <= 1e-6);
+  SubBatchEnv env("4"); // 4 + 4 + 2 images
+  const int64_t before = hpvm::rt::plansBuilt();
+  const std::vector<float> split = launch<broadcastLeaf>(x);
+  CHECK(hpvm::rt::plansBuilt() - before == 2);
+  REQUIRE(split.size() == whole.size());
+  CHECK(maxAbsDiff(split, whole) <= 1e-6);
+  freeTensor(anchors);
+  freeTensor(row);
   freeTensor(x);
 }

@@ -281,12 +281,16 @@ void formGroups(const Plan& p, const Trace& t, Schedule& s, bool foldGates) {
           if (q.in[0] == q.in[1])
             break;
           int32_t other = q.in[0] == cur ? q.in[1] : q.in[0];
-          int64_t oe = numElements(shapeOf(p, t, other));
+          const Shape os = shapeOf(p, t, other);
+          int64_t oe = numElements(os);
+          // (A bias: one value per channel as runAdd reads it, not C
+          // values broadcast along another dim.)
           if (oe == elems && stage < 4) {
             g.residual = other;
             stage = 4;
           } else if (oe == channels && oe != elems && stage < 1 &&
-                     q.in[0] == cur) {
+                     q.in[0] == cur &&
+                     addForm(op.out, os) == AddForm::PerChannel) {
             g.bias = other;
             stage = 1;
           } else {

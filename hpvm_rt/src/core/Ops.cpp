@@ -134,27 +134,19 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                       "xN)");
     return {x[0], w[3], 1, 1};
   }
-  case HpvmOp::Add: {
-    int64_t nb = numElements(in[1]);
-    if (nb != numElements(x) && nb != x[1])
+  case HpvmOp::Add:
+    if (addForm(x, in[1]) == AddForm::None)
       throw UserError(where() + ": cannot add " + shapeText(in[1]) + " to " +
                       shapeText(x) +
-                      " (need the same element count, or one element "
-                      "per channel)");
+                      " (need the same element count, one element per "
+                      "channel, or each dim the same or 1)");
     return x;
-  }
-  case HpvmOp::Multiply: {
-    const Shape& b = in[1];
-    bool fits = (b[2] == x[2] && b[3] == x[3]) || (b[2] == 1 && b[3] == 1);
-    for (int d = 0; d < 2; ++d)
-      fits = fits && (b[d] == x[d] || b[d] == 1);
-    if (!fits)
+  case HpvmOp::Multiply:
+    if (!broadcastsTo(in[1], x))
       throw UserError(where() + ": cannot multiply " + shapeText(x) + " by " +
-                      shapeText(b) +
-                      " (need the same shape, or 1 x 1 spatial extents with "
-                      "each other dim the same or 1)");
+                      shapeText(in[1]) +
+                      " (need each dim of the second the same or 1)");
     return x;
-  }
   case HpvmOp::Sub:
   case HpvmOp::Div:
   case HpvmOp::Maximum:
@@ -234,6 +226,16 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
       throw UserError(where() + ": channel softmax log flag " +
                       std::to_string(s[0]) + " must be 0 or 1");
     return x;
+  case HpvmOp::GroupSoftmax: {
+    const int64_t groups = int64_t(s[0]);
+    if (groups < 1 || x[1] % groups != 0)
+      throw UserError(where() + ": " + std::to_string(x[1]) +
+                      " channels cannot be split into " +
+                      std::to_string(groups) +
+                      " softmax groups (need a group count >= 1 that divides "
+                      "them)");
+    return x;
+  }
   case HpvmOp::LayerNorm:
     checkPerChannel(in, 3, "layer norm", where);
     if (!(s[0] >= 0))
@@ -437,6 +439,20 @@ Shape inferShape(HpvmOp op, const Shape* in, int numIn, const double* s,
                         " along the channels (need the same batch, height "
                         "and width)");
       out[1] += y[1];
+    }
+    return out;
+  }
+  case HpvmOp::ConcatWidth: {
+    Shape out = x;
+    for (int i = 1; i < numIn; ++i) {
+      const Shape& y = in[i];
+      if (y[0] != x[0] || y[1] != x[1] || y[2] != x[2])
+        throw UserError(where() + ": cannot concatenate " + shapeText(y) +
+                        " (operand " + std::to_string(i + 1) + ") to " +
+                        shapeText(x) +
+                        " along the width (need the same batch, channels "
+                        "and height)");
+      out[3] += y[3];
     }
     return out;
   }

@@ -1,7 +1,7 @@
 // DataMovement.cpp - layers that move values without arithmetic (but for
-// the class token's position embedding): channel concatenation, slices
-// and shuffles, NHWC at the graph's edges, padding, strided spatial
-// slices, and the vision transformer's tokens.
+// the class token's position embedding): concatenation along the channels
+// or the width, channel slices and shuffles, NHWC at the graph's edges,
+// padding, strided spatial slices, and the vision transformer's tokens.
 #include "base/Errors.h"
 #include "kernels/Numerics.h"
 #include "kernels/Primitives.h"
@@ -120,6 +120,59 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
   bool rounded = true;
   for (int i = 0; i < n; ++i)
     rounded = rounded && alreadyRounded(parts[i], knob.precision);
+  keepOrRound(rounded, knob.precision, y);
+}
+
+void runConcatWidth(Tensor* const* parts, int n, const KnobSpec& knob,
+                    Tensor* y) {
+  applyThreads();
+  const Dims4 yd = dims4(y);
+  std::vector<const float*> src(static_cast<size_t>(n));
+  std::vector<int64_t> widths(static_cast<size_t>(n));
+  int64_t width = 0;
+  bool rounded = true;
+  for (int i = 0; i < n; ++i) {
+    const Dims4 d = dims4(parts[i]);
+    HPVM_ASSERT(d[0] == yd[0] && d[1] == yd[1] && d[2] == yd[2] &&
+                    parts[i] != y,
+                fmt::format("width concat part {} is {}, the result {}", i,
+                            dimsStr(parts[i]), dimsStr(y)));
+    widths[i] = d[3];
+    width += d[3];
+    rounded = rounded && alreadyRounded(parts[i], knob.precision);
+  }
+  HPVM_ASSERT(width == yd[3], "width concat widths do not add up");
+  // Every part's plain N x C x H x W values (reordered from a blocked
+  // layout if need be), then one row of each part after another.
+  for (int i = 0; i < n; ++i)
+    src[i] = hostData(parts[i]);
+  allocHost(y);
+  float* yp = y->impl->host;
+  const int64_t NC = yd[0] * yd[1], H = yd[2], W = yd[3];
+  // The H rows of one (image, channel) plane.
+  auto plane = [&](int64_t bc) {
+    for (int64_t h = 0; h < H; ++h) {
+      float* dst = yp + (bc * H + h) * W;
+      for (int i = 0; i < n; ++i) {
+        const int64_t w = widths[size_t(i)];
+        std::memcpy(dst, src[size_t(i)] + (bc * H + h) * w,
+                    static_cast<size_t>(w) * sizeof(float));
+        dst += w;
+      }
+    }
+  };
+  // (A few values: on this thread, outside a parallel region;
+  // kParallelMinElems.)
+  if (NC * H * W < kParallelMinElems) {
+    for (int64_t bc = 0; bc < NC; ++bc)
+      plane(bc);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t bc = 0; bc < NC; ++bc)
+      plane(bc);
+  }
+  markHostWritten(y);
+  // Values already rounded to the knob's precision stay rounded.
   keepOrRound(rounded, knob.precision, y);
 }
 

@@ -486,26 +486,85 @@ void gateLoop(const dnnl::memory& src, const GateLayout& L, const Dims4& gd,
   }
 }
 
+/// y = act(a <alg> b) (y may be a), b broadcast against a (each dim a's or
+/// 1, not all a's), on plain NCHW values (a's viewed there if they are
+/// held in another layout; mixed layouts would take oneDNN's reference
+/// kernel). oneDNN's vectorised kernel broadcasts a second operand of one
+/// value per channel, not one of 1 x C x 1 x W or 1 x C x H x 1: the
+/// operands are described with their runs of dims merged, each run one
+/// that b has (a's extents) or not (1), a run b has at dim 1 (YOLO's
+/// anchors 1 x 2 x 1 x L against N x 2 x 1 x L: 1 x 2L against N x 2L).
+void broadcastBinary(dnnl::algorithm alg, const Tensor* a, const Tensor* b,
+                     Act act, float lo, float hi, const KnobSpec& knob,
+                     Tensor* y) {
+  const Dims4 ad = dims4(a), bd = dims4(b);
+  dims av, bv;
+  bool lastHeld = false;
+  for (size_t d = 0; d < 4; ++d) {
+    if (ad[d] == 1)
+      continue;
+    const bool held = bd[d] != 1;
+    if (!av.empty() && held == lastHeld) {
+      av.back() *= ad[d];
+      bv.back() *= bd[d];
+    } else {
+      av.push_back(ad[d]);
+      bv.push_back(bd[d]);
+      lastHeld = held;
+    }
+  }
+  if (av.size() < 2 || bv[0] != 1) {
+    av.insert(av.begin(), 1);
+    bv.insert(bv.begin(), 1);
+  }
+  auto plain = [](const dims& d) {
+    dims strides(d.size(), 1);
+    for (size_t i = d.size() - 1; i > 0; --i)
+      strides[i - 1] = strides[i] * d[i];
+    return dnnl::memory::desc(d, dt::f32, strides);
+  };
+  const dnnl::memory::desc d0 = plain(av), d1 = plain(bv);
+  dnnl::memory src0 = currentMemory(a);
+  if (src0.get_desc() != nchwDesc(a))
+    src0 = dnnl::memory(nchwDesc(a), engine(), const_cast<float*>(hostData(a)));
+  const dnnl::memory dst = sameLayoutOutput(a, src0, y);
+  const Prim& p = cachedPrim(
+      fmt::format(FMT_COMPILE("binarybc{}|{}|{}|{}"), static_cast<int>(alg),
+                  descKey(d0), descKey(d1), actKey(act, lo, hi)),
+      [&] { return binaryPrim(alg, d0, d1, act, lo, hi); });
+  p.prim.execute(
+      stream(),
+      {{DNNL_ARG_SRC_0, dnnl::memory(d0, engine(), src0.get_data_handle())},
+       {DNNL_ARG_SRC_1,
+        dnnl::memory(d1, engine(), const_cast<float*>(hostData(b)))},
+       {DNNL_ARG_DST, dnnl::memory(d0, engine(), dst.get_data_handle())}});
+  stream().wait();
+  markInPlace(y, dst);
+  roundResult(knob.precision, y);
+}
+
 } // namespace
 
 void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
             const KnobSpec& knob, Tensor* y) {
   applyThreads();
-  Dims4 ad = dims4(a);
-  const int64_t n = numElems(a), C = ad[1];
-  const bool perChannel = numElems(b) != n;
-  HPVM_ASSERT(numElems(y) == n && (!perChannel || numElems(b) == C),
+  const Dims4 ad = dims4(a), bd = dims4(b);
+  const AddForm form = addForm(ad, bd);
+  HPVM_ASSERT(numElems(y) == numElems(a) && form != AddForm::None,
               fmt::format("add shapes wrong: a {}, b {}, y {}", dimsStr(a),
                           dimsStr(b), dimsStr(y)));
   HPVM_ASSERT(b != y || a == y, "add output must not alias b alone");
   dnnl::memory src0 = currentMemory(a);
-  // The second operand: per-channel 1xCx1x1 from the host, or the same
-  // layout as a (reordered if it differs).
+  // The second operand: per-channel 1xCx1x1 from the host, the same
+  // layout as a (reordered if it differs), or a broadcast on plain NCHW.
   dnnl::memory src1;
   std::unique_ptr<PoolBuffer> hold;
-  if (perChannel) {
-    src1 = spatialBroadcast(b, {1, C, 1, 1}, a, src0);
-  } else if (dims4(b) == ad) {
+  if (form == AddForm::PerChannel) {
+    src1 = spatialBroadcast(b, {1, ad[1], 1, 1}, a, src0);
+  } else if (form == AddForm::Broadcast) {
+    broadcastBinary(dnnl::algorithm::binary_add, a, b, act, lo, hi, knob, y);
+    return;
+  } else if (bd == ad) {
     src1 = memoryAs(b, src0.get_desc(), hold);
   } else {
     // Same element count, other dims: b's NCHW values viewed as a's dims.
@@ -522,7 +581,7 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
                  bool quantizeS8) {
   applyThreads();
   const Dims4 ad = dims4(a), bd = dims4(b);
-  HPVM_ASSERT(numElems(y) == numElems(a) && b != y,
+  HPVM_ASSERT(numElems(y) == numElems(a) && b != y && broadcastsTo(bd, ad),
               fmt::format("multiply shapes wrong: a {}, b {}, y {}", dimsStr(a),
                           dimsStr(b), dimsStr(y)));
   dnnl::memory src0 = currentMemory(a);
@@ -530,9 +589,11 @@ void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
   std::unique_ptr<PoolBuffer> hold;
   if (bd == ad) {
     src1 = memoryAs(b, src0.get_desc(), hold);
+  } else if (bd[2] != 1 || bd[3] != 1) {
+    // Any other broadcast: both operands plain NCHW.
+    broadcastBinary(dnnl::algorithm::binary_mul, a, b, act, lo, hi, knob, y);
+    return;
   } else {
-    HPVM_ASSERT(bd[2] == 1 && bd[3] == 1,
-                "multiply broadcasts only over 1 x 1 spatial extents");
     const std::optional<GateLayout> gl = gateLayout(src0.get_desc());
     if (act == Act::None && gl && quantizeOut > 0.f && y != a) {
       // Quantized for the int8 layers reading it, in a's layout.
@@ -572,16 +633,11 @@ void runArith(Arith op, const Tensor* a, const Tensor* b, const KnobSpec& knob,
                                                  : dnnl::algorithm::binary_min;
   dnnl::memory src0 = currentMemory(a), src1;
   std::unique_ptr<PoolBuffer> hold;
-  if (bd == ad) {
-    src1 = memoryAs(b, src0.get_desc(), hold);
-  } else {
-    // Broadcast: both operands plain NCHW (oneDNN's vectorised kernel
-    // broadcasts there; mixed layouts would take its reference kernel).
-    if (src0.get_desc() != nchwDesc(a))
-      src0 =
-          dnnl::memory(nchwDesc(a), engine(), const_cast<float*>(hostData(a)));
-    src1 = dnnl::memory(nchwDesc(b), engine(), const_cast<float*>(hostData(b)));
+  if (bd != ad) {
+    broadcastBinary(alg, a, b, Act::None, 0.f, 0.f, knob, y);
+    return;
   }
+  src1 = memoryAs(b, src0.get_desc(), hold);
   runBinary(alg, a, src0, src1, Act::None, 0.f, 0.f, knob, y);
 }
 

@@ -138,12 +138,18 @@ void runSoftmax(const OpCall& c) { runSoftmax(c.in[0], c.knob, c.out); }
 void runChannelSoftmax(const OpCall& c) {
   runChannelSoftmax(c.in[0], c.scalars[0] != 0, c.knob, c.out);
 }
+void runGroupSoftmax(const OpCall& c) {
+  runGroupSoftmax(c.in[0], int64_t(c.scalars[0]), c.knob, c.out);
+}
 void runLayerNorm(const OpCall& c) {
   runLayerNorm(c.in[0], c.in[1], c.in[2], c.scalars[0], c.knob, c.out);
 }
 
 // Data movement.
 void runConcat(const OpCall& c) { runConcat(c.in, c.numIn, c.knob, c.out); }
+void runConcatWidth(const OpCall& c) {
+  runConcatWidth(c.in, c.numIn, c.knob, c.out);
+}
 void runChannelSlice(const OpCall& c) {
   runChannelSlice(c.in[0], int64_t(c.scalars[0]), int64_t(c.scalars[1]), c.knob,
                   c.out);

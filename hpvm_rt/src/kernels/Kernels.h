@@ -17,6 +17,7 @@
 
 #include "hpvm_rt/OpFacts.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -176,16 +177,48 @@ void runPool(const Tensor* x, const PoolArgs& args, const KnobSpec& knob,
 void runBatchNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
                   const Tensor* mean, const Tensor* var, double eps, Act act,
                   float lo, float hi, const KnobSpec& knob, Tensor* y);
-/// y = a + b (y may be a). b has a's element count (elementwise) or is
-/// 1xCx1x1 (per-channel broadcast); optional fused activation.
+/// True when every dim of \p b is \p a's or 1 (b broadcasts against a).
+inline bool broadcastsTo(const std::array<int64_t, 4>& b,
+                         const std::array<int64_t, 4>& a) {
+  for (size_t d = 0; d < 4; ++d)
+    if (b[d] != a[d] && b[d] != 1)
+      return false;
+  return true;
+}
+
+/// How add's second operand (dims \p b) combines with its first (\p a):
+/// the shape rule (Ops.cpp), runAdd and a convolution's fused bias agree.
+enum class AddForm : uint8_t {
+  Elementwise, ///< a's element count: b's values in a's dims.
+  PerChannel,  ///< one value per channel of a: 1 x C x 1 x 1, or C values
+               ///< in dims that do not broadcast against a.
+  Broadcast,   ///< any other b whose dims are each a's or 1.
+  None,        ///< no fit.
+};
+inline AddForm addForm(const std::array<int64_t, 4>& a,
+                       const std::array<int64_t, 4>& b) {
+  const int64_t na = a[0] * a[1] * a[2] * a[3], nb = b[0] * b[1] * b[2] * b[3];
+  if (nb == na)
+    return AddForm::Elementwise;
+  if (broadcastsTo(b, a))
+    return b[0] == 1 && b[1] == a[1] && b[2] == 1 && b[3] == 1
+               ? AddForm::PerChannel
+               : AddForm::Broadcast;
+  return nb == a[1] ? AddForm::PerChannel : AddForm::None;
+}
+
+/// y = a + b (y may be a), b as addForm() says: a's element count
+/// (elementwise), one value per channel, or broadcast (each dim a's or 1,
+/// on plain NCHW values); optional fused activation.
 void runAdd(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
             const KnobSpec& knob, Tensor* y);
-/// y = a * b (y may be a), b broadcast against a: the same shape, or 1 x 1
-/// spatially with each other dim a's or 1 (a squeeze-and-excitation gate
-/// N x C x 1 x 1, a per-channel constant 1 x C x 1 x 1); optional fused
+/// y = a * b (y may be a), b broadcast against a (each dim a's or 1): the
+/// same shape, or 1 x 1 spatially (a squeeze-and-excitation gate N x C x 1
+/// x 1, a per-channel constant 1 x C x 1 x 1) in a's layout, any other
+/// (1 x 1 x 1 x W, 1 x C x H x 1) on plain NCHW values; optional fused
 /// activation. \p quantizeOut > 0 asks for the result quantized for int8
-/// readers, as PostOps::quantizeOut (honoured by the gate's broadcast,
-/// with no activation, not in place).
+/// readers, as PostOps::quantizeOut (honoured by the gate's broadcast, with
+/// no activation, not in place).
 void runMultiply(const Tensor* a, const Tensor* b, Act act, float lo, float hi,
                  const KnobSpec& knob, Tensor* y, float quantizeOut = 0.f,
                  bool quantizeS8 = false);
@@ -209,11 +242,20 @@ void runLayerNorm(const Tensor* x, const Tensor* gamma, const Tensor* beta,
 /// \p log); y may be x.
 void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
                        Tensor* y);
+/// y = softmax over each run of C / \p groups consecutive channels of each
+/// pixel of x (\p groups >= 1 dividing C; 1: runChannelSoftmax without
+/// log); y may be x.
+void runGroupSoftmax(const Tensor* x, int64_t groups, const KnobSpec& knob,
+                     Tensor* y);
 /// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
 /// along the channels; y is a tensor of its own. When bindChannelView()
 /// planned y's storage (batch 1, fp32, every part a multiple of 16
 /// channels), a part already in place in y's channels is not copied.
 void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y);
+/// y = the \p n tensors \p parts (each N x C x H x W_i) one after another
+/// along the width; y is a tensor of its own.
+void runConcatWidth(Tensor* const* parts, int n, const KnobSpec& knob,
+                    Tensor* y);
 /// y = channels begin .. end - 1 of x; y is a tensor of its own.
 void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,
                      const KnobSpec& knob, Tensor* y);

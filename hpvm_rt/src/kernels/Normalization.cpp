@@ -1,5 +1,6 @@
 // Normalization.cpp - normalizing layers: batch norm (inference) on
-// oneDNN, layer normalization over each pixel's channels, and softmax.
+// oneDNN, layer normalization over each pixel's channels, and softmax (of
+// each row, or over each pixel's channels, all or in groups).
 #include "base/Errors.h"
 #include "kernels/Elementwise.h"
 #include "kernels/FastExp.h"
@@ -215,14 +216,22 @@ void runSoftmax(const Tensor* x, const KnobSpec& knob, Tensor* y) {
   roundResult(knob.precision, y);
 }
 
-void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
-                       Tensor* y) {
+namespace {
+
+/// y = softmax (log-softmax when \p log) over each run of C / \p groups
+/// consecutive channels of each pixel of x. On NCHW host data, N x C x HW
+/// in G groups is (N * G) x (C / G) x HW: images of C / G channels.
+void groupedSoftmax(const Tensor* x, int64_t groups, bool log,
+                    const KnobSpec& knob, Tensor* y) {
   applyThreads();
   const Dims4 d = dims4(x);
   HPVM_ASSERT(dims4(y) == d, fmt::format("channel softmax output {} differs "
                                          "from input {}",
                                          dimsStr(y), dimsStr(x)));
-  const int64_t N = d[0], C = d[1], HW = d[2] * d[3];
+  HPVM_ASSERT(groups >= 1 && d[1] % groups == 0,
+              fmt::format("softmax groups {} do not divide the channels of {}",
+                          groups, dimsStr(x)));
+  const int64_t N = d[0] * groups, C = d[1] / groups, HW = d[2] * d[3];
   const float* xp = hostData(x);
   allocHost(y);
   float* yp = y->impl->host;
@@ -289,6 +298,18 @@ void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
     }
   markHostWritten(y);
   roundResult(knob.precision, y);
+}
+
+} // namespace
+
+void runChannelSoftmax(const Tensor* x, bool log, const KnobSpec& knob,
+                       Tensor* y) {
+  groupedSoftmax(x, 1, log, knob, y);
+}
+
+void runGroupSoftmax(const Tensor* x, int64_t groups, const KnobSpec& knob,
+                     Tensor* y) {
+  groupedSoftmax(x, groups, false, knob, y);
 }
 
 } // namespace hpvm::rt

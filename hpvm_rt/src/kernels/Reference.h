@@ -275,22 +275,26 @@ inline void layerNorm(const float* x, int64_t N, int64_t C, int64_t HW,
 }
 
 /// y (N x C x HW) = softmax over the C channels of each pixel, in double;
-/// log-softmax when \p log (runChannelSoftmax).
+/// log-softmax when \p log (runChannelSoftmax). With \p groups (dividing
+/// C), over each run of C / groups consecutive channels separately
+/// (runGroupSoftmax).
 inline void channelSoftmax(const float* x, int64_t N, int64_t C, int64_t HW,
-                           bool log, float* y) {
+                           bool log, float* y, int64_t groups = 1) {
+  const int64_t K = C / groups;
   for (int64_t b = 0; b < N; ++b)
-    for (int64_t p = 0; p < HW; ++p) {
-      const float* xp = x + b * C * HW + p;
-      float* yp = y + b * C * HW + p;
-      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (int64_t c = 0; c < C; ++c)
-        mx = std::max(mx, double(xp[c * HW]));
-      for (int64_t c = 0; c < C; ++c)
-        sum += std::exp(double(xp[c * HW]) - mx);
-      for (int64_t c = 0; c < C; ++c)
-        yp[c * HW] = float(log ? double(xp[c * HW]) - mx - std::log(sum)
-                               : std::exp(double(xp[c * HW]) - mx) / sum);
-    }
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t p = 0; p < HW; ++p) {
+        const float* xp = x + (b * C + g * K) * HW + p;
+        float* yp = y + (b * C + g * K) * HW + p;
+        double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (int64_t c = 0; c < K; ++c)
+          mx = std::max(mx, double(xp[c * HW]));
+        for (int64_t c = 0; c < K; ++c)
+          sum += std::exp(double(xp[c * HW]) - mx);
+        for (int64_t c = 0; c < K; ++c)
+          yp[c * HW] = float(log ? double(xp[c * HW]) - mx - std::log(sum)
+                                 : std::exp(double(xp[c * HW]) - mx) / sum);
+      }
 }
 
 /// y (N x HW x C) = x (N x C x HW) with the channels last
@@ -327,6 +331,22 @@ inline void concat(const float* const* parts, const int64_t* channels, int n,
       std::copy_n(parts[i] + b * channels[i] * HW, channels[i] * HW,
                   y + (b * C + c0) * HW);
       c0 += channels[i];
+    }
+  }
+}
+
+/// y = parts[0..n) along the width; part i is NCH x widths[i] (NCH: the
+/// rows, N * C * H) (runConcatWidth).
+inline void concatWidth(const float* const* parts, const int64_t* widths, int n,
+                        int64_t NCH, float* y) {
+  int64_t W = 0;
+  for (int i = 0; i < n; ++i)
+    W += widths[i];
+  for (int64_t r = 0; r < NCH; ++r) {
+    int64_t w0 = 0;
+    for (int i = 0; i < n; ++i) {
+      std::copy_n(parts[i] + r * widths[i], widths[i], y + r * W + w0);
+      w0 += widths[i];
     }
   }
 }
