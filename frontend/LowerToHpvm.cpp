@@ -4,7 +4,9 @@
 
 #include "ir/Verify.h"
 #include "lower/Lowering.h"
+#include "passes/AnchorMaps.h"
 #include "passes/ConstantFolding.h"
+#include "passes/FeatureSequences.h"
 #include "passes/Fusions.h"
 #include "passes/LayoutRegions.h"
 #include "passes/QuantizedOps.h"
@@ -33,6 +35,8 @@ void lowerToHpvm(Graph& g, const PipelineOptions& opts) {
   run("fuse-channel-shuffles", fuseChannelShuffles);
   run("fuse-layer-norms", fuseLayerNorms);
   run("make-tokens-batch-first", makeTokensBatchFirst);
+  run("make-anchor-maps-images", makeAnchorMapsImages);
+  run("make-sequences-images", makeSequencesImages);
   run("make-tokens-channel-first", makeTokensChannelFirst);
   run("fuse-gelus", fuseGelus);
   run("fuse-silus", fuseSilus);

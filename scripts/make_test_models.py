@@ -1110,6 +1110,104 @@ def swin_tiny():
     torch_fixture("swin_tiny", model, (1, 3, 10, 10))
 
 
+def yolo_head_tiny():
+    """YOLOv8's Detect head as torch.onnx writes it (opset 17), at toy
+    size: a 1 x 14 x 4 x 4 map (4 sides x 3 bins of box distances and 2
+    classes) and its 2x2 max pool as two scales, each flattened to 1 x 14 x
+    H*W and concatenated along the anchors (20), split into box bins and
+    classes; DFL (Reshape to 1 x 4 x 3 x 20, Transpose (0, 2, 1, 3),
+    Softmax over the 3 bins, a 1x1 Conv by [0, 1, 2], Reshape to 1 x 4 x
+    20); dist2bbox around constant anchor points (1 x 2 x 20) times the
+    strides (1 x 20); the class sigmoids: 1 x 6 x 20."""
+    rng = np.random.RandomState(7)
+    points = np.round(rng.uniform(0, 4, size=(1, 2, 20)), 3)
+    strides = np.array([[8.0] * 16 + [16.0] * 4], dtype=np.float32)
+    save("yolo_head_tiny.onnxtxt",
+         [node("MaxPool", ["input"], ["p"], "pool", kernel_shape=[2, 2],
+               strides=[2, 2]),
+          node("Reshape", ["input", "seq0"], ["s0"], "view0"),
+          node("Reshape", ["p", "seq1"], ["s1"], "view1"),
+          node("Concat", ["s0", "s1"], ["cat"], "cat_anchors", axis=2),
+          node("Split", ["cat", "box_cls"], ["box", "cls"], "split", axis=1),
+          node("Reshape", ["box", "bins"], ["b4"], "dfl_view"),
+          node("Transpose", ["b4"], ["bt"], "dfl_transpose",
+               perm=[0, 2, 1, 3]),
+          node("Softmax", ["bt"], ["bs"], "dfl_softmax", axis=1),
+          node("Conv", ["bs", "expect"], ["bc"], "dfl_conv",
+               kernel_shape=[1, 1]),
+          node("Reshape", ["bc", "sides"], ["dist"], "dfl_back"),
+          node("Split", ["dist", "halves"], ["lt", "rb"], "chunk", axis=1),
+          node("Sub", ["points", "lt"], ["x1y1"], "x1y1"),
+          node("Add", ["points", "rb"], ["x2y2"], "x2y2"),
+          node("Add", ["x1y1", "x2y2"], ["sum"], "sum"),
+          node("Div", ["sum", "two"], ["cxy"], "center"),
+          node("Sub", ["x2y2", "x1y1"], ["wh"], "size"),
+          node("Concat", ["cxy", "wh"], ["xywh"], "cat_box", axis=1),
+          node("Mul", ["xywh", "strides"], ["boxes"], "scale"),
+          node("Sigmoid", ["cls"], ["scores"], "scores"),
+          node("Concat", ["boxes", "scores"], ["y"], "cat_out", axis=1)],
+         [io("input", [1, 14, 4, 4])], io("y", [1, 6, 20]),
+         [ints("seq0", [1, 14, -1]), ints("seq1", [1, 14, -1]),
+          ints("box_cls", [12, 2]), ints("bins", [1, 4, 3, 20]),
+          helper.make_tensor("expect", TensorProto.FLOAT, [1, 3, 1, 1],
+                             [0.0, 1.0, 2.0]),
+          ints("sides", [1, 4, 20]), ints("halves", [2, 2]),
+          helper.make_tensor("points", TensorProto.FLOAT, [1, 2, 20],
+                             points.flatten().tolist()),
+          helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+          helper.make_tensor("strides", TensorProto.FLOAT, [1, 20],
+                             strides.flatten().tolist())],
+         opset=17)
+
+
+def yolov5_head_tiny():
+    """YOLOv5's Detect head as torch.onnx writes it (opset 17), at toy
+    size: a 1 x 14 x 4 x 4 map (2 anchors x 7 values: xy, wh, 3 scores)
+    viewed as 1 x 2 x 7 x 4 x 4 and permuted to 1 x 2 x 4 x 4 x 7; its
+    sigmoid split into xy, wh and scores, xy * 2 plus a grid constant
+    (1 x 2 x 4 x 4 x 2) times the stride, (wh * 2) ^ 2 times the anchor
+    sizes (1 x 2 x 1 x 1 x 2), concatenated and viewed as 1 x 32 x 7
+    boxes; a second scale (the 2x2 max pool, its sigmoid only) viewed the
+    same way; the boxes concatenated: 1 x 40 x 7."""
+    rng = np.random.RandomState(11)
+    grid = np.round(rng.uniform(-1, 4, size=(1, 2, 4, 4, 2)), 3)
+    sizes = [10.0, 13.0, 33.0, 23.0]
+    save("yolov5_head_tiny.onnxtxt",
+         [node("Reshape", ["input", "view"], ["v"], "view"),
+          node("Transpose", ["v"], ["cells"], "cells", perm=[0, 1, 3, 4, 2]),
+          node("Sigmoid", ["cells"], ["s"], "sigmoid"),
+          node("Split", ["s", "parts"], ["xy", "wh", "conf"], "split",
+               axis=4),
+          node("Mul", ["xy", "two"], ["xy2"], "xy2"),
+          node("Add", ["xy2", "grid"], ["xyg"], "xy_grid"),
+          node("Mul", ["xyg", "stride"], ["xyp"], "xy_pixels"),
+          node("Mul", ["wh", "two"], ["wh2"], "wh2"),
+          node("Pow", ["wh2", "two"], ["whp"], "wh_squared"),
+          node("Mul", ["whp", "sizes"], ["whs"], "wh_pixels"),
+          node("Concat", ["xyp", "whs", "conf"], ["y0"], "cat_values",
+               axis=4),
+          node("Reshape", ["y0", "boxes0"], ["b0"], "boxes0"),
+          node("MaxPool", ["input"], ["p"], "pool", kernel_shape=[2, 2],
+               strides=[2, 2]),
+          node("Reshape", ["p", "view1"], ["v1"], "view1"),
+          node("Transpose", ["v1"], ["cells1"], "cells1",
+               perm=[0, 1, 3, 4, 2]),
+          node("Sigmoid", ["cells1"], ["s1"], "sigmoid1"),
+          node("Reshape", ["s1", "boxes1"], ["b1"], "boxes1"),
+          node("Concat", ["b0", "b1"], ["y"], "cat_boxes", axis=1)],
+         [io("input", [1, 14, 4, 4])], io("y", [1, 40, 7]),
+         [ints("view", [1, 2, 7, 4, 4]), ints("parts", [2, 2, 3]),
+          helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+          helper.make_tensor("grid", TensorProto.FLOAT, [1, 2, 4, 4, 2],
+                             grid.flatten().tolist()),
+          helper.make_tensor("stride", TensorProto.FLOAT, [], [8.0]),
+          helper.make_tensor("sizes", TensorProto.FLOAT, [1, 2, 1, 1, 2],
+                             sizes),
+          ints("boxes0", [1, 32, 7]), ints("view1", [1, 2, 7, 2, 2]),
+          ints("boxes1", [1, 8, 7])],
+         opset=17)
+
+
 def main():
     op_fixtures()
     networks()
@@ -1120,6 +1218,8 @@ def main():
     heads_tiny()
     non_local_tiny()
     swin_tiny()
+    yolo_head_tiny()
+    yolov5_head_tiny()
     errors()
     # Every valid fixture must pass ONNX's own checker.
     for f in sorted(os.listdir(ROOT)):

@@ -18,8 +18,9 @@ namespace {
 /// 4-D form \p x4, as HPVM's binary ops take it: broadcast by ONNX's rules
 /// (aligned to the right, or at `axis` for the legacy opset < 7 broadcast)
 /// against the activation's ONNX shape, then made 1 x C x 1 x 1 (a scalar
-/// or per-channel constant) or the full shape at batch 1. Sets \p c, or
-/// returns why it cannot; \p doing names the op in messages ("adding").
+/// or per-channel constant) or its own 4-D dims, each the activation's or
+/// 1, at batch 1 (YOLO's anchors, 1 x 2 x 1 x L). Sets \p c, or returns
+/// why it cannot; \p doing names the op in messages ("adding").
 std::string constantOperand(Lowering& L, Node* n, Value* b,
                             const std::vector<int64_t>& x4, const char* doing,
                             const char* result, Value*& c) {
@@ -64,15 +65,17 @@ std::string constantOperand(Lowering& L, Node* n, Value* b,
     c = L.addFloats(b->name, v, {1, C, 1, 1}, b->initializerIndex);
   } else if (aligned == perChannel) {
     c = L.constantAs(b, {1, C, 1, 1});
-  } else if (aligned.size() == 4 && aligned[0] == 1 && x4[0] == 1 &&
-             std::equal(aligned.begin() + 1, aligned.end(), x4.begin() + 1)) {
-    c = L.constantAs(b, x4);
+  } else if (aligned.size() == 4 && aligned[0] == 1 &&
+             std::equal(
+                 aligned.begin() + 1, aligned.end(), x4.begin() + 1,
+                 [](int64_t a, int64_t x) { return a == x || a == 1; })) {
+    c = L.constantAs(b, aligned);
   }
   if (c == nullptr)
     return std::string(doing) + " a constant of shape " + formatShape(cd) +
            " to an activation of shape " + formatShape(onnx) +
-           " is not supported (only per-channel 1xCx1x1, a scalar, or the "
-           "full shape at batch 1)";
+           " is not supported (only a constant of batch 1 whose other dims "
+           "are the activation's or 1, per-channel 1xCx1x1 or a scalar)";
   return "";
 }
 

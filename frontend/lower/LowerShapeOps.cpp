@@ -244,9 +244,10 @@ std::string lowerRange(Lowering&, Node* n) { return notFolded(n); }
 std::string lowerScatterND(Lowering&, Node* n) { return notFolded(n); }
 
 /// Concatenation of activations along the channels (axis 1 of N x C x H x W
-/// or of N x K; constant inputs were folded, or are refused): one concat
-/// of up to kMaxTensorArgs parts, a tree of them beyond; a single input is
-/// the input itself.
+/// or of N x K) or along the width (axis 3 of N x C x H x W; constant
+/// inputs were folded, or are refused): one concat or concat_width of up
+/// to kMaxTensorArgs parts, a tree of them beyond; a single input is the
+/// input itself.
 std::string lowerConcat(Lowering& L, Node* n) {
   const std::vector<int64_t>& onnx = n->output->shape;
   if (onnx.size() != 2 && onnx.size() != 4)
@@ -259,11 +260,12 @@ std::string lowerConcat(Lowering& L, Node* n) {
     return "axis " + std::to_string(axis) + " is out of range for rank " +
            std::to_string(rank);
   axis = axis < 0 ? axis + rank : axis;
-  if (axis != 1)
+  if (axis != 1 && !(axis == 3 && rank == 4))
     return "concatenation along axis " + std::to_string(axis) + " of shape " +
-           formatShape(onnx) +
-           " is not supported (only along the channels, "
-           "axis 1)";
+           formatShape(onnx) + " is not supported (only along the channels, " +
+           (rank == 4 ? "axis 1, or the width, axis 3)" : "axis 1)");
+  const OpKind kind = axis == 1 ? OpKind::Concat : OpKind::ConcatWidth;
+  const size_t along = static_cast<size_t>(axis);
   std::vector<Value*> parts;
   for (size_t i = 0; i < n->inputs.size(); ++i) {
     Value* v = n->inputs[i];
@@ -291,16 +293,15 @@ std::string lowerConcat(Lowering& L, Node* n) {
       }
       std::vector<Value*> group(parts.begin() + b, parts.begin() + e);
       std::vector<int64_t> shape = form4d(group[0]->shape);
-      shape[1] = 0;
+      shape[along] = 0;
       for (Value* v : group)
-        shape[1] += form4d(v->shape)[1];
+        shape[along] += form4d(v->shape)[along];
       bool last = e - b == parts.size();
       std::string name = last ? n->output->name
                               : n->output->name + "_part" +
                                     std::to_string(level) + "_" +
                                     std::to_string(b / kMaxTensorArgs);
-      next.push_back(
-          L.emit(OpKind::Concat, std::move(group), {}, shape, name, *n, pos));
+      next.push_back(L.emit(kind, std::move(group), {}, shape, name, *n, pos));
     }
     parts = std::move(next);
   }

@@ -58,6 +58,38 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
   return false;
 }
 
+void remapSliceAxes(Graph& g, Node& u, int64_t (*axisOf)(int64_t)) {
+  const int64_t opset = g.source.opset;
+  if (opset < 10) {
+    OpAttrs a(u, opset);
+    std::vector<int64_t> axes = a.getInts("axes");
+    if (axes.empty())
+      for (size_t i = 0; i < a.getInts("starts").size(); ++i)
+        axes.push_back(int64_t(i));
+    for (int64_t& axis : axes)
+      axis = axisOf(axis);
+    u.attrs["axes"] = axes;
+    return;
+  }
+  // Opset 10+: starts, ends, axes and steps are inputs.
+  std::vector<int64_t> axes;
+  // (A Split's slices have unnamed constants: SplitOutputs.cpp.)
+  if (u.inputs.size() > 3 && u.inputs[3] && u.inputs[3]->isConstant()) {
+    axes = u.inputs[3]->constant->toInts();
+  } else {
+    for (int64_t i = 0; i < u.inputs[1]->constant->numElements(); ++i)
+      axes.push_back(i);
+  }
+  for (int64_t& a : axes)
+    a = axisOf(a);
+  Value* c = g.addConstant(u.output->name + ".axes",
+                           intTensor(axes, {int64_t(axes.size())}), -1);
+  c->shape = {int64_t(axes.size())};
+  if (u.inputs.size() < 4)
+    u.inputs.resize(4, nullptr);
+  g.setInput(&u, 3, c);
+}
+
 void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
   const int64_t opset = g.source.opset;
   const OpKind k = u->kind;
@@ -114,33 +146,9 @@ void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased) {
     erased.insert(u);
     Node* soft = replaceChain(g, OpKind::ChannelSoftmax, {u->inputs[0]}, {u});
     soft->scalars = {Scalar::integer(k == OpKind::OnnxLogSoftmax ? 1 : 0)};
-  } else if (k == OpKind::OnnxSlice && opset < 10) {
-    // Axes H, W, C (1, 2, 3) channel-last are 2, 3, 1 channel-first.
-    OpAttrs a(*u, opset);
-    std::vector<int64_t> axes = a.getInts("axes");
-    if (axes.empty())
-      for (size_t i = 0; i < a.getInts("starts").size(); ++i)
-        axes.push_back(int64_t(i));
-    for (int64_t& axis : axes)
-      axis = channelFirstAxis(axis);
-    u->attrs["axes"] = axes;
   } else if (k == OpKind::OnnxSlice) {
-    // Opset 10+: starts, ends, axes and steps are inputs.
-    std::vector<int64_t> axes;
-    if (u->inputs.size() > 3 && !u->inputs[3]->name.empty()) {
-      axes = u->inputs[3]->constant->toInts();
-    } else {
-      for (int64_t i = 0; i < u->inputs[1]->constant->numElements(); ++i)
-        axes.push_back(i);
-    }
-    for (int64_t& a : axes)
-      a = channelFirstAxis(a);
-    Value* c = g.addConstant(u->output->name + ".axes",
-                             intTensor(axes, {int64_t(axes.size())}), -1);
-    c->shape = {int64_t(axes.size())};
-    if (u->inputs.size() < 4)
-      u->inputs.resize(4, nullptr);
-    g.setInput(u, 3, c);
+    // Axes H, W, C (1, 2, 3) channel-last are 2, 3, 1 channel-first.
+    remapSliceAxes(g, *u, channelFirstAxis);
   } else if (k == OpKind::OnnxPad) {
     // N, H, W, C begins and ends become N, C, H, W ones.
     std::vector<int64_t> pads;

@@ -31,6 +31,11 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset);
 /// nodes it replaces to \p erased.
 void rewriteChannelFirst(Graph& g, Node* u, std::unordered_set<Node*>& erased);
 
+/// Maps the axes Slice \p u slices by \p axisOf (an axis of its input's
+/// layout to one of the layout it is rewritten for), its attribute before
+/// opset 10, its axes input from opset 10.
+void remapSliceAxes(Graph& g, Node& u, int64_t (*axisOf)(int64_t));
+
 /// What a region walk makes of a user of a value inside the region.
 struct RegionStep {
   enum Kind { Member, Exit, Block, Leave } kind;

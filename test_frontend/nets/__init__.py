@@ -9,6 +9,7 @@ from typing import Callable, Tuple
 
 import torchvision
 
+from . import detection
 from . import hpvm_benchmarks as hb
 
 
@@ -398,42 +399,6 @@ def _crnn():
             return self.head(t).log_softmax(-1)
 
     return CRNN()
-
-
-def _fpn_detector():
-    """A RetinaNet-style one-stage detector without its box decoding and
-    NMS: a ResNet-18 backbone, torchvision's FeaturePyramidNetwork (1x1
-    lateral convs, nearest upsampling to the finer level's size, 3x3 output
-    convs) with P6/P7 (LastLevelP6P7), and a head shared by the 5 levels
-    (a 2-conv tower, then class logits and box deltas): 10 outputs, the
-    raw maps of every level."""
-    import torch.nn as nn
-    from torchvision.models.detection.backbone_utils import BackboneWithFPN
-    from torchvision.ops.feature_pyramid_network import LastLevelP6P7
-
-    class Detector(nn.Module):
-        def __init__(self, anchors=3, classes=5, width=64):
-            super().__init__()
-            self.body = BackboneWithFPN(
-                torchvision.models.resnet18(weights=None),
-                {"layer2": "p3", "layer3": "p4", "layer4": "p5"},
-                [128, 256, 512], width,
-                extra_blocks=LastLevelP6P7(width, width))
-
-            def tower(out):
-                return nn.Sequential(
-                    nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
-                    nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),
-                    nn.Conv2d(width, out, 3, padding=1))
-            self.cls = tower(anchors * classes)
-            self.box = tower(anchors * 4)
-
-        def forward(self, x):
-            levels = list(self.body(x).values())
-            return tuple([self.cls(p) for p in levels] +
-                         [self.box(p) for p in levels])
-
-    return Detector()
 
 
 def _nhwc_net():
@@ -970,11 +935,29 @@ MODELS += [
               "a transformer block (LayerNorm, self-attention, GELU MLP), "
               "LogSoftmax over the last axis; output N x 32 x 12",
               export="pytorch", dense=True, class_axis=-1),
-    ModelSpec("fpn_detector_128", _fpn_detector, (3, 128, 128), 13, 2, 1,
+    ModelSpec("fpn_detector_128", detection.fpn_detector, (3, 128, 128), 13,
+              2, 1,
               ci=True, about="a RetinaNet-style detector's raw outputs: "
               "ResNet-18, FPN (nearest upsampling to the finer level's "
               "size, P6/P7), class and box towers on 5 levels: 10 outputs",
               export="pytorch", dense=True),
+    ModelSpec("yolov8_128", detection.yolov8, (3, 128, 128), 17, 4, 2,
+              ci=True, about="YOLOv8 (yolov8n's layout, narrower): C2f, "
+              "SPPF, PAN neck, and the Detect head as exported: the scales' "
+              "maps flattened to B x 67 x H*W sequences (held B x 67 x 1 x "
+              "H*W) and concatenated along the anchors (concat_width), DFL "
+              "as group_softmax and a grouped 1x1 conv, dist2bbox with the "
+              "anchor points and strides as broadcast constants; output N x "
+              "7 x 336", export="pytorch", dense=True),
+    ModelSpec("yolov5_128", detection.yolov5, (3, 128, 128), 17, 4, 2,
+              ci=True, about="YOLOv5 (v7.0, yolov5n's layout, narrower): C3, "
+              "SPPF, PAN neck, and the Detect head as exported: each scale's "
+              "B x 3 x 8 x H x W view permuted to B x 3 x H x W x 8 "
+              "(channel_shuffle and a reshape: held B x 8 x 3*H x W), "
+              "sigmoid, split, xy around the grid and wh by the anchor "
+              "sizes (5-D constants), viewed as B x 3*H*W x 8 boxes and "
+              "concatenated (concat_width, channels_last); output N x 1008 "
+              "x 8", export="pytorch", dense=True, class_axis=-1),
     ModelSpec("unet_symbolic_64", _unet, SMALL, 13, 3, 2, ci=True,
               about="the small U-Net exported with symbolic batch, H and W "
               "(N x 3 x H x W), fixed by --input-shape input:1x3x64x64",
@@ -1001,6 +984,8 @@ MODELS += [
             about=model(base).about + "; exported with a symbolic batch")
     for base, name, ci in [
         ("timm_vit_32", "timm_vit_dynamic_batch_32", True),
+        ("yolov8_128", "yolov8_dynamic_batch_128", True),
+        ("yolov5_128", "yolov5_dynamic_batch_128", True),
         ("sequence_transformer_16x32", "sequence_transformer_dynamic_batch_16x32",
          True),
         ("multihead_tokens_32", "multihead_tokens_dynamic_batch_32", False),

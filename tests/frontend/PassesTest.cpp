@@ -373,7 +373,8 @@ TEST_CASE("Passes: afterPass sees every pass in order") {
                       "fold-constants", "remove-identities",
                       "eliminate-dead-nodes", "fold-pads", "alias-reshapes",
                       "fuse-channel-shuffles", "fuse-layer-norms",
-                      "make-tokens-batch-first", "make-tokens-channel-first",
+                      "make-tokens-batch-first", "make-anchor-maps-images",
+                      "make-sequences-images", "make-tokens-channel-first",
                       "fuse-gelus", "fuse-silus", "make-channel-first", "lower",
                       "eliminate-dead-nodes"});
 }
