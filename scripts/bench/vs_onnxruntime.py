@@ -33,6 +33,9 @@ Models (--models, comma separated):
                                segmentation at 224x224 (test_frontend/nets,
                                random weights), only when named: exact,
                                ort_fp32 and frozen; batches 1 and 8
+  yolov8, yolov5                the detectors of the end-to-end tests at
+                               320x320 (random weights), only when named,
+                               as segmentation
   timm_vit, multihead, mixer, token_products, non_local
                                token models at 32x32 (test_frontend/nets,
                                random weights), only when named: exact,
@@ -100,6 +103,12 @@ SEGMENTATION = {
     "fcn_resnet50": ("pt_fcn_resnet50_224", "FCN ResNet-50"),
     "unet": ("unet_224", "U-Net (small)"),
 }
+# One-stage detectors (issue #26's heads): raw outputs, no labels, timed
+# like segmentation.
+DETECTION = {
+    "yolov8": ("yolov8_320", "YOLOv8 (narrow, 320 px)"),
+    "yolov5": ("yolov5_320", "YOLOv5 (narrow, 320 px)"),
+}
 # Token stages (issue #26's new paths: attention written out, the timm
 # ViT, token_transpose, token_matmul), 32x32 test_frontend nets with random
 # weights, only when named: exact, ort_fp32 and frozen; batch 1.
@@ -113,8 +122,8 @@ TOKENS = {
 DEFAULT_MODELS = (list(SHIPPED) + [m for m in TORCHVISION if m not in LARGE]
                   + list(CIFAR))
 KNOWN_MODELS = (DEFAULT_MODELS + list(LARGE) + list(SEGMENTATION)
-                + list(TOKENS))
-NAMED = {**TORCHVISION, **SEGMENTATION, **TOKENS}
+                + list(DETECTION) + list(TOKENS))
+NAMED = {**TORCHVISION, **SEGMENTATION, **DETECTION, **TOKENS}
 ENGINES = ["exact", "int8", "tuned", "ort_fp32", "ort_int8", "frozen"]
 
 
@@ -154,7 +163,7 @@ class Model:
     def __init__(self, key, args):
         self.key = key
         self.shipped = key in SHIPPED
-        self.dense = key in SEGMENTATION
+        self.dense = key in SEGMENTATION or key in DETECTION
         # FP32 engines only: the segmentation and token models.
         self.fp32_only = self.dense or key in TOKENS
         self.name = SHIPPED.get(key) or CIFAR.get(key) or NAMED[key][1]
@@ -184,12 +193,14 @@ class Model:
             stamp = os.path.join(args.work, self.net, "exported.json")
             if not fresh(stamp, runtime) and os.path.exists(stamp):
                 os.remove(stamp)
-            # (The token models with a symbolic batch: exported at batch
-            # 1, torch.onnx traces it into their Reshapes and the class
-            # token's Expand, and ONNX Runtime runs that file at 1 only.)
+            # (The token models and detectors with a symbolic batch:
+            # exported at batch 1, torch.onnx traces it into their
+            # Reshapes (and the class token's Expand), and ONNX Runtime
+            # runs that file at 1 only.)
             self.out = tv.export(self.net, exporter, args.work,
                                  max(self.batches),
-                                 dynamic_batch=key in TOKENS)
+                                 dynamic_batch=key in TOKENS
+                                 or key in DETECTION)
             folder = os.path.dirname(self.out)
             self.onnx = os.path.join(folder, self.net + ".onnx")
             self.tune_input = os.path.join(folder, "tune_input.bin")

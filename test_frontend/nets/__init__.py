@@ -958,6 +958,13 @@ MODELS += [
               "sizes (5-D constants), viewed as B x 3*H*W x 8 boxes and "
               "concatenated (concat_width, channels_last); output N x 1008 "
               "x 8", export="pytorch", dense=True, class_axis=-1),
+    ModelSpec("yolov8_320", detection.yolov8, (3, 320, 320), 17, 2, 1,
+              ci=False, about="yolov8_128 at 320x320 (the benchmark's): "
+              "output N x 7 x 2100", export="pytorch", dense=True),
+    ModelSpec("yolov5_320", detection.yolov5, (3, 320, 320), 17, 2, 1,
+              ci=False, about="yolov5_128 at 320x320 (the benchmark's): "
+              "output N x 6300 x 8", export="pytorch", dense=True,
+              class_axis=-1),
     ModelSpec("unet_symbolic_64", _unet, SMALL, 13, 3, 2, ci=True,
               about="the small U-Net exported with symbolic batch, H and W "
               "(N x 3 x H x W), fixed by --input-shape input:1x3x64x64",
