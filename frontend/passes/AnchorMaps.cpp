@@ -80,18 +80,6 @@ bool worksOnMaps(const Node* u, const Value* v, int64_t opset) {
   if (out.size() != 5 || out[0] != v->shape[0])
     return false;
   switch (u->kind) {
-  case OpKind::OnnxSigmoid:
-  case OpKind::OnnxRelu:
-  case OpKind::OnnxTanh:
-  case OpKind::OnnxLeakyRelu:
-  case OpKind::OnnxHardSigmoid:
-  case OpKind::OnnxHardSwish:
-  case OpKind::OnnxClip: {
-    bool fits = u->inputs[0] == v;
-    for (size_t i = 1; i < u->inputs.size(); ++i)
-      fits = fits && (u->inputs[i]->name.empty() || u->inputs[i]->isConstant());
-    return fits;
-  }
   case OpKind::OnnxAdd:
   case OpKind::OnnxSub:
   case OpKind::OnnxMul:
@@ -124,7 +112,7 @@ bool worksOnMaps(const Node* u, const Value* v, int64_t opset) {
     return fits;
   }
   default:
-    return false;
+    return isActivationOf(u, v);
   }
 }
 

@@ -95,20 +95,8 @@ bool worksOnSequences(const Node* u, const Value* v, int64_t opset) {
     const int64_t axis = OpAttrs(*u, opset).getInt("axis");
     return opset >= 13 && u->inputs[0] == v && (axis == 1 || axis == -2);
   }
-  case OpKind::OnnxSigmoid:
-  case OpKind::OnnxRelu:
-  case OpKind::OnnxTanh:
-  case OpKind::OnnxLeakyRelu:
-  case OpKind::OnnxHardSigmoid:
-  case OpKind::OnnxHardSwish:
-  case OpKind::OnnxClip: {
-    bool fits = u->inputs[0] == v;
-    for (size_t i = 1; i < u->inputs.size(); ++i)
-      fits = fits && (u->inputs[i]->name.empty() || u->inputs[i]->isConstant());
-    return fits;
-  }
   default:
-    return false;
+    return isActivationOf(u, v);
   }
 }
 

@@ -58,6 +58,25 @@ bool worksPerPixel(const Node* u, const Value* v, int64_t opset) {
   return false;
 }
 
+bool isActivationOf(const Node* u, const Value* v) {
+  switch (u->kind) {
+  case OpKind::OnnxSigmoid:
+  case OpKind::OnnxRelu:
+  case OpKind::OnnxTanh:
+  case OpKind::OnnxLeakyRelu:
+  case OpKind::OnnxHardSigmoid:
+  case OpKind::OnnxHardSwish:
+  case OpKind::OnnxClip:
+    break;
+  default:
+    return false;
+  }
+  bool fits = u->inputs[0] == v;
+  for (size_t i = 1; i < u->inputs.size(); ++i)
+    fits = fits && (u->inputs[i]->name.empty() || u->inputs[i]->isConstant());
+  return fits;
+}
+
 void remapSliceAxes(Graph& g, Node& u, int64_t (*axisOf)(int64_t)) {
   const int64_t opset = g.source.opset;
   if (opset < 10) {

@@ -24,6 +24,11 @@ namespace hpvm::fe {
 /// comes from the same region is for the caller to check.
 bool worksPerPixel(const Node* u, const Value* v, int64_t opset);
 
+/// True if node \p u is an activation of \p v, element by element
+/// (Sigmoid, Relu, Tanh, LeakyRelu, HardSigmoid, HardSwish, Clip), its
+/// other inputs constants or absent: the same op on any layout.
+bool isActivationOf(const Node* u, const Value* v);
+
 /// Rewrites node \p u of a channel-last region for channel-first data
 /// (its output shape already is): a LayerNormalization over the last axis
 /// becomes layer_norm, a MatMul by a constant K x N matrix a 1 x 1 Conv,

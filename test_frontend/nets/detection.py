@@ -39,6 +39,50 @@ def fpn_detector():
     return Detector()
 
 
+def _ultralytics_blocks():
+    """Ultralytics' common blocks: Conv (conv, batch norm, SiLU; `p` pads,
+    k // 2 by default), Bottleneck (a k1 x k1 then a 3x3 Conv, the residual
+    when `shortcut`) and SPPF (three 5x5 stride-1 max pools of a 1x1 Conv,
+    all concatenated, a 1x1 Conv)."""
+    import torch
+    import torch.nn as nn
+
+    class Conv(nn.Module):
+        def __init__(self, c1, c2, k=1, s=1, p=None):
+            super().__init__()
+            self.conv = nn.Conv2d(c1, c2, k, s, k // 2 if p is None else p,
+                                  bias=False)
+            self.bn = nn.BatchNorm2d(c2)
+            self.act = nn.SiLU()
+
+        def forward(self, x):
+            return self.act(self.bn(self.conv(x)))
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c, shortcut, k1):
+            super().__init__()
+            self.cv1, self.cv2 = Conv(c, c, k1), Conv(c, c, 3)
+            self.add = shortcut
+
+        def forward(self, x):
+            y = self.cv2(self.cv1(x))
+            return x + y if self.add else y
+
+    class SPPF(nn.Module):
+        def __init__(self, c1, c2, k=5):
+            super().__init__()
+            self.cv1 = Conv(c1, c1 // 2, 1)
+            self.cv2 = Conv(c1 // 2 * 4, c2, 1)
+            self.m = nn.MaxPool2d(k, 1, k // 2)
+
+        def forward(self, x):
+            y = [self.cv1(x)]
+            y.extend(self.m(y[-1]) for _ in range(3))
+            return self.cv2(torch.cat(y, 1))
+
+    return Conv, Bottleneck, SPPF
+
+
 def yolov8(classes=3, reg_max=16):
     """YOLOv8 as Ultralytics' yolov8n.yaml lays it out, at a smaller width:
     Conv (conv, batch norm, SiLU) and C2f blocks (a 1x1 conv chunked in
@@ -53,26 +97,7 @@ def yolov8(classes=3, reg_max=16):
     class sigmoids: one output B x (4 + classes) x anchors."""
     import torch
     import torch.nn as nn
-
-    class Conv(nn.Module):
-        def __init__(self, c1, c2, k=1, s=1):
-            super().__init__()
-            self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
-            self.bn = nn.BatchNorm2d(c2)
-            self.act = nn.SiLU()
-
-        def forward(self, x):
-            return self.act(self.bn(self.conv(x)))
-
-    class Bottleneck(nn.Module):
-        def __init__(self, c, shortcut):
-            super().__init__()
-            self.cv1, self.cv2 = Conv(c, c, 3), Conv(c, c, 3)
-            self.add = shortcut
-
-        def forward(self, x):
-            y = self.cv2(self.cv1(x))
-            return x + y if self.add else y
+    Conv, Bottleneck, SPPF = _ultralytics_blocks()
 
     class C2f(nn.Module):
         def __init__(self, c1, c2, n=1, shortcut=False):
@@ -80,24 +105,12 @@ def yolov8(classes=3, reg_max=16):
             self.c = c2 // 2
             self.cv1 = Conv(c1, 2 * self.c, 1)
             self.cv2 = Conv((2 + n) * self.c, c2, 1)
-            self.m = nn.ModuleList(Bottleneck(self.c, shortcut)
+            self.m = nn.ModuleList(Bottleneck(self.c, shortcut, 3)
                                    for _ in range(n))
 
         def forward(self, x):
             y = list(self.cv1(x).chunk(2, 1))
             y.extend(m(y[-1]) for m in self.m)
-            return self.cv2(torch.cat(y, 1))
-
-    class SPPF(nn.Module):
-        def __init__(self, c1, c2, k=5):
-            super().__init__()
-            self.cv1 = Conv(c1, c1 // 2, 1)
-            self.cv2 = Conv(c1 // 2 * 4, c2, 1)
-            self.m = nn.MaxPool2d(k, 1, k // 2)
-
-        def forward(self, x):
-            y = [self.cv1(x)]
-            y.extend(self.m(y[-1]) for _ in range(3))
             return self.cv2(torch.cat(y, 1))
 
     class DFL(nn.Module):
@@ -196,27 +209,7 @@ def yolov5(classes=3):
     one output B x boxes x (5 + classes)."""
     import torch
     import torch.nn as nn
-
-    class Conv(nn.Module):
-        def __init__(self, c1, c2, k=1, s=1, p=None):
-            super().__init__()
-            self.conv = nn.Conv2d(c1, c2, k, s, k // 2 if p is None else p,
-                                  bias=False)
-            self.bn = nn.BatchNorm2d(c2)
-            self.act = nn.SiLU()
-
-        def forward(self, x):
-            return self.act(self.bn(self.conv(x)))
-
-    class Bottleneck(nn.Module):
-        def __init__(self, c, shortcut):
-            super().__init__()
-            self.cv1, self.cv2 = Conv(c, c, 1), Conv(c, c, 3)
-            self.add = shortcut
-
-        def forward(self, x):
-            y = self.cv2(self.cv1(x))
-            return x + y if self.add else y
+    Conv, Bottleneck, SPPF = _ultralytics_blocks()
 
     class C3(nn.Module):
         def __init__(self, c1, c2, n=1, shortcut=True):
@@ -224,23 +217,11 @@ def yolov5(classes=3):
             c = c2 // 2
             self.cv1, self.cv2 = Conv(c1, c, 1), Conv(c1, c, 1)
             self.cv3 = Conv(2 * c, c2, 1)
-            self.m = nn.Sequential(*(Bottleneck(c, shortcut)
+            self.m = nn.Sequential(*(Bottleneck(c, shortcut, 1)
                                      for _ in range(n)))
 
         def forward(self, x):
             return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
-
-    class SPPF(nn.Module):
-        def __init__(self, c1, c2, k=5):
-            super().__init__()
-            self.cv1 = Conv(c1, c1 // 2, 1)
-            self.cv2 = Conv(c1 // 2 * 4, c2, 1)
-            self.m = nn.MaxPool2d(k, 1, k // 2)
-
-        def forward(self, x):
-            y = [self.cv1(x)]
-            y.extend(self.m(y[-1]) for _ in range(3))
-            return self.cv2(torch.cat(y, 1))
 
     anchors = ((10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119),
                (116, 90, 156, 198, 373, 326))
