@@ -4,6 +4,7 @@
 #include "core/Memory.h"
 
 #include "base/Errors.h"
+#include "kernels/Kernels.h"
 
 #include <cstdlib>
 
@@ -35,8 +36,9 @@ int64_t keepStorageBytes() {
 /// part not found there when it runs (a producer that wrote another
 /// layout). It places only what can be written once and then only read:
 ///  - a concatenation with fp32 numerics (rounding it would round its
-///    parts) of batch-1 parts of whole 16-channel blocks (a contiguous run
-///    of an nChw16c buffer), not a program output;
+///    parts) of batch-1 parts of whole channel blocks of the layout the
+///    convolutions write (viewChannelBlock(): a contiguous run of an
+///    nChw16c or nChw8c buffer), not a program output;
 ///  - a part that is another op's output, written by the group that
 ///    computes it (not in place), not a program output, and not placed
 ///    already (a part of two concatenations at different offsets is
@@ -66,15 +68,16 @@ void planChannelViews(const Plan& p, const Trace& t, Schedule& s,
       continue;
     std::vector<int64_t> at(op.numIn); // Each part's first channel.
     int64_t channel = 0;
-    bool blocks16 = true;
+    const int64_t block = viewChannelBlock();
+    bool blocks = true;
     for (int k = 0; k < op.numIn; ++k) {
       at[k] = channel;
       const int64_t c = op.in[k] >= 0 ? p.ops[op.in[k]].out[1]
                                       : t.extShapes[-op.in[k] - 1][1];
-      blocks16 = blocks16 && c % 16 == 0;
+      blocks = blocks && c % block == 0;
       channel += c;
     }
-    if (!blocks16)
+    if (!blocks)
       continue;
     ChannelView& self = s.views[g.last];
     if (self.whole < 0) {

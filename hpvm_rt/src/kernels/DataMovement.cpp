@@ -23,17 +23,18 @@ using namespace kern;
 
 namespace {
 
-/// runConcat() into storage bindChannelView() planned (batch 1, nChw16c,
-/// every part a multiple of 16 channels): each part is one contiguous run
-/// of y's buffer; a part whose producer wrote it there is left as it is,
-/// the others are copied in.
+/// runConcat() into storage bindChannelView() planned (batch 1, blocked by
+/// viewChannelBlock(), every part a multiple of it): each part is one
+/// contiguous run of y's buffer; a part whose producer wrote it there is
+/// left as it is, the others are copied in.
 void concatInPlace(Tensor* const* parts, int n, Tensor* y) {
-  const dnnl::memory dst = outputMemory(y, blocked16Desc(y));
+  const int64_t block = viewChannelBlock();
+  const dnnl::memory dst = outputMemory(y, channelBlockedDesc(y, block));
   const Dims4 yd = dims4(y);
   auto* base = static_cast<float*>(dst.get_data_handle());
   int64_t channel = 0;
   for (int i = 0; i < n; ++i) {
-    const dnnl::memory::desc want = blocked16Desc(parts[i]);
+    const dnnl::memory::desc want = channelBlockedDesc(parts[i], block);
     float* at = base + channel * yd[2] * yd[3];
     channel += dims4(parts[i])[1];
     const TensorImpl& impl = implOf(parts[i]);
@@ -54,7 +55,8 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
   applyThreads();
   const Dims4 yd = dims4(y);
   int64_t channels = 0;
-  bool blocks16 = true;
+  const int64_t block = viewChannelBlock();
+  bool blocks = true;
   for (int i = 0; i < n; ++i) {
     const Dims4 d = dims4(parts[i]);
     HPVM_ASSERT(d[0] == yd[0] && d[2] == yd[2] && d[3] == yd[3] &&
@@ -62,11 +64,11 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
                 fmt::format("concat part {} is {}, the result {}", i,
                             dimsStr(parts[i]), dimsStr(y)));
     channels += d[1];
-    blocks16 = blocks16 && d[1] % 16 == 0;
+    blocks = blocks && d[1] % block == 0;
   }
   HPVM_ASSERT(channels == yd[1], "concat channels do not add up");
   // fp32 only: rounding the result in place would round the parts too.
-  if (yd[0] == 1 && blocks16 && knob.precision == Precision::FP32 &&
+  if (yd[0] == 1 && blocks && knob.precision == Precision::FP32 &&
       hasChannelViews(y)) {
     concatInPlace(parts, n, y);
     return;
@@ -75,10 +77,11 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
   std::vector<std::unique_ptr<PoolBuffer>> holds(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     src[i] = currentMemory(parts[i]);
-  // Blocked by 16 channels when every part fills whole blocks (the
-  // convolutions' layout, which the next convolution reads: DenseNet's
-  // concatenations of 32-channel layers), reordering the parts that are
-  // not; else channel-last if every part is; else plain NCHW.
+  // Blocked as the convolutions write (viewChannelBlock()) when every
+  // part fills whole blocks (the layout the next convolution reads:
+  // DenseNet's concatenations of 32-channel layers, YOLOv8's C2f),
+  // reordering the parts that are not; else channel-last if every part
+  // is; else plain NCHW.
   auto all = [&](auto pred) {
     for (int i = 0; i < n; ++i)
       if (!pred(i, dims4(parts[i])))
@@ -86,8 +89,8 @@ void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y) {
     return true;
   };
   tag layout = tag::nchw;
-  if (all([](int, const Dims4& d) { return d[1] % 16 == 0; }))
-    layout = tag::nChw16c;
+  if (blocks)
+    layout = block == 16 ? tag::nChw16c : tag::nChw8c;
   else if (all([&](int i, const Dims4& d) {
              return src[i].get_desc() ==
                     dnnl::memory::desc({d[0], d[1], d[2], d[3]}, dt::f32,
@@ -204,9 +207,42 @@ void copyChannels(const Tensor* x, const KnobSpec& knob, Tensor* y,
 
 void runChannelSlice(const Tensor* x, int64_t begin, int64_t end,
                      const KnobSpec& knob, Tensor* y) {
-  HPVM_ASSERT(begin >= 0 && end > begin && end <= dims4(x)[1] &&
-                  dims4(y)[1] == end - begin,
+  const Dims4 xd = dims4(x), yd = dims4(y);
+  HPVM_ASSERT(begin >= 0 && end > begin && end <= xd[1] &&
+                  yd[1] == end - begin && x != y,
               "channel slice out of range");
+  // fp32 blocked by 8 or 16 channels (a convolution's output), sliced on
+  // block boundaries (YOLOv8's C2f chunks): the slice's blocks of each
+  // image are one run of x's, copied as they lie, and y stays blocked for
+  // the next convolution; no reorder to NCHW and back. (A last block
+  // padded past x's channels is padded alike in y.)
+  if (const int64_t block = heldChannelBlock(x);
+      block != 0 && !implOf(x).memBorrowed && begin % block == 0 &&
+      (end % block == 0 || end == xd[1])) {
+    applyThreads();
+    const auto* xb = static_cast<const float*>(implOf(x).mem.get_data_handle());
+    auto* yb = static_cast<float*>(
+        outputMemory(y, channelBlockedDesc(y, block)).get_data_handle());
+    const int64_t plane = xd[2] * xd[3] * block;
+    const int64_t xBlocks = (xd[1] + block - 1) / block,
+                  yBlocks = (yd[1] + block - 1) / block;
+    auto image = [&](int64_t b) {
+      std::memcpy(yb + b * yBlocks * plane,
+                  xb + (b * xBlocks + begin / block) * plane,
+                  static_cast<size_t>(yBlocks * plane) * sizeof(float));
+    };
+    // (One image, or a few values: on this thread; kParallelMinElems.)
+    if (yd[0] == 1 || yd[0] * yBlocks * plane < kParallelMinElems) {
+      for (int64_t b = 0; b < yd[0]; ++b)
+        image(b);
+    } else {
+#pragma omp parallel for schedule(static)
+      for (int64_t b = 0; b < yd[0]; ++b)
+        image(b);
+    }
+    keepOrRound(alreadyRounded(x, knob.precision), knob.precision, y);
+    return;
+  }
   copyChannels(x, knob, y, [begin](int64_t c) { return begin + c; });
 }
 

@@ -136,13 +136,18 @@ void ensureHost(Tensor* t);
 void hostModified(Tensor* t);
 /// Frees every buffer of t (host and layout copies); dims stay.
 void releaseStorage(Tensor* t);
+/// The channel block of zero-copy concatenations and of runConcat()'s
+/// blocked results: the one the convolutions write, 16 with AVX-512
+/// (nChw16c), else 8 (nChw8c: AVX2's), so that neither side reorders.
+int64_t viewChannelBlock();
 /// Zero-copy concatenation: makes channels [offset, offset + C) of \p whole
 /// the oneDNN storage of \p part (C its channels), both of batch 1 and the
-/// same height and width, offset and C multiples of 16. A kernel writing
-/// \p part in nChw16c then writes those channels of \p whole in place (in
-/// another layout, \p part gets a buffer of its own again), and runConcat()
-/// copies nothing for a part found in place. \p whole gets (or keeps) an
-/// nChw16c buffer that is never swapped for another until released;
+/// same height and width, offset and C multiples of viewChannelBlock(). A
+/// kernel writing \p part in that block's layout then writes those
+/// channels of \p whole in place (in another layout, \p part gets a
+/// buffer of its own again), and runConcat() copies nothing for a part
+/// found in place. \p whole gets (or keeps) a buffer in that layout that
+/// is never swapped for another until released;
 /// part == whole only does that. Nothing else may write into \p whole's
 /// channels meanwhile: every writer of a channel range writes the same
 /// values (the part's).
@@ -249,8 +254,9 @@ void runGroupSoftmax(const Tensor* x, int64_t groups, const KnobSpec& knob,
                      Tensor* y);
 /// y = the \p n tensors \p parts (each N x C_i x H x W) one after another
 /// along the channels; y is a tensor of its own. When bindChannelView()
-/// planned y's storage (batch 1, fp32, every part a multiple of 16
-/// channels), a part already in place in y's channels is not copied.
+/// planned y's storage (batch 1, fp32, every part a multiple of
+/// viewChannelBlock() channels), a part already in place in y's channels
+/// is not copied.
 void runConcat(Tensor* const* parts, int n, const KnobSpec& knob, Tensor* y);
 /// y = the \p n tensors \p parts (each N x C x H x W_i) one after another
 /// along the width; y is a tensor of its own.

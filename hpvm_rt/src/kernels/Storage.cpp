@@ -1,5 +1,6 @@
 // Storage.cpp - tensor storage: host buffers, oneDNN copies in blocked
 // layouts, reorders back to NCHW on demand, and the thread count.
+#include "approx/Isa.h"
 #include "kernels/Primitives.h"
 #include "kernels/TensorImpl.h"
 
@@ -555,17 +556,20 @@ void hostModified(Tensor* t) {
   newValues(impl);
 }
 
+int64_t viewChannelBlock() { return approx::haveAvx512() ? 16 : 8; }
+
 void bindChannelView(Tensor* part, Tensor* whole, int64_t offset) {
   const Dims4 pd = dims4(part), wd = dims4(whole);
+  const int64_t block = viewChannelBlock();
   HPVM_ASSERT(pd[0] == 1 && wd[0] == 1 && pd[2] == wd[2] && pd[3] == wd[3] &&
-                  offset >= 0 && offset % 16 == 0 && pd[1] % 16 == 0 &&
+                  offset >= 0 && offset % block == 0 && pd[1] % block == 0 &&
                   offset + pd[1] <= wd[1],
               fmt::format("channels {} of {} cannot be a view of {}", offset,
                           dimsStr(part), dimsStr(whole)));
-  // The whole: an nChw16c buffer of its own, kept while views point into
+  // The whole: a blocked buffer of its own, kept while views point into
   // it (its values, if any, are overwritten by the parts).
   TensorImpl& w = implOf(whole);
-  const dnnl::memory::desc wDesc = blocked16Desc(whole);
+  const dnnl::memory::desc wDesc = channelBlockedDesc(whole, block);
   if (!w.memShared || w.mem.get_desc() != wDesc) {
     HPVM_ASSERT(!w.memBorrowed, "a channel view cannot hold views");
     const size_t bytes = wDesc.get_size();
@@ -582,11 +586,12 @@ void bindChannelView(Tensor* part, Tensor* whole, int64_t offset) {
   if (part == whole)
     return;
   // The part: channels [offset, offset + C) of the whole, contiguous in
-  // nChw16c at batch 1 (offset / 16 blocks of H x W x 16 floats in).
+  // the blocked layout at batch 1 (offset / block blocks of H x W x block
+  // floats in).
   TensorImpl& v = implOf(part);
   HPVM_ASSERT(!v.memShared, "a buffer holding views cannot become a view");
   void* at = static_cast<float*>(w.memBuf) + offset * wd[2] * wd[3];
-  const dnnl::memory::desc vDesc = blocked16Desc(part);
+  const dnnl::memory::desc vDesc = channelBlockedDesc(part, block);
   if (v.memBorrowed && v.memBuf == at && v.mem.get_desc() == vDesc)
     return;
   if (!v.memBorrowed)
