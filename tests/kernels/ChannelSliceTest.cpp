@@ -46,7 +46,9 @@ TEST_CASE("Kernels: a channel slice of a blocked convolution output on "
       const std::vector<std::pair<int64_t, int64_t>> slices = {
           {block, K}, {0, block}, {1, K - 1}};
       const std::vector<float> all = ref.values();
-      for (const auto& [begin, end] : slices) {
+      for (const auto& slice : slices) {
+        // (Not a structured binding: clang's C++17 cannot capture one.)
+        const int64_t begin = slice.first, end = slice.second;
         CAPTURE(begin);
         CAPTURE(end);
         TestTensor s({N, size_t(end - begin), 5, 7});
