@@ -10,7 +10,9 @@ set -eu
 # libomp-dev, libclang-rt-dev: clang's OpenMP and sanitizer/libFuzzer
 # runtimes, for the sanitized build (scripts/sanitize.sh) and the fuzzers.
 # libtorch-dev: torch2hpvm's TorchScript class (python/torch2hpvm/ext), against
-# the same PyTorch 1.13 as python3-torch.
+# the same PyTorch 1.13 as python3-torch; python3-dev and pybind11-dev: the
+# headers of its Python module torch2hpvm._direct (torch's Python API
+# includes pybind11's).
 # git: torch2hpvm-export merges hand edits into a regeneration with
 # 'git merge-file' (no repository needed).
 # nodejs (and npm): ONNX Runtime's CPU build, onnxruntime-node from the npm
@@ -26,7 +28,7 @@ PACKAGES="
   dataset-fashion-mnist
   libopenblas0-pthread
   libomp-dev libclang-rt-dev
-  libtorch-dev
+  libtorch-dev python3-dev pybind11-dev
   nettle-dev libzip-dev pkg-config
   nodejs
 "

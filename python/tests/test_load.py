@@ -410,9 +410,6 @@ class Errors(unittest.TestCase):
                                       REFERENCE[:64])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class SeveralOutputs(unittest.TestCase):
     """A model with a segmentation map and an auxiliary head, exported
@@ -467,3 +464,154 @@ class SeveralOutputs(unittest.TestCase):
         t_seg, t_aux = traced(images[16:32])
         self.assertTrue(torch.equal(t_seg, net(images[16:32])[0]))
         self.assertTrue(torch.equal(t_aux, net(images[16:32])[1]))
+
+
+class DirectCalls(unittest.TestCase):
+    """From Python, the module calls its program through torch2hpvm._direct
+    (not TorchScript's method dispatch) wherever nn.Module's call has
+    nothing to do, with the same outputs and errors; hooks, keyword
+    arguments and traces go through nn.Module's call."""
+
+    def counted(self, net):
+        """Counts net's direct calls in self.calls."""
+        self.calls = 0
+        direct = net._direct_call
+
+        def call(x):
+            self.calls += 1
+            return direct(x)
+        net._direct_call = call
+
+    def test_taken_with_the_program_outputs(self):
+        from torch2hpvm import _direct, runtime
+        self.assertIs(runtime._direct_module(), _direct)
+        net = torch2hpvm.load(OUT)
+        self.counted(net)
+        for batch in (1, 7, 64):
+            with self.subTest(batch=batch):
+                got = net(IMAGES[:batch])
+                self.assertTrue(torch.equal(
+                    got, net.program.forward(IMAGES[:batch])[0]))
+        self.assertEqual(self.calls, 3)
+        self.assertFalse(torch.jit.script(net)._c.hasattr("_direct_call"))
+
+    def test_hooks_and_keywords_go_through_nn_module(self):
+        net = torch2hpvm.load(OUT)
+        self.counted(net)
+        zeros = net(torch.zeros(4, 1, 28, 28))
+        seen = []
+        pre = net.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+        post = net.register_forward_hook(
+            lambda m, args, out: seen.append(tuple(out.shape)))
+        self.assertTrue(torch.equal(net(IMAGES[:4]), zeros))
+        self.assertEqual(seen, [(4, 10)])
+        pre.remove()
+        post.remove()
+        from torch.nn.modules.module import register_module_forward_hook
+        handle = register_module_forward_hook(
+            lambda m, args, out: out + 1 if m is net else None)
+        try:
+            self.assertTrue(torch.equal(net(IMAGES[:4]),
+                                        net.program.forward(IMAGES[:4])[0]
+                                        + 1))
+        finally:
+            handle.remove()
+        self.assertTrue(torch.equal(net(x=IMAGES[:4]), net(IMAGES[:4])))
+        # All five calls end in the direct call: two straight away, three
+        # from forward(), which nn.Module's call runs for hooks and
+        # keywords.
+        self.assertEqual(self.calls, 5)
+
+    def test_torch_fx_sees_the_module_call(self):
+        """torch.fx patches nn.Module's call: a tracer that keeps the
+        module whole records it, and the traced graph runs it."""
+        import torch.fx
+        net = torch2hpvm.load(OUT)
+
+        class Around(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = net
+
+            def forward(self, x):
+                return self.net(x * 2.0).argmax(1)
+
+        class Tracer(torch.fx.Tracer):
+            def is_leaf_module(self, m, name):
+                return m is net or super().is_leaf_module(m, name)
+
+        around = Around()
+        graph = Tracer().trace(around)
+        self.assertIn("call_module", [n.op for n in graph.nodes])
+        traced = torch.fx.GraphModule(around, graph)
+        self.assertTrue(torch.equal(traced(IMAGES[:64]),
+                                    net(IMAGES[:64] * 2.0).argmax(1)))
+
+    def test_copies_call_their_own_program(self):
+        import copy
+        import gc
+        import pickle
+        from torch2hpvm import _direct
+        net = torch2hpvm.load(OUT, config="fp32")
+        twin = copy.deepcopy(net)
+        back = pickle.loads(pickle.dumps(net))
+        self.assertNotIn("_direct_call", net.__getstate__())
+        handles = {m._direct_call.args[0] for m in (net, twin, back)}
+        self.assertEqual(len(handles), 3)
+        twin.configure(config="conv1_samp231")
+        handle = net._direct_call.args[0]
+        del net
+        gc.collect()
+        np.testing.assert_array_equal(
+            twin(IMAGES[:50]).numpy(),
+            reference(50, "--config", "conv1_samp231")[:50])
+        np.testing.assert_array_equal(back(IMAGES[:64]).numpy(),
+                                      REFERENCE[:64])
+        with self.assertRaises(RuntimeError) as e:
+            _direct.run_one(handle, IMAGES[:1])
+        self.assertEqual(str(e.exception), f"no torch2hpvm Program has "
+                         f"handle {handle} (it was freed)")
+        with self.assertRaises(TypeError) as e:
+            _direct.run_one(handle)
+        self.assertEqual(str(e.exception),
+                         "run_one() takes 2 arguments (1 given)")
+
+    def test_threads_run_while_the_program_does(self):
+        """The GIL is released during a run: other Python threads go on,
+        and calls from several threads are each right."""
+        import threading
+        net = torch2hpvm.load(OUT, threads=1)
+        many = IMAGES.repeat(10, 1, 1, 1)
+        done = threading.Event()
+        result = []
+
+        def run():
+            result.append(net(many))
+            done.set()
+        worker = threading.Thread(target=run)
+        count = 0
+        worker.start()
+        while not done.is_set():
+            count += 1
+        worker.join()
+        # (With the GIL held for the run, this thread would not count.)
+        self.assertGreater(count, 1000)
+        self.assertTrue(torch.equal(result[0], net.program.forward(many)[0]))
+        outs = {}
+
+        def slices(k):
+            outs[k] = [net(IMAGES[s:s + 64]) for _ in range(5)
+                       for s in range(0, common.TEST, 64)]
+        threads = [threading.Thread(target=slices, args=(k,))
+                   for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        want = np.tile(reference(64, "--threads", "1"), (5, 1))
+        for k in range(3):
+            np.testing.assert_array_equal(torch.cat(outs[k]).numpy(), want)
+
+
+if __name__ == "__main__":
+    unittest.main()

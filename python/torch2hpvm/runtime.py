@@ -6,7 +6,9 @@ built with torch2hpvm against Debian's libtorch): the program's shared
 library, its weights, its configuration file and int8 calibration, loaded
 into this process from memory. Its forward() calls the class's forward()
 (scripted) or the operator torch2hpvm::run(images, program) (traced), so
-scripted and traced graphs hold the program itself; torch.jit.save writes it into the saved file, which loads
+scripted and traced graphs hold the program itself; called from Python, it
+runs the program through torch2hpvm._direct (a few C calls, against
+several microseconds for TorchScript's dispatch of a method); torch.jit.save writes it into the saved file, which loads
 again (torch.jit.load, or torch::jit::load from C++ with the library
 loaded) with nothing else, after the export directory is gone. Outputs are
 the program's, bit for bit, at any batch size.
@@ -15,6 +17,7 @@ Where libtorch2hpvm_torch.so is not built, load() falls back to a module
 that calls the program through ctypes (torch2hpvm._ctypes_module), which
 cannot be scripted, saved or pickled, and warns once.
 """
+import functools
 import os
 import threading
 import warnings
@@ -73,6 +76,33 @@ def extension_error():
     return _EXTENSION["error"] or ""
 
 
+_DIRECT = []
+try:
+    # (What nn.Module's call tests before running forward(); where this
+    # torch has other names, every call goes through nn.Module's call.)
+    from torch.nn.modules.module import (_global_backward_hooks,
+                                         _global_forward_hooks,
+                                         _global_forward_pre_hooks)
+    _GLOBAL_HOOKS = (_global_forward_pre_hooks, _global_forward_hooks,
+                     _global_backward_hooks)
+except ImportError:
+    _GLOBAL_HOOKS = None
+_TENSOR = torch.Tensor
+_TRACING_STATE = torch._C._get_tracing_state
+
+
+def _direct_module():
+    """torch2hpvm._direct (DirectCall.cpp, built with the class), or None
+    where it is not (the class's methods are called then)."""
+    if not _DIRECT:
+        try:
+            from . import _direct
+            _DIRECT.append(_direct)
+        except ImportError:
+            _DIRECT.append(None)
+    return _DIRECT[0]
+
+
 def _library_error(error):
     """hpvm_rt's message out of TorchScript's wrapping of it."""
     text = str(error)
@@ -105,24 +135,65 @@ class HPVMModule(torch.nn.Module):
     __jit_unused_properties__ = ["name", "input_shape", "num_classes",
                                  "output_shapes", "output_names",
                                  "config_description", "threads"]
+    # (Python's own: a scripted or saved module has no use for it.)
+    __jit_ignored_attributes__ = ["_direct_call"]
+    _ONE = True  # forward returns the one output (not a list)
 
     def __init__(self, program):
         super().__init__()
         self.program = program
+        self._bind()
+
+    def _bind(self):
+        """The program's call through torch2hpvm._direct (None without
+        it), taken again whenever the program is a new one (copy, pickle)."""
+        direct = _direct_module() if _GLOBAL_HOOKS else None
+        self._direct_call = None if direct is None else functools.partial(
+            direct.run_one if self._ONE else direct.run,
+            self.program.handle())
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_direct_call", None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._bind()
+
+    def __call__(self, *args, **kwargs):
+        # The program straight away where nn.Module's call has nothing to
+        # do (a plain tensor, no hooks, not tracing): its Python costs
+        # microseconds per call, as much as the rest of a call at batch 1.
+        # (Anything else, torch.fx's proxies too, goes through it.)
+        call = self._direct_call
+        if (call is None or kwargs or len(args) != 1 or
+                type(args[0]) is not _TENSOR or
+                self._forward_pre_hooks or self._forward_hooks or
+                self._backward_hooks or _GLOBAL_HOOKS[0] or
+                _GLOBAL_HOOKS[1] or _GLOBAL_HOOKS[2] or
+                _TRACING_STATE()):
+            return super().__call__(*args, **kwargs)
+        return call(args[0])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.jit.is_scripting():
             return self.program.forward_one(x)
-        return self._eager(x)[0]
+        return self._eager(x)
 
     @torch.jit.unused
     def _eager(self, x):
-        # (Calling the class's method from Python costs a few microseconds;
-        # the operator, which a trace records, about 15 more.)
+        """forward() from Python: the output, or the list of outputs."""
         if torch.jit.is_tracing():
-            return torch.ops.torch2hpvm.run(x, self.program)
+            # (The operator, which a trace records: about 15 microseconds
+            # more than a method.)
+            outs = torch.ops.torch2hpvm.run(x, self.program)
+            return outs[0] if self._ONE else outs
+        if self._direct_call is not None:
+            return self._direct_call(x)
         _check_input(x)
-        return self.program.forward(x)
+        return (self.program.forward_one(x) if self._ONE else
+                self.program.forward(x))
 
     @torch.jit.export
     def set_threads(self, threads: int) -> None:
@@ -244,6 +315,8 @@ class HPVMModule(torch.nn.Module):
 class HPVMMultiOutputModule(HPVMModule):
     """An HPVMModule of a model with several graph outputs: forward returns
     the list of them, in the model's order (output_names)."""
+
+    _ONE = False
 
     def forward(self, x: torch.Tensor) -> List[torch.Tensor]:
         if torch.jit.is_scripting():

@@ -13,13 +13,18 @@ same test images:
            the program's own per-batch time (its timer covers the launch
            and the output request; not its file reading and input copy);
   module   net(x[i:i+B]) in a loop, timed around each call from Python
-           (nn.Module's call, the operator torch2hpvm::run, the output
-           tensor, the run, the copy of the outputs), after one untimed
-           call;
-  script   torch.jit.script(net), the same from Python;
+           (the module's call, torch2hpvm._direct's run_one, the checks,
+           the output tensor, the run), after one untimed call;
+  script   torch.jit.script(net), the same from Python (nn.Module's
+           call, TorchScript's interpreter, the class's forward_one);
   cpp      the scripted module saved, loaded and run by a C++ program
            (python/tests/cpp/load_saved.cpp --time), timed in C++;
   ctypes   the fallback module (torch2hpvm._ctypes_module), from Python.
+For scale, a third measure per row: torch's own cost of calling a scripted
+module from Python in the state a program run leaves the caches in (the
+module run untimed on each batch, then a scripted module that returns its
+input, timed on it): the part of the "script" way's overhead that is
+TorchScript's call from Python, whatever the module does.
 A last table times each way on an empty batch (0 images: every step of
 the call but the run; the ctypes module returns before calling the
 library, so its figure misses the library's entry): the call's own cost.
@@ -114,6 +119,25 @@ def load_calls(net, x, batch, images):
     return times, runs
 
 
+class ReturnsInput(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def floor_calls(net, floor, x, batch, images):
+    """Each call's wall time, in ms, of the scripted \p floor (returns its
+    input) on every batch, right after \p net's run of it (untimed)."""
+    times = []
+    with torch.no_grad():
+        for start in range(0, images - batch + 1, batch):
+            chunk = x[start:start + batch]
+            net(chunk)
+            t0 = time.perf_counter()
+            floor(chunk)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
 def cpp_calls(tool, saved, images_file, batch, threads, images):
     """Each call's wall time and the program's own time of it, in ms, from
     C++."""
@@ -175,6 +199,7 @@ def main():
     from torch2hpvm._ctypes_module import CtypesModule
     nets = {"module": torch2hpvm.load(out, exact=True)}
     nets["script"] = torch.jit.script(nets["module"])
+    floor = torch.jit.script(ReturnsInput())
     saved = args.work / "lenet_script.pt"
     torch.jit.save(nets["script"], str(saved))
     nets["ctypes"] = CtypesModule(out, out / "build" / "liblenet.so",
@@ -191,6 +216,7 @@ def main():
             rounds = {"binary": []}
             rounds.update({way: [] for way in WAYS})
             calls = {way: [] for way in WAYS}
+            floors = []
             for _ in range(args.reps):
                 rounds["binary"].append(binary_median(out, batch, threads,
                                                       args.images))
@@ -202,6 +228,8 @@ def main():
                         r = load_calls(nets[way], x, batch, args.images)
                     calls[way].append(r)
                     rounds[way].append((statistics.median(r[0]), min(r[0])))
+                floors += floor_calls(nets["module"], floor, x, batch,
+                                      args.images)
             row = {"threads": threads, "batch": batch}
             for way, values in rounds.items():
                 row[way] = {"median_ms": statistics.median(v[0]
@@ -219,6 +247,10 @@ def main():
                                                  b["median_ms"])
                 w["overhead_median_pct"] = 100.0 * (w["median_ms"] /
                                                     b["median_ms"] - 1)
+            row["torch_scripted_call"] = {
+                "median_us": 1e3 * statistics.median(floors),
+                "p10_us": 1e3 * percentile(floors, 0.1),
+                "p90_us": 1e3 * percentile(floors, 0.9)}
             row["program_median_ms"] = statistics.median(
                 t for _, runs in calls["cpp"] for t in runs)
             rows.append(row)
@@ -227,7 +259,10 @@ def main():
                   "paired overhead per call, median: " +
                   "; ".join(f"{way} {row[way]['paired']['median_us']:.1f} us "
                             f"({row[way]['paired']['median_pct']:+.2f}%)"
-                            for way in WAYS), flush=True)
+                            for way in WAYS) +
+                  f"; torch's scripted call after a run "
+                  f"{row['torch_scripted_call']['median_us']:.1f} us",
+                  flush=True)
     empty = {}
     for way in WAYS:
         if way == "cpp":
@@ -267,6 +302,15 @@ def main():
                                  f"({w['paired']['p10_us']:.1f} - "
                                  f"{w['paired']['p90_us']:.1f}), "
                                  f"{w['paired']['median_pct']:+.2f}%")
+        lines += ["", "torch's own call of a scripted module from Python, "
+                  "after each program run (a module that returns its input; "
+                  "median, 10th - 90th percentile):", "",
+                  "| threads | batch | scripted call |", "|---|---|---|"]
+        lines += [f"| {r['threads']} | {r['batch']} | "
+                  f"{r['torch_scripted_call']['median_us']:.1f} µs "
+                  f"({r['torch_scripted_call']['p10_us']:.1f} - "
+                  f"{r['torch_scripted_call']['p90_us']:.1f}) |"
+                  for r in rows]
         lines += ["", "Against the binary (separate runs; see the script's "
                   "notes):", ""]
         lines += table(rows, "binary median (min), ms",

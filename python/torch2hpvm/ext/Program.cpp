@@ -11,6 +11,7 @@
 //
 // Loading runs the saved library's code: a saved module is a program, to
 // be loaded only from a source trusted as one.
+#include "DirectCall.h"
 #include "ProgramLibrary.h"
 
 #include "hpvm_rt/CpuFeatures.h"
@@ -26,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace torch2hpvm {
@@ -228,6 +230,9 @@ public:
     if (model_)
       lib_.close(model_);
   }
+  /// (With a handle given, the last strong reference calls this, and the
+  /// destructor waits for the handle table's weak one, dropped here.)
+  void release_resources() override;
 
   State state() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -482,7 +487,10 @@ private:
     return d.hex();
   }
 
+  friend int64_t handleOf(const c10::intrusive_ptr<Program>& program);
+
   mutable std::mutex mutex_;
+  int64_t handle_ = 0; ///< 0: none given yet (handleOf()).
   EntryPoints lib_{};
   hpvm_rt_model* model_ = nullptr;
   at::Tensor library_;
@@ -505,6 +513,59 @@ private:
 
 namespace {
 
+/// The Programs that have a handle, by it (DirectCall.h).
+struct Handles {
+  std::mutex mutex;
+  std::unordered_map<int64_t, c10::weak_intrusive_ptr<Program>> programs;
+  int64_t next = 1;
+};
+
+Handles& handles() {
+  static Handles* h = new Handles; // (never freed: Programs may outlive it)
+  return *h;
+}
+
+/// The Program with \p handle, held for a call.
+c10::intrusive_ptr<Program> programOf(int64_t handle) {
+  Handles& h = handles();
+  c10::intrusive_ptr<Program> program;
+  {
+    std::lock_guard<std::mutex> lock(h.mutex);
+    auto it = h.programs.find(handle);
+    if (it != h.programs.end())
+      program = it->second.lock();
+  }
+  TORCH_CHECK(program, "no torch2hpvm Program has handle ", handle,
+              " (it was freed)");
+  return program;
+}
+
+} // namespace
+
+/// \p program's handle, given on the first call.
+int64_t handleOf(const c10::intrusive_ptr<Program>& program) {
+  Handles& h = handles();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  if (program->handle_ == 0) {
+    program->handle_ = h.next++;
+    h.programs.emplace(program->handle_,
+                       c10::weak_intrusive_ptr<Program>(program));
+  }
+  return program->handle_;
+}
+
+void Program::release_resources() {
+  if (handle_ == 0)
+    return;
+  Handles& h = handles();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  // (Not the last weak reference: intrusive_ptr holds one until after
+  // this, then deletes the Program.)
+  h.programs.erase(handle_);
+}
+
+namespace {
+
 /// Runs \p body, turning a ProgramError into the error TorchScript reports.
 template <class Body> auto checked(Body&& body) -> decltype(body()) {
   try {
@@ -520,6 +581,15 @@ std::vector<at::Tensor> run(const at::Tensor& images,
 }
 
 } // namespace
+
+std::vector<at::Tensor> callAll(int64_t handle, const at::Tensor& x) {
+  return run(x, programOf(handle));
+}
+
+at::Tensor callOne(int64_t handle, const at::Tensor& x) {
+  const c10::intrusive_ptr<Program> program = programOf(handle);
+  return checked([&] { return program->forwardOne(x); });
+}
 
 TORCH_LIBRARY(torch2hpvm, m) {
   m.class_<Program>("Program")
@@ -561,6 +631,10 @@ TORCH_LIBRARY(torch2hpvm, m) {
       .def("threads",
            [](const c10::intrusive_ptr<Program>& self) {
              return self->threads();
+           })
+      .def("handle",
+           [](const c10::intrusive_ptr<Program>& self) {
+             return handleOf(self);
            })
       .def("last_run_ms",
            [](const c10::intrusive_ptr<Program>& self) {
