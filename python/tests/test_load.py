@@ -468,23 +468,25 @@ class SeveralOutputs(unittest.TestCase):
 
 class DirectCalls(unittest.TestCase):
     """From Python, the module calls its program through torch2hpvm._direct
-    (not TorchScript's method dispatch) wherever nn.Module's call has
-    nothing to do, with the same outputs and errors; hooks, keyword
-    arguments and traces go through nn.Module's call."""
+    (not nn.Module's call nor TorchScript's method dispatch) wherever
+    nn.Module's call has nothing to do, with the same outputs and errors;
+    hooks, keyword arguments and traces go through nn.Module's call, whose
+    forward() calls _direct too."""
 
     def counted(self, net):
-        """Counts net's direct calls in self.calls."""
+        """Counts net's forward() calls in self.calls."""
         self.calls = 0
-        direct = net._direct_call
+        forward = net.forward
 
-        def call(x):
+        def counting(*args, **kwargs):
             self.calls += 1
-            return direct(x)
-        net._direct_call = call
+            return forward(*args, **kwargs)
+        net.forward = counting
 
     def test_taken_with_the_program_outputs(self):
         from torch2hpvm import _direct, runtime
         self.assertIs(runtime._direct_module(), _direct)
+        self.assertIs(runtime.HPVMModule.__call__, _direct.module_call)
         net = torch2hpvm.load(OUT)
         self.counted(net)
         for batch in (1, 7, 64):
@@ -492,8 +494,11 @@ class DirectCalls(unittest.TestCase):
                 got = net(IMAGES[:batch])
                 self.assertTrue(torch.equal(
                     got, net.program.forward(IMAGES[:batch])[0]))
-        self.assertEqual(self.calls, 3)
-        self.assertFalse(torch.jit.script(net)._c.hasattr("_direct_call"))
+        self.assertTrue(torch.equal(net.__call__(IMAGES[:7]),
+                                    net(IMAGES[:7])))
+        self.assertEqual(self.calls, 0)
+        self.assertFalse(
+            torch.jit.script(torch2hpvm.load(OUT))._c.hasattr("_direct"))
 
     def test_hooks_and_keywords_go_through_nn_module(self):
         net = torch2hpvm.load(OUT)
@@ -517,10 +522,14 @@ class DirectCalls(unittest.TestCase):
         finally:
             handle.remove()
         self.assertTrue(torch.equal(net(x=IMAGES[:4]), net(IMAGES[:4])))
-        # All five calls end in the direct call: two straight away, three
-        # from forward(), which nn.Module's call runs for hooks and
-        # keywords.
-        self.assertEqual(self.calls, 5)
+
+        class Sub(torch.Tensor):
+            pass
+        self.assertTrue(torch.equal(net(IMAGES[:4].as_subclass(Sub)),
+                                    net(IMAGES[:4])))
+        # forward() ran for the two hooked calls, the keyword and the
+        # tensor subclass, not for the plain ones.
+        self.assertEqual(self.calls, 4)
 
     def test_torch_fx_sees_the_module_call(self):
         """torch.fx patches nn.Module's call: a tracer that keeps the
@@ -555,11 +564,11 @@ class DirectCalls(unittest.TestCase):
         net = torch2hpvm.load(OUT, config="fp32")
         twin = copy.deepcopy(net)
         back = pickle.loads(pickle.dumps(net))
-        self.assertNotIn("_direct_call", net.__getstate__())
-        handles = {m._direct_call.args[0] for m in (net, twin, back)}
+        self.assertNotIn("_direct", net.__getstate__())
+        handles = {m._direct[0] for m in (net, twin, back)}
         self.assertEqual(len(handles), 3)
         twin.configure(config="conv1_samp231")
-        handle = net._direct_call.args[0]
+        handle = net._direct[0]
         del net
         gc.collect()
         np.testing.assert_array_equal(

@@ -17,7 +17,6 @@ Where libtorch2hpvm_torch.so is not built, load() falls back to a module
 that calls the program through ctypes (torch2hpvm._ctypes_module), which
 cannot be scripted, saved or pickled, and warns once.
 """
-import functools
 import os
 import threading
 import warnings
@@ -77,18 +76,6 @@ def extension_error():
 
 
 _DIRECT = []
-try:
-    # (What nn.Module's call tests before running forward(); where this
-    # torch has other names, every call goes through nn.Module's call.)
-    from torch.nn.modules.module import (_global_backward_hooks,
-                                         _global_forward_hooks,
-                                         _global_forward_pre_hooks)
-    _GLOBAL_HOOKS = (_global_forward_pre_hooks, _global_forward_hooks,
-                     _global_backward_hooks)
-except ImportError:
-    _GLOBAL_HOOKS = None
-_TENSOR = torch.Tensor
-_TRACING_STATE = torch._C._get_tracing_state
 
 
 def _direct_module():
@@ -97,6 +84,16 @@ def _direct_module():
     if not _DIRECT:
         try:
             from . import _direct
+            # (What nn.Module's call tests before running forward(); where
+            # this torch has other names, HPVMModule keeps nn.Module's
+            # call.)
+            from torch.nn.modules.module import (_global_backward_hooks,
+                                                 _global_forward_hooks,
+                                                 _global_forward_pre_hooks)
+            _direct.set_up(torch.nn.Module, (_global_forward_pre_hooks,
+                                             _global_forward_hooks,
+                                             _global_backward_hooks))
+            HPVMModule.__call__ = _direct.module_call
             _DIRECT.append(_direct)
         except ImportError:
             _DIRECT.append(None)
@@ -136,7 +133,7 @@ class HPVMModule(torch.nn.Module):
                                  "output_shapes", "output_names",
                                  "config_description", "threads"]
     # (Python's own: a scripted or saved module has no use for it.)
-    __jit_ignored_attributes__ = ["_direct_call"]
+    __jit_ignored_attributes__ = ["_direct"]
     _ONE = True  # forward returns the one output (not a list)
 
     def __init__(self, program):
@@ -145,36 +142,27 @@ class HPVMModule(torch.nn.Module):
         self._bind()
 
     def _bind(self):
-        """The program's call through torch2hpvm._direct (None without
-        it), taken again whenever the program is a new one (copy, pickle)."""
-        direct = _direct_module() if _GLOBAL_HOOKS else None
-        self._direct_call = None if direct is None else functools.partial(
-            direct.run_one if self._ONE else direct.run,
-            self.program.handle())
+        """(handle, one output) of the program for torch2hpvm._direct (None
+        without it), taken again whenever the program is a new one (copy,
+        pickle)."""
+        direct = _direct_module()
+        self._direct = (None if direct is None else
+                        (self.program.handle(), self._ONE))
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_direct_call", None)
+        state.pop("_direct", None)
         return state
 
     def __setstate__(self, state):
         super().__setstate__(state)
         self._bind()
 
-    def __call__(self, *args, **kwargs):
-        # The program straight away where nn.Module's call has nothing to
-        # do (a plain tensor, no hooks, not tracing): its Python costs
-        # microseconds per call, as much as the rest of a call at batch 1.
-        # (Anything else, torch.fx's proxies too, goes through it.)
-        call = self._direct_call
-        if (call is None or kwargs or len(args) != 1 or
-                type(args[0]) is not _TENSOR or
-                self._forward_pre_hooks or self._forward_hooks or
-                self._backward_hooks or _GLOBAL_HOOKS[0] or
-                _GLOBAL_HOOKS[1] or _GLOBAL_HOOKS[2] or
-                _TRACING_STATE()):
-            return super().__call__(*args, **kwargs)
-        return call(args[0])
+    # (Where torch2hpvm._direct is built, HPVMModule.__call__ becomes its
+    # module_call, which runs the program straight away where nn.Module's
+    # call has nothing to do: a plain tensor, no hooks, not tracing. Its
+    # Python costs microseconds per call, as much as the rest of a call at
+    # batch 1. Anything else, torch.fx's proxies too, goes through it.)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.jit.is_scripting():
@@ -189,8 +177,10 @@ class HPVMModule(torch.nn.Module):
             # more than a method.)
             outs = torch.ops.torch2hpvm.run(x, self.program)
             return outs[0] if self._ONE else outs
-        if self._direct_call is not None:
-            return self._direct_call(x)
+        if self._direct is not None:
+            direct = _DIRECT[0]
+            handle, one = self._direct
+            return direct.run_one(handle, x) if one else direct.run(handle, x)
         _check_input(x)
         return (self.program.forward_one(x) if self._ONE else
                 self.program.forward(x))
